@@ -1,0 +1,171 @@
+/* bnncc: the compiler driver.
+ *
+ *   bnncc MODEL -o OUT [--emit=ir] [-O0..-O3] [--report] ...
+ *
+ * Exit codes: 0 ok, 1 user error (bad model, unsupported op, bad flag), 2 internal error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler.h"
+#include "frontend.h"
+#include "ir.h"
+#include "util.h"
+
+typedef enum { EMIT_BIN, EMIT_IR } Emit;
+
+typedef struct Args {
+    const char *model;
+    const char *out;
+    Emit emit;
+    CompileOptions copts;
+    bool report;
+    const char *dump_file;
+} Args;
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: bnncc MODEL [-o OUT] [options]\n"
+            "\n"
+            "Compiles a binarized or low-bit network (.onnx, or a .bnn text model).\n"
+            "\n"
+            "  -o FILE              output file ('-' for standard output; default: model.bin,\n"
+            "                       or standard output for --emit=ir)\n"
+            "  --emit=ir            write the IR in the text format (docs/text-format.md)\n"
+            "  --emit=bin           write model.bin (not available in this build yet)\n"
+            "  -O0 -O1 -O2 -O3      optimisation level (default -O2; -O0 runs only required passes)\n"
+            "  --report, -v         print which layers became binary and which stayed float\n"
+            "  --verify-each        verify the IR after every pass\n"
+            "  --dump-after=PASS    print the IR after PASS ('all' for every pass) to stderr,\n"
+            "                       or to --dump-file=FILE\n"
+            "  --time-passes        print the time of each pass\n"
+            "  --list-passes        list the passes and exit\n"
+            "  --help, --version\n"
+            "\n"
+            "Exit codes: 0 ok, 1 user error, 2 internal error.\n");
+}
+
+static int bad_arg(const char *fmt, const char *s) {
+    fprintf(stderr, "bnncc: error: ");
+    fprintf(stderr, fmt, s);
+    fprintf(stderr, " (see bnncc --help)\n");
+    return -1;
+}
+
+static int parse_args(int argc, char **argv, Args *a) {
+    memset(a, 0, sizeof *a);
+    a->copts.opt_level = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(s, "--version")) {
+            printf("bnncc %s\n", BNN_VERSION);
+            exit(0);
+        } else if (!strcmp(s, "--list-passes")) {
+            list_passes(stdout);
+            exit(0);
+        } else if (!strcmp(s, "-o")) {
+            if (i + 1 >= argc)
+                return bad_arg("%s needs a file name", s);
+            a->out = argv[++i];
+        } else if (!strncmp(s, "-o", 2)) {
+            a->out = s + 2;
+        } else if (!strcmp(s, "--emit=ir")) {
+            a->emit = EMIT_IR;
+        } else if (!strcmp(s, "--emit=bin")) {
+            a->emit = EMIT_BIN;
+        } else if (!strncmp(s, "--emit=", 7)) {
+            return bad_arg("unknown --emit kind '%s' (known: ir, bin)", s + 7);
+        } else if (s[0] == '-' && s[1] == 'O' && s[2] >= '0' && s[2] <= '3' && !s[3]) {
+            a->copts.opt_level = s[2] - '0';
+        } else if (!strcmp(s, "--report") || !strcmp(s, "-v")) {
+            a->report = true;
+        } else if (!strcmp(s, "--verify-each")) {
+            a->copts.verify_each = true;
+        } else if (!strcmp(s, "--time-passes")) {
+            a->copts.time_passes = true;
+        } else if (!strncmp(s, "--dump-after=", 13)) {
+            if (!is_pass_name(s + 13))
+                return bad_arg("unknown pass '%s' in --dump-after (see bnncc --list-passes)", s + 13);
+            a->copts.dump_after = s + 13;
+        } else if (!strncmp(s, "--dump-file=", 12)) {
+            a->dump_file = s + 12;
+        } else if (s[0] == '-' && s[1]) {
+            return bad_arg("unknown option '%s'", s);
+        } else if (a->model) {
+            fprintf(stderr, "bnncc: error: more than one model given ('%s' and '%s')\n", a->model, s);
+            return -1;
+        } else {
+            a->model = s;
+        }
+    }
+    if (!a->model) {
+        fprintf(stderr, "bnncc: error: no model given (see bnncc --help)\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Write text to path ('-' or NULL: stdout) without ever leaving a partial file. */
+static int emit_text(const char *path, const char *text) {
+    if (!path || !strcmp(path, "-")) {
+        fputs(text, stdout);
+        return fflush(stdout) == 0 ? 0 : -1;
+    }
+    if (write_file_atomic(path, text, strlen(text)) != 0) {
+        fprintf(stderr, "bnncc: error: %s\n", diag_message());
+        return -1;
+    }
+    return 0;
+}
+
+static int compile(Args *a) {
+    Buf report = {0};
+    FILE *dump = NULL;
+    int rc = 1;
+    Graph *g = load_model(a->model, a->report ? &report : NULL);
+    if (!g) {
+        fprintf(stderr, "bnncc: error: %s\n", diag_message());
+        goto done;
+    }
+    if (a->dump_file) {
+        dump = fopen(a->dump_file, "w");
+        if (!dump) {
+            fprintf(stderr, "bnncc: error: cannot write '%s'\n", a->dump_file);
+            goto done;
+        }
+        a->copts.dump_out = dump;
+    }
+    a->copts.report = a->report ? &report : NULL;
+    if (run_passes(g, &a->copts) != 0) {
+        fprintf(stderr, "bnncc: error: %s\n", diag_message());
+        goto done;
+    }
+    if (a->report)
+        fprintf(stderr, "%s", report.data ? report.data : "report: nothing to say\n");
+    if (a->emit == EMIT_IR) {
+        char *text = print_graph_to_string(g);
+        rc = emit_text(a->out, text) == 0 ? 0 : 1;
+        free(text);
+    } else {
+        fprintf(stderr, "bnncc: error: --emit=bin is not available in this build yet; use "
+                        "--emit=ir\n");
+    }
+done:
+    if (dump)
+        fclose(dump);
+    buf_free(&report);
+    free_graph(g);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    Args a;
+    if (parse_args(argc, argv, &a) != 0)
+        return 1;
+    int rc = compile(&a);
+    diag_free_sources();
+    return rc;
+}
