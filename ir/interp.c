@@ -1,17 +1,883 @@
-/* interp.c: the reference interpreter. (stub, being written) */
+/* interp.c: the reference interpreter. It is the oracle every pass and backend is checked
+ * against, so each op is the plainest loop that follows docs/ir.md; speed does not matter. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ir.h"
+#include "util.h"
 
 float batchnorm_scalar(float x, float scale, float bias, float mean, float var, float eps) {
     return (x - mean) / sqrtf(var + eps) * scale + bias;
 }
 
-int interp_run(const Graph *g, const Tensor *inputs, Tensor *outputs) {
-    (void)g; (void)inputs; (void)outputs;
-    diag_error("interpreter: not implemented yet");
+void free_tensor(Tensor *t) {
+    free(t->data);
+    t->data = NULL;
+    t->nbytes = 0;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static int fail(const Node *n, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(const Node *n, const char *fmt, ...) {
+    char where[256], msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error_at(n->loc, "%s: %s", node_where(n, where, sizeof where), msg);
     return -1;
 }
 
-void free_tensor(Tensor *t) { free(t->data); t->data = NULL; t->nbytes = 0; }
+/* The type with the batch resolved and no packing: interpreter tensors are canonical. */
+static Type concrete_type(const Type *t, int64_t batch) {
+    Type c = *t;
+    memset(&c.pack, 0, sizeof c.pack);
+    for (int i = 0; i < c.rank; i++)
+        if (c.dim[i] == DIM_BATCH)
+            c.dim[i] = batch;
+    return c;
+}
+
+static void alloc_tensor(Tensor *t, const Type *type) {
+    t->type = *type;
+    t->nbytes = type_nbytes(type, 1);
+    t->data = xcalloc(t->nbytes ? t->nbytes : 1, 1);
+}
+
+static int64_t numel(const Tensor *t) { return type_numel(&t->type, 1); }
+static float *f32s(const Tensor *t) { return (float *)t->data; }
+static int32_t *i32s(const Tensor *t) { return (int32_t *)t->data; }
+static int64_t *i64s(const Tensor *t) { return (int64_t *)t->data; }
+/* A b1 element as the value it stands for. */
+static int pm1(const Tensor *t, int64_t i) { return bit_get(t->data, i) ? 1 : -1; }
+
+/* Advance a row-major multi-index over t's shape; false after the last one. */
+static bool next_index(const Type *t, int64_t *idx) {
+    for (int d = t->rank - 1; d >= 0; d--) {
+        if (++idx[d] < t->dim[d])
+            return true;
+        idx[d] = 0;
+    }
+    return false;
+}
+
+/* The flat offset in `in` of output position idx under numpy broadcasting. */
+static int64_t broadcast_offset(const Type *in, const Type *out, const int64_t *idx) {
+    int64_t off = 0, stride = 1;
+    for (int d = in->rank - 1; d >= 0; d--) {
+        int od = out->rank - in->rank + d;
+        off += (in->dim[d] == 1 ? 0 : idx[od]) * stride;
+        stride *= in->dim[d];
+    }
+    return off;
+}
+
+static int64_t flat_offset(const Type *t, const int64_t *idx) {
+    int64_t off = 0;
+    for (int d = 0; d < t->rank; d++)
+        off = off * t->dim[d] + idx[d];
+    return off;
+}
+
+static void copy_elem(Tensor *dst, int64_t di, const Tensor *src, int64_t si) {
+    if (src->type.dtype == TY_B1) {
+        bit_set(dst->data, di, bit_get(src->data, si));
+        return;
+    }
+    size_t sz = (size_t)dtype_bits(src->type.dtype) / 8;
+    memcpy((char *)dst->data + (size_t)di * sz, (const char *)src->data + (size_t)si * sz, sz);
+}
+
+/* Sizes of the axes before, at and after axis. */
+static void split_axis(const Type *t, int axis, int64_t *outer, int64_t *len, int64_t *inner) {
+    *outer = *inner = 1;
+    for (int d = 0; d < axis; d++)
+        *outer *= t->dim[d];
+    *len = t->dim[axis];
+    for (int d = axis + 1; d < t->rank; d++)
+        *inner *= t->dim[d];
+}
+
+static int node_axis(const Node *n, int rank, int64_t def) {
+    int64_t a = attr_int(n, "axis", def);
+    return (int)(a < 0 ? a + rank : a);
+}
+
+/* ---------------------------------------------------------------- f16 */
+
+static float half_to_float(uint16_t h) {
+    int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    float v;
+    if (exp == 0)
+        v = ldexpf((float)mant, -24);
+    else if (exp == 31)
+        v = mant ? NAN : INFINITY;
+    else
+        v = ldexpf((float)(mant + 1024), exp - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* Round to nearest, ties to even. */
+static uint16_t float_to_half(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t a = x & 0x7fffffff;
+    if (a > 0x7f800000)
+        return sign | 0x7e00;
+    if (a >= 0x477ff000) /* 65520 and above round to infinity */
+        return sign | 0x7c00;
+    if (a < 0x38800000) { /* below the smallest normal half: count units of 2^-24 */
+        float af;
+        memcpy(&af, &a, sizeof af);
+        return sign | (uint16_t)nearbyintf(af * 16777216.0f);
+    }
+    uint32_t h = ((((a >> 23) - 127 + 15)) << 10) | ((a & 0x7fffff) >> 13);
+    uint32_t rest = a & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+        h++; /* a carry into the exponent is still the right encoding */
+    return sign | (uint16_t)h;
+}
+
+/* ---------------------------------------------------------------- linear algebra */
+
+static int run_conv2d(const Node *n, Tensor **in, Tensor *y) {
+    const Tensor *x = in[0], *w = in[1], *b = n->nin > 2 ? in[2] : NULL;
+    int64_t strides[2], pads[4], dil[2];
+    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+    attr_ints(n, "strides", strides, 2, 2, one2);
+    attr_ints(n, "pads", pads, 4, 4, zero4);
+    attr_ints(n, "dilations", dil, 2, 2, one2);
+    int64_t groups = attr_int(n, "groups", 1), pad_value = attr_int(n, "pad_value", 0);
+    int64_t B = x->type.dim[0], C = x->type.dim[1], H = x->type.dim[2], W = x->type.dim[3];
+    int64_t O = w->type.dim[0], CG = w->type.dim[1], KH = w->type.dim[2], KW = w->type.dim[3];
+    int64_t OH = y->type.dim[2], OW = y->type.dim[3];
+    bool xb = x->type.dtype == TY_B1, wb = w->type.dtype == TY_B1;
+    for (int64_t bi = 0; bi < B; bi++)
+        for (int64_t o = 0; o < O; o++) {
+            int64_t g = o / (O / groups);
+            for (int64_t i = 0; i < OH; i++)
+                for (int64_t j = 0; j < OW; j++) {
+                    int64_t iacc = 0;
+                    float facc = 0.0f;
+                    for (int64_t c = 0; c < CG; c++)
+                        for (int64_t kh = 0; kh < KH; kh++)
+                            for (int64_t kw = 0; kw < KW; kw++) {
+                                int64_t ih = i * strides[0] + kh * dil[0] - pads[0];
+                                int64_t iw = j * strides[1] + kw * dil[1] - pads[1];
+                                int64_t wi = ((o * CG + c) * KH + kh) * KW + kw;
+                                bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                                /* Zero padding contributes nothing at all. */
+                                if (!inside && pad_value == 0)
+                                    continue;
+                                int64_t xi = ((bi * C + g * CG + c) * H + ih) * W + iw;
+                                if (wb) {
+                                    int xv = inside ? pm1(x, xi) : (int)pad_value;
+                                    iacc += xv * pm1(w, wi);
+                                } else {
+                                    float xv = !inside ? (float)pad_value
+                                               : xb    ? (float)pm1(x, xi)
+                                                       : f32s(x)[xi];
+                                    facc += xv * f32s(w)[wi];
+                                }
+                            }
+                    int64_t yi = ((bi * O + o) * OH + i) * OW + j;
+                    if (wb)
+                        i32s(y)[yi] = (int32_t)iacc;
+                    else
+                        f32s(y)[yi] = b ? facc + f32s(b)[o] : facc;
+                }
+        }
+    return 0;
+}
+
+static int run_dense(const Node *n, Tensor **in, Tensor *y) {
+    const Tensor *x = in[0], *w = in[1], *b = n->nin > 2 ? in[2] : NULL;
+    int64_t B = x->type.dim[0], K = x->type.dim[1], O = w->type.dim[0];
+    bool xb = x->type.dtype == TY_B1, wb = w->type.dtype == TY_B1;
+    for (int64_t bi = 0; bi < B; bi++)
+        for (int64_t o = 0; o < O; o++) {
+            int64_t iacc = 0;
+            float facc = 0.0f;
+            for (int64_t k = 0; k < K; k++) {
+                if (wb)
+                    iacc += pm1(x, bi * K + k) * pm1(w, o * K + k);
+                else
+                    facc += (xb ? (float)pm1(x, bi * K + k) : f32s(x)[bi * K + k]) *
+                            f32s(w)[o * K + k];
+            }
+            if (wb)
+                i32s(y)[bi * O + o] = (int32_t)iacc;
+            else
+                f32s(y)[bi * O + o] = b ? facc + f32s(b)[o] : facc;
+        }
+    return 0;
+}
+
+static int run_matmul(const Node *n, Tensor **in, Tensor *y) {
+    (void)n;
+    const Type *ta = &in[0]->type, *tb = &in[1]->type, *ty = &y->type;
+    int64_t M = ta->dim[ta->rank - 2], K = ta->dim[ta->rank - 1], P = tb->dim[tb->rank - 1];
+    Type la = make_type(TY_F32, ta->rank - 2, ta->dim), lb = make_type(TY_F32, tb->rank - 2, tb->dim);
+    Type ly = make_type(TY_F32, ty->rank - 2, ty->dim);
+    int64_t idx[MAX_RANK] = {0}, count = type_numel(&ly, 1);
+    for (int64_t l = 0; l < count; l++, next_index(&ly, idx)) {
+        const float *a = f32s(in[0]) + broadcast_offset(&la, &ly, idx) * M * K;
+        const float *b = f32s(in[1]) + broadcast_offset(&lb, &ly, idx) * K * P;
+        float *out = f32s(y) + l * M * P;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < P; j++) {
+                float acc = 0.0f;
+                for (int64_t k = 0; k < K; k++)
+                    acc += a[i * K + k] * b[k * P + j];
+                out[i * P + j] = acc;
+            }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- normalisation, binarisation */
+
+static int run_batchnorm(const Node *n, Tensor **in, Tensor *y) {
+    int64_t outer, C, inner;
+    split_axis(&in[0]->type, 1, &outer, &C, &inner);
+    float eps = attr_float(n, "epsilon", 1e-5f);
+    const float *x = f32s(in[0]), *scale = f32s(in[1]), *bias = f32s(in[2]),
+                *mean = f32s(in[3]), *var = f32s(in[4]);
+    for (int64_t i = 0; i < numel(y); i++) {
+        int64_t c = (i / inner) % C;
+        f32s(y)[i] = batchnorm_scalar(x[i], scale[c], bias[c], mean[c], var[c], eps);
+    }
+    return 0;
+}
+
+static int run_sign(const Node *n, Tensor **in, Tensor *y) {
+    (void)n;
+    for (int64_t i = 0; i < numel(y); i++) {
+        float v = f32s(in[0])[i];
+        f32s(y)[i] = v > 0 ? 1.0f : v < 0 ? -1.0f : v == 0 ? 0.0f : v; /* NaN stays NaN */
+    }
+    return 0;
+}
+
+static int run_binarize(const Node *n, Tensor **in, Tensor *y) {
+    int zero_bit = attr_int(n, "zero", 1) == 1;
+    for (int64_t i = 0; i < numel(y); i++) {
+        float v = f32s(in[0])[i];
+        bit_set(y->data, i, v > 0 || (v == 0 && zero_bit)); /* NaN: 0 */
+    }
+    return 0;
+}
+
+static int run_threshold(const Node *n, Tensor **in, Tensor *y) {
+    const Tensor *x = in[0], *t = in[1], *dir = n->nin > 2 ? in[2] : NULL;
+    int64_t outer, C, inner;
+    split_axis(&x->type, 1, &outer, &C, &inner);
+    int64_t tc = t->type.dim[0], L = t->type.rank == 2 ? t->type.dim[1] : 1;
+    bool is_int = x->type.dtype == TY_I32;
+    for (int64_t i = 0; i < numel(x); i++) {
+        int64_t c = (i / inner) % C, row = (tc == 1 ? 0 : c) * L;
+        int d = 1;
+        if (dir) {
+            d = ((const int8_t *)dir->data)[dir->type.dim[0] == 1 ? 0 : c];
+            if (d != 1 && d != -1)
+                return fail(n, "dir for channel %lld is %d; directions must be +1 or -1",
+                            (long long)c, d);
+        }
+        int32_t count = 0;
+        for (int64_t l = 0; l < L; l++) {
+            bool ge, le;
+            if (is_int) {
+                ge = i32s(x)[i] >= i32s(t)[row + l];
+                le = i32s(x)[i] <= i32s(t)[row + l];
+            } else {
+                ge = f32s(x)[i] >= f32s(t)[row + l];
+                le = f32s(x)[i] <= f32s(t)[row + l];
+            }
+            count += d > 0 ? ge : le;
+        }
+        if (t->type.rank == 1)
+            bit_set(y->data, i, count);
+        else
+            i32s(y)[i] = count;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- quantisation */
+
+static float round_by_mode(float v, const char *mode) {
+    if (strcmp(mode, "ROUND") == 0)
+        return nearbyintf(v); /* half to even in the default rounding mode */
+    if (strcmp(mode, "CEIL") == 0)
+        return ceilf(v);
+    if (strcmp(mode, "FLOOR") == 0)
+        return floorf(v);
+    if (strcmp(mode, "ROUND_TO_ZERO") == 0 || strcmp(mode, "DOWN") == 0)
+        return truncf(v);
+    if (strcmp(mode, "UP") == 0)
+        return v < 0 ? floorf(v) : ceilf(v);
+    /* HALF_UP / HALF_DOWN: ties away from / toward zero. The fraction v - trunc(v) is exact,
+     * unlike floor(|v| + 0.5), which rounds just below a half up. */
+    float t = truncf(v), frac = fabsf(v - t);
+    float away = v < 0 ? t - 1.0f : t + 1.0f;
+    if (strcmp(mode, "HALF_UP") == 0)
+        return frac >= 0.5f ? away : t;
+    if (strcmp(mode, "HALF_DOWN") == 0)
+        return frac > 0.5f ? away : t;
+    unreachable("rounding mode %s passed the verifier", mode);
+}
+
+/* A bit width operand: a scalar integer in [lo, 32]. */
+static int get_bitwidth(const Node *n, const Tensor *t, const char *what, int lo, int *out) {
+    float b = f32s(t)[0];
+    if (!(b >= (float)lo && b <= 32.0f) || b != floorf(b))
+        return fail(n, "%s is %g; it must be an integer from %d to 32", what, (double)b, lo);
+    *out = (int)b;
+    return 0;
+}
+
+static int run_quant(const Node *n, Tensor **in, Tensor *y) {
+    int bits = 0;
+    if (get_bitwidth(n, in[3], "bitwidth", 1, &bits))
+        return -1;
+    bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
+    const char *mode = attr_str(n, "rounding", "ROUND");
+    double lo, hi;
+    if (is_signed) {
+        lo = -ldexp(1.0, bits - 1) + (narrow ? 1 : 0);
+        hi = ldexp(1.0, bits - 1) - 1;
+    } else {
+        lo = 0;
+        hi = ldexp(1.0, bits) - 1 - (narrow ? 1 : 0);
+    }
+    const Type *ty = &y->type;
+    int64_t idx[MAX_RANK] = {0};
+    for (int64_t i = 0; i < numel(y); i++, next_index(ty, idx)) {
+        float scale = f32s(in[1])[broadcast_offset(&in[1]->type, ty, idx)];
+        float zeropt = f32s(in[2])[broadcast_offset(&in[2]->type, ty, idx)];
+        float q = round_by_mode(f32s(in[0])[i] / scale + zeropt, mode);
+        q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+        f32s(y)[i] = (q - zeropt) * scale;
+    }
+    return 0;
+}
+
+static int run_trunc(const Node *n, Tensor **in, Tensor *y) {
+    int in_bits = 0, out_bits = 0;
+    if (get_bitwidth(n, in[3], "in_bitwidth", 1, &in_bits) ||
+        get_bitwidth(n, in[4], "out_bitwidth", 1, &out_bits))
+        return -1;
+    if (out_bits > in_bits)
+        return fail(n, "out_bitwidth %d exceeds in_bitwidth %d", out_bits, in_bits);
+    const char *mode = attr_str(n, "rounding", "FLOOR");
+    float shift = ldexpf(1.0f, in_bits - out_bits);
+    const Type *ty = &y->type;
+    int64_t idx[MAX_RANK] = {0};
+    for (int64_t i = 0; i < numel(y); i++, next_index(ty, idx)) {
+        float scale = f32s(in[1])[broadcast_offset(&in[1]->type, ty, idx)];
+        float zeropt = f32s(in[2])[broadcast_offset(&in[2]->type, ty, idx)];
+        float q = nearbyintf(f32s(in[0])[i] / scale + zeropt);
+        q = round_by_mode(q / shift, mode);
+        f32s(y)[i] = (q - zeropt) * scale * shift;
+    }
+    return 0;
+}
+
+/* One element as a number: floats in f, integers (and b1 as +1/-1) in i. */
+typedef struct Num {
+    bool is_float;
+    double f;
+    int64_t i;
+} Num;
+
+static Num read_num(const Tensor *t, int64_t k) {
+    Num v = {false, 0, 0};
+    switch (t->type.dtype) {
+    case TY_F32: v.is_float = true; v.f = f32s(t)[k]; break;
+    case TY_F16: v.is_float = true; v.f = half_to_float(((const uint16_t *)t->data)[k]); break;
+    case TY_I64: v.i = i64s(t)[k]; break;
+    case TY_I32: v.i = i32s(t)[k]; break;
+    case TY_I8: v.i = ((const int8_t *)t->data)[k]; break;
+    case TY_U8: v.i = ((const uint8_t *)t->data)[k]; break;
+    case TY_B1: v.i = pm1(t, k); break;
+    case TY_COUNT: unreachable("bad dtype");
+    }
+    return v;
+}
+
+static int run_cast(const Node *n, Tensor **in, Tensor *y) {
+    DType to = y->type.dtype;
+    int bits = dtype_bits(to);
+    for (int64_t k = 0; k < numel(y); k++) {
+        Num v = read_num(in[0], k);
+        if (to == TY_F32 || to == TY_F16) {
+            float f = v.is_float ? (float)v.f : (float)v.i;
+            if (to == TY_F32)
+                f32s(y)[k] = f;
+            else
+                ((uint16_t *)y->data)[k] = float_to_half(f);
+            continue;
+        }
+        int64_t r;
+        if (v.is_float) {
+            /* Truncation toward zero; out of range is undefined, so refuse it. */
+            double t = trunc(v.f);
+            double lo = to == TY_U8 ? 0 : -ldexp(1.0, bits - 1);
+            double hi = to == TY_U8 ? 255 : ldexp(1.0, bits - 1) - 1;
+            if (!(t >= lo && t <= hi))
+                return fail(n, "element %lld (%g) is out of the range of %s", (long long)k, v.f,
+                            dtype_name(to));
+            r = (int64_t)t;
+        } else {
+            r = v.i;
+        }
+        /* Integer to narrower integer wraps (two's complement), as numpy's astype does. */
+        uint64_t u = (uint64_t)r;
+        switch (to) {
+        case TY_I64: i64s(y)[k] = r; break;
+        case TY_I32: i32s(y)[k] = (int32_t)(uint32_t)u; break;
+        case TY_I8: ((int8_t *)y->data)[k] = (int8_t)(uint8_t)u; break;
+        case TY_U8: ((uint8_t *)y->data)[k] = (uint8_t)u; break;
+        default: unreachable("cast to %s passed the verifier", dtype_name(to));
+        }
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- pooling */
+
+typedef struct Window {
+    int64_t k[2], s[2], pads[4], dil[2];
+} Window;
+
+static void get_window(const Node *n, Window *w) {
+    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+    attr_ints(n, "kernel", w->k, 2, 2, one2);
+    attr_ints(n, "strides", w->s, 2, 2, one2);
+    attr_ints(n, "pads", w->pads, 4, 4, zero4);
+    attr_ints(n, "dilations", w->dil, 2, 2, one2);
+}
+
+static int run_maxpool(const Node *n, Tensor **in, Tensor *y) {
+    const Tensor *x = in[0];
+    Window w;
+    get_window(n, &w);
+    int64_t BC = x->type.dim[0] * x->type.dim[1], H = x->type.dim[2], W = x->type.dim[3];
+    int64_t OH = y->type.dim[2], OW = y->type.dim[3];
+    bool is_bit = x->type.dtype == TY_B1;
+    for (int64_t p = 0; p < BC; p++)
+        for (int64_t i = 0; i < OH; i++)
+            for (int64_t j = 0; j < OW; j++) {
+                float m = -INFINITY; /* a window with no input position: ONNX's -inf */
+                int bit = 0;
+                for (int64_t kh = 0; kh < w.k[0]; kh++)
+                    for (int64_t kw = 0; kw < w.k[1]; kw++) {
+                        int64_t ih = i * w.s[0] + kh * w.dil[0] - w.pads[0];
+                        int64_t iw = j * w.s[1] + kw * w.dil[1] - w.pads[1];
+                        if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                            continue; /* padding never wins */
+                        int64_t xi = (p * H + ih) * W + iw;
+                        if (is_bit)
+                            bit |= bit_get(x->data, xi);
+                        else if (f32s(x)[xi] > m || isnan(f32s(x)[xi]))
+                            m = isnan(m) ? m : f32s(x)[xi];
+                    }
+                int64_t yi = (p * OH + i) * OW + j;
+                if (is_bit)
+                    bit_set(y->data, yi, bit);
+                else
+                    f32s(y)[yi] = m;
+            }
+    return 0;
+}
+
+static int run_avgpool(const Node *n, Tensor **in, Tensor *y) {
+    const Tensor *x = in[0];
+    Window w;
+    get_window(n, &w);
+    w.dil[0] = w.dil[1] = 1;
+    bool include_pad = attr_int(n, "count_include_pad", 0) != 0;
+    int64_t BC = x->type.dim[0] * x->type.dim[1], H = x->type.dim[2], W = x->type.dim[3];
+    int64_t OH = y->type.dim[2], OW = y->type.dim[3];
+    for (int64_t p = 0; p < BC; p++)
+        for (int64_t i = 0; i < OH; i++)
+            for (int64_t j = 0; j < OW; j++) {
+                float sum = 0.0f;
+                int64_t count = 0;
+                for (int64_t kh = 0; kh < w.k[0]; kh++)
+                    for (int64_t kw = 0; kw < w.k[1]; kw++) {
+                        int64_t ih = i * w.s[0] + kh - w.pads[0];
+                        int64_t iw = j * w.s[1] + kw - w.pads[1];
+                        bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                        /* Positions past the end padding (ceil_mode) never count. */
+                        bool in_padded = ih >= -w.pads[0] && ih < H + w.pads[2] &&
+                                         iw >= -w.pads[1] && iw < W + w.pads[3];
+                        if (inside)
+                            sum += f32s(x)[(p * H + ih) * W + iw];
+                        count += include_pad ? in_padded : inside;
+                    }
+                f32s(y)[(p * OH + i) * OW + j] = sum / (float)count;
+            }
+    return 0;
+}
+
+static int run_globalavgpool(const Node *n, Tensor **in, Tensor *y) {
+    (void)n;
+    int64_t BC = in[0]->type.dim[0] * in[0]->type.dim[1];
+    int64_t HW = in[0]->type.dim[2] * in[0]->type.dim[3];
+    for (int64_t p = 0; p < BC; p++) {
+        float sum = 0.0f;
+        for (int64_t k = 0; k < HW; k++)
+            sum += f32s(in[0])[p * HW + k];
+        f32s(y)[p] = sum / (float)HW;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- elementwise */
+
+static int run_binary(const Node *n, Tensor **in, Tensor *y) {
+    const Type *ty = &y->type;
+    int64_t idx[MAX_RANK] = {0};
+    bool is_int = y->type.dtype == TY_I32;
+    for (int64_t k = 0; k < numel(y); k++, next_index(ty, idx)) {
+        int64_t ia = broadcast_offset(&in[0]->type, ty, idx);
+        int64_t ib = broadcast_offset(&in[1]->type, ty, idx);
+        if (is_int) {
+            /* Wraps modulo 2^32: unsigned arithmetic, no undefined overflow. */
+            uint32_t a = (uint32_t)i32s(in[0])[ia], b = (uint32_t)i32s(in[1])[ib], r;
+            switch (n->op) {
+            case OP_ADD: r = a + b; break;
+            case OP_SUB: r = a - b; break;
+            case OP_MUL: r = a * b; break;
+            default: unreachable("integer %s passed the verifier", op_info(n->op)->name);
+            }
+            i32s(y)[k] = (int32_t)r;
+            continue;
+        }
+        float a = f32s(in[0])[ia], b = f32s(in[1])[ib], r;
+        switch (n->op) {
+        case OP_ADD: r = a + b; break;
+        case OP_SUB: r = a - b; break;
+        case OP_MUL: r = a * b; break;
+        case OP_DIV: r = a / b; break;
+        case OP_POW: r = powf(a, b); break;
+        default: unreachable("bad elementwise op");
+        }
+        f32s(y)[k] = r;
+    }
+    return 0;
+}
+
+static int run_relu_clip(const Node *n, Tensor **in, Tensor *y) {
+    float lo = 0.0f, hi = INFINITY;
+    if (n->op == OP_CLIP) {
+        lo = attr_float(n, "min", -INFINITY);
+        hi = attr_float(n, "max", INFINITY);
+    }
+    for (int64_t k = 0; k < numel(y); k++) {
+        float v = f32s(in[0])[k]; /* NaN passes through */
+        v = v < lo ? lo : v;
+        f32s(y)[k] = v > hi ? hi : v;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- data movement */
+
+static int run_reshape(const Node *n, Tensor **in, Tensor *y) {
+    (void)n;
+    memcpy(y->data, in[0]->data, y->nbytes); /* canonical storage is the flattening */
+    return 0;
+}
+
+static int run_transpose(const Node *n, Tensor **in, Tensor *y) {
+    const Type *tx = &in[0]->type;
+    int64_t perm[MAX_RANK], def[MAX_RANK], idx[MAX_RANK] = {0}, src[MAX_RANK];
+    for (int d = 0; d < tx->rank; d++)
+        def[d] = tx->rank - 1 - d;
+    attr_ints(n, "perm", perm, MAX_RANK, tx->rank, def);
+    for (int64_t k = 0; k < numel(y); k++, next_index(&y->type, idx)) {
+        for (int d = 0; d < tx->rank; d++)
+            src[perm[d]] = idx[d];
+        copy_elem(y, k, in[0], flat_offset(tx, src));
+    }
+    return 0;
+}
+
+static int run_concat(const Node *n, Tensor **in, Tensor *y) {
+    int axis = node_axis(n, y->type.rank, 0);
+    int64_t base = 0;
+    for (int i = 0; i < n->nin; i++) {
+        const Type *t = &in[i]->type;
+        int64_t idx[MAX_RANK] = {0};
+        for (int64_t k = 0; k < numel(in[i]); k++, next_index(t, idx)) {
+            int64_t dst[MAX_RANK];
+            memcpy(dst, idx, sizeof dst);
+            dst[axis] += base;
+            copy_elem(y, flat_offset(&y->type, dst), in[i], k);
+        }
+        base += t->dim[axis];
+    }
+    return 0;
+}
+
+static int run_pad(const Node *n, Tensor **in, Tensor *y) {
+    const Type *tx = &in[0]->type;
+    int64_t pads[2 * MAX_RANK], idx[MAX_RANK] = {0}, src[MAX_RANK];
+    attr_ints(n, "pads", pads, 2 * MAX_RANK, 0, NULL);
+    float value = attr_float(n, "value", 0.0f);
+    for (int64_t k = 0; k < numel(y); k++, next_index(&y->type, idx)) {
+        bool inside = true;
+        for (int d = 0; d < tx->rank; d++) {
+            src[d] = idx[d] - pads[d];
+            inside = inside && src[d] >= 0 && src[d] < tx->dim[d];
+        }
+        if (inside)
+            copy_elem(y, k, in[0], flat_offset(tx, src));
+        else if (tx->dtype == TY_B1)
+            bit_set(y->data, k, value > 0);
+        else
+            f32s(y)[k] = value;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- heads */
+
+static int run_softmax(const Node *n, Tensor **in, Tensor *y) {
+    int64_t outer, len, inner;
+    split_axis(&y->type, node_axis(n, y->type.rank, -1), &outer, &len, &inner);
+    const float *x = f32s(in[0]);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t base = o * len * inner + i;
+            float m = -INFINITY, sum = 0.0f;
+            for (int64_t k = 0; k < len; k++)
+                m = x[base + k * inner] > m ? x[base + k * inner] : m;
+            for (int64_t k = 0; k < len; k++) {
+                float e = expf(x[base + k * inner] - m);
+                f32s(y)[base + k * inner] = e;
+                sum += e;
+            }
+            for (int64_t k = 0; k < len; k++)
+                f32s(y)[base + k * inner] /= sum;
+        }
+    return 0;
+}
+
+static int run_argmax(const Node *n, Tensor **in, Tensor *y) {
+    int64_t outer, len, inner;
+    split_axis(&in[0]->type, node_axis(n, in[0]->type.rank, -1), &outer, &len, &inner);
+    const float *x = f32s(in[0]);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t base = o * len * inner + i, best = 0;
+            for (int64_t k = 1; k < len; k++)
+                if (x[base + k * inner] > x[base + best * inner])
+                    best = k; /* strict: the first maximum wins */
+            i64s(y)[o * inner + i] = best;
+        }
+    return 0;
+}
+
+typedef struct Ranked {
+    float v;
+    int64_t index;
+} Ranked;
+
+/* Sort key of topk: NaN above every number (numpy's order), then by value, then by index. */
+static int compare_ranked(const Ranked *a, const Ranked *b, bool largest) {
+    bool na = isnan(a->v), nb = isnan(b->v);
+    int c = 0;
+    if (na != nb)
+        c = na ? 1 : -1;
+    else if (!na && a->v != b->v)
+        c = a->v > b->v ? 1 : -1;
+    if (c)
+        return largest ? -c : c;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static int compare_largest(const void *a, const void *b) { return compare_ranked(a, b, true); }
+static int compare_smallest(const void *a, const void *b) { return compare_ranked(a, b, false); }
+
+static int run_topk(const Node *n, Tensor **in, Tensor *vals, Tensor *idxs) {
+    int64_t outer, len, inner;
+    split_axis(&in[0]->type, node_axis(n, in[0]->type.rank, -1), &outer, &len, &inner);
+    int64_t k = attr_int(n, "k", 1);
+    bool largest = attr_int(n, "largest", 1) != 0;
+    Ranked *row = xmalloc((size_t)(len ? len : 1) * sizeof *row);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            for (int64_t j = 0; j < len; j++) {
+                row[j].v = f32s(in[0])[(o * len + j) * inner + i];
+                row[j].index = j;
+            }
+            qsort(row, (size_t)len, sizeof *row, largest ? compare_largest : compare_smallest);
+            for (int64_t j = 0; j < k; j++) {
+                f32s(vals)[(o * k + j) * inner + i] = row[j].v;
+                i64s(idxs)[(o * k + j) * inner + i] = row[j].index;
+            }
+        }
+    free(row);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- driver */
+
+static int run_node(const Node *n, Tensor **in, Tensor *out) {
+    switch (n->op) {
+    case OP_CONV2D: return run_conv2d(n, in, &out[0]);
+    case OP_DENSE: return run_dense(n, in, &out[0]);
+    case OP_MATMUL: return run_matmul(n, in, &out[0]);
+    case OP_BATCHNORM: return run_batchnorm(n, in, &out[0]);
+    case OP_SIGN: return run_sign(n, in, &out[0]);
+    case OP_BINARIZE: return run_binarize(n, in, &out[0]);
+    case OP_THRESHOLD: return run_threshold(n, in, &out[0]);
+    case OP_QUANT: return run_quant(n, in, &out[0]);
+    case OP_TRUNC: return run_trunc(n, in, &out[0]);
+    case OP_CAST: return run_cast(n, in, &out[0]);
+    case OP_MAXPOOL: return run_maxpool(n, in, &out[0]);
+    case OP_AVGPOOL: return run_avgpool(n, in, &out[0]);
+    case OP_GLOBALAVGPOOL: return run_globalavgpool(n, in, &out[0]);
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_DIV:
+    case OP_POW: return run_binary(n, in, &out[0]);
+    case OP_RELU:
+    case OP_CLIP: return run_relu_clip(n, in, &out[0]);
+    case OP_RESHAPE: return run_reshape(n, in, &out[0]);
+    case OP_TRANSPOSE: return run_transpose(n, in, &out[0]);
+    case OP_CONCAT: return run_concat(n, in, &out[0]);
+    case OP_PAD: return run_pad(n, in, &out[0]);
+    case OP_SOFTMAX: return run_softmax(n, in, &out[0]);
+    case OP_ARGMAX: return run_argmax(n, in, &out[0]);
+    case OP_TOPK: return run_topk(n, in, &out[0], &out[1]);
+    case OP_COUNT: break;
+    }
+    unreachable("bad op %d", (int)n->op);
+}
+
+/* Check the inputs against the graph's input types and find the batch (1 if none). */
+static int resolve_batch(const Graph *g, const Tensor *inputs, int64_t *batch) {
+    const Value *first = NULL;
+    *batch = -1;
+    for (int i = 0; i < g->ninputs; i++) {
+        const Value *v = g->inputs[i];
+        const Type *want = &v->type, *got = &inputs[i].type;
+        char w[160], h[160];
+        bool ok = got->dtype == want->dtype && got->rank == want->rank;
+        for (int d = 0; ok && d < want->rank; d++)
+            ok = want->dim[d] == DIM_BATCH ? got->dim[d] >= 1 : got->dim[d] == want->dim[d];
+        if (!ok) {
+            diag_error("input %%%s: expected %s, got %s", v->name, type_str(want, w, sizeof w),
+                       type_str(got, h, sizeof h));
+            return -1;
+        }
+        size_t need = type_nbytes(got, 1);
+        if (inputs[i].nbytes != need || (need && !inputs[i].data)) {
+            diag_error("input %%%s: %s needs %zu bytes of data, got %zu", v->name,
+                       type_str(got, h, sizeof h), need, inputs[i].data ? inputs[i].nbytes : 0);
+            return -1;
+        }
+        for (int d = 0; d < want->rank; d++) {
+            if (want->dim[d] != DIM_BATCH)
+                continue;
+            if (*batch >= 0 && got->dim[d] != *batch) {
+                diag_error("input %%%s: batch %lld disagrees with batch %lld of input %%%s",
+                           v->name, (long long)got->dim[d], (long long)*batch, first->name);
+                return -1;
+            }
+            *batch = got->dim[d];
+            first = v;
+        }
+    }
+    if (*batch < 0)
+        *batch = 1;
+    return 0;
+}
+
+int interp_run(const Graph *g, const Tensor *inputs, Tensor *outputs) {
+    for (int i = 0; i < g->noutputs; i++)
+        memset(&outputs[i], 0, sizeof outputs[i]);
+    int64_t batch;
+    if (verify_graph(g) || resolve_batch(g, inputs, &batch))
+        return -1;
+    int nv = g->nvalues;
+    Tensor *vals = xcalloc((size_t)nv + 1, sizeof *vals);
+    bool *owned = xcalloc((size_t)nv + 1, sizeof *owned);
+    bool *keep = xcalloc((size_t)nv + 1, sizeof *keep);
+    int *last_use = xmalloc(((size_t)nv + 1) * sizeof *last_use);
+    for (int i = 0; i < nv; i++)
+        last_use[i] = -1;
+    for (int i = 0; i < g->nnodes; i++)
+        for (int j = 0; !g->nodes[i]->dead && j < g->nodes[i]->nin; j++)
+            last_use[g->nodes[i]->in[j]->id] = i;
+    for (int i = 0; i < g->noutputs; i++)
+        keep[g->outputs[i]->id] = true;
+    /* Inputs and constants are borrowed, never freed here. */
+    for (int i = 0; i < g->ninputs; i++)
+        vals[g->inputs[i]->id] = inputs[i];
+    for (int i = 0; i < g->nconsts; i++) {
+        const Value *c = g->consts[i];
+        vals[c->id] = (Tensor){c->type, c->data, c->nbytes};
+    }
+    int rc = 0;
+    for (int i = 0; i < g->nnodes && rc == 0; i++) {
+        const Node *n = g->nodes[i];
+        if (n->dead)
+            continue;
+        Tensor **in = xcalloc((size_t)n->nin, sizeof *in);
+        for (int j = 0; j < n->nin; j++)
+            in[j] = &vals[n->in[j]->id];
+        Tensor out[MAX_OUTPUTS];
+        for (int j = 0; j < n->nout; j++) {
+            Type t = concrete_type(&n->out[j]->type, batch);
+            alloc_tensor(&out[j], &t);
+        }
+        rc = run_node(n, in, out);
+        free(in);
+        for (int j = 0; j < n->nout; j++) {
+            int id = n->out[j]->id;
+            vals[id] = out[j];
+            owned[id] = true;
+        }
+        /* Free what no later node reads: operands at their last use, unused results now. */
+        for (int j = 0; j < n->nin; j++) {
+            int id = n->in[j]->id;
+            if (owned[id] && !keep[id] && last_use[id] <= i) {
+                free_tensor(&vals[id]);
+                owned[id] = false;
+            }
+        }
+        for (int j = 0; j < n->nout; j++) {
+            int id = n->out[j]->id;
+            if (owned[id] && !keep[id] && last_use[id] <= i) {
+                free_tensor(&vals[id]);
+                owned[id] = false;
+            }
+        }
+    }
+    for (int i = 0; rc == 0 && i < g->noutputs; i++) {
+        const Tensor *t = &vals[g->outputs[i]->id];
+        outputs[i].type = concrete_type(&t->type, batch);
+        outputs[i].nbytes = t->nbytes;
+        outputs[i].data = xmalloc(t->nbytes ? t->nbytes : 1);
+        if (t->nbytes)
+            memcpy(outputs[i].data, t->data, t->nbytes);
+    }
+    for (int i = 0; i < nv; i++)
+        if (owned[i])
+            free_tensor(&vals[i]);
+    free(vals);
+    free(owned);
+    free(keep);
+    free(last_use);
+    return rc;
+}
