@@ -250,6 +250,12 @@ const char *node_where(const Node *n, char *buf, size_t len);
  * are written as lists, b1 as hex, others as base64. Deterministic. */
 void print_graph(const Graph *g, FILE *out);
 char *print_graph_to_string(const Graph *g); /* malloc'ed */
+/* As print_graph, but constants of more than 16 elements go to the side file
+ * weights_path (each at a 64-byte aligned offset, written atomically) and the text
+ * refers to them as `file "weights_ref" offset K` (weights_ref: the side file's path
+ * relative to the model file). 0 ok, -1 with a diagnostic. */
+int print_graph_with_weights(const Graph *g, FILE *out, const char *weights_path,
+                             const char *weights_ref);
 
 /* ---------------------------------------------------------------- reference interpreter */
 
