@@ -1,0 +1,315 @@
+// common.cu: device code shared by the binary kernel families (bgemm.cu, bconv.cu): PTX
+// wrappers, the shared-memory tile pipeline around mma.sync m16n8k256 .b1 AND.POPC, the
+// epilogue stores, and two generic prep kernels. Emitted once per NVRTC program, before any
+// specialized kernel; the kernel files include it only when compiled on their own (nvcc).
+// NVRTC has no <cstdint>: built-in types only. docs/kernels.md holds the contracts.
+#ifndef BNN_COMMON_CU
+#define BNN_COMMON_CU
+
+// Epilogue kinds, the values of BG_EPI / BC_EPI.
+#define BNN_EPI_I32 1       // int32 dot, row-major [M][LDY]
+#define BNN_EPI_THRESHOLD 2 // packed bits, LSB-first, 32-bit words, row stride LDY words
+#define BNN_EPI_AFFINE 3    // f32 (float)dot * scale[n] + bias[n], row-major [M][LDY]
+
+// ---------------------------------------------------------------- PTX wrappers
+
+__device__ __forceinline__ unsigned bnn_smem(const void *p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+// 16-byte global->shared copy; src_bytes = 0 writes 16 zero bytes and reads nothing, which
+// is how padded taps, K past its end and rows past M become exact zeros for free.
+__device__ __forceinline__ void bnn_cp16(unsigned dst, const void *src, unsigned src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void bnn_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void bnn_cp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+__device__ __forceinline__ void bnn_st16(unsigned dst, unsigned x, unsigned y, unsigned z, unsigned w) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(x), "r"(y), "r"(z), "r"(w)
+                 : "memory");
+}
+__device__ __forceinline__ void bnn_ld16(unsigned src, unsigned (&v)[4]) {
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+                 : "r"(src));
+}
+__device__ __forceinline__ void bnn_ldsm4(unsigned a, unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(a));
+}
+// The only MMA of the binary path: AND then popcount. Never the XOR form (emulated on Hopper).
+__device__ __forceinline__ void bnn_bmma(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ unsigned bnn_dyn_smem_size() {
+    unsigned r;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+    return r;
+}
+
+
+// ---------------------------------------------------------------- tile configuration
+
+// Block tile BM x BN outputs, WM x WN warps (warp tile WTM x WTN; warp w sits at wm = w % WM,
+// wn = w / WM), KC 16-byte K chunks (KC*128 bits) per pipeline stage, S stages. Shared memory
+// holds each stage chunk-major: chunk c of tile row r at c*CS + r*16, with CS = rows*16 +
+// 128/KC: with that pad the 16-byte stores of 8 consecutive threads (KC chunks of 8/KC rows)
+// hit 8 different bank groups, and ldmatrix reads 8 consecutive rows of one chunk, which are
+// 128 contiguous bytes.
+template <int BM_, int BN_, int WM_, int WN_, int KC_, int S_> struct BnnTile {
+    static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, KC = KC_, S = S_;
+    static constexpr int T = WM * WN * 32;
+    static constexpr int WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
+    static constexpr int CSA = BM * 16 + 128 / KC, CSB = BN * 16 + 128 / KC;
+    static constexpr int STAGE = KC * (CSA + CSB);
+    static constexpr int AIT = BM * KC / T, BIT = BN * KC / T;
+    static constexpr int SMEM = S * STAGE + BM * 4; // + popc(a) of each tile row
+    static_assert(KC == 2 || KC == 4 || KC == 8, "KC: 2, 4 or 8 chunks of 128 bits per stage");
+    static_assert(S >= 2, "at least 2 stages");
+    static_assert(WTM % 16 == 0 && WTN % 16 == 0 && BM == WTM * WM && BN == WTN * WN, "warp tile");
+    static_assert(AIT >= 1 && BIT >= 1 && (BM * KC) % T == 0 && (BN * KC) % T == 0, "loader split");
+};
+
+// The main loop over nkt stages. load_a(it, r, cg, dst) fills 16-byte chunk cg (global K chunk
+// index) of tile row r into shared address dst (by cp.async, or a plain store: its choice);
+// load_b likewise. A thread always loads the same (row, chunk-in-stage) pairs, so it counts
+// popc(a) over its own A chunks as soon as its own copies completed, with no extra barrier;
+// the KC lanes of one row are summed by shuffles at the end into rowpop[BM].
+// acc[mi][ni] is the m16n8 tile at (wm*WTM + 16mi, wn*WTN + 8ni), PTX layout (g = lane>>2,
+// t = lane&3): d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1].
+template <class Cfg, class LA, class LB>
+__device__ __forceinline__ void bnn_mainloop(unsigned char *smem, int nkt, const LA &load_a, const LB &load_b,
+                                             int (&acc)[Cfg::MI][Cfg::NI][4], int *rowpop) {
+    constexpr int T = Cfg::T, MI = Cfg::MI, NI = Cfg::NI, KC = Cfg::KC, S = Cfg::S;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp % Cfg::WM, wn = warp / Cfg::WM;
+    const unsigned s0 = bnn_smem(smem);
+    int pa[Cfg::AIT];
+#pragma unroll
+    for (int i = 0; i < Cfg::AIT; ++i) pa[i] = 0;
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0;
+
+    auto load = [&](int kt) {
+        if (kt < nkt) {
+            const unsigned sa = s0 + (kt % S) * Cfg::STAGE, sb = sa + KC * Cfg::CSA;
+#pragma unroll
+            for (int it = 0; it < Cfg::AIT; ++it) {
+                const int i = tid + it * T, r = i / KC, c = i % KC;
+                load_a(it, r, kt * KC + c, sa + c * Cfg::CSA + r * 16);
+            }
+#pragma unroll
+            for (int it = 0; it < Cfg::BIT; ++it) {
+                const int i = tid + it * T, r = i / KC, c = i % KC;
+                load_b(it, r, kt * KC + c, sb + c * Cfg::CSB + r * 16);
+            }
+        }
+        bnn_cp_commit(); // empty groups keep the wait count uniform
+    };
+
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) load(s);
+    for (int kt = 0; kt < nkt; ++kt) {
+        bnn_cp_wait<S - 2>();
+        __syncthreads(); // stage kt is in for everyone; slot (kt-1)%S is free to refill
+        load(kt + S - 1);
+        const unsigned sa = s0 + (kt % S) * Cfg::STAGE, sb = sa + KC * Cfg::CSA;
+#pragma unroll
+        for (int it = 0; it < Cfg::AIT; ++it) {
+            const int i = tid + it * T, r = i / KC, c = i % KC;
+            unsigned v[4];
+            bnn_ld16(sa + c * Cfg::CSA + r * 16, v);
+            pa[it] += __popc(v[0]) + __popc(v[1]) + __popc(v[2]) + __popc(v[3]);
+        }
+#pragma unroll
+        for (int ks = 0; ks < KC / 2; ++ks) {
+            unsigned a[MI][4], b[NI][2];
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) // 4 matrices: rows 0-7 / 8-15 (lane bit 3) x chunk lo / hi (lane bit 4)
+                bnn_ldsm4(sa + (2 * ks + (lane >> 4)) * Cfg::CSA +
+                              (wm * Cfg::WTM + mi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 16,
+                          a[mi][0], a[mi][1], a[mi][2], a[mi][3]);
+#pragma unroll
+            for (int nj = 0; nj < NI / 2; ++nj) // 4 matrices: chunk lo / hi (lane bit 3) x n8 tile 2nj / 2nj+1 (lane bit 4)
+                bnn_ldsm4(sb + (2 * ks + ((lane >> 3) & 1)) * Cfg::CSB +
+                              (wn * Cfg::WTN + nj * 16 + (lane >> 4) * 8 + (lane & 7)) * 16,
+                          b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1]);
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni) bnn_bmma(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
+        }
+    }
+    bnn_cp_wait<0>();
+#pragma unroll
+    for (int it = 0; it < Cfg::AIT; ++it) { // the KC lanes of a row are neighbours in one warp
+        int v = pa[it];
+#pragma unroll
+        for (int o = 1; o < KC; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        const int i = tid + it * T;
+        if (i % KC == 0) rowpop[i / KC] = v;
+    }
+    __syncthreads();
+}
+
+// ---------------------------------------------------------------- epilogue
+
+// dot(row, col) = 4*acc - 2*popc(a row) + corr, where the kernel family supplies corr through
+// E: E::Col col(c) once per column (c < N), E::Row row(m) once per row, and
+// int corr(const Row&, const Col&, c). Columns >= N and rows >= M are never stored, except
+// that the bit epilogue writes whole words: bits of columns >= N are 0 there, and the block
+// of the last column tile also zeroes the words past its tile up to LDY, so the padding of
+// the output rows is exact zeros, as the next layer's A expects.
+// ep0/ep1: THRESHOLD: int t[N], int dir[N] (+1: bit = dot >= t; -1: bit = dot <= t);
+// AFFINE: float scale[N], float bias[N], y = (float)dot * scale + bias rounded after each op.
+// POOL (bit output only): tile rows come in groups of 4 that form one 2x2 pooling window
+// (the row order of bconv with BC_POOL); the 4 bits are ORed, which is the max of the
+// +-1 outputs, and window r/4 is written as output row r/4.
+template <class Cfg, int EPI, int N, int LDY, bool POOL, class E>
+__device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][4], const int *rowpop, int m0,
+                                             int n0, int M, const E &e, const void *__restrict__ ep0,
+                                             const void *__restrict__ ep1, void *__restrict__ Y) {
+    constexpr int MI = Cfg::MI, NI = Cfg::NI;
+    static_assert(EPI == BNN_EPI_THRESHOLD ? LDY * 32 >= N : LDY >= N, "output row stride LDY too small for N");
+    static_assert(!POOL || EPI == BNN_EPI_THRESHOLD, "fused pooling needs the bit (threshold) epilogue");
+    static_assert(EPI == BNN_EPI_I32 || EPI == BNN_EPI_THRESHOLD || EPI == BNN_EPI_AFFINE, "unknown epilogue");
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int wm = warp % Cfg::WM, wn = warp / Cfg::WM;
+    const int cw0 = n0 + wn * Cfg::WTN; // first column of the warp
+    typename E::Col ci[NI][2];
+    int p0[NI][2], p1[NI][2]; // per column epilogue parameters, raw 32-bit
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int c = cw0 + ni * 8 + 2 * t + j;
+            p0[ni][j] = p1[ni][j] = 0;
+            if (c < N) {
+                ci[ni][j] = e.col(c);
+                if (EPI != BNN_EPI_I32) {
+                    p0[ni][j] = ((const int *)ep0)[c];
+                    p1[ni][j] = ((const int *)ep1)[c];
+                }
+            } else {
+                ci[ni][j] = typename E::Col();
+            }
+        }
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int rl = wm * Cfg::WTM + mi * 16 + g + 8 * h, row = m0 + rl;
+            const bool rok = row < M;
+            const typename E::Row ri = e.row(rok ? row : m0);
+            const int ra = -2 * rowpop[rl];
+            int d[NI][2];
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    const int c = cw0 + ni * 8 + 2 * t + j;
+                    d[ni][j] = 4 * acc[mi][ni][2 * h + j] + ra + (c < N ? e.corr(ri, ci[ni][j], c) : 0);
+                }
+            if (EPI == BNN_EPI_THRESHOLD) {
+                static_assert(EPI != BNN_EPI_THRESHOLD || Cfg::WTN % 32 == 0, "bit output needs WTN % 32 == 0");
+                unsigned *y = (unsigned *)Y + (long long)(POOL ? row >> 2 : row) * LDY;
+#pragma unroll
+                for (int q = 0; q < NI / 4; ++q) {
+                    unsigned bits = 0;
+#pragma unroll
+                    for (int u = 0; u < 4; ++u)
+#pragma unroll
+                        for (int j = 0; j < 2; ++j) {
+                            const int ni = 4 * q + u, c = cw0 + ni * 8 + 2 * t + j;
+                            const int dv = d[ni][j], th = p0[ni][j];
+                            const bool on = p1[ni][j] >= 0 ? dv >= th : dv <= th;
+                            if (c < N && on) bits |= 1u << (u * 8 + 2 * t + j);
+                        }
+                    bits |= __shfl_xor_sync(0xffffffffu, bits, 1); // the 4 lanes t of row g
+                    bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
+                    if (POOL) { // rows g = 4j..4j+3 (lane bits 2, 3) are one window
+                        bits |= __shfl_xor_sync(0xffffffffu, bits, 4);
+                        bits |= __shfl_xor_sync(0xffffffffu, bits, 8);
+                    }
+                    const int wcol = cw0 / 32 + q;
+                    if (rok && t == (q & 3) && (!POOL || (g & 3) == 0) && wcol < LDY) y[wcol] = bits;
+                }
+            } else if (rok) {
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni) {
+                    const int c = cw0 + ni * 8 + 2 * t;
+                    if (EPI == BNN_EPI_I32) {
+                        int *y = (int *)Y + (long long)row * LDY + c;
+                        if (LDY % 2 == 0 && c + 1 < N) {
+                            *(int2 *)y = make_int2(d[ni][0], d[ni][1]);
+                        } else {
+                            if (c < N) y[0] = d[ni][0];
+                            if (c + 1 < N) y[1] = d[ni][1];
+                        }
+                    } else {
+                        float *y = (float *)Y + (long long)row * LDY + c;
+                        const float v0 = __fadd_rn(__fmul_rn((float)d[ni][0], __int_as_float(p0[ni][0])),
+                                                   __int_as_float(p1[ni][0]));
+                        const float v1 = __fadd_rn(__fmul_rn((float)d[ni][1], __int_as_float(p0[ni][1])),
+                                                   __int_as_float(p1[ni][1]));
+                        if (LDY % 2 == 0 && c + 1 < N) {
+                            *(float2 *)y = make_float2(v0, v1);
+                        } else {
+                            if (c < N) y[0] = v0;
+                            if (c + 1 < N) y[1] = v1;
+                        }
+                    }
+                }
+            }
+        }
+    if (EPI == BNN_EPI_THRESHOLD) {
+        // Words past the last column tile (a padded LDY): zero them once, from the last tile.
+        constexpr int NBX = (N + Cfg::BN - 1) / Cfg::BN, W0 = NBX * Cfg::BN / 32;
+        constexpr int DIV = POOL ? 4 : 1; // tile rows per output row
+        if (LDY > W0 && (int)blockIdx.x == NBX - 1) {
+            constexpr int NW = LDY > W0 ? LDY - W0 : 1;
+            for (int i = tid; i < Cfg::BM / DIV * NW; i += Cfg::T) {
+                const int row = m0 / DIV + i / NW;
+                if (row < M / DIV) ((unsigned *)Y)[(long long)row * LDY + W0 + i % NW] = 0u;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- prep kernels
+
+// popc of each packed row: out[r] = popc(X[r][0..ld)). One warp per row. For bgemm's wpop.
+extern "C" __global__ void bnn_row_popc(const unsigned *__restrict__ X, int rows, int ld, int *__restrict__ out) {
+    const int r = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
+    if (r >= rows) return;
+    int s = 0;
+    for (int i = lane; i < ld; i += 32) s += __popc(X[(long long)r * ld + i]);
+#pragma unroll
+    for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) out[r] = s;
+}
+
+// bconv's border table from its weights W[O][KH][KW][cwp] (rows ldw words apart):
+// P[i][j][o] = sum over kh < i, kw < j of popc(W[o][kh][kw][*]), i in 0..KH, j in 0..KW,
+// layout [(i*(KW+1) + j)*O + o]. One thread per (o, i, j); tiny, run once per weight set.
+extern "C" __global__ void bnn_conv_wprefix(const unsigned *__restrict__ W, int O, int KH, int KW, int cwp,
+                                            int ldw, int *__restrict__ P) {
+    const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x), cells = (KH + 1) * (KW + 1);
+    if (x >= O * cells) return;
+    const int o = x / cells, cell = x % cells, i = cell / (KW + 1), j = cell % (KW + 1);
+    int s = 0;
+    for (int kh = 0; kh < i; ++kh)
+        for (int kw = 0; kw < j; ++kw)
+            for (int w = 0; w < cwp; ++w) s += __popc(W[(long long)o * ldw + (kh * KW + kw) * cwp + w]);
+    P[cell * O + o] = s;
+}
+
+#endif // BNN_COMMON_CU
