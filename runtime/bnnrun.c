@@ -1,5 +1,6 @@
 /* bnnrun: run a model on .npy inputs.
  *
+ *   bnnrun model.bin --input x.npy --output y.npy [--device gpu|cpu|auto] [--batch N] [--bench N]
  *   bnnrun --reference MODEL --input x.npy --output y.npy    reference interpreter
  *
  * Exit codes: 0 ok, 1 user error (bad file, wrong shape or dtype), 2 internal error. */
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bnnrt.h"
 #include "frontend.h"
 #include "ir.h"
 #include "npy.h"
@@ -20,17 +22,27 @@ typedef struct Args {
     int ninputs;
     const char *outputs[MAX_FILES];
     int noutputs;
+    bnn_device device;
+    long batch; /* items per run; 0: the whole input */
+    long bench; /* timed runs; 0: none */
 } Args;
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: bnnrun --reference MODEL --input X.npy [--input ...] --output Y.npy [...]\n"
+            "usage: bnnrun MODEL.bin --input X.npy [--input ...] --output Y.npy [...]\n"
+            "              [--device gpu|cpu|auto] [--batch N] [--bench N]\n"
+            "       bnnrun --reference MODEL --input X.npy [--input ...] --output Y.npy [...]\n"
             "\n"
-            "Runs MODEL (.bnn text model or .onnx) on the reference interpreter.\n"
-            "  --reference       use the reference interpreter (exact ONNX semantics)\n"
+            "Runs a model compiled by bnncc (model.bin) with libbnnrt, or MODEL (.bnn text model\n"
+            "or .onnx) on the reference interpreter.\n"
             "  --input FILE      one .npy per graph input, in the graph's order; the first\n"
             "                    dimension is the batch and may be any size\n"
-            "  --output FILE     one .npy per graph output, in order\n"
+            "  --output FILE     one .npy per graph output, in order (optional with --bench)\n"
+            "  --device D        gpu, cpu, or auto (default: the GPU if there is a usable one)\n"
+            "  --batch N         run at most N items at a time (default: the whole input)\n"
+            "  --bench N         after warm-up, time N runs over the input and print the median\n"
+            "                    latency per run of --batch items and the throughput\n"
+            "  --reference       use the reference interpreter (exact ONNX semantics)\n"
             "  --help, --version\n"
             "Exit codes: 0 ok, 1 user error, 2 internal error.\n");
 }
@@ -52,6 +64,27 @@ static int parse_args(int argc, char **argv, Args *a) {
             exit(0);
         } else if (!strcmp(s, "--reference")) {
             a->reference = true;
+        } else if (!strcmp(s, "--device")) {
+            const char *d = i + 1 < argc ? argv[++i] : "";
+            if (!strcmp(d, "gpu"))
+                a->device = BNN_DEVICE_GPU;
+            else if (!strcmp(d, "cpu"))
+                a->device = BNN_DEVICE_CPU;
+            else if (!strcmp(d, "auto"))
+                a->device = BNN_DEVICE_AUTO;
+            else {
+                fprintf(stderr, "bnnrun: error: --device needs gpu, cpu or auto, not '%s'\n", d);
+                return -1;
+            }
+        } else if (!strcmp(s, "--batch") || !strcmp(s, "--bench")) {
+            char *end = NULL;
+            long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+            if (!end || *end || v < 1 || v > 1000000000) {
+                fprintf(stderr, "bnnrun: error: %s needs a positive count\n", s);
+                return -1;
+            }
+            i++;
+            *(!strcmp(s, "--batch") ? &a->batch : &a->bench) = v;
         } else if (!strcmp(s, "--input") || !strcmp(s, "-i") || !strcmp(s, "--output") ||
                    !strcmp(s, "-o")) {
             bool in = s[2] == 'i' || s[1] == 'i';
@@ -82,9 +115,9 @@ static int parse_args(int argc, char **argv, Args *a) {
         fprintf(stderr, "bnnrun: error: no model given (see bnnrun --help)\n");
         return -1;
     }
-    if (!a->reference) {
-        fprintf(stderr, "bnnrun: error: only --reference is supported in this build: compiled "
-                        "model.bin files need the runtime, which is not built yet\n");
+    if (a->reference && (a->device != BNN_DEVICE_AUTO || a->batch || a->bench)) {
+        fprintf(stderr, "bnnrun: error: --device, --batch and --bench apply to model.bin, not to "
+                        "--reference\n");
         return -1;
     }
     return 0;
@@ -249,11 +282,239 @@ done:
     return rc;
 }
 
+/* ---------------------------------------------------------------- model.bin through libbnnrt */
+
+static int npy_dtype_of(bnn_dtype t) {
+    switch (t) {
+    case BNN_DTYPE_F32: return NPY_F32;
+    case BNN_DTYPE_F16: return NPY_F16;
+    case BNN_DTYPE_I64: return NPY_I64;
+    case BNN_DTYPE_I32: return NPY_I32;
+    case BNN_DTYPE_I8: return NPY_I8;
+    case BNN_DTYPE_U8: return NPY_U8;
+    case BNN_DTYPE_B1: return NPY_I8; /* written as -1 / +1 */
+    }
+    return -1;
+}
+
+static void shape_str(const int64_t *dims, int rank, char *buf, size_t len) {
+    int n = snprintf(buf, len, "(");
+    for (int i = 0; i < rank && n < (int)len; i++) {
+        if (dims[i] < 0)
+            n += snprintf(buf + n, len - (size_t)n, "%sN", i ? ", " : "");
+        else
+            n += snprintf(buf + n, len - (size_t)n, "%s%lld", i ? ", " : "", (long long)dims[i]);
+    }
+    if (n < (int)len)
+        snprintf(buf + n, len - (size_t)n, ")");
+}
+
+/* The batch an input file holds, or -1 with an error printed. */
+static int64_t check_input(const bnn_tensor_info *info, const NpyArray *arr, const char *path) {
+    if (info->dtype == BNN_DTYPE_B1) {
+        fprintf(stderr, "bnnrun: error: input '%s' is a bit tensor: it cannot be given as .npy\n",
+                info->name);
+        return -1;
+    }
+    if (npy_dtype_of(info->dtype) != (int)arr->dtype) {
+        const char *want = npy_dtype_name((NpyDtype)npy_dtype_of(info->dtype));
+        fprintf(stderr, "bnnrun: error: %s: input '%s' expects %s, the file holds %s; convert it, "
+                "e.g. with x.astype(np.%s)\n", path, info->name, want, npy_dtype_name(arr->dtype),
+                want);
+        return -1;
+    }
+    bool ok = arr->rank == info->rank && arr->shape[0] >= 1;
+    for (int i = 1; ok && i < info->rank; i++)
+        ok = arr->shape[i] == info->dims[i];
+    if (!ok) {
+        char want[256], got[256];
+        shape_str(info->dims, info->rank, want, sizeof want);
+        shape_str(arr->shape, arr->rank, got, sizeof got);
+        fprintf(stderr, "bnnrun: error: %s: input '%s' expects shape %s (N is the batch, at least "
+                "1), the file holds shape %s\n", path, info->name, want, got);
+        return -1;
+    }
+    return arr->shape[0];
+}
+
+static int compare_ms(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Run every chunk of `chunk` items once; the summed device time in *ms. */
+static bnn_status run_all(bnn_session *s, int nin, int nout, int64_t batch, int64_t chunk,
+                          unsigned char *const *in, const size_t *in_item,
+                          unsigned char *const *out, const size_t *out_item, double *ms) {
+    const void *ip[MAX_FILES];
+    void *op[MAX_FILES];
+    *ms = 0;
+    for (int64_t at = 0; at < batch; at += chunk) {
+        int n = (int)(batch - at < chunk ? batch - at : chunk);
+        for (int i = 0; i < nin; i++)
+            ip[i] = in[i] + (size_t)at * in_item[i];
+        for (int i = 0; i < nout; i++)
+            op[i] = out[i] + (size_t)at * out_item[i];
+        bnn_status st = bnn_session_run(s, n, ip, op);
+        if (st != BNN_STATUS_OK)
+            return st;
+        *ms += bnn_session_last_run_ms(s);
+    }
+    return BNN_STATUS_OK;
+}
+
+static int run_blob(const Args *a) {
+    bnn_model *m = NULL;
+    bnn_session *s = NULL;
+    NpyArray arrs[MAX_FILES];
+    memset(arrs, 0, sizeof arrs);
+    unsigned char *outs[MAX_FILES] = {0};
+    double *times = NULL;
+    int rc = 1;
+    char msg[1024];
+    bnn_status st = bnn_model_load_file(a->model, &m);
+    if (st != BNN_STATUS_OK) {
+        const char *ext = strrchr(a->model, '.');
+        bool source = ext && (!strcmp(ext, ".onnx") || !strcmp(ext, ".bnn"));
+        fprintf(stderr, "bnnrun: error: %s%s\n", bnn_last_error(),
+                source && st == BNN_STATUS_BAD_BLOB
+                    ? " (compile it with bnncc first, or run it with --reference)" : "");
+        return 1;
+    }
+    int nin = bnn_model_num_inputs(m), nout = bnn_model_num_outputs(m);
+    bnn_tensor_info iinfo[MAX_FILES], oinfo[MAX_FILES];
+    size_t in_item[MAX_FILES], out_item[MAX_FILES];
+    if (nin > MAX_FILES || nout > MAX_FILES) {
+        die("the model has more inputs or outputs than bnnrun handles (16)");
+        goto done;
+    }
+    if (a->ninputs != nin || (a->noutputs != nout && !(a->bench && a->noutputs == 0))) {
+        bool ins = a->ninputs != nin;
+        fprintf(stderr, "bnnrun: error: the model has %d %s%s, %d --%s file%s given\n",
+                ins ? nin : nout, ins ? "input" : "output", (ins ? nin : nout) == 1 ? "" : "s",
+                ins ? a->ninputs : a->noutputs, ins ? "input" : "output",
+                (ins ? a->ninputs : a->noutputs) == 1 ? "" : "s");
+        goto done;
+    }
+    int64_t batch = -1;
+    for (int i = 0; i < nin; i++) {
+        bnn_model_input_info(m, i, &iinfo[i]);
+        in_item[i] = iinfo[i].item_bytes;
+        if (npy_read(a->inputs[i], &arrs[i], msg, sizeof msg) != 0) {
+            die(msg);
+            goto done;
+        }
+        int64_t b = check_input(&iinfo[i], &arrs[i], a->inputs[i]);
+        if (b < 0)
+            goto done;
+        if (batch >= 0 && b != batch) {
+            fprintf(stderr, "bnnrun: error: %s: batch %lld differs from the batch %lld of the "
+                    "first input\n", a->inputs[i], (long long)b, (long long)batch);
+            goto done;
+        }
+        batch = b;
+    }
+    if (batch < 0)
+        batch = 1; /* a model without inputs runs once */
+    if (batch > 0x7fffffff) {
+        die("the input batch is too large");
+        goto done;
+    }
+    int64_t chunk = a->batch && a->batch < batch ? a->batch : batch;
+    for (int i = 0; i < nout; i++) {
+        bnn_model_output_info(m, i, &oinfo[i]);
+        out_item[i] = oinfo[i].item_bytes;
+        outs[i] = malloc(out_item[i] * (size_t)batch + 1);
+        if (!outs[i]) {
+            die("out of memory");
+            goto done;
+        }
+    }
+    st = bnn_session_create(m, a->device, (int)chunk, &s);
+    if (st != BNN_STATUS_OK) {
+        fprintf(stderr, "bnnrun: error: %s\n", bnn_last_error());
+        goto done;
+    }
+    unsigned char *ins[MAX_FILES];
+    for (int i = 0; i < nin; i++)
+        ins[i] = arrs[i].data;
+    double ms;
+    st = run_all(s, nin, nout, batch, chunk, ins, in_item, outs, out_item, &ms);
+    if (st == BNN_STATUS_OK && a->bench) {
+        times = malloc(sizeof *times * (size_t)a->bench);
+        if (!times) {
+            die("out of memory");
+            goto done;
+        }
+        /* Warm-up: the first runs capture CUDA graphs and warm caches and clocks. */
+        for (int w = 0; w < 3 && st == BNN_STATUS_OK; w++)
+            st = run_all(s, nin, nout, batch, chunk, ins, in_item, outs, out_item, &ms);
+        for (long r = 0; r < a->bench && st == BNN_STATUS_OK; r++) {
+            st = run_all(s, nin, nout, batch, chunk, ins, in_item, outs, out_item, &ms);
+            times[r] = ms * (double)chunk / (double)batch; /* per run of `chunk` items */
+        }
+    }
+    if (st != BNN_STATUS_OK) {
+        fprintf(stderr, "bnnrun: error: %s\n", bnn_last_error());
+        goto done;
+    }
+    if (a->bench) {
+        qsort(times, (size_t)a->bench, sizeof *times, compare_ms);
+        double med = times[a->bench / 2];
+        printf("device: %s\n", bnn_session_device_name(s));
+        printf("batch %lld, %ld runs: median %.4f ms, min %.4f ms, %.1f items/s (%s)\n",
+               (long long)chunk, a->bench, med, times[0], med > 0 ? (double)chunk * 1e3 / med : 0.0,
+               bnn_session_device(s) == BNN_DEVICE_GPU ? "GPU events, copies included"
+                                                      : "wall clock");
+    }
+    rc = 0;
+    for (int i = 0; i < a->noutputs && rc == 0; i++) {
+        NpyArray arr = {0};
+        arr.dtype = (NpyDtype)npy_dtype_of(oinfo[i].dtype);
+        arr.rank = oinfo[i].rank;
+        arr.shape[0] = batch;
+        for (int d = 1; d < arr.rank; d++)
+            arr.shape[d] = oinfo[i].dims[d];
+        int8_t *pm = NULL;
+        if (oinfo[i].dtype == BNN_DTYPE_B1) {
+            int64_t numel = npy_numel(&arr);
+            pm = malloc((size_t)numel + 1);
+            if (!pm) {
+                rc = die("out of memory");
+                break;
+            }
+            /* Each item's bits start on a byte: unpack item by item. */
+            int64_t per = numel / batch;
+            for (int64_t n = 0; n < batch; n++)
+                for (int64_t k = 0; k < per; k++)
+                    pm[n * per + k] = (outs[i][(size_t)n * out_item[i] + (size_t)k / 8] >> (k % 8)) & 1
+                                          ? 1 : -1;
+            arr.data = pm;
+            arr.nbytes = (size_t)numel;
+        } else {
+            arr.data = outs[i];
+            arr.nbytes = out_item[i] * (size_t)batch;
+        }
+        if (npy_write(a->outputs[i], &arr, msg, sizeof msg) != 0)
+            rc = die(msg);
+        free(pm);
+    }
+done:
+    free(times);
+    for (int i = 0; i < MAX_FILES; i++) {
+        npy_free(&arrs[i]);
+        free(outs[i]);
+    }
+    bnn_session_free(s);
+    bnn_model_free(m);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     Args a;
     if (parse_args(argc, argv, &a) != 0)
         return 1;
-    int rc = run_reference(&a);
+    int rc = a.reference ? run_reference(&a) : run_blob(&a);
     diag_free_sources();
     return rc;
 }

@@ -1,0 +1,313 @@
+/* blob.h: the model.bin format (docs/blob-format.md) and its writer.
+ *
+ * The format's constants and the in-memory form of a plan step are defined here once:
+ * the writer (codegen/blob.c, used by the compiler) fills BlobStep records and the
+ * runtime's reader (runtime/rt_blob.c) decodes into the same struct. This header needs
+ * only libc, so the runtime can include it without the compiler's utilities. */
+#ifndef BNN_BLOB_H
+#define BNN_BLOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- the container */
+
+#define BLOB_MAGIC "BNNMODEL"
+#define BLOB_VERSION 1u
+#define BLOB_HEADER_SIZE 64u
+#define BLOB_SECTION_ENTRY_SIZE 48u
+#define BLOB_ALIGN 64u
+#define BLOB_MAX_SECTIONS 64u
+#define BLOB_TAG_SIZE 16u   /* section tag, e.g. "sm_90a", NUL-padded */
+
+typedef enum {
+    BLOB_SECTION_META = 1,
+    BLOB_SECTION_PLAN = 2,
+    BLOB_SECTION_WEIGHTS = 3,
+    BLOB_SECTION_CUBIN = 4,
+} BlobSectionKind;
+
+/* FNV-1a 64 over n bytes, continuing from h (start with BLOB_FNV_INIT). */
+#define BLOB_FNV_INIT 0xcbf29ce484222325ull
+static inline uint64_t blob_fnv1a(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* ---------------------------------------------------------------- META */
+
+#define BLOB_MAX_RANK 8
+#define BLOB_META_HEADER_SIZE 16u
+#define BLOB_META_RECORD_SIZE 112u
+
+/* Element types (the numbering is part of the format). B1 is a logical bit tensor in
+ * the IR's canonical packing: element i is bit i%8 of byte i/8 (per batch item). */
+typedef enum {
+    BLOB_DTYPE_F32 = 1,
+    BLOB_DTYPE_F16 = 2,
+    BLOB_DTYPE_I64 = 3,
+    BLOB_DTYPE_I32 = 4,
+    BLOB_DTYPE_I8 = 5,
+    BLOB_DTYPE_U8 = 6,
+    BLOB_DTYPE_B1 = 7,
+    BLOB_DTYPE_LAST = BLOB_DTYPE_B1
+} BlobDType;
+
+/* ---------------------------------------------------------------- PLAN */
+
+#define BLOB_PLAN_HEADER_SIZE 64u
+#define BLOB_STEP_SIZE 648u
+#define BLOB_KERNEL_NAME_SIZE 64u
+#define BLOB_MAX_ARGS 8
+#define BLOB_MAX_SLOTS 8
+#define BLOB_MAX_PARAMS 24
+
+/* Step kinds (numbering is part of the format). Semantics: docs/blob-format.md. */
+#define BLOB_STEP_LIST(X)                      \
+    X(BLOB_STEP_PACK, 1, "pack")               \
+    X(BLOB_STEP_UNPACK, 2, "unpack")           \
+    X(BLOB_STEP_BGEMM, 3, "bgemm")             \
+    X(BLOB_STEP_BCONV, 4, "bconv")             \
+    X(BLOB_STEP_DENSE, 5, "dense")             \
+    X(BLOB_STEP_CONV2D, 6, "conv2d")           \
+    X(BLOB_STEP_AFFINE, 7, "affine")           \
+    X(BLOB_STEP_MAXPOOL, 8, "maxpool")         \
+    X(BLOB_STEP_AVGPOOL, 9, "avgpool")         \
+    X(BLOB_STEP_GLOBALAVGPOOL, 10, "globalavgpool") \
+    X(BLOB_STEP_ADD, 11, "add")                \
+    X(BLOB_STEP_RELU, 12, "relu")              \
+    X(BLOB_STEP_COPY, 13, "copy")              \
+    X(BLOB_STEP_ARGMAX, 14, "argmax")          \
+    X(BLOB_STEP_CAST, 15, "cast")              \
+    X(BLOB_STEP_KERNEL, 16, "kernel") /* a GPU launch with no CPU meaning */
+
+typedef enum {
+#define X(e, v, name) e = v,
+    BLOB_STEP_LIST(X)
+#undef X
+    BLOB_STEP_LAST = BLOB_STEP_KERNEL
+} BlobStepKind;
+
+static inline const char *blob_step_name(uint32_t kind) {
+    switch (kind) {
+#define X(e, v, name) case v: return name;
+        BLOB_STEP_LIST(X)
+#undef X
+    }
+    return "?";
+}
+
+static inline const char *blob_dtype_name(uint32_t dtype) {
+    static const char *const names[] = {"?", "f32", "f16", "i64", "i32", "i8", "u8", "b1"};
+    _Static_assert(sizeof names / sizeof names[0] == BLOB_DTYPE_LAST + 1, "dtype names");
+    return dtype <= BLOB_DTYPE_LAST ? names[dtype] : "?";
+}
+
+/* Bytes per element; 0 for B1 (bit-packed) and unknown types. */
+static inline size_t blob_dtype_size(uint32_t dtype) {
+    static const unsigned char sizes[] = {0, 4, 2, 8, 4, 1, 1, 0};
+    _Static_assert(sizeof sizes / sizeof sizes[0] == BLOB_DTYPE_LAST + 1, "dtype sizes");
+    return dtype <= BLOB_DTYPE_LAST ? sizes[dtype] : 0;
+}
+
+/* Epilogues of bgemm / bconv. */
+typedef enum {
+    BLOB_EPI_I32 = 1,       /* out i32: the exact dot */
+    BLOB_EPI_THRESHOLD = 2, /* out bits: dir[n] >= 0 ? dot >= t[n] : dot <= t[n] */
+    BLOB_EPI_AFFINE = 3,    /* out f32: ((float)dot * scale[n]) + bias[n], rounded after each op */
+} BlobEpilogue;
+
+/* Step flags. */
+#define BLOB_STEP_CPU_ONLY 1u /* the GPU skips this step (its kernels do the work elsewhere) */
+
+/* Where a tensor operand lives. */
+typedef enum {
+    BLOB_SPACE_NONE = 0,
+    BLOB_SPACE_ARENA = 1,   /* per batch item: see BlobRef */
+    BLOB_SPACE_WEIGHTS = 2, /* a range of the WEIGHTS section, shared by all items */
+} BlobSpace;
+
+/* A tensor operand. ARENA: offset and bytes are per batch item; for a batch of B the
+ * tensor occupies [offset*B, (offset+bytes)*B) of the arena, item n at offset*B + n*bytes
+ * (so a plan laid out for one item is valid for every B). WEIGHTS: absolute. */
+typedef struct BlobRef {
+    uint32_t space;
+    uint32_t reserved;
+    uint64_t offset;
+    uint64_t bytes;
+} BlobRef;
+
+/* Operand slots a step's CPU semantics use; GPU kernel arguments may name any slot. */
+enum {
+    BLOB_SLOT_IN = 0,  /* main input (arena) */
+    BLOB_SLOT_IN2 = 1, /* second input of add (arena or weights) */
+    BLOB_SLOT_OUT = 2, /* output (arena) */
+    BLOB_SLOT_W = 3,   /* weights (weights) */
+    BLOB_SLOT_P0 = 4,  /* thresholds i32 / scale f32 / bias f32 (weights) */
+    BLOB_SLOT_P1 = 5,  /* dir i32 / bias f32 (weights) */
+    BLOB_SLOT_X0 = 6,  /* free for GPU-only operands (pre-tiled weights, ...) */
+    BLOB_SLOT_X1 = 7,
+};
+
+/* GPU kernel arguments, passed to cuLaunchKernel in order. */
+typedef enum {
+    BLOB_ARG_PTR = 1,   /* 8-byte device pointer of slot `slot` (its start for this batch) */
+    BLOB_ARG_BATCH = 2, /* i32: the batch of this run times value (>= 1), e.g. GEMM rows */
+    BLOB_ARG_I32 = 3,   /* i32 immediate (value) */
+    BLOB_ARG_I64 = 4,   /* i64 immediate (value) */
+} BlobArgKind;
+
+typedef struct BlobArg {
+    uint32_t kind;
+    uint32_t slot;
+    int64_t value;
+} BlobArg;
+
+/* One grid dimension: base + ceil(batch * per_batch / div). */
+typedef struct BlobGridDim {
+    uint32_t base, per_batch, div;
+} BlobGridDim;
+
+/* Parameters of each step kind, all int64 (params[] on disk, in this order). */
+typedef struct { int64_t channels, spatial, words, zero, layout; } BlobPackParams;
+typedef struct { int64_t channels, spatial, words, layout; } BlobUnpackParams;
+typedef struct { int64_t rows, n, k, words, out_words; } BlobBgemmParams;
+typedef struct {
+    int64_t h, w, c, words, o, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom,
+        pad_right, pad_value, dil_h, dil_w, oh, ow, pool, out_words, out_layout;
+} BlobBconvParams;
+typedef struct { int64_t rows, n, k; } BlobDenseParams;
+typedef struct {
+    int64_t c, h, w, o, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
+        dil_h, dil_w, groups, oh, ow;
+} BlobConv2dParams;
+/* affine: y = x * scale[c] + bias[c], or with div = 1 y = x / scale[c] + bias[c] (an exact
+ * ONNX Div by a constant), each operation rounded on its own. */
+typedef struct { int64_t channels, spatial, layout, div; } BlobAffineParams;
+typedef struct {
+    int64_t c, h, w, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, oh,
+        ow, count_include_pad;
+} BlobPoolParams;
+typedef struct { int64_t channels, spatial; } BlobGapParams;
+typedef struct { int64_t count, dtype; } BlobAddParams;
+typedef struct { int64_t count; } BlobCountParams; /* relu */
+typedef struct { int64_t bytes; } BlobCopyParams;
+typedef struct { int64_t rows, n; } BlobArgmaxParams;
+typedef struct { int64_t count, from, to; } BlobCastParams;
+
+/* Layouts of per-channel data: 0 channel-major [C][S] (NCHW), 1 channel-minor [S][C] (NHWC). */
+enum { BLOB_LAYOUT_CS = 0, BLOB_LAYOUT_SC = 1 };
+
+/* A plan step in memory; the writer serializes it field by field, little-endian. */
+typedef struct BlobStep {
+    uint32_t kind;     /* BlobStepKind */
+    uint32_t epilogue; /* BlobEpilogue for bgemm/bconv, else 0 */
+    uint32_t flags;    /* BLOB_STEP_* */
+    char kernel[BLOB_KERNEL_NAME_SIZE]; /* GPU kernel name; "" = none */
+    BlobGridDim grid[3];
+    uint32_t block[3];
+    uint32_t smem; /* dynamic shared memory bytes */
+    uint32_t nargs;
+    BlobArg args[BLOB_MAX_ARGS];
+    BlobRef slot[BLOB_MAX_SLOTS];
+    union {
+        int64_t params[BLOB_MAX_PARAMS];
+        BlobPackParams pack;
+        BlobUnpackParams unpack;
+        BlobBgemmParams bgemm;
+        BlobBconvParams bconv;
+        BlobDenseParams dense;
+        BlobConv2dParams conv2d;
+        BlobAffineParams affine;
+        BlobPoolParams pool;
+        BlobGapParams gap;
+        BlobAddParams add;
+        BlobCountParams relu;
+        BlobCopyParams copy;
+        BlobArgmaxParams argmax;
+        BlobCastParams cast;
+    };
+} BlobStep;
+
+/* Byte offsets inside a step record (BLOB_STEP_SIZE bytes): kind 0, epilogue 4, flags 8,
+ * reserved 12, then these. The writer encodes and the runtime decodes with them. */
+enum {
+    BLOB_STEP_KERNEL_AT = 16,
+    BLOB_STEP_GRID_AT = 80,  /* 3 x {base, per_batch, div} u32 */
+    BLOB_STEP_BLOCK_AT = 116, /* 3 x u32 */
+    BLOB_STEP_SMEM_AT = 128,
+    BLOB_STEP_NARGS_AT = 132,
+    BLOB_STEP_ARGS_AT = 136,  /* 8 x {kind u32, slot u32, value i64} */
+    BLOB_STEP_SLOTS_AT = 264, /* 8 x {space u32, reserved u32, offset u64, bytes u64} */
+    BLOB_STEP_PARAMS_AT = 456, /* 24 x i64 */
+};
+_Static_assert(BLOB_STEP_ARGS_AT + 16 * BLOB_MAX_ARGS == BLOB_STEP_SLOTS_AT, "step layout");
+_Static_assert(BLOB_STEP_SLOTS_AT + 24 * BLOB_MAX_SLOTS == BLOB_STEP_PARAMS_AT, "step layout");
+_Static_assert(BLOB_STEP_PARAMS_AT + 8 * BLOB_MAX_PARAMS == BLOB_STEP_SIZE, "step layout");
+
+/* Little-endian field access, shared by writer and reader. */
+static inline uint32_t blob_get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t blob_get_u64(const unsigned char *p) {
+    return (uint64_t)blob_get_u32(p) | (uint64_t)blob_get_u32(p + 4) << 32;
+}
+static inline void blob_put_u32(unsigned char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void blob_put_u64(unsigned char *p, uint64_t v) {
+    blob_put_u32(p, (uint32_t)v);
+    blob_put_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* ---------------------------------------------------------------- the writer */
+
+/* Builds a blob in memory. The writer owns copies of everything given to it.
+ * Usage: blob_new; blob_add_weights for each constant (keep the BlobRefs); blob_add_input /
+ * blob_add_output; blob_add_step for each step, filling the returned record; blob_add_cubin
+ * per target; blob_set_arena; blob_finish or blob_write_file; blob_free.
+ * Allocation failure exits (the compiler's xmalloc); misuse is reported by blob_finish. */
+typedef struct BlobWriter BlobWriter;
+struct Buf;
+
+BlobWriter *blob_new(void);
+void blob_free(BlobWriter *w);
+
+/* Copy n bytes into WEIGHTS at the next 64-byte boundary; returns a WEIGHTS ref. */
+BlobRef blob_add_weights(BlobWriter *w, const void *data, size_t n);
+/* An arena ref (per batch item). */
+BlobRef blob_arena_ref(uint64_t offset, uint64_t item_bytes);
+/* Bytes of the arena per batch item (every arena ref must fit inside). */
+void blob_set_arena(BlobWriter *w, uint64_t item_bytes);
+
+/* A graph input or output: dims[batch_axis] is -1 (batch_axis must be 0 in version 1);
+ * `where` is its arena ref, item_bytes = numel per item * dtype size (B1: ceil(numel/8)). */
+void blob_add_input(BlobWriter *w, const char *name, BlobDType dtype, int rank,
+                    const int64_t *dims, BlobRef where);
+void blob_add_output(BlobWriter *w, const char *name, BlobDType dtype, int rank,
+                     const int64_t *dims, BlobRef where);
+
+/* Append a step of this kind; returns the zeroed record to fill (valid until the next
+ * blob_add_step). */
+BlobStep *blob_add_step(BlobWriter *w, BlobStepKind kind);
+/* Set a step's GPU launch: kernel name, grid as three BlobGridDim, block. */
+void blob_step_set_kernel(BlobStep *s, const char *name, const BlobGridDim grid[3],
+                          const uint32_t block[3], uint32_t smem);
+void blob_step_add_arg(BlobStep *s, BlobArgKind kind, uint32_t slot, int64_t value);
+
+/* A CUBIN for one architecture ("sm_90a", "sm_80", ...). */
+void blob_add_cubin(BlobWriter *w, const char *arch, const void *data, size_t n);
+
+/* Serialize into out (appended). 0 ok; -1 with a message in err on misuse the writer can
+ * see (a name too long, too many args, an arena ref outside the arena, no outputs). The
+ * full semantic check is the runtime loader's: tests load what they write. */
+int blob_finish(BlobWriter *w, struct Buf *out, char *err, size_t err_len);
+/* blob_finish, then write path atomically. 0 ok, -1 with err. */
+int blob_write_file(BlobWriter *w, const char *path, char *err, size_t err_len);
+
+#endif

@@ -1,0 +1,143 @@
+/* bnnrt.h: the bnncc runtime (libbnnrt). Loads a model.bin written by bnncc and runs it on
+ * an NVIDIA GPU (through the driver, opened at run time: no CUDA toolkit needed) or on the
+ * CPU, with bit-identical results on binary layers. Link with -lbnnrt (pkg-config bnnrt).
+ *
+ *     #include <bnnrt.h>
+ *     #include <stdio.h>
+ *
+ *     int classify(const float *images, int n, int64_t *labels) { // images: n x 1x28x28
+ *         bnn_model *model = NULL;
+ *         bnn_session *session = NULL;
+ *         bnn_status st = bnn_model_load_file("model.bin", &model);
+ *         if (st == BNN_STATUS_OK)
+ *             st = bnn_session_create(model, BNN_DEVICE_AUTO, n, &session);
+ *         if (st == BNN_STATUS_OK) {
+ *             const void *inputs[1] = {images};
+ *             void *outputs[1] = {labels};
+ *             st = bnn_session_run(session, n, inputs, outputs);
+ *         }
+ *         if (st != BNN_STATUS_OK)
+ *             fprintf(stderr, "bnnrt: %s: %s\n", bnn_status_str(st), bnn_last_error());
+ *         bnn_session_free(session);
+ *         bnn_model_free(model);
+ *         return st == BNN_STATUS_OK ? 0 : -1;
+ *     }
+ *
+ * Rules: every function returns a status (or a plain value for queries); on failure the
+ * thread's bnn_last_error() says what went wrong. The library never prints and never exits.
+ * A model is immutable once loaded and may be shared by threads; a session is used by one
+ * thread at a time and must be freed before its model. Full documentation: docs/runtime.md. */
+#ifndef BNNRT_H
+#define BNNRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && !defined(BNN_STATIC_ONLY)
+#define BNN_API __attribute__((visibility("default")))
+#else
+#define BNN_API
+#endif
+
+#define BNN_MAX_RANK 8
+
+typedef enum bnn_status {
+    BNN_STATUS_OK = 0,
+    BNN_STATUS_INVALID_ARGUMENT = 1,     /* a NULL pointer, a batch out of range, ... */
+    BNN_STATUS_IO_ERROR = 2,             /* the file cannot be opened or read */
+    BNN_STATUS_BAD_BLOB = 3,             /* not a model.bin, truncated or inconsistent */
+    BNN_STATUS_CHECKSUM = 4,             /* a section's checksum does not match */
+    BNN_STATUS_VERSION = 5,              /* written by a newer bnncc than this runtime */
+    BNN_STATUS_OUT_OF_MEMORY = 6,        /* host memory */
+    BNN_STATUS_NO_DRIVER = 7,            /* libcuda.so.1 cannot be opened or is unusable */
+    BNN_STATUS_NO_DEVICE = 8,            /* the driver sees no GPU */
+    BNN_STATUS_NO_CUBIN = 9,             /* the blob has no code for this GPU's architecture */
+    BNN_STATUS_DEVICE_OUT_OF_MEMORY = 10, /* GPU memory */
+    BNN_STATUS_DEVICE_ERROR = 11,        /* any other CUDA driver error */
+    BNN_STATUS_UNSUPPORTED = 12          /* the plan needs what this device path lacks */
+} bnn_status;
+
+typedef enum bnn_device {
+    BNN_DEVICE_AUTO = 0, /* the GPU when there is a usable one, else the CPU */
+    BNN_DEVICE_CPU = 1,
+    BNN_DEVICE_GPU = 2
+} bnn_device;
+
+/* Element types of inputs and outputs. B1 is bit-packed: element i of a batch item is
+ * bit i%8 of byte i/8, 1 meaning +1 and 0 meaning -1. */
+typedef enum bnn_dtype {
+    BNN_DTYPE_F32 = 1,
+    BNN_DTYPE_F16 = 2,
+    BNN_DTYPE_I64 = 3,
+    BNN_DTYPE_I32 = 4,
+    BNN_DTYPE_I8 = 5,
+    BNN_DTYPE_U8 = 6,
+    BNN_DTYPE_B1 = 7
+} bnn_dtype;
+
+typedef struct bnn_model bnn_model;
+typedef struct bnn_session bnn_session;
+
+/* An input or output. dims[batch_axis] is -1: the batch, chosen at each run. The data of a
+ * batch of B is B * item_bytes contiguous bytes, C order. name lives as long as the model. */
+typedef struct bnn_tensor_info {
+    const char *name;
+    bnn_dtype dtype;
+    int rank;
+    int batch_axis;
+    int64_t dims[BNN_MAX_RANK];
+    size_t item_bytes;
+} bnn_tensor_info;
+
+/* One hook for every host allocation of the library, realloc-style: (user, NULL, n)
+ * allocates, (user, p, n) resizes, (user, p, 0) frees and returns NULL. An allocation that
+ * fails returns NULL, and the call that needed it returns BNN_STATUS_OUT_OF_MEMORY having
+ * released what it took. fn == NULL restores malloc/realloc/free. Set it while no model
+ * or session exists. */
+typedef void *(*bnn_alloc_fn)(void *user, void *ptr, size_t size);
+BNN_API void bnn_set_allocator(bnn_alloc_fn fn, void *user);
+
+BNN_API const char *bnn_status_str(bnn_status status); /* "bad blob", ... */
+/* The message of this thread's last failure ("" if none); valid until the next call. */
+BNN_API const char *bnn_last_error(void);
+BNN_API const char *bnn_version(void);             /* "0.1.0" */
+BNN_API const char *bnn_dtype_name(bnn_dtype dtype); /* "f32", ... */
+
+/* Load and check a blob: every offset, size and count is validated and every section's
+ * checksum verified, so a damaged file gives a status, never a crash. load_memory copies. */
+BNN_API bnn_status bnn_model_load_file(const char *path, bnn_model **model);
+BNN_API bnn_status bnn_model_load_memory(const void *data, size_t len, bnn_model **model);
+BNN_API void bnn_model_free(bnn_model *model); /* NULL is fine */
+
+BNN_API int bnn_model_num_inputs(const bnn_model *model);
+BNN_API int bnn_model_num_outputs(const bnn_model *model);
+BNN_API bnn_status bnn_model_input_info(const bnn_model *model, int index, bnn_tensor_info *info);
+BNN_API bnn_status bnn_model_output_info(const bnn_model *model, int index, bnn_tensor_info *info);
+/* The GPU architectures the blob has code for, comma-separated ("sm_90a,sm_80"; "" if none). */
+BNN_API const char *bnn_model_targets(const bnn_model *model);
+
+/* A session owns the working memory for batches up to max_batch (on the GPU: one arena,
+ * the weights, one CUDA graph per batch size used). */
+BNN_API bnn_status bnn_session_create(const bnn_model *model, bnn_device device, int max_batch,
+                                      bnn_session **session);
+BNN_API void bnn_session_free(bnn_session *session); /* NULL is fine */
+BNN_API bnn_device bnn_session_device(const bnn_session *session); /* CPU or GPU */
+/* A line naming the device ("NVIDIA H200 (sm_90, running sm_90a code)", "CPU"). */
+BNN_API const char *bnn_session_device_name(const bnn_session *session);
+/* Run a batch (1 <= batch <= max_batch): inputs[i] points to batch * item_bytes of input i,
+ * outputs[i] receives batch * item_bytes of output i. Synchronous. */
+BNN_API bnn_status bnn_session_run(bnn_session *session, int batch, const void *const *inputs,
+                                   void *const *outputs);
+/* Milliseconds the last successful run took on its device, copies included (GPU: measured
+ * with device events; CPU: wall clock). */
+BNN_API double bnn_session_last_run_ms(const bnn_session *session);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,91 @@
+/* rt.h: the runtime's internals, shared by its files (never installed).
+ *   rt_api.c   errors, the allocation hook, model queries, sessions
+ *   rt_blob.c  the loader: container, META, PLAN and every step checked before use
+ *   rt_cpu.c   the CPU path: one C function per step kind
+ *   rt_cuda.c  the GPU path: the driver API through dlopen, one CUDA graph per batch size */
+#ifndef BNN_RT_H
+#define BNN_RT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "blob.h"
+#include "bnnrt.h"
+
+/* ---------------------------------------------------------------- errors, memory */
+
+/* Keep a message for bnn_last_error() and return status. */
+bnn_status rt_error(bnn_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rt_clear_error(void);
+
+void *rt_alloc(size_t n); /* through the hook; NULL on failure (n == 0 allocates 1 byte) */
+void *rt_calloc(size_t count, size_t size);
+void rt_free(void *p);
+
+/* ---------------------------------------------------------------- the model */
+
+typedef struct RtIo {
+    const char *name; /* inside the blob, NUL-terminated */
+    uint32_t dtype;
+    int rank;
+    int64_t dims[BLOB_MAX_RANK];
+    uint64_t offset, item_bytes; /* its arena ref */
+} RtIo;
+
+typedef struct RtCubin {
+    char arch[BLOB_TAG_SIZE]; /* "sm_90a" */
+    const unsigned char *data;
+    size_t size;
+} RtCubin;
+
+struct bnn_model {
+    void *mem;                 /* the allocation holding the blob copy */
+    const unsigned char *blob; /* 64-byte aligned copy of the file */
+    size_t len;
+    int ninputs, noutputs;
+    RtIo *io; /* inputs, then outputs */
+    int nsteps;
+    BlobStep *steps;
+    uint64_t arena_item; /* arena bytes per batch item */
+    const unsigned char *weights;
+    uint64_t weights_size;
+    int ncubins;
+    RtCubin cubins[BLOB_MAX_SECTIONS];
+    char targets[BLOB_MAX_SECTIONS * BLOB_TAG_SIZE];
+};
+
+/* Parse and check a blob already copied to 64-byte aligned memory (m->blob, m->len);
+ * fills m. On failure the status and message are set; m's allocations are left for
+ * free_model_parts. */
+bnn_status rt_parse_blob(bnn_model *m);
+
+/* ---------------------------------------------------------------- sessions */
+
+typedef struct RtCuda RtCuda;
+
+struct bnn_session {
+    const bnn_model *model;
+    bnn_device device;
+    int max_batch;
+    void *arena_mem;      /* CPU: the allocation */
+    unsigned char *arena; /* CPU: 64-byte aligned, max_batch * arena_item bytes */
+    RtCuda *cuda;         /* GPU */
+    double last_ms;
+    char device_name[160];
+};
+
+/* The device pointer or host address of a slot for a batch: arena refs scale by batch. */
+static inline uint64_t rt_slot_offset(const BlobRef *r, int batch) {
+    return r->space == BLOB_SPACE_ARENA ? r->offset * (uint64_t)batch : r->offset;
+}
+
+/* CPU path: run step s on the arena for this batch. Steps were checked at load. */
+void rt_cpu_run_step(const bnn_model *m, const BlobStep *s, unsigned char *arena, int batch);
+
+/* GPU path. create fills s->cuda and s->device_name or returns a status with a message. */
+bnn_status rt_cuda_create(bnn_session *s);
+bnn_status rt_cuda_run(bnn_session *s, int batch, const void *const *inputs, void *const *outputs);
+void rt_cuda_free(RtCuda *c);
+
+#endif

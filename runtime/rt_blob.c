@@ -1,0 +1,716 @@
+/* rt_blob.c: the blob loader. A model.bin is untrusted input: every offset, size and count
+ * is checked here, once, before anything uses it, so the CPU steps and GPU launches that
+ * follow can trust the plan (docs/blob-format.md lists what is checked). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt.h"
+
+/* Sizes above this are refused as corrupt: no real model comes near, and it keeps every
+ * product of two checked sizes inside 64 bits. */
+#define MAX_BYTES (1ull << 44)
+#define MAX_DIM (1ll << 24)
+#define MAX_IO 1024
+
+static bnn_status bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static bnn_status bad(const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return rt_error(BNN_STATUS_BAD_BLOB, "%s", msg);
+}
+
+/* a * b into *r if it stays within MAX_BYTES. */
+static bool mul_ok(uint64_t a, uint64_t b, uint64_t *r) {
+    if (a && b > MAX_BYTES / a)
+        return false;
+    *r = a * b;
+    return true;
+}
+
+static bool mul3_ok(uint64_t a, uint64_t b, uint64_t c, uint64_t *r) {
+    return mul_ok(a, b, r) && mul_ok(*r, c, r);
+}
+
+/* ---------------------------------------------------------------- container */
+
+typedef struct Section {
+    uint32_t kind;
+    char tag[BLOB_TAG_SIZE];
+    uint64_t offset, size;
+} Section;
+
+static const char *section_name(uint32_t kind) {
+    switch (kind) {
+    case BLOB_SECTION_META: return "META";
+    case BLOB_SECTION_PLAN: return "PLAN";
+    case BLOB_SECTION_WEIGHTS: return "WEIGHTS";
+    case BLOB_SECTION_CUBIN: return "CUBIN";
+    }
+    return "?";
+}
+
+/* "sm_" then 2 or 3 digits, then an optional lower-case letter ("sm_90a"). */
+static bool valid_arch(const char *t) {
+    if (strncmp(t, "sm_", 3) != 0)
+        return false;
+    int digits = 0;
+    const char *p = t + 3;
+    while (*p >= '0' && *p <= '9')
+        p++, digits++;
+    if (*p >= 'a' && *p <= 'z')
+        p++;
+    return (digits == 2 || digits == 3) && *p == '\0';
+}
+
+static bnn_status parse_sections(const unsigned char *b, size_t len, Section *sec, int *nsec) {
+    if (len < 8 || memcmp(b, BLOB_MAGIC, 8) != 0) {
+        if (len < 8 && memcmp(b, BLOB_MAGIC, len) == 0)
+            return bad("truncated: %zu bytes, shorter than the 64-byte header", len);
+        return bad("not a bnncc model.bin (bad magic; expected \"%s\")", BLOB_MAGIC);
+    }
+    if (len < BLOB_HEADER_SIZE)
+        return bad("truncated: %zu bytes, shorter than the 64-byte header", len);
+    uint32_t version = blob_get_u32(b + 8);
+    if (version > BLOB_VERSION)
+        return rt_error(BNN_STATUS_VERSION,
+                        "format version %u is newer than this runtime reads (%u): update libbnnrt "
+                        "(this is %s) or rebuild the model with a matching bnncc",
+                        version, BLOB_VERSION, bnn_version());
+    if (version == 0)
+        return bad("format version 0 is not valid");
+    uint64_t file_size = blob_get_u64(b + 24);
+    if (file_size != len) {
+        if (file_size > len)
+            return bad("truncated: the header says %llu bytes, there are %zu",
+                       (unsigned long long)file_size, len);
+        return bad("%zu bytes, but the header says %llu: trailing data or a damaged header", len,
+                   (unsigned long long)file_size);
+    }
+    uint32_t header_size = blob_get_u32(b + 12), n = blob_get_u32(b + 16);
+    if (header_size != BLOB_HEADER_SIZE || blob_get_u32(b + 20) != 0)
+        return bad("damaged header (header size %u, flags %u)", header_size, blob_get_u32(b + 20));
+    for (size_t i = 40; i < BLOB_HEADER_SIZE; i++)
+        if (b[i])
+            return bad("damaged header (reserved bytes are not zero)");
+    if (n < 2 || n > BLOB_MAX_SECTIONS)
+        return bad("%u sections: a model has 2 to %u", n, BLOB_MAX_SECTIONS);
+    uint64_t table_end = BLOB_HEADER_SIZE + (uint64_t)n * BLOB_SECTION_ENTRY_SIZE;
+    if (table_end > len)
+        return bad("truncated inside the section table");
+    uint64_t h = blob_fnv1a(BLOB_FNV_INIT, b, 32);
+    h = blob_fnv1a(h, b + BLOB_HEADER_SIZE, (size_t)(table_end - BLOB_HEADER_SIZE));
+    if (h != blob_get_u64(b + 32))
+#ifndef BNN_FUZZING
+        return rt_error(BNN_STATUS_CHECKSUM,
+                        "the header or section table is damaged (checksum mismatch)");
+#else
+        (void)0;
+#endif
+    int counts[5] = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        const unsigned char *e = b + BLOB_HEADER_SIZE + (size_t)i * BLOB_SECTION_ENTRY_SIZE;
+        Section *s = &sec[i];
+        s->kind = blob_get_u32(e);
+        memcpy(s->tag, e + 8, BLOB_TAG_SIZE);
+        s->offset = blob_get_u64(e + 24);
+        s->size = blob_get_u64(e + 32);
+        if (s->kind < BLOB_SECTION_META || s->kind > BLOB_SECTION_CUBIN || blob_get_u32(e + 4))
+            return bad("section %u has an unknown kind %u (flags %u)", i, s->kind,
+                       blob_get_u32(e + 4));
+        counts[s->kind]++;
+        size_t tl = strnlen(s->tag, BLOB_TAG_SIZE);
+        if (tl == BLOB_TAG_SIZE)
+            return bad("section %u: its tag is not terminated", i);
+        for (size_t j = tl; j < BLOB_TAG_SIZE; j++)
+            if (s->tag[j])
+                return bad("section %u: bytes after its tag are not zero", i);
+        if (s->kind == BLOB_SECTION_CUBIN ? !valid_arch(s->tag) : tl != 0)
+            return bad("section %u (%s) has a bad tag '%s'", i, section_name(s->kind), s->tag);
+        if (s->offset % BLOB_ALIGN || s->offset < table_end || s->offset > len ||
+            s->size > len - s->offset)
+            return bad("section %u (%s) at offset %llu size %llu lies outside the file of %zu "
+                       "bytes or is misaligned", i, section_name(s->kind),
+                       (unsigned long long)s->offset, (unsigned long long)s->size, len);
+        for (uint32_t j = 0; j < i; j++) {
+            if (s->offset < sec[j].offset + sec[j].size && sec[j].offset < s->offset + s->size)
+                return bad("sections %u and %u overlap", j, i);
+            if (s->kind == BLOB_SECTION_CUBIN && sec[j].kind == BLOB_SECTION_CUBIN &&
+                !strcmp(s->tag, sec[j].tag))
+                return bad("two CUBIN sections for %s", s->tag);
+        }
+#ifndef BNN_FUZZING
+        if (blob_fnv1a(BLOB_FNV_INIT, b + s->offset, (size_t)s->size) != blob_get_u64(e + 40))
+            return rt_error(BNN_STATUS_CHECKSUM, "section %u (%s%s%s) is damaged: checksum mismatch",
+                            i, section_name(s->kind), s->tag[0] ? " " : "", s->tag);
+#endif
+    }
+    if (counts[BLOB_SECTION_META] != 1 || counts[BLOB_SECTION_PLAN] != 1 ||
+        counts[BLOB_SECTION_WEIGHTS] > 1)
+        return bad("%d META, %d PLAN and %d WEIGHTS sections: a model has one of each",
+                   counts[BLOB_SECTION_META], counts[BLOB_SECTION_PLAN],
+                   counts[BLOB_SECTION_WEIGHTS]);
+    *nsec = (int)n;
+    return BNN_STATUS_OK;
+}
+
+/* ---------------------------------------------------------------- META */
+
+static bnn_status parse_meta(bnn_model *m, const unsigned char *p, uint64_t size) {
+    if (size < BLOB_META_HEADER_SIZE)
+        return bad("META: %llu bytes, shorter than its header", (unsigned long long)size);
+    uint32_t nin = blob_get_u32(p), nout = blob_get_u32(p + 4);
+    uint32_t pool_at = blob_get_u32(p + 8), pool_size = blob_get_u32(p + 12);
+    if (nin > MAX_IO || nout < 1 || nout > MAX_IO)
+        return bad("META: %u inputs and %u outputs (1 to %d outputs, at most %d inputs)", nin,
+                   nout, MAX_IO, MAX_IO);
+    uint64_t nrec = (uint64_t)nin + nout;
+    if (pool_at != BLOB_META_HEADER_SIZE + nrec * BLOB_META_RECORD_SIZE ||
+        (uint64_t)pool_at + pool_size != size)
+        return bad("META: its records and names do not fill it exactly");
+    m->io = rt_calloc((size_t)nrec, sizeof *m->io);
+    if (!m->io)
+        return rt_error(BNN_STATUS_OUT_OF_MEMORY, "out of memory loading the model");
+    m->ninputs = (int)nin;
+    m->noutputs = (int)nout;
+    const char *pool = (const char *)p + pool_at;
+    for (uint64_t i = 0; i < nrec; i++) {
+        const unsigned char *r = p + BLOB_META_HEADER_SIZE + i * BLOB_META_RECORD_SIZE;
+        RtIo *io = &m->io[i];
+        const char *what = i < nin ? "input" : "output";
+        int idx = (int)(i < nin ? i : i - nin);
+        uint32_t name_at = blob_get_u32(r), name_len = blob_get_u32(r + 4);
+        if (name_at >= pool_size || name_len >= pool_size - name_at || pool[name_at + name_len] ||
+            memchr(pool + name_at, 0, name_len))
+            return bad("META: %s %d has a bad name", what, idx);
+        io->name = pool + name_at;
+        io->dtype = blob_get_u32(r + 8);
+        uint32_t rank = blob_get_u32(r + 12);
+        if (io->dtype < 1 || io->dtype > BLOB_DTYPE_LAST || rank < 1 || rank > BLOB_MAX_RANK ||
+            blob_get_u32(r + 16) != 0 || blob_get_u32(r + 20) != 0)
+            return bad("META: %s '%s' has a bad dtype %u, rank %u or batch axis %u (version 1 "
+                       "puts the batch on axis 0)", what, io->name, io->dtype, rank,
+                       blob_get_u32(r + 16));
+        io->rank = (int)rank;
+        uint64_t numel = 1;
+        for (uint32_t d = 0; d < BLOB_MAX_RANK; d++) {
+            int64_t v = (int64_t)blob_get_u64(r + 24 + 8 * d);
+            io->dims[d] = v;
+            bool ok = d == 0 ? v == -1 : d < rank ? (v >= 1 && v <= MAX_DIM) : v == 0;
+            if (!ok || (d > 0 && d < rank && !mul_ok(numel, (uint64_t)v, &numel)))
+                return bad("META: %s '%s' has a bad dimension %u (%lld)", what, io->name, d,
+                           (long long)v);
+        }
+        io->offset = blob_get_u64(r + 88);
+        io->item_bytes = blob_get_u64(r + 96);
+        uint64_t want = io->dtype == BLOB_DTYPE_B1 ? (numel + 7) / 8
+                                                   : numel * blob_dtype_size(io->dtype);
+        if (io->item_bytes != want || blob_get_u64(r + 104) != 0)
+            return bad("META: %s '%s' has %llu bytes per item, its shape needs %llu", what,
+                       io->name, (unsigned long long)io->item_bytes, (unsigned long long)want);
+        if (io->offset % BLOB_ALIGN || io->offset > m->arena_item ||
+            io->item_bytes > m->arena_item - io->offset)
+            return bad("META: %s '%s' lies outside the arena", what, io->name);
+    }
+    return BNN_STATUS_OK;
+}
+
+/* ---------------------------------------------------------------- PLAN steps */
+
+typedef struct StepCheck {
+    const bnn_model *m;
+    const BlobStep *s;
+    int index;
+} StepCheck;
+
+static bnn_status bad_step(const StepCheck *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static bnn_status bad_step(const StepCheck *c, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return bad("PLAN: step %d (%s): %s", c->index, blob_step_name(c->s->kind), msg);
+}
+
+static const char *const slot_names[BLOB_MAX_SLOTS] = {"in", "in2", "out", "w",
+                                                       "p0", "p1", "x0", "x1"};
+
+/* A slot must be in `space` (or NONE when optional) with exactly `bytes` bytes. */
+static bnn_status want_slot(const StepCheck *c, int slot, uint32_t space, uint64_t bytes,
+                            bool optional) {
+    const BlobRef *r = &c->s->slot[slot];
+    if (optional && r->space == BLOB_SPACE_NONE)
+        return BNN_STATUS_OK;
+    if (space == BLOB_SPACE_NONE) {
+        if (r->space != BLOB_SPACE_NONE)
+            return bad_step(c, "slot %s is used but this step has no such operand",
+                            slot_names[slot]);
+        return BNN_STATUS_OK;
+    }
+    bool space_ok = r->space == space ||
+                    (space == (BLOB_SPACE_ARENA | BLOB_SPACE_WEIGHTS) && r->space != BLOB_SPACE_NONE);
+    if (!space_ok)
+        return bad_step(c, "slot %s must be in the %s", slot_names[slot],
+                        space == BLOB_SPACE_ARENA     ? "arena"
+                        : space == BLOB_SPACE_WEIGHTS ? "weights"
+                                                      : "arena or the weights");
+    if (r->bytes != bytes)
+        return bad_step(c, "slot %s has %llu bytes, the step's shape needs %llu", slot_names[slot],
+                        (unsigned long long)r->bytes, (unsigned long long)bytes);
+    return BNN_STATUS_OK;
+}
+
+/* The output may not overlap an arena input, except the very same range where in_place. */
+static bnn_status check_overlap(const StepCheck *c, bool in_place) {
+    const BlobRef *o = &c->s->slot[BLOB_SLOT_OUT];
+    for (int i = BLOB_SLOT_IN; i <= BLOB_SLOT_IN2; i++) {
+        const BlobRef *r = &c->s->slot[i];
+        if (r->space != BLOB_SPACE_ARENA)
+            continue;
+        if (in_place && r->offset == o->offset && r->bytes == o->bytes)
+            continue;
+        if (r->offset < o->offset + o->bytes && o->offset < r->offset + r->bytes)
+            return bad_step(c, "the output overlaps slot %s", slot_names[i]);
+    }
+    return BNN_STATUS_OK;
+}
+
+#define TRY(x)                                 \
+    do {                                       \
+        bnn_status st_ = (x);                  \
+        if (st_ != BNN_STATUS_OK)              \
+            return st_;                        \
+    } while (0)
+
+static bool dim_ok(int64_t v) { return v >= 1 && v <= MAX_DIM; }
+static bool pad_ok(int64_t v) { return v >= 0 && v <= MAX_DIM; }
+static uint64_t words_for(int64_t bits) { return (uint64_t)(bits + 31) / 32; }
+
+/* Output extent of a window of k (dilated by d) sliding with stride s over n padded by a, b. */
+static int64_t out_extent(int64_t n, int64_t a, int64_t b, int64_t k, int64_t d, int64_t s) {
+    int64_t span = n + a + b - d * (k - 1) - 1;
+    return span < 0 ? 0 : span / s + 1;
+}
+
+/* Epilogue operands of bgemm/bconv over n output channels, with `cells` outputs per item
+ * (bits: cells_bits rows of out_words words). */
+static bnn_status check_epilogue(const StepCheck *c, int64_t n, uint64_t cells,
+                                 uint64_t bit_rows, int64_t out_words) {
+    uint64_t bytes;
+    switch (c->s->epilogue) {
+    case BLOB_EPI_I32:
+    case BLOB_EPI_AFFINE:
+        if (!mul3_ok(cells, (uint64_t)n, 4, &bytes))
+            return bad_step(c, "the output is too large");
+        TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, bytes, false));
+        bool affine = c->s->epilogue == BLOB_EPI_AFFINE;
+        TRY(want_slot(c, BLOB_SLOT_P0, affine ? BLOB_SPACE_WEIGHTS : 0, (uint64_t)n * 4, false));
+        return want_slot(c, BLOB_SLOT_P1, affine ? BLOB_SPACE_WEIGHTS : 0, (uint64_t)n * 4, false);
+    case BLOB_EPI_THRESHOLD:
+        if (out_words < (int64_t)words_for(n) || out_words > MAX_DIM)
+            return bad_step(c, "%lld output words cannot hold %lld channels",
+                            (long long)out_words, (long long)n);
+        if (!mul3_ok(bit_rows, (uint64_t)out_words, 4, &bytes))
+            return bad_step(c, "the output is too large");
+        TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, bytes, false));
+        TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)n * 4, false));
+        return want_slot(c, BLOB_SLOT_P1, BLOB_SPACE_WEIGHTS, (uint64_t)n * 4, false);
+    }
+    return bad_step(c, "unknown epilogue %u", c->s->epilogue);
+}
+
+static bnn_status check_bgemm(const StepCheck *c) {
+    const BlobBgemmParams *p = &c->s->bgemm;
+    if (!dim_ok(p->rows) || !dim_ok(p->n) || !dim_ok(p->k) || p->words > MAX_DIM ||
+        p->words < (int64_t)words_for(p->k))
+        return bad_step(c, "bad shape rows %lld n %lld k %lld words %lld", (long long)p->rows,
+                        (long long)p->n, (long long)p->k, (long long)p->words);
+    uint64_t a, w;
+    if (!mul3_ok((uint64_t)p->rows, (uint64_t)p->words, 4, &a) ||
+        !mul3_ok((uint64_t)p->n, (uint64_t)p->words, 4, &w))
+        return bad_step(c, "operands too large");
+    TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, a, false));
+    TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
+    TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
+    TRY(check_epilogue(c, p->n, (uint64_t)p->rows, (uint64_t)p->rows, p->out_words));
+    return check_overlap(c, false);
+}
+
+static bnn_status check_bconv(const StepCheck *c) {
+    const BlobBconvParams *p = &c->s->bconv;
+    if (!dim_ok(p->h) || !dim_ok(p->w) || !dim_ok(p->c) || !dim_ok(p->o) || !dim_ok(p->kh) ||
+        !dim_ok(p->kw) || !dim_ok(p->stride_h) || !dim_ok(p->stride_w) || !dim_ok(p->dil_h) ||
+        !dim_ok(p->dil_w) || !pad_ok(p->pad_top) || !pad_ok(p->pad_left) ||
+        !pad_ok(p->pad_bottom) || !pad_ok(p->pad_right) || p->words > MAX_DIM ||
+        p->words < (int64_t)words_for(p->c))
+        return bad_step(c, "bad shape, stride, dilation or padding");
+    if (p->pad_value != 0 && p->pad_value != 1 && p->pad_value != -1)
+        return bad_step(c, "pad_value %lld is not 0, 1 or -1", (long long)p->pad_value);
+    int64_t oh = out_extent(p->h, p->pad_top, p->pad_bottom, p->kh, p->dil_h, p->stride_h);
+    int64_t ow = out_extent(p->w, p->pad_left, p->pad_right, p->kw, p->dil_w, p->stride_w);
+    if (oh < 1 || ow < 1 || p->oh != oh || p->ow != ow)
+        return bad_step(c, "output %lldx%lld, the shape gives %lldx%lld", (long long)p->oh,
+                        (long long)p->ow, (long long)oh, (long long)ow);
+    if (p->pool != 0 && (p->pool != 1 || c->s->epilogue != BLOB_EPI_THRESHOLD || oh < 2 || ow < 2))
+        return bad_step(c, "pool %lld needs the threshold epilogue and an output of 2x2 or more",
+                        (long long)p->pool);
+    if (p->out_layout != BLOB_LAYOUT_CS && p->out_layout != BLOB_LAYOUT_SC)
+        return bad_step(c, "bad out_layout %lld", (long long)p->out_layout);
+    uint64_t in, w, taps;
+    if (!mul3_ok((uint64_t)p->h, (uint64_t)p->w, (uint64_t)p->words, &in) || !mul_ok(in, 4, &in) ||
+        !mul3_ok((uint64_t)p->kh, (uint64_t)p->kw, (uint64_t)p->words, &taps) ||
+        !mul3_ok(taps, (uint64_t)p->o, 4, &w))
+        return bad_step(c, "operands too large");
+    TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
+    TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
+    TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
+    uint64_t cells = (uint64_t)oh * (uint64_t)ow;
+    uint64_t bit_rows = p->pool ? (uint64_t)(oh / 2) * (uint64_t)(ow / 2) : cells;
+    TRY(check_epilogue(c, p->o, cells, bit_rows, p->out_words));
+    return check_overlap(c, false);
+}
+
+static bnn_status check_conv2d(const StepCheck *c) {
+    const BlobConv2dParams *p = &c->s->conv2d;
+    if (!dim_ok(p->c) || !dim_ok(p->h) || !dim_ok(p->w) || !dim_ok(p->o) || !dim_ok(p->kh) ||
+        !dim_ok(p->kw) || !dim_ok(p->stride_h) || !dim_ok(p->stride_w) || !dim_ok(p->dil_h) ||
+        !dim_ok(p->dil_w) || !dim_ok(p->groups) || !pad_ok(p->pad_top) || !pad_ok(p->pad_left) ||
+        !pad_ok(p->pad_bottom) || !pad_ok(p->pad_right) || p->c % p->groups || p->o % p->groups)
+        return bad_step(c, "bad shape, stride, dilation, padding or groups");
+    int64_t oh = out_extent(p->h, p->pad_top, p->pad_bottom, p->kh, p->dil_h, p->stride_h);
+    int64_t ow = out_extent(p->w, p->pad_left, p->pad_right, p->kw, p->dil_w, p->stride_w);
+    if (oh < 1 || ow < 1 || p->oh != oh || p->ow != ow)
+        return bad_step(c, "output %lldx%lld, the shape gives %lldx%lld", (long long)p->oh,
+                        (long long)p->ow, (long long)oh, (long long)ow);
+    uint64_t in, w, out;
+    if (!mul3_ok((uint64_t)p->c, (uint64_t)p->h, (uint64_t)p->w, &in) || !mul_ok(in, 4, &in) ||
+        !mul3_ok((uint64_t)p->o, (uint64_t)(p->c / p->groups), (uint64_t)p->kh, &w) ||
+        !mul3_ok(w, (uint64_t)p->kw, 4, &w) ||
+        !mul3_ok((uint64_t)p->o, (uint64_t)oh, (uint64_t)ow, &out) || !mul_ok(out, 4, &out))
+        return bad_step(c, "operands too large");
+    TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
+    TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
+    TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
+    TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 4, true));
+    TRY(want_slot(c, BLOB_SLOT_P1, 0, 0, false));
+    TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
+    return check_overlap(c, false);
+}
+
+static bnn_status check_pool(const StepCheck *c) {
+    const BlobPoolParams *p = &c->s->pool;
+    if (!dim_ok(p->c) || !dim_ok(p->h) || !dim_ok(p->w) || !dim_ok(p->kh) || !dim_ok(p->kw) ||
+        !dim_ok(p->stride_h) || !dim_ok(p->stride_w) || !pad_ok(p->pad_top) ||
+        !pad_ok(p->pad_left) || !pad_ok(p->pad_bottom) || !pad_ok(p->pad_right) ||
+        !dim_ok(p->oh) || !dim_ok(p->ow) || (p->count_include_pad & ~1ll))
+        return bad_step(c, "bad shape, stride or padding");
+    /* ceil_mode may add one output; every window must still see one real pixel. */
+    int64_t oh = out_extent(p->h, p->pad_top, p->pad_bottom, p->kh, 1, p->stride_h);
+    int64_t ow = out_extent(p->w, p->pad_left, p->pad_right, p->kw, 1, p->stride_w);
+    if (p->oh > oh + 1 || p->ow > ow + 1 || p->oh < oh || p->ow < ow || p->pad_top >= p->kh ||
+        p->pad_left >= p->kw || (p->oh - 1) * p->stride_h - p->pad_top >= p->h ||
+        (p->ow - 1) * p->stride_w - p->pad_left >= p->w)
+        return bad_step(c, "output %lldx%lld does not fit the input and window",
+                        (long long)p->oh, (long long)p->ow);
+    uint64_t in, out;
+    if (!mul3_ok((uint64_t)p->c, (uint64_t)p->h, (uint64_t)p->w, &in) || !mul_ok(in, 4, &in) ||
+        !mul3_ok((uint64_t)p->c, (uint64_t)p->oh, (uint64_t)p->ow, &out) || !mul_ok(out, 4, &out))
+        return bad_step(c, "operands too large");
+    TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
+    TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
+    for (int i = BLOB_SLOT_IN2; i <= BLOB_SLOT_P1; i++)
+        if (i != BLOB_SLOT_OUT)
+            TRY(want_slot(c, i, 0, 0, false));
+    return check_overlap(c, false);
+}
+
+/* Steps whose operands are plain arrays: in (count_in bytes), out (count_out bytes). */
+static bnn_status check_simple(const StepCheck *c, uint64_t in, uint64_t out, bool in_place) {
+    TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
+    TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
+    return check_overlap(c, in_place);
+}
+
+static bnn_status check_none(const StepCheck *c, int from, int to) {
+    for (int i = from; i <= to; i++)
+        TRY(want_slot(c, i, 0, 0, false));
+    return BNN_STATUS_OK;
+}
+
+static bnn_status check_kind(const StepCheck *c) {
+    const BlobStep *s = c->s;
+    uint64_t a, b;
+    bool two = false; /* the kind uses in2 */
+    switch (s->kind) {
+    case BLOB_STEP_PACK:
+    case BLOB_STEP_UNPACK: {
+        /* pack and unpack share their first four parameters. */
+        int64_t ch = s->params[0], sp = s->params[1], words = s->params[2];
+        int64_t layout = s->kind == BLOB_STEP_PACK ? s->pack.layout : s->unpack.layout;
+        if (!dim_ok(ch) || !dim_ok(sp) || words > MAX_DIM || words < (int64_t)words_for(ch) ||
+            (layout != BLOB_LAYOUT_CS && layout != BLOB_LAYOUT_SC))
+            return bad_step(c, "bad channels %lld, spatial %lld, words %lld or layout %lld",
+                            (long long)ch, (long long)sp, (long long)words, (long long)layout);
+        if (s->kind == BLOB_STEP_PACK && s->pack.zero != 1 && s->pack.zero != -1)
+            return bad_step(c, "zero must be 1 or -1, not %lld", (long long)s->pack.zero);
+        if (!mul3_ok((uint64_t)ch, (uint64_t)sp, 4, &a) || !mul3_ok((uint64_t)sp, (uint64_t)words, 4, &b))
+            return bad_step(c, "operands too large");
+        TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+        TRY(s->kind == BLOB_STEP_PACK ? check_simple(c, a, b, false) : check_simple(c, b, a, false));
+        break;
+    }
+    case BLOB_STEP_BGEMM: return check_bgemm(c);
+    case BLOB_STEP_BCONV: return check_bconv(c);
+    case BLOB_STEP_DENSE: {
+        const BlobDenseParams *p = &s->dense;
+        uint64_t w, out;
+        if (!dim_ok(p->rows) || !dim_ok(p->n) || !dim_ok(p->k) ||
+            !mul3_ok((uint64_t)p->rows, (uint64_t)p->k, 4, &a) ||
+            !mul3_ok((uint64_t)p->n, (uint64_t)p->k, 4, &w) ||
+            !mul3_ok((uint64_t)p->rows, (uint64_t)p->n, 4, &out))
+            return bad_step(c, "bad shape");
+        TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
+        TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->n * 4, true));
+        TRY(want_slot(c, BLOB_SLOT_P1, 0, 0, false));
+        TRY(check_simple(c, a, out, false));
+        break;
+    }
+    case BLOB_STEP_CONV2D: return check_conv2d(c);
+    case BLOB_STEP_AFFINE: {
+        const BlobAffineParams *p = &s->affine;
+        if (!dim_ok(p->channels) || !dim_ok(p->spatial) ||
+            (p->layout != BLOB_LAYOUT_CS && p->layout != BLOB_LAYOUT_SC) || (p->div & ~1ll) ||
+            !mul3_ok((uint64_t)p->channels, (uint64_t)p->spatial, 4, &a))
+            return bad_step(c, "bad channels, spatial or layout");
+        TRY(want_slot(c, BLOB_SLOT_W, 0, 0, false));
+        TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->channels * 4, false));
+        TRY(want_slot(c, BLOB_SLOT_P1, BLOB_SPACE_WEIGHTS, (uint64_t)p->channels * 4, false));
+        TRY(check_simple(c, a, a, true));
+        break;
+    }
+    case BLOB_STEP_MAXPOOL:
+    case BLOB_STEP_AVGPOOL: return check_pool(c);
+    case BLOB_STEP_GLOBALAVGPOOL:
+        if (!dim_ok(s->gap.channels) || !dim_ok(s->gap.spatial) ||
+            !mul3_ok((uint64_t)s->gap.channels, (uint64_t)s->gap.spatial, 4, &a))
+            return bad_step(c, "bad channels or spatial");
+        TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+        TRY(check_simple(c, a, (uint64_t)s->gap.channels * 4, false));
+        break;
+    case BLOB_STEP_ADD:
+        if (!dim_ok(s->add.count) || (s->add.dtype != BLOB_DTYPE_F32 && s->add.dtype != BLOB_DTYPE_I32))
+            return bad_step(c, "bad count %lld or dtype %lld", (long long)s->add.count,
+                            (long long)s->add.dtype);
+        a = (uint64_t)s->add.count * 4;
+        TRY(want_slot(c, BLOB_SLOT_IN2, BLOB_SPACE_ARENA | BLOB_SPACE_WEIGHTS, a, false));
+        TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+        TRY(check_simple(c, a, a, true));
+        two = true;
+        break;
+    case BLOB_STEP_RELU:
+        if (!dim_ok(s->relu.count))
+            return bad_step(c, "bad count %lld", (long long)s->relu.count);
+        a = (uint64_t)s->relu.count * 4;
+        TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+        TRY(check_simple(c, a, a, true));
+        break;
+    case BLOB_STEP_COPY:
+        if (s->copy.bytes < 1 || (uint64_t)s->copy.bytes > MAX_BYTES)
+            return bad_step(c, "bad byte count %lld", (long long)s->copy.bytes);
+        TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+        TRY(check_simple(c, (uint64_t)s->copy.bytes, (uint64_t)s->copy.bytes, true));
+        break;
+    case BLOB_STEP_ARGMAX:
+        if (!dim_ok(s->argmax.rows) || !dim_ok(s->argmax.n) ||
+            !mul3_ok((uint64_t)s->argmax.rows, (uint64_t)s->argmax.n, 4, &a))
+            return bad_step(c, "bad rows or n");
+        TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+        TRY(check_simple(c, a, (uint64_t)s->argmax.rows * 8, false));
+        break;
+    case BLOB_STEP_CAST: {
+        int64_t from = s->cast.from;
+        size_t fs = from == BLOB_DTYPE_I32 || from == BLOB_DTYPE_I8 || from == BLOB_DTYPE_U8
+                        ? blob_dtype_size((uint32_t)from) : 0;
+        if (!dim_ok(s->cast.count) || !fs || s->cast.to != BLOB_DTYPE_F32)
+            return bad_step(c, "bad count %lld or types %lld -> %lld (i32, i8, u8 -> f32)",
+                            (long long)s->cast.count, (long long)from, (long long)s->cast.to);
+        TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+        TRY(check_simple(c, (uint64_t)s->cast.count * fs, (uint64_t)s->cast.count * 4, fs == 4));
+        break;
+    }
+    case BLOB_STEP_KERNEL:
+        if (!s->kernel[0])
+            return bad_step(c, "a kernel step without a kernel name");
+        if (s->flags & BLOB_STEP_CPU_ONLY)
+            return bad_step(c, "a kernel step cannot be CPU-only");
+        return BNN_STATUS_OK; /* its slots were checked generically */
+    default:
+        return bad_step(c, "unknown step kind %u", s->kind);
+    }
+    if (!two)
+        TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
+    return BNN_STATUS_OK;
+}
+
+static bool valid_kernel_name(const char *k) {
+    if (memchr(k, 0, BLOB_KERNEL_NAME_SIZE) == NULL)
+        return false;
+    for (const char *p = k; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_'))
+            return false;
+    return true;
+}
+
+/* What every step needs, whatever its kind: refs inside their spaces, a sane launch. */
+static bnn_status check_step(const StepCheck *c) {
+    const BlobStep *s = c->s;
+    const bnn_model *m = c->m;
+    if (s->flags & ~BLOB_STEP_CPU_ONLY)
+        return bad_step(c, "unknown flags %#x", s->flags);
+    bool fused = s->kind == BLOB_STEP_BGEMM || s->kind == BLOB_STEP_BCONV;
+    if (!fused && s->epilogue)
+        return bad_step(c, "an epilogue on a step that has none");
+    for (int i = 0; i < BLOB_MAX_SLOTS; i++) {
+        const BlobRef *r = &s->slot[i];
+        uint64_t limit = r->space == BLOB_SPACE_ARENA ? m->arena_item : m->weights_size;
+        if (r->reserved || r->space > BLOB_SPACE_WEIGHTS ||
+            (r->space == BLOB_SPACE_NONE && (r->offset || r->bytes)))
+            return bad_step(c, "slot %s is malformed", slot_names[i]);
+        if (r->space != BLOB_SPACE_NONE &&
+            (r->bytes == 0 || r->offset % BLOB_ALIGN || r->offset > limit ||
+             r->bytes > limit - r->offset))
+            return bad_step(c, "slot %s (offset %llu, %llu bytes) lies outside the %s of %llu bytes "
+                            "or is misaligned", slot_names[i], (unsigned long long)r->offset,
+                            (unsigned long long)r->bytes,
+                            r->space == BLOB_SPACE_ARENA ? "arena (per item)" : "weights",
+                            (unsigned long long)limit);
+    }
+    if (!valid_kernel_name(s->kernel))
+        return bad_step(c, "bad kernel name");
+    if (s->nargs > BLOB_MAX_ARGS)
+        return bad_step(c, "%u kernel arguments, at most %d", s->nargs, BLOB_MAX_ARGS);
+    for (uint32_t i = 0; i < s->nargs; i++) {
+        const BlobArg *a = &s->args[i];
+        bool ok = a->kind >= BLOB_ARG_PTR && a->kind <= BLOB_ARG_I64;
+        if (a->kind == BLOB_ARG_PTR)
+            ok = a->slot < BLOB_MAX_SLOTS && s->slot[a->slot].space != BLOB_SPACE_NONE;
+        if (a->kind == BLOB_ARG_I32)
+            ok = a->value >= INT32_MIN && a->value <= INT32_MAX;
+        if (a->kind == BLOB_ARG_BATCH) /* batch * value must fit an i32 for batch < 2^31 */
+            ok = a->value >= 1 && a->value <= MAX_DIM;
+        if (!ok)
+            return bad_step(c, "kernel argument %u is malformed", i);
+    }
+    if (s->kernel[0]) {
+        uint64_t threads = 1;
+        for (int d = 0; d < 3; d++) {
+            if (s->grid[d].div == 0 || s->block[d] == 0)
+                return bad_step(c, "a zero grid divisor or block dimension");
+            threads *= s->block[d];
+        }
+        if (threads > 1024)
+            return bad_step(c, "%llu threads per block, at most 1024", (unsigned long long)threads);
+    }
+    return check_kind(c);
+}
+
+/* The inverse of the writer's encoder (codegen/blob.c); fields are checked afterwards. */
+static void decode_step(const unsigned char *p, BlobStep *s) {
+    memset(s, 0, sizeof *s);
+    s->kind = blob_get_u32(p);
+    s->epilogue = blob_get_u32(p + 4);
+    s->flags = blob_get_u32(p + 8);
+    memcpy(s->kernel, p + BLOB_STEP_KERNEL_AT, BLOB_KERNEL_NAME_SIZE);
+    for (int d = 0; d < 3; d++) {
+        s->grid[d].base = blob_get_u32(p + BLOB_STEP_GRID_AT + 12 * d);
+        s->grid[d].per_batch = blob_get_u32(p + BLOB_STEP_GRID_AT + 12 * d + 4);
+        s->grid[d].div = blob_get_u32(p + BLOB_STEP_GRID_AT + 12 * d + 8);
+        s->block[d] = blob_get_u32(p + BLOB_STEP_BLOCK_AT + 4 * d);
+    }
+    s->smem = blob_get_u32(p + BLOB_STEP_SMEM_AT);
+    s->nargs = blob_get_u32(p + BLOB_STEP_NARGS_AT);
+    for (int i = 0; i < BLOB_MAX_ARGS; i++) {
+        const unsigned char *a = p + BLOB_STEP_ARGS_AT + 16 * i;
+        s->args[i].kind = blob_get_u32(a);
+        s->args[i].slot = blob_get_u32(a + 4);
+        s->args[i].value = (int64_t)blob_get_u64(a + 8);
+    }
+    for (int i = 0; i < BLOB_MAX_SLOTS; i++) {
+        const unsigned char *r = p + BLOB_STEP_SLOTS_AT + 24 * i;
+        s->slot[i].space = blob_get_u32(r);
+        s->slot[i].reserved = blob_get_u32(r + 4);
+        s->slot[i].offset = blob_get_u64(r + 8);
+        s->slot[i].bytes = blob_get_u64(r + 16);
+    }
+    for (int i = 0; i < BLOB_MAX_PARAMS; i++)
+        s->params[i] = (int64_t)blob_get_u64(p + BLOB_STEP_PARAMS_AT + 8 * i);
+}
+
+static bnn_status parse_plan(bnn_model *m, const unsigned char *p, uint64_t size) {
+    if (size < BLOB_PLAN_HEADER_SIZE)
+        return bad("PLAN: %llu bytes, shorter than its header", (unsigned long long)size);
+    uint32_t nsteps = blob_get_u32(p), step_size = blob_get_u32(p + 4);
+    m->arena_item = blob_get_u64(p + 8);
+    for (int i = 16; i < (int)BLOB_PLAN_HEADER_SIZE; i++)
+        if (p[i])
+            return bad("PLAN: reserved header bytes are not zero");
+    if (step_size != BLOB_STEP_SIZE)
+        return bad("PLAN: steps of %u bytes, version 1 has %u", step_size, BLOB_STEP_SIZE);
+    if ((size - BLOB_PLAN_HEADER_SIZE) / BLOB_STEP_SIZE != nsteps ||
+        (size - BLOB_PLAN_HEADER_SIZE) % BLOB_STEP_SIZE)
+        return bad("PLAN: %u steps do not fill its %llu bytes", nsteps, (unsigned long long)size);
+    if (m->arena_item % BLOB_ALIGN || m->arena_item > MAX_BYTES)
+        return bad("PLAN: arena of %llu bytes per item is misaligned or too large",
+                   (unsigned long long)m->arena_item);
+    m->nsteps = (int)nsteps;
+    m->steps = rt_calloc(nsteps, sizeof *m->steps);
+    if (!m->steps)
+        return rt_error(BNN_STATUS_OUT_OF_MEMORY, "out of memory loading the model");
+    for (uint32_t i = 0; i < nsteps; i++)
+        decode_step(p + BLOB_PLAN_HEADER_SIZE + (size_t)i * BLOB_STEP_SIZE, &m->steps[i]);
+    return BNN_STATUS_OK;
+}
+
+bnn_status rt_parse_blob(bnn_model *m) {
+    Section sec[BLOB_MAX_SECTIONS];
+    int nsec = 0;
+    TRY(parse_sections(m->blob, m->len, sec, &nsec));
+    const Section *meta = NULL, *plan = NULL;
+    size_t tl = 0;
+    for (int i = 0; i < nsec; i++) {
+        const unsigned char *at = m->blob + sec[i].offset;
+        switch (sec[i].kind) {
+        case BLOB_SECTION_META: meta = &sec[i]; break;
+        case BLOB_SECTION_PLAN: plan = &sec[i]; break;
+        case BLOB_SECTION_WEIGHTS:
+            m->weights = at;
+            m->weights_size = sec[i].size;
+            break;
+        case BLOB_SECTION_CUBIN: {
+            RtCubin *cb = &m->cubins[m->ncubins++];
+            memcpy(cb->arch, sec[i].tag, BLOB_TAG_SIZE);
+            cb->data = at;
+            cb->size = (size_t)sec[i].size;
+            tl += (size_t)snprintf(m->targets + tl, sizeof m->targets - tl, "%s%s", tl ? "," : "",
+                                   cb->arch);
+            break;
+        }
+        }
+    }
+    /* The plan first: META's arena refs are checked against its arena size. */
+    TRY(parse_plan(m, m->blob + plan->offset, plan->size));
+    TRY(parse_meta(m, m->blob + meta->offset, meta->size));
+    for (int i = 0; i < m->nsteps; i++) {
+        StepCheck c = {m, &m->steps[i], i};
+        TRY(check_step(&c));
+    }
+    return BNN_STATUS_OK;
+}

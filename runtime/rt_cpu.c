@@ -1,0 +1,386 @@
+/* rt_cpu.c: the CPU path, one plain C function per step kind, following
+ * docs/blob-format.md to the bit. Binary steps are exact integer arithmetic with
+ * dot = 4*popc(a&w) - 2*popc(a) - 2*popc(w) + K; float steps compute in float32 in the order
+ * documented. Shapes and ranges were checked by the loader (rt_blob.c), so nothing here
+ * re-checks them. Words are little-endian uint32, so a big-endian host would read them
+ * wrongly: refuse to build there rather than run wrongly. */
+#include <math.h>
+#include <string.h>
+
+#include "rt.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the CPU path assumes a little-endian host"
+#endif
+
+/* A step's operand for batch item `item`. */
+typedef struct Ctx {
+    const bnn_model *m;
+    const BlobStep *s;
+    unsigned char *arena;
+    int batch;
+} Ctx;
+
+static void *slot_ptr(const Ctx *c, int slot, int64_t item) {
+    const BlobRef *r = &c->s->slot[slot];
+    if (r->space == BLOB_SPACE_NONE)
+        return NULL;
+    if (r->space == BLOB_SPACE_WEIGHTS)
+        return (void *)(c->m->weights + r->offset); /* the plan never writes weights */
+    return c->arena + r->offset * (uint64_t)c->batch + (uint64_t)item * r->bytes;
+}
+
+static int popc_words(const uint32_t *a, int64_t n) {
+    int s = 0;
+    int64_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+        uint64_t x;
+        memcpy(&x, a + i, 8);
+        s += __builtin_popcountll(x);
+    }
+    if (i < n)
+        s += __builtin_popcount(a[i]);
+    return s;
+}
+
+/* popc(a & w) and popc(w) over n words in one pass. */
+static int popc_and(const uint32_t *a, const uint32_t *w, int64_t n, int *popc_w) {
+    int s = 0, pw = 0;
+    int64_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, w + i, 8);
+        s += __builtin_popcountll(x & y);
+        pw += __builtin_popcountll(y);
+    }
+    if (i < n) {
+        s += __builtin_popcount(a[i] & w[i]);
+        pw += __builtin_popcount(w[i]);
+    }
+    *popc_w = pw;
+    return s;
+}
+
+/* ---------------------------------------------------------------- epilogues */
+
+/* Write output channel o of cell `cell` (of `cells`) for bgemm/bconv epilogues other
+ * than threshold; layout CS puts channels outermost. */
+static void put_value(const Ctx *c, void *out, int64_t cell, int64_t cells, int64_t n, int64_t o,
+                      int64_t layout, int64_t dot) {
+    int64_t at = layout == BLOB_LAYOUT_CS ? o * cells + cell : cell * n + o;
+    if (c->s->epilogue == BLOB_EPI_I32) {
+        ((int32_t *)out)[at] = (int32_t)dot;
+    } else {
+        const float *scale = slot_ptr(c, BLOB_SLOT_P0, 0), *bias = slot_ptr(c, BLOB_SLOT_P1, 0);
+        /* Two statements: rounded after the product, never contracted into an FMA, as the
+         * GPU epilogue (__fmul_rn, __fadd_rn) does. */
+        float prod = (float)dot * scale[o];
+        ((float *)out)[at] = prod + bias[o];
+    }
+}
+
+static bool threshold_bit(const Ctx *c, int64_t o, int64_t dot) {
+    const int32_t *t = slot_ptr(c, BLOB_SLOT_P0, 0), *dir = slot_ptr(c, BLOB_SLOT_P1, 0);
+    return dir[o] < 0 ? dot <= t[o] : dot >= t[o];
+}
+
+/* ---------------------------------------------------------------- binary steps */
+
+static void run_bgemm(const Ctx *c) {
+    const BlobBgemmParams *p = &c->s->bgemm;
+    const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
+    for (int64_t item = 0; item < c->batch; item++) {
+        const uint32_t *a = slot_ptr(c, BLOB_SLOT_IN, item);
+        void *out = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t r = 0; r < p->rows; r++) {
+            const uint32_t *ar = a + r * p->words;
+            int pa = popc_words(ar, p->words);
+            uint32_t *bits = NULL;
+            if (c->s->epilogue == BLOB_EPI_THRESHOLD) {
+                bits = (uint32_t *)out + r * p->out_words;
+                memset(bits, 0, (size_t)p->out_words * 4);
+            }
+            for (int64_t o = 0; o < p->n; o++) {
+                int pw;
+                int pand = popc_and(ar, w + o * p->words, p->words, &pw);
+                int64_t dot = 4ll * pand - 2ll * pa - 2ll * pw + p->k;
+                if (bits)
+                    bits[o / 32] |= (uint32_t)threshold_bit(c, o, dot) << (o % 32);
+                else
+                    put_value(c, out, r, p->rows, p->n, o, BLOB_LAYOUT_SC, dot);
+            }
+        }
+    }
+}
+
+/* The exact ±1 dot of output channel o at output position (oy, ox). */
+static int64_t bconv_dot(const BlobBconvParams *p, const uint32_t *in, const uint32_t *w,
+                         int64_t o, int64_t oy, int64_t ox) {
+    int64_t dot = 0;
+    for (int64_t ky = 0; ky < p->kh; ky++) {
+        int64_t iy = oy * p->stride_h - p->pad_top + ky * p->dil_h;
+        for (int64_t kx = 0; kx < p->kw; kx++) {
+            int64_t ix = ox * p->stride_w - p->pad_left + kx * p->dil_w;
+            const uint32_t *wt = w + ((o * p->kh + ky) * p->kw + kx) * p->words;
+            bool inside = iy >= 0 && iy < p->h && ix >= 0 && ix < p->w;
+            if (inside) {
+                const uint32_t *at = in + (iy * p->w + ix) * p->words;
+                int pw, pand = popc_and(at, wt, p->words, &pw);
+                dot += 4ll * pand - 2ll * popc_words(at, p->words) - 2ll * pw + p->c;
+            } else if (p->pad_value != 0) {
+                /* A tap of all +1 (or all -1) adds sum(w) (or -sum(w)); zero padding adds 0. */
+                int64_t sum_w = 2ll * popc_words(wt, p->words) - p->c;
+                dot += p->pad_value > 0 ? sum_w : -sum_w;
+            }
+        }
+    }
+    return dot;
+}
+
+static void run_bconv(const Ctx *c) {
+    const BlobBconvParams *p = &c->s->bconv;
+    const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
+    int64_t f = p->pool ? 2 : 1; /* output cells cover f x f conv positions (OR of bits) */
+    int64_t ch = p->oh / f, cw = p->ow / f;
+    for (int64_t item = 0; item < c->batch; item++) {
+        const uint32_t *in = slot_ptr(c, BLOB_SLOT_IN, item);
+        void *out = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t y = 0; y < ch; y++)
+            for (int64_t x = 0; x < cw; x++) {
+                int64_t cell = y * cw + x;
+                if (c->s->epilogue != BLOB_EPI_THRESHOLD) {
+                    for (int64_t o = 0; o < p->o; o++)
+                        put_value(c, out, cell, ch * cw, p->o, o, p->out_layout,
+                                  bconv_dot(p, in, w, o, y, x));
+                    continue;
+                }
+                uint32_t *bits = (uint32_t *)out + cell * p->out_words;
+                memset(bits, 0, (size_t)p->out_words * 4);
+                for (int64_t o = 0; o < p->o; o++) {
+                    bool bit = false;
+                    for (int64_t dy = 0; dy < f && !bit; dy++)
+                        for (int64_t dx = 0; dx < f && !bit; dx++)
+                            bit = threshold_bit(c, o, bconv_dot(p, in, w, o, y * f + dy, x * f + dx));
+                    bits[o / 32] |= (uint32_t)bit << (o % 32);
+                }
+            }
+    }
+}
+
+static void run_pack(const Ctx *c) {
+    const BlobPackParams *p = &c->s->pack;
+    for (int64_t item = 0; item < c->batch; item++) {
+        const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        uint32_t *bits = slot_ptr(c, BLOB_SLOT_OUT, item);
+        memset(bits, 0, (size_t)(p->spatial * p->words * 4));
+        for (int64_t s = 0; s < p->spatial; s++)
+            for (int64_t ch = 0; ch < p->channels; ch++) {
+                float v = p->layout == BLOB_LAYOUT_CS ? x[ch * p->spatial + s] : x[s * p->channels + ch];
+                /* NaN compares false both ways: it packs as -1. */
+                bool bit = v > 0.0f || (v == 0.0f && p->zero > 0);
+                bits[s * p->words + ch / 32] |= (uint32_t)bit << (ch % 32);
+            }
+    }
+}
+
+static void run_unpack(const Ctx *c) {
+    const BlobUnpackParams *p = &c->s->unpack;
+    for (int64_t item = 0; item < c->batch; item++) {
+        const uint32_t *bits = slot_ptr(c, BLOB_SLOT_IN, item);
+        float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t s = 0; s < p->spatial; s++)
+            for (int64_t ch = 0; ch < p->channels; ch++) {
+                float v = (bits[s * p->words + ch / 32] >> (ch % 32)) & 1 ? 1.0f : -1.0f;
+                y[p->layout == BLOB_LAYOUT_CS ? ch * p->spatial + s : s * p->channels + ch] = v;
+            }
+    }
+}
+
+/* ---------------------------------------------------------------- float steps */
+
+static void run_dense(const Ctx *c) {
+    const BlobDenseParams *p = &c->s->dense;
+    const float *w = slot_ptr(c, BLOB_SLOT_W, 0), *b = slot_ptr(c, BLOB_SLOT_P0, 0);
+    for (int64_t item = 0; item < c->batch; item++) {
+        const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t r = 0; r < p->rows; r++)
+            for (int64_t o = 0; o < p->n; o++) {
+                float acc = 0.0f;
+                for (int64_t k = 0; k < p->k; k++)
+                    acc += x[r * p->k + k] * w[o * p->k + k];
+                y[r * p->n + o] = b ? b[o] + acc : acc;
+            }
+    }
+}
+
+static void run_conv2d(const Ctx *c) {
+    const BlobConv2dParams *p = &c->s->conv2d;
+    const float *w = slot_ptr(c, BLOB_SLOT_W, 0), *b = slot_ptr(c, BLOB_SLOT_P0, 0);
+    int64_t cg = p->c / p->groups, og = p->o / p->groups;
+    for (int64_t item = 0; item < c->batch; item++) {
+        const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t o = 0; o < p->o; o++) {
+            int64_t g = o / og;
+            for (int64_t oy = 0; oy < p->oh; oy++)
+                for (int64_t ox = 0; ox < p->ow; ox++) {
+                    float acc = 0.0f;
+                    for (int64_t ci = 0; ci < cg; ci++)
+                        for (int64_t ky = 0; ky < p->kh; ky++) {
+                            int64_t iy = oy * p->stride_h - p->pad_top + ky * p->dil_h;
+                            if (iy < 0 || iy >= p->h)
+                                continue;
+                            for (int64_t kx = 0; kx < p->kw; kx++) {
+                                int64_t ix = ox * p->stride_w - p->pad_left + kx * p->dil_w;
+                                if (ix < 0 || ix >= p->w)
+                                    continue;
+                                acc += x[((g * cg + ci) * p->h + iy) * p->w + ix] *
+                                       w[((o * cg + ci) * p->kh + ky) * p->kw + kx];
+                            }
+                        }
+                    y[(o * p->oh + oy) * p->ow + ox] = b ? b[o] + acc : acc;
+                }
+        }
+    }
+}
+
+static void run_affine(const Ctx *c) {
+    const BlobAffineParams *p = &c->s->affine;
+    const float *scale = slot_ptr(c, BLOB_SLOT_P0, 0), *bias = slot_ptr(c, BLOB_SLOT_P1, 0);
+    for (int64_t item = 0; item < c->batch; item++) {
+        const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t i = 0; i < p->channels * p->spatial; i++) {
+            int64_t ch = p->layout == BLOB_LAYOUT_CS ? i / p->spatial : i % p->channels;
+            /* rounded, not fused: see put_value; div: an exact division (codegen of Div) */
+            float prod = p->div ? x[i] / scale[ch] : x[i] * scale[ch];
+            y[i] = prod + bias[ch];
+        }
+    }
+}
+
+static void run_pool(const Ctx *c, bool max) {
+    const BlobPoolParams *p = &c->s->pool;
+    for (int64_t item = 0; item < c->batch; item++) {
+        const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t ch = 0; ch < p->c; ch++)
+            for (int64_t oy = 0; oy < p->oh; oy++)
+                for (int64_t ox = 0; ox < p->ow; ox++) {
+                    int64_t y0 = oy * p->stride_h - p->pad_top, x0 = ox * p->stride_w - p->pad_left;
+                    int64_t y1 = y0 + p->kh, x1 = x0 + p->kw;
+                    /* The divisor with pads counts the padded extent, not past it (ONNX). */
+                    int64_t py1 = y1 < p->h + p->pad_bottom ? y1 : p->h + p->pad_bottom;
+                    int64_t px1 = x1 < p->w + p->pad_right ? x1 : p->w + p->pad_right;
+                    int64_t padded = (py1 - y0) * (px1 - x0);
+                    y0 = y0 < 0 ? 0 : y0, x0 = x0 < 0 ? 0 : x0;
+                    y1 = y1 < p->h ? y1 : p->h, x1 = x1 < p->w ? x1 : p->w;
+                    float acc = max ? -INFINITY : 0.0f;
+                    for (int64_t iy = y0; iy < y1; iy++)
+                        for (int64_t ix = x0; ix < x1; ix++) {
+                            float v = x[(ch * p->h + iy) * p->w + ix];
+                            if (!max)
+                                acc += v;
+                            else if (v > acc)
+                                acc = v;
+                        }
+                    if (!max)
+                        acc /= (float)(p->count_include_pad ? padded : (y1 - y0) * (x1 - x0));
+                    y[(ch * p->oh + oy) * p->ow + ox] = acc;
+                }
+    }
+}
+
+static void run_gap(const Ctx *c) {
+    const BlobGapParams *p = &c->s->gap;
+    for (int64_t item = 0; item < c->batch; item++) {
+        const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t ch = 0; ch < p->channels; ch++) {
+            float acc = 0.0f;
+            for (int64_t s = 0; s < p->spatial; s++)
+                acc += x[ch * p->spatial + s];
+            y[ch] = acc / (float)p->spatial;
+        }
+    }
+}
+
+static void run_add(const Ctx *c) {
+    const BlobAddParams *p = &c->s->add;
+    for (int64_t item = 0; item < c->batch; item++) {
+        const void *a = slot_ptr(c, BLOB_SLOT_IN, item), *b = slot_ptr(c, BLOB_SLOT_IN2, item);
+        void *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t i = 0; i < p->count; i++) {
+            if (p->dtype == BLOB_DTYPE_F32)
+                ((float *)y)[i] = ((const float *)a)[i] + ((const float *)b)[i];
+            else /* wraps like the GPU's 32-bit add instead of overflowing */
+                ((int32_t *)y)[i] = (int32_t)((uint32_t)((const int32_t *)a)[i] +
+                                              (uint32_t)((const int32_t *)b)[i]);
+        }
+    }
+}
+
+static void run_relu(const Ctx *c) {
+    for (int64_t item = 0; item < c->batch; item++) {
+        const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t i = 0; i < c->s->relu.count; i++)
+            y[i] = x[i] < 0.0f ? 0.0f : x[i]; /* NaN stays NaN, as ONNX Relu */
+    }
+}
+
+static void run_argmax(const Ctx *c) {
+    const BlobArgmaxParams *p = &c->s->argmax;
+    for (int64_t item = 0; item < c->batch; item++) {
+        const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        int64_t *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t r = 0; r < p->rows; r++) {
+            int64_t best = 0;
+            for (int64_t i = 1; i < p->n; i++)
+                if (x[r * p->n + i] > x[r * p->n + best])
+                    best = i;
+            y[r] = best;
+        }
+    }
+}
+
+static void run_cast(const Ctx *c) {
+    const BlobCastParams *p = &c->s->cast;
+    for (int64_t item = 0; item < c->batch; item++) {
+        const void *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t i = 0; i < p->count; i++)
+            y[i] = p->from == BLOB_DTYPE_I32  ? (float)((const int32_t *)x)[i]
+                   : p->from == BLOB_DTYPE_I8 ? (float)((const int8_t *)x)[i]
+                                              : (float)((const uint8_t *)x)[i];
+    }
+}
+
+void rt_cpu_run_step(const bnn_model *m, const BlobStep *s, unsigned char *arena, int batch) {
+    Ctx c = {m, s, arena, batch};
+    switch (s->kind) {
+    case BLOB_STEP_PACK: run_pack(&c); break;
+    case BLOB_STEP_UNPACK: run_unpack(&c); break;
+    case BLOB_STEP_BGEMM: run_bgemm(&c); break;
+    case BLOB_STEP_BCONV: run_bconv(&c); break;
+    case BLOB_STEP_DENSE: run_dense(&c); break;
+    case BLOB_STEP_CONV2D: run_conv2d(&c); break;
+    case BLOB_STEP_AFFINE: run_affine(&c); break;
+    case BLOB_STEP_MAXPOOL: run_pool(&c, true); break;
+    case BLOB_STEP_AVGPOOL: run_pool(&c, false); break;
+    case BLOB_STEP_GLOBALAVGPOOL: run_gap(&c); break;
+    case BLOB_STEP_ADD: run_add(&c); break;
+    case BLOB_STEP_RELU: run_relu(&c); break;
+    case BLOB_STEP_COPY: {
+        void *out = slot_ptr(&c, BLOB_SLOT_OUT, 0), *in = slot_ptr(&c, BLOB_SLOT_IN, 0);
+        if (out != in)
+            memcpy(out, in, (size_t)s->copy.bytes * (size_t)batch);
+        break;
+    }
+    case BLOB_STEP_ARGMAX: run_argmax(&c); break;
+    case BLOB_STEP_CAST: run_cast(&c); break;
+    case BLOB_STEP_KERNEL: break; /* GPU only */
+    }
+}

@@ -1,0 +1,496 @@
+/* rt_cuda.c: the GPU path through the CUDA driver API, opened with dlopen so that libbnnrt
+ * starts (and runs on the CPU) where there is no driver. A session picks the CUBIN for its
+ * GPU, allocates one arena for max_batch items, uploads the weights once, and captures the
+ * whole plan into one CUDA graph per batch size, replayed on every run. The driver's types
+ * are declared here (no cuda.h: building needs no CUDA toolkit); their values are the
+ * driver ABI's. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+
+enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CUDA_ERROR_STUB_LIBRARY = 34,
+    CUDA_ERROR_INSUFFICIENT_DRIVER = 35,
+    CUDA_ERROR_NO_DEVICE = 100,
+    CUDA_ERROR_NOT_FOUND = 500,
+    ATTR_CC_MAJOR = 75, /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+    ATTR_CC_MINOR = 76,
+    FUNC_ATTR_MAX_DYNAMIC_SHARED = 8, /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+    STREAM_NON_BLOCKING = 1,
+    CAPTURE_MODE_THREAD_LOCAL = 1,
+};
+
+/* The driver entry points used, with the versioned symbol names cuda.h maps them to. */
+#define CUDA_API_LIST(X)                                                                      \
+    X(Init, "cuInit", "", (unsigned))                                                      \
+    X(DeviceGetCount, "cuDeviceGetCount", "", (int *))                                     \
+    X(DeviceGet, "cuDeviceGet", "", (CUdevice *, int))                                     \
+    X(DeviceGetAttribute, "cuDeviceGetAttribute", "", (int *, int, CUdevice))              \
+    X(DeviceGetName, "cuDeviceGetName", "", (char *, int, CUdevice))                       \
+    X(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain", "", (CUcontext *, CUdevice))           \
+    X(PrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "", (CUdevice))                   \
+    X(CtxPushCurrent, "cuCtxPushCurrent_v2", "", (CUcontext))                              \
+    X(CtxPopCurrent, "cuCtxPopCurrent_v2", "", (CUcontext *))                              \
+    X(ModuleLoadData, "cuModuleLoadData", "", (CUmodule *, const void *))                  \
+    X(ModuleUnload, "cuModuleUnload", "", (CUmodule))                                      \
+    X(ModuleGetFunction, "cuModuleGetFunction", "", (CUfunction *, CUmodule, const char *)) \
+    X(FuncSetAttribute, "cuFuncSetAttribute", "", (CUfunction, int, int))                  \
+    X(MemAlloc, "cuMemAlloc_v2", "", (CUdeviceptr *, size_t))                              \
+    X(MemFree, "cuMemFree_v2", "", (CUdeviceptr))                                          \
+    X(MemsetD8, "cuMemsetD8_v2", "", (CUdeviceptr, unsigned char, size_t))                 \
+    X(MemcpyHtoD, "cuMemcpyHtoD_v2", "", (CUdeviceptr, const void *, size_t))              \
+    X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", "", (CUdeviceptr, const void *, size_t, CUstream)) \
+    X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", "", (void *, CUdeviceptr, size_t, CUstream)) \
+    X(StreamCreate, "cuStreamCreate", "", (CUstream *, unsigned))                          \
+    X(StreamDestroy, "cuStreamDestroy_v2", "", (CUstream))                                 \
+    X(StreamSynchronize, "cuStreamSynchronize", "", (CUstream))                            \
+    X(StreamBeginCapture, "cuStreamBeginCapture_v2", "", (CUstream, int))                  \
+    X(StreamEndCapture, "cuStreamEndCapture", "", (CUstream, CUgraph *))                   \
+    X(GraphInstantiate, "cuGraphInstantiateWithFlags", "", (CUgraphExec *, CUgraph, unsigned long long)) \
+    X(GraphLaunch, "cuGraphLaunch", "", (CUgraphExec, CUstream))                           \
+    X(GraphExecDestroy, "cuGraphExecDestroy", "", (CUgraphExec))                           \
+    X(GraphDestroy, "cuGraphDestroy", "", (CUgraph))                                       \
+    X(LaunchKernel, "cuLaunchKernel", "",                                                    \
+      (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,     \
+       CUstream, void **, void **))                                                          \
+    X(EventCreate, "cuEventCreate", "", (CUevent *, unsigned))                             \
+    X(EventDestroy, "cuEventDestroy_v2", "", (CUevent))                                    \
+    X(EventRecord, "cuEventRecord", "", (CUevent, CUstream))                               \
+    X(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime", (float *, CUevent, CUevent)) \
+    X(GetErrorName, "cuGetErrorName", "", (CUresult, const char **))                       \
+    X(GetErrorString, "cuGetErrorString", "", (CUresult, const char **))
+
+typedef struct CudaApi {
+    void *lib;
+#define X(field, sym, alt, args) CUresult (*field) args;
+    CUDA_API_LIST(X)
+#undef X
+} CudaApi;
+
+struct RtCuda {
+    CudaApi api;
+    CUdevice dev;
+    CUcontext ctx; /* the device's primary context, retained */
+    CUmodule module;
+    CUfunction *funcs; /* per step; NULL where the GPU skips the step */
+    CUdeviceptr arena, weights;
+    CUstream stream;
+    CUevent start, stop;
+    /* One graph per batch size, captured on first use (a list: few sizes are used). */
+    struct {
+        int batch;
+        CUgraphExec exec;
+    } *graphs;
+    int ngraphs, cap_graphs;
+};
+
+/* ---------------------------------------------------------------- errors */
+
+static const char *cu_name(const RtCuda *c, CUresult r) {
+    const char *s = NULL;
+    if (!c->api.GetErrorName || c->api.GetErrorName(r, &s) != CUDA_SUCCESS || !s)
+        return "CUDA_ERROR_UNKNOWN";
+    return s;
+}
+
+static const char *cu_text(const RtCuda *c, CUresult r) {
+    const char *s = NULL;
+    if (!c->api.GetErrorString || c->api.GetErrorString(r, &s) != CUDA_SUCCESS || !s)
+        return "unknown error";
+    return s;
+}
+
+/* A failed driver call: GPU memory exhaustion has its own status. */
+static bnn_status cu_fail(const RtCuda *c, CUresult r, const char *what) {
+    bnn_status st = r == CUDA_ERROR_OUT_OF_MEMORY ? BNN_STATUS_DEVICE_OUT_OF_MEMORY
+                                                  : BNN_STATUS_DEVICE_ERROR;
+    return rt_error(st, "%s failed: %s (%s)", what, cu_text(c, r), cu_name(c, r));
+}
+
+#define CU_TRY(c, call, what)                     \
+    do {                                          \
+        CUresult r_ = (call);                     \
+        if (r_ != CUDA_SUCCESS)                   \
+            return cu_fail((c), r_, (what));      \
+    } while (0)
+
+/* ---------------------------------------------------------------- setup */
+
+static bnn_status load_api(CudaApi *api) {
+    const char *path = getenv("BNN_CUDA_LIBRARY"); /* a driver elsewhere, or none in tests */
+    if (!path || !*path)
+        path = "libcuda.so.1";
+    api->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!api->lib) {
+        const char *why = dlerror();
+        return rt_error(BNN_STATUS_NO_DRIVER,
+                        "no NVIDIA driver: cannot open %s (%s); run on the CPU instead "
+                        "(BNN_DEVICE_CPU, bnnrun --device cpu)", path, why ? why : "not found");
+    }
+    void *sym;
+#define X(field, name, alt, args)                                                   \
+    sym = dlsym(api->lib, name);                                                    \
+    if (!sym && alt[0])                                                             \
+        sym = dlsym(api->lib, alt);                                                 \
+    if (!sym)                                                                       \
+        return rt_error(BNN_STATUS_NO_DRIVER, "the NVIDIA driver in %s is too old: it lacks %s", \
+                        path, name);                                                \
+    memcpy(&api->field, &sym, sizeof sym);
+    CUDA_API_LIST(X)
+#undef X
+    return BNN_STATUS_OK;
+}
+
+/* The CUBIN for compute capability major.minor: the arch-specific "sm_XYa" first (wgmma
+ * needs it, and it runs on exactly that GPU), then "sm_XY", then the newest "sm_XZ" with
+ * Z < Y, whose SASS runs on later GPUs of the same major version. */
+static const RtCubin *pick_cubin(const bnn_model *m, int major, int minor) {
+    char want[BLOB_TAG_SIZE];
+    snprintf(want, sizeof want, "sm_%d%da", major, minor);
+    for (int i = 0; i < m->ncubins; i++)
+        if (!strcmp(m->cubins[i].arch, want))
+            return &m->cubins[i];
+    want[strlen(want) - 1] = '\0';
+    for (int i = 0; i < m->ncubins; i++)
+        if (!strcmp(m->cubins[i].arch, want))
+            return &m->cubins[i];
+    const RtCubin *best = NULL;
+    int best_minor = -1;
+    for (int z = 0; z < minor; z++) {
+        snprintf(want, sizeof want, "sm_%d%d", major, z);
+        for (int i = 0; i < m->ncubins; i++)
+            if (!strcmp(m->cubins[i].arch, want) && z > best_minor)
+                best = &m->cubins[i], best_minor = z;
+    }
+    return best;
+}
+
+/* grid dimension d of step s for a batch. */
+static uint64_t grid_dim(const BlobStep *s, int d, int batch) {
+    const BlobGridDim *g = &s->grid[d];
+    return g->base + ((uint64_t)batch * g->per_batch + g->div - 1) / g->div;
+}
+
+static bool gpu_runs(const BlobStep *s) { return !(s->flags & BLOB_STEP_CPU_ONLY); }
+
+/* Every step the GPU runs has a kernel, and its grid is legal at batch 1 and max_batch
+ * (grid sizes grow with the batch, so these two bound every batch between). */
+static bnn_status check_plan_for_gpu(const bnn_model *m, int max_batch) {
+    static const uint64_t limit[3] = {0x7fffffffu, 65535u, 65535u};
+    for (int i = 0; i < m->nsteps; i++) {
+        const BlobStep *s = &m->steps[i];
+        if (!gpu_runs(s))
+            continue;
+        if (!s->kernel[0])
+            return rt_error(BNN_STATUS_UNSUPPORTED,
+                            "step %d (%s) has no GPU kernel: the model was compiled for the CPU "
+                            "path only", i, blob_step_name(s->kind));
+        for (uint32_t a = 0; a < s->nargs; a++)
+            if (s->args[a].kind == BLOB_ARG_BATCH &&
+                (uint64_t)max_batch * (uint64_t)s->args[a].value > 0x7fffffffu)
+                return rt_error(BNN_STATUS_UNSUPPORTED,
+                                "step %d (%s): max_batch %d times %lld rows overflows a 32-bit "
+                                "kernel argument", i, blob_step_name(s->kind), max_batch,
+                                (long long)s->args[a].value);
+        for (int d = 0; d < 3; d++) {
+            uint64_t lo = grid_dim(s, d, 1), hi = grid_dim(s, d, max_batch);
+            if (lo < 1 || hi > limit[d])
+                return rt_error(BNN_STATUS_UNSUPPORTED,
+                                "step %d (%s): grid dimension %d is %llu at batch %d, outside 1..%llu",
+                                i, blob_step_name(s->kind), d,
+                                (unsigned long long)(lo < 1 ? lo : hi), lo < 1 ? 1 : max_batch,
+                                (unsigned long long)limit[d]);
+        }
+    }
+    return BNN_STATUS_OK;
+}
+
+static bnn_status open_device(bnn_session *s, RtCuda *c, int *major, int *minor, char *name,
+                              int name_len) {
+    CUresult r = c->api.Init(0);
+    if (r == CUDA_ERROR_NO_DEVICE)
+        return rt_error(BNN_STATUS_NO_DEVICE, "no GPU: the NVIDIA driver finds no device (%s)",
+                        cu_name(c, r));
+    if (r == CUDA_ERROR_STUB_LIBRARY || r == CUDA_ERROR_INSUFFICIENT_DRIVER)
+        return rt_error(BNN_STATUS_NO_DRIVER, "the NVIDIA driver is not usable: %s (%s)",
+                        cu_text(c, r), cu_name(c, r));
+    if (r != CUDA_SUCCESS)
+        return cu_fail(c, r, "cuInit");
+    int count = 0;
+    CU_TRY(c, c->api.DeviceGetCount(&count), "cuDeviceGetCount");
+    if (count < 1)
+        return rt_error(BNN_STATUS_NO_DEVICE, "no GPU: the NVIDIA driver finds no device");
+    CU_TRY(c, c->api.DeviceGet(&c->dev, 0), "cuDeviceGet");
+    CU_TRY(c, c->api.DeviceGetAttribute(major, ATTR_CC_MAJOR, c->dev), "cuDeviceGetAttribute");
+    CU_TRY(c, c->api.DeviceGetAttribute(minor, ATTR_CC_MINOR, c->dev), "cuDeviceGetAttribute");
+    if (c->api.DeviceGetName(name, name_len, c->dev) != CUDA_SUCCESS)
+        snprintf(name, (size_t)name_len, "GPU 0");
+    (void)s;
+    return BNN_STATUS_OK;
+}
+
+/* With the context current: the module, functions, memory, stream and events. */
+static bnn_status setup_in_context(bnn_session *s, RtCuda *c, const RtCubin *cubin) {
+    const bnn_model *m = s->model;
+    char what[160];
+    snprintf(what, sizeof what, "loading the %s CUBIN (cuModuleLoadData)", cubin->arch);
+    CU_TRY(c, c->api.ModuleLoadData(&c->module, cubin->data), what);
+    for (int i = 0; i < m->nsteps; i++) {
+        const BlobStep *st = &m->steps[i];
+        if (!gpu_runs(st))
+            continue;
+        CUresult r = c->api.ModuleGetFunction(&c->funcs[i], c->module, st->kernel);
+        if (r == CUDA_ERROR_NOT_FOUND)
+            return rt_error(BNN_STATUS_BAD_BLOB, "step %d (%s): kernel '%s' is not in the %s CUBIN",
+                            i, blob_step_name(st->kind), st->kernel, cubin->arch);
+        if (r != CUDA_SUCCESS)
+            return cu_fail(c, r, "cuModuleGetFunction");
+        if (st->smem > 48 * 1024) {
+            snprintf(what, sizeof what, "step %d: allowing %u bytes of shared memory for '%s'", i,
+                     st->smem, st->kernel);
+            CU_TRY(c, c->api.FuncSetAttribute(c->funcs[i], FUNC_ATTR_MAX_DYNAMIC_SHARED,
+                                              (int)st->smem), what);
+        }
+    }
+    if (m->arena_item > SIZE_MAX / (uint64_t)s->max_batch)
+        return rt_error(BNN_STATUS_DEVICE_OUT_OF_MEMORY,
+                        "the arena for max_batch %d (%llu bytes per item) exceeds any GPU memory",
+                        s->max_batch, (unsigned long long)m->arena_item);
+    uint64_t arena = m->arena_item * (uint64_t)s->max_batch;
+    CUresult r = c->api.MemAlloc(&c->arena, arena ? (size_t)arena : 1);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        return rt_error(BNN_STATUS_DEVICE_OUT_OF_MEMORY,
+                        "out of GPU memory allocating the arena: %llu bytes for max_batch %d "
+                        "(%llu per item); use a smaller max_batch",
+                        (unsigned long long)arena, s->max_batch, (unsigned long long)m->arena_item);
+    if (r != CUDA_SUCCESS)
+        return cu_fail(c, r, "cuMemAlloc (arena)");
+    /* Zeroed once so padding that a plan reads but never writes is deterministic. */
+    CU_TRY(c, c->api.MemsetD8(c->arena, 0, arena ? (size_t)arena : 1), "cuMemsetD8 (arena)");
+    r = c->api.MemAlloc(&c->weights, m->weights_size ? (size_t)m->weights_size : 1);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        return rt_error(BNN_STATUS_DEVICE_OUT_OF_MEMORY,
+                        "out of GPU memory allocating %llu bytes of weights",
+                        (unsigned long long)m->weights_size);
+    if (r != CUDA_SUCCESS)
+        return cu_fail(c, r, "cuMemAlloc (weights)");
+    if (m->weights_size)
+        CU_TRY(c, c->api.MemcpyHtoD(c->weights, m->weights, (size_t)m->weights_size),
+               "uploading the weights (cuMemcpyHtoD)");
+    CU_TRY(c, c->api.StreamCreate(&c->stream, STREAM_NON_BLOCKING), "cuStreamCreate");
+    CU_TRY(c, c->api.EventCreate(&c->start, 0), "cuEventCreate");
+    CU_TRY(c, c->api.EventCreate(&c->stop, 0), "cuEventCreate");
+    return BNN_STATUS_OK;
+}
+
+bnn_status rt_cuda_create(bnn_session *s) {
+    const bnn_model *m = s->model;
+    RtCuda *c = rt_calloc(1, sizeof *c);
+    if (!c)
+        return rt_error(BNN_STATUS_OUT_OF_MEMORY, "out of memory creating a GPU session");
+    s->cuda = c;
+    bnn_status st = load_api(&c->api);
+    if (st != BNN_STATUS_OK)
+        return st;
+    int major = 0, minor = 0;
+    char name[96] = "";
+    if ((st = open_device(s, c, &major, &minor, name, (int)sizeof name)) != BNN_STATUS_OK)
+        return st;
+    const RtCubin *cubin = pick_cubin(m, major, minor);
+    if (!cubin) {
+        if (!m->ncubins)
+            return rt_error(BNN_STATUS_NO_CUBIN,
+                            "the model has no GPU code (compiled for the CPU only); this GPU (%s) "
+                            "is sm_%d%d: recompile with bnncc --target=sm_%d%d%s, or run on the CPU",
+                            name, major, minor, major, minor, major == 9 && minor == 0 ? "a" : "");
+        return rt_error(BNN_STATUS_NO_CUBIN,
+                        "the model has GPU code for %s, but this GPU (%s) is sm_%d%d: recompile "
+                        "with bnncc --target=sm_%d%d%s",
+                        m->targets, name, major, minor, major, minor,
+                        major == 9 && minor == 0 ? "a" : "");
+    }
+    if ((st = check_plan_for_gpu(m, s->max_batch)) != BNN_STATUS_OK)
+        return st;
+    c->funcs = rt_calloc(m->nsteps ? (size_t)m->nsteps : 1, sizeof *c->funcs);
+    if (!c->funcs)
+        return rt_error(BNN_STATUS_OUT_OF_MEMORY, "out of memory creating a GPU session");
+    CUcontext ctx = NULL;
+    CU_TRY(c, c->api.PrimaryCtxRetain(&ctx, c->dev), "cuDevicePrimaryCtxRetain");
+    c->ctx = ctx;
+    CU_TRY(c, c->api.CtxPushCurrent(c->ctx), "cuCtxPushCurrent");
+    st = setup_in_context(s, c, cubin);
+    CUcontext popped;
+    c->api.CtxPopCurrent(&popped);
+    if (st != BNN_STATUS_OK)
+        return st;
+    s->device = BNN_DEVICE_GPU;
+    snprintf(s->device_name, sizeof s->device_name, "%s (sm_%d%d, running %s code)", name, major,
+             minor, cubin->arch);
+    return BNN_STATUS_OK;
+}
+
+void rt_cuda_free(RtCuda *c) {
+    if (!c)
+        return;
+    if (c->ctx && c->api.CtxPushCurrent(c->ctx) == CUDA_SUCCESS) {
+        for (int i = 0; i < c->ngraphs; i++)
+            c->api.GraphExecDestroy(c->graphs[i].exec);
+        if (c->start)
+            c->api.EventDestroy(c->start);
+        if (c->stop)
+            c->api.EventDestroy(c->stop);
+        if (c->stream)
+            c->api.StreamDestroy(c->stream);
+        if (c->arena)
+            c->api.MemFree(c->arena);
+        if (c->weights)
+            c->api.MemFree(c->weights);
+        if (c->module)
+            c->api.ModuleUnload(c->module);
+        CUcontext popped;
+        c->api.CtxPopCurrent(&popped);
+    }
+    if (c->ctx)
+        c->api.PrimaryCtxRelease(c->dev);
+    if (c->api.lib)
+        dlclose(c->api.lib);
+    rt_free(c->funcs);
+    rt_free(c->graphs);
+    rt_free(c);
+}
+
+/* ---------------------------------------------------------------- running */
+
+static bnn_status launch_step(const bnn_session *s, int i, int batch) {
+    const RtCuda *c = s->cuda;
+    const BlobStep *st = &s->model->steps[i];
+    /* Argument values live here while cuLaunchKernel copies them. */
+    uint64_t u64[BLOB_MAX_ARGS];
+    int32_t i32[BLOB_MAX_ARGS];
+    void *params[BLOB_MAX_ARGS];
+    for (uint32_t a = 0; a < st->nargs; a++) {
+        const BlobArg *arg = &st->args[a];
+        switch (arg->kind) {
+        case BLOB_ARG_PTR: {
+            const BlobRef *r = &st->slot[arg->slot];
+            CUdeviceptr base = r->space == BLOB_SPACE_ARENA ? c->arena : c->weights;
+            u64[a] = base + rt_slot_offset(r, batch);
+            params[a] = &u64[a];
+            break;
+        }
+        case BLOB_ARG_BATCH: i32[a] = (int32_t)(batch * arg->value), params[a] = &i32[a]; break;
+        case BLOB_ARG_I32: i32[a] = (int32_t)arg->value, params[a] = &i32[a]; break;
+        default: u64[a] = (uint64_t)arg->value, params[a] = &u64[a]; break;
+        }
+    }
+    CUresult r = c->api.LaunchKernel(c->funcs[i], (unsigned)grid_dim(st, 0, batch),
+                                     (unsigned)grid_dim(st, 1, batch),
+                                     (unsigned)grid_dim(st, 2, batch), st->block[0], st->block[1],
+                                     st->block[2], st->smem, c->stream, params, NULL);
+    if (r != CUDA_SUCCESS) {
+        char what[160];
+        snprintf(what, sizeof what, "launching step %d (%s, kernel '%s')", i,
+                 blob_step_name(st->kind), st->kernel);
+        return cu_fail(c, r, what);
+    }
+    return BNN_STATUS_OK;
+}
+
+/* Capture every GPU step for this batch size into one graph, added to c->graphs. */
+static bnn_status capture(bnn_session *s, int batch, CUgraphExec *exec) {
+    RtCuda *c = s->cuda;
+    if (c->ngraphs == c->cap_graphs) {
+        int cap = c->cap_graphs ? 2 * c->cap_graphs : 4;
+        void *g = rt_calloc((size_t)cap, sizeof *c->graphs);
+        if (!g)
+            return rt_error(BNN_STATUS_OUT_OF_MEMORY, "out of memory capturing a CUDA graph");
+        if (c->ngraphs)
+            memcpy(g, c->graphs, (size_t)c->ngraphs * sizeof *c->graphs);
+        rt_free(c->graphs);
+        c->graphs = g;
+        c->cap_graphs = cap;
+    }
+    CU_TRY(c, c->api.StreamBeginCapture(c->stream, CAPTURE_MODE_THREAD_LOCAL),
+           "cuStreamBeginCapture");
+    bnn_status st = BNN_STATUS_OK;
+    for (int i = 0; i < s->model->nsteps && st == BNN_STATUS_OK; i++)
+        if (gpu_runs(&s->model->steps[i]))
+            st = launch_step(s, i, batch);
+    CUgraph graph = NULL;
+    CUresult r = c->api.StreamEndCapture(c->stream, &graph); /* always ends the capture */
+    if (st == BNN_STATUS_OK && r != CUDA_SUCCESS)
+        st = cu_fail(c, r, "cuStreamEndCapture");
+    if (st == BNN_STATUS_OK) {
+        r = c->api.GraphInstantiate(exec, graph, 0);
+        if (r != CUDA_SUCCESS)
+            st = cu_fail(c, r, "cuGraphInstantiate");
+        else {
+            c->graphs[c->ngraphs].batch = batch;
+            c->graphs[c->ngraphs++].exec = *exec;
+        }
+    }
+    if (graph)
+        c->api.GraphDestroy(graph);
+    return st;
+}
+
+static bnn_status run_in_context(bnn_session *s, int batch, const void *const *inputs,
+                                 void *const *outputs) {
+    RtCuda *c = s->cuda;
+    const bnn_model *m = s->model;
+    CUgraphExec exec = NULL;
+    for (int i = 0; i < c->ngraphs && !exec; i++)
+        if (c->graphs[i].batch == batch)
+            exec = c->graphs[i].exec;
+    if (!exec) {
+        bnn_status st = capture(s, batch, &exec);
+        if (st != BNN_STATUS_OK)
+            return st;
+    }
+    CU_TRY(c, c->api.EventRecord(c->start, c->stream), "cuEventRecord");
+    for (int i = 0; i < m->ninputs; i++) {
+        const RtIo *io = &m->io[i];
+        CU_TRY(c, c->api.MemcpyHtoDAsync(c->arena + io->offset * (uint64_t)batch, inputs[i],
+                                         (size_t)io->item_bytes * (size_t)batch, c->stream),
+               "copying an input to the GPU");
+    }
+    CU_TRY(c, c->api.GraphLaunch(exec, c->stream), "cuGraphLaunch");
+    for (int i = 0; i < m->noutputs; i++) {
+        const RtIo *io = &m->io[m->ninputs + i];
+        CU_TRY(c, c->api.MemcpyDtoHAsync(outputs[i], c->arena + io->offset * (uint64_t)batch,
+                                         (size_t)io->item_bytes * (size_t)batch, c->stream),
+               "copying an output from the GPU");
+    }
+    CU_TRY(c, c->api.EventRecord(c->stop, c->stream), "cuEventRecord");
+    CU_TRY(c, c->api.StreamSynchronize(c->stream), "running the model (cuStreamSynchronize)");
+    float ms = 0.0f;
+    if (c->api.EventElapsedTime(&ms, c->start, c->stop) == CUDA_SUCCESS)
+        s->last_ms = ms;
+    return BNN_STATUS_OK;
+}
+
+bnn_status rt_cuda_run(bnn_session *s, int batch, const void *const *inputs,
+                       void *const *outputs) {
+    RtCuda *c = s->cuda;
+    CU_TRY(c, c->api.CtxPushCurrent(c->ctx), "cuCtxPushCurrent");
+    bnn_status st = run_in_context(s, batch, inputs, outputs);
+    CUcontext popped;
+    c->api.CtxPopCurrent(&popped);
+    return st;
+}

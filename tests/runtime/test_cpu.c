@@ -1,0 +1,227 @@
+/* test_cpu.c: blobs built by hand with the writer run on the CPU path and match a plain C
+ * computation of the same math exactly (binary layers bit for bit, float layers in the same
+ * order, so equal to the last bit too); write -> file -> load round trips; model queries;
+ * the device choice without a GPU; run-time argument checks. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bnnrt.h"
+#include "check.h"
+#include "testmodels.h"
+
+static void random_input(uint64_t *s, float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        x[i] = test_randf(s);
+}
+
+static bnn_model *load(const Buf *b) {
+    bnn_model *m = NULL;
+    bnn_status st = bnn_model_load_memory(b->data, b->len, &m);
+    CHECK_MSG(st == BNN_STATUS_OK, "load: %s: %s", bnn_status_str(st), bnn_last_error());
+    return m;
+}
+
+static void test_mlp(void) {
+    TestMlp ref;
+    Buf b = {0};
+    build_mlp(1, &b, &ref, NULL, NULL);
+    bnn_model *m = load(&b);
+    if (!m)
+        return;
+    CHECK(bnn_model_num_inputs(m) == 1 && bnn_model_num_outputs(m) == 2);
+    bnn_tensor_info info;
+    CHECK(bnn_model_input_info(m, 0, &info) == BNN_STATUS_OK);
+    CHECK(!strcmp(info.name, "x") && info.dtype == BNN_DTYPE_F32 && info.rank == 2 &&
+          info.dims[0] == -1 && info.dims[1] == MLP_K0 && info.item_bytes == MLP_K0 * 4 &&
+          info.batch_axis == 0);
+    CHECK(bnn_model_output_info(m, 1, &info) == BNN_STATUS_OK);
+    CHECK(!strcmp(info.name, "label") && info.dtype == BNN_DTYPE_I64 && info.item_bytes == 8);
+    CHECK(bnn_model_output_info(m, 2, &info) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "out of range");
+    CHECK(!strcmp(bnn_model_targets(m), ""));
+
+    bnn_session *s = NULL;
+    bnn_status st = bnn_session_create(m, BNN_DEVICE_CPU, 9, &s);
+    CHECK_MSG(st == BNN_STATUS_OK, "%s", bnn_last_error());
+    if (st == BNN_STATUS_OK) {
+        CHECK(bnn_session_device(s) == BNN_DEVICE_CPU);
+        uint64_t seed = 7;
+        static const int batches[] = {1, 3, 9, 2};
+        for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
+            int n = batches[bi];
+            float x[9 * MLP_K0], logits[90], want[90];
+            int64_t label[9], want_label[9];
+            random_input(&seed, x, (size_t)n * MLP_K0);
+            const void *in[1] = {x};
+            void *out[2] = {logits, label};
+            st = bnn_session_run(s, n, in, out);
+            CHECK_MSG(st == BNN_STATUS_OK, "run: %s", bnn_last_error());
+            mlp_reference(&ref, n, x, want, want_label);
+            CHECK_MSG(!memcmp(logits, want, (size_t)n * 40), "mlp logits differ at batch %d", n);
+            CHECK_MSG(!memcmp(label, want_label, (size_t)n * 8), "mlp labels differ at batch %d", n);
+        }
+        CHECK(bnn_session_last_run_ms(s) >= 0.0);
+        /* Run-time argument checks. */
+        float x[MLP_K0] = {0}, logits[10];
+        int64_t label[1];
+        const void *in[1] = {x};
+        void *out[2] = {logits, label};
+        CHECK(bnn_session_run(s, 0, in, out) == BNN_STATUS_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(bnn_last_error(), "outside 1..9");
+        CHECK(bnn_session_run(s, 10, in, out) == BNN_STATUS_INVALID_ARGUMENT);
+        CHECK(bnn_session_run(s, 1, NULL, out) == BNN_STATUS_INVALID_ARGUMENT);
+        void *out_null[2] = {logits, NULL};
+        CHECK(bnn_session_run(s, 1, in, out_null) == BNN_STATUS_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(bnn_last_error(), "'label'");
+    }
+    bnn_session_free(s);
+    CHECK(bnn_session_create(m, BNN_DEVICE_CPU, 0, &s) == BNN_STATUS_INVALID_ARGUMENT && !s);
+    CHECK(bnn_session_create(m, (bnn_device)7, 1, &s) == BNN_STATUS_INVALID_ARGUMENT && !s);
+    bnn_model_free(m);
+    buf_free(&b);
+    free_mlp(&ref);
+}
+
+static void test_conv(void) {
+    TestConv ref;
+    Buf b = {0};
+    build_conv(2, &b, &ref, NULL, NULL);
+    bnn_model *m = load(&b);
+    bnn_session *s = NULL;
+    if (m && bnn_session_create(m, BNN_DEVICE_CPU, 5, &s) == BNN_STATUS_OK) {
+        uint64_t seed = 11;
+        static const int batches[] = {1, 5, 2};
+        for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
+            int n = batches[bi];
+            static float x[5 * CONV_IN], logits[50], logits2[50], bits[5 * 990], stem[5 * 48];
+            static float wl[50], wb[5 * 990], ws[5 * 48];
+            random_input(&seed, x, (size_t)n * CONV_IN);
+            const void *in[1] = {x};
+            void *out[4] = {logits, logits2, bits, stem};
+            bnn_status st = bnn_session_run(s, n, in, out);
+            CHECK_MSG(st == BNN_STATUS_OK, "run: %s", bnn_last_error());
+            conv_reference(&ref, n, x, wl, wb, ws);
+            CHECK_MSG(!memcmp(bits, wb, (size_t)n * 990 * 4), "conv bits differ at batch %d", n);
+            CHECK_MSG(!memcmp(logits, wl, (size_t)n * 40), "conv logits differ at batch %d", n);
+            CHECK_MSG(!memcmp(logits2, wl, (size_t)n * 40), "copied logits differ at batch %d", n);
+            CHECK_MSG(!memcmp(stem, ws, (size_t)n * 48 * 4), "float stem differs at batch %d", n);
+            /* The binary part is not degenerate: both signs appear. */
+            int plus = 0;
+            for (int i = 0; i < n * 990; i++)
+                plus += bits[i] > 0;
+            CHECK_MSG(plus > n * 50 && plus < n * 940, "%d of %d bits are +1", plus, n * 990);
+        }
+    } else {
+        CHECK_MSG(0, "conv model: %s", bnn_last_error());
+    }
+    bnn_session_free(s);
+    bnn_model_free(m);
+    buf_free(&b);
+    free_conv(&ref);
+}
+
+/* Written with blob_write_file, loaded from the file, same results as from memory. */
+static void test_round_trip(void) {
+    TestMlp ref;
+    Buf b = {0};
+    build_mlp(3, &b, &ref, NULL, NULL);
+    char path[] = "/tmp/bnnrt_test_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    close(fd);
+    /* The writer is deterministic: the same model twice gives the same bytes. */
+    Buf again = {0};
+    TestMlp ref2;
+    build_mlp(3, &again, &ref2, NULL, NULL);
+    CHECK(again.len == b.len && !memcmp(again.data, b.data, b.len));
+    CHECK(b.len % 64 == 0 && !memcmp(b.data, "BNNMODEL", 8));
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(b.data, 1, b.len, f) == b.len);
+    if (f)
+        fclose(f);
+    bnn_model *m = NULL;
+    bnn_status st = bnn_model_load_file(path, &m);
+    CHECK_MSG(st == BNN_STATUS_OK, "%s", bnn_last_error());
+    bnn_session *s = NULL;
+    if (m && bnn_session_create(m, BNN_DEVICE_CPU, 4, &s) == BNN_STATUS_OK) {
+        float x[4 * MLP_K0], logits[40], want[40];
+        int64_t label[4], want_label[4];
+        uint64_t seed = 5;
+        random_input(&seed, x, sizeof x / sizeof *x);
+        const void *in[1] = {x};
+        void *out[2] = {logits, label};
+        CHECK(bnn_session_run(s, 4, in, out) == BNN_STATUS_OK);
+        mlp_reference(&ref, 4, x, want, want_label);
+        CHECK(!memcmp(logits, want, sizeof want) && !memcmp(label, want_label, sizeof label));
+    }
+    bnn_session_free(s);
+    bnn_model_free(m);
+    remove(path);
+    /* A missing file and a directory are I/O errors naming the path. */
+    CHECK(bnn_model_load_file("/nonexistent/model.bin", &m) == BNN_STATUS_IO_ERROR && !m);
+    CHECK_STR_CONTAINS(bnn_last_error(), "/nonexistent/model.bin");
+    CHECK(bnn_model_load_file("/tmp", &m) != BNN_STATUS_OK && !m);
+    CHECK(bnn_model_load_file(NULL, &m) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK(bnn_model_load_memory(b.data, b.len, NULL) == BNN_STATUS_INVALID_ARGUMENT);
+    buf_free(&b);
+    buf_free(&again);
+    free_mlp(&ref);
+    free_mlp(&ref2);
+}
+
+/* The GPU path where it cannot run: a status and a message, never a crash; AUTO falls back
+ * to the CPU. BNN_CUDA_LIBRARY points the runtime at a driver that does not exist. */
+static void test_devices(void) {
+    TestMlp ref;
+    Buf b = {0};
+    build_mlp(4, &b, &ref, NULL, NULL);
+    bnn_model *m = load(&b);
+    bnn_session *s = NULL;
+    if (m) {
+        setenv("BNN_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+        bnn_status st = bnn_session_create(m, BNN_DEVICE_GPU, 2, &s);
+        CHECK(st == BNN_STATUS_NO_DRIVER && !s);
+        CHECK_STR_CONTAINS(bnn_last_error(), "no NVIDIA driver");
+        CHECK_STR_CONTAINS(bnn_last_error(), "CPU");
+        st = bnn_session_create(m, BNN_DEVICE_AUTO, 2, &s);
+        CHECK(st == BNN_STATUS_OK && s && bnn_session_device(s) == BNN_DEVICE_CPU);
+        CHECK(!strcmp(bnn_session_device_name(s), "CPU"));
+        bnn_session_free(s);
+        s = NULL;
+        unsetenv("BNN_CUDA_LIBRARY");
+        /* With the real driver lookup: no GPU here, or a GPU and no code for it. */
+        st = bnn_session_create(m, BNN_DEVICE_GPU, 2, &s);
+        CHECK_MSG(st == BNN_STATUS_NO_DRIVER || st == BNN_STATUS_NO_DEVICE ||
+                  st == BNN_STATUS_NO_CUBIN, "%s: %s", bnn_status_str(st), bnn_last_error());
+        CHECK(!s && bnn_last_error()[0]);
+        st = bnn_session_create(m, BNN_DEVICE_AUTO, 2, &s);
+        CHECK(st == BNN_STATUS_OK && bnn_session_device(s) == BNN_DEVICE_CPU);
+        bnn_session_free(s);
+    }
+    bnn_model_free(m);
+    buf_free(&b);
+    free_mlp(&ref);
+}
+
+static void test_strings(void) {
+    for (int i = 0; i <= BNN_STATUS_UNSUPPORTED; i++)
+        CHECK(strcmp(bnn_status_str((bnn_status)i), "unknown status") != 0);
+    CHECK(!strcmp(bnn_status_str((bnn_status)99), "unknown status"));
+    CHECK(!strcmp(bnn_dtype_name(BNN_DTYPE_I64), "i64"));
+    CHECK(!strcmp(bnn_version(), BNN_VERSION));
+    bnn_model_free(NULL);
+    bnn_session_free(NULL);
+}
+
+int main(void) {
+    test_strings();
+    test_mlp();
+    test_conv();
+    test_round_trip();
+    test_devices();
+    return check_report("test_cpu");
+}
