@@ -16,6 +16,8 @@ typedef struct CompileOptions {
     FILE *dump_out;         /* where dumps go (stderr when NULL) */
     bool time_passes;       /* print each pass's time to stderr */
     Buf *report;            /* lines for --report, or NULL */
+    const char *repro_path; /* where a failing pass leaves the IR from before it;
+                               NULL: bnncc-crash.bnn in the current directory */
 } CompileOptions;
 
 /* Run the pipeline for opts->opt_level over g in place. 0 ok, -1 with a diagnostic. */
@@ -24,5 +26,25 @@ int run_passes(Graph *g, const CompileOptions *opts);
 void list_passes(FILE *out);
 /* Whether name is a pass name (for --dump-after checking). */
 bool is_pass_name(const char *name);
+
+/* The arena plan of plan-memory (compiler/passes/plan_memory.c): every intermediate
+ * (node result that is not a graph output) gets an offset in one arena. Sizes and
+ * offsets are per batch element: for batch B, value v lives at B*offset[v.id] and takes
+ * B*size[v.id] bytes, so one plan holds for every batch. Ids are Value.id, valid until
+ * the next graph_compact. offset -1: not in the arena (inputs, outputs, constants). */
+typedef struct MemPlan {
+    int nvalues;
+    int64_t *offset;
+    int64_t *size;
+    int64_t peak;   /* arena bytes per batch element */
+    int nbuffers;   /* intermediates placed */
+} MemPlan;
+
+/* Plan g's intermediates (deterministic). 0 ok. Free with free_mem_plan. */
+int plan_memory(const Graph *g, MemPlan *plan);
+void free_mem_plan(MemPlan *plan);
+/* Bytes per batch element of a value's storage in its chosen format (b1 packed along
+ * pack.axis padded to pack.pad_to; canonical storage otherwise). */
+int64_t value_storage_bytes(const Type *t);
 
 #endif

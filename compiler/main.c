@@ -1,18 +1,19 @@
 /* bnncc: the compiler driver.
  *
- *   bnncc MODEL -o OUT [--emit=ir] [-O0..-O3] [--report] ...
+ *   bnncc MODEL -o OUT [--emit=bin|ir|cuda] [--target=sm_90a,sm_80,cpu] [-O0..-O3] [--report] ...
  *
  * Exit codes: 0 ok, 1 user error (bad model, unsupported op, bad flag), 2 internal error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen.h"
 #include "compiler.h"
 #include "frontend.h"
 #include "ir.h"
 #include "util.h"
 
-typedef enum { EMIT_BIN, EMIT_IR } Emit;
+typedef enum { EMIT_BIN, EMIT_IR, EMIT_CUDA } Emit;
 
 typedef struct Args {
     const char *model;
@@ -21,6 +22,7 @@ typedef struct Args {
     CompileOptions copts;
     bool report;
     const char *dump_file;
+    const char *targets; /* --target=LIST */
 } Args;
 
 static void usage(FILE *out) {
@@ -30,9 +32,12 @@ static void usage(FILE *out) {
             "Compiles a binarized or low-bit network (.onnx, or a .bnn text model).\n"
             "\n"
             "  -o FILE              output file ('-' for standard output; default: model.bin,\n"
-            "                       or standard output for --emit=ir)\n"
+            "                       or standard output for --emit=ir and --emit=cuda)\n"
+            "  --emit=bin           write model.bin: plan, weights, one CUBIN per target (default)\n"
             "  --emit=ir            write the IR in the text format (docs/text-format.md)\n"
-            "  --emit=bin           write model.bin (not available in this build yet)\n"
+            "  --emit=cuda          write the generated CUDA source of the model's kernels\n"
+            "  --target=LIST        GPU architectures to compile for, comma-separated\n"
+            "                       (default sm_90a,sm_80; 'cpu' alone: no GPU code)\n"
             "  -O0 -O1 -O2 -O3      optimisation level (default -O2; -O0 runs only required passes)\n"
             "  --report, -v         print which layers became binary and which stayed float\n"
             "  --verify-each        verify the IR after every pass\n"
@@ -76,8 +81,12 @@ static int parse_args(int argc, char **argv, Args *a) {
             a->emit = EMIT_IR;
         } else if (!strcmp(s, "--emit=bin")) {
             a->emit = EMIT_BIN;
+        } else if (!strcmp(s, "--emit=cuda")) {
+            a->emit = EMIT_CUDA;
         } else if (!strncmp(s, "--emit=", 7)) {
-            return bad_arg("unknown --emit kind '%s' (known: ir, bin)", s + 7);
+            return bad_arg("unknown --emit kind '%s' (known: bin, ir, cuda)", s + 7);
+        } else if (!strncmp(s, "--target=", 9)) {
+            a->targets = s + 9;
         } else if (s[0] == '-' && s[1] == 'O' && s[2] >= '0' && s[2] <= '3' && !s[3]) {
             a->copts.opt_level = s[2] - '0';
         } else if (!strcmp(s, "--report") || !strcmp(s, "-v")) {
@@ -121,6 +130,33 @@ static int emit_text(const char *path, const char *text) {
     return 0;
 }
 
+/* model.bin: lower, compile the kernels per target, write atomically (docs/codegen.md). */
+static int emit_blob(const Args *a, const Graph *g) {
+    const char *path = a->out ? a->out : "model.bin";
+    if (!strcmp(path, "-")) {
+        fprintf(stderr, "bnncc: error: model.bin cannot go to standard output; give -o FILE\n");
+        return 1;
+    }
+    CodegenOptions o;
+    memset(&o, 0, sizeof o);
+    if (codegen_parse_targets(a->targets ? a->targets : "sm_90a,sm_80", &o) != 0) {
+        fprintf(stderr, "bnncc: error: %s\n", diag_message());
+        return 1;
+    }
+    char failed[4096];
+    snprintf(failed, sizeof failed, "%s.failed.cu", path);
+    o.failed_source_path = failed;
+    Buf report = {0};
+    o.report = a->report ? &report : NULL;
+    int rc = codegen_write_blob(g, &o, path);
+    if (rc != 0)
+        fprintf(stderr, "bnncc: error: %s\n", diag_message());
+    else if (report.data)
+        fputs(report.data, stderr);
+    buf_free(&report);
+    return rc ? 1 : 0;
+}
+
 static int compile(Args *a) {
     Buf report = {0};
     FILE *dump = NULL;
@@ -149,9 +185,15 @@ static int compile(Args *a) {
         char *text = print_graph_to_string(g);
         rc = emit_text(a->out, text) == 0 ? 0 : 1;
         free(text);
+    } else if (a->emit == EMIT_CUDA) {
+        char *text = codegen_cuda_source(g);
+        if (!text)
+            fprintf(stderr, "bnncc: error: %s\n", diag_message());
+        else
+            rc = emit_text(a->out, text) == 0 ? 0 : 1;
+        free(text);
     } else {
-        fprintf(stderr, "bnncc: error: --emit=bin is not available in this build yet; use "
-                        "--emit=ir\n");
+        rc = emit_blob(a, g);
     }
 done:
     if (dump)

@@ -1,29 +1,53 @@
-/* pipeline.c: the pass table, walked in order, verifying and dumping as asked. */
+/* pipeline.c: the pass table, walked in order per -O level, verifying, dumping and
+ * timing as asked; a failing pass leaves a reproducer of the IR from before it. */
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "compiler.h"
+#include "passes/passes.h"
 
 typedef struct Pass {
     const char *name;
-    int (*run)(Graph *g, const CompileOptions *opts);
-    int min_level; /* skipped below this -O level */
+    int (*run)(Graph *g, PassContext *ctx);
+    int min_level; /* skipped below this -O level; 0: required for correct code */
     const char *what;
 } Pass;
 
-static int pass_verify(Graph *g, const CompileOptions *opts) {
-    (void)opts;
-    return verify_graph(g);
-}
-
+/* Order matters: shapes before anything reads them; cleanup and sign rewriting expose
+ * the accumulator -> ... -> binarize chains that folding matches; fusion consumes the
+ * thresholds; formats and memory come last because they describe the final graph. */
 static const Pass passes[] = {
-    {"verify", pass_verify, 0, "check operand types, shapes and attributes of every op"},
+    {"infer-shapes", run_infer_shapes, 0,
+     "fill every result type from its operands (infer_node_types); batch stays N"},
+    {"cleanup", run_cleanup, 1,
+     "drop dead code, identity ops, duplicate constants, reshape chains, STE pairs; fold "
+     "constant subgraphs"},
+    {"sign-to-binarize", run_sign_to_binarize, 1,
+     "sign whose input is never 0 or NaN becomes cast(binarize); binarize(sign x) -> binarize x"},
+    {"padding", run_padding, 1,
+     "fold explicit +-1 pads of b1 tensors into the next binary conv2d (pad_value)"},
+    {"fold-thresholds", run_fold_thresholds, 1,
+     "accumulator -> cast/scale/bias/batchnorm/relu/maxpool -> binarize becomes one exact "
+     "integer threshold per channel"},
+    {"lowbit", run_lowbit, 1,
+     "quant -> dense over quantized weights -> ... -> quant becomes qdense over integer codes "
+     "with exact multi-level integer thresholds"},
+    {"fuse-binary", run_fuse_binary, 2,
+     "binary conv2d/dense + threshold (+ maxpool of its bits) becomes one bconv2d/bdense"},
+    {"cleanup", run_cleanup, 1, "(again) drop what folding and fusion left unused"},
+    {"choose-formats", run_choose_formats, 0,
+     "give every b1 tensor a packed format (NHWC-packed along C, 32-bit words, pad 256)"},
+    {"plan-memory", run_plan_memory, 0,
+     "liveness-based arena offsets for every intermediate, per batch element"},
 };
 #define NPASSES ((int)(sizeof passes / sizeof passes[0]))
 
 void list_passes(FILE *out) {
+    fprintf(out, "passes, in pipeline order (-ON runs those marked -O0..-ON):\n");
     for (int i = 0; i < NPASSES; i++)
-        fprintf(out, "  %-16s -O%d+  %s\n", passes[i].name, passes[i].min_level, passes[i].what);
+        fprintf(out, "  %-18s -O%d+  %s\n", passes[i].name, passes[i].min_level, passes[i].what);
 }
 
 bool is_pass_name(const char *name) {
@@ -35,29 +59,76 @@ bool is_pass_name(const char *name) {
     return false;
 }
 
+void report_line(PassContext *ctx, const char *fmt, ...) {
+    if (!ctx->report)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    buf_printf(ctx->report, "%s: ", ctx->pass_name);
+    buf_vprintf(ctx->report, fmt, ap);
+    buf_puts(ctx->report, "\n");
+    va_end(ap);
+}
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Leave the IR from before the failing pass where the user can rerun it, and put that in
+ * the diagnostic (which already says what went wrong). */
+static void write_reproducer(const CompileOptions *opts, const char *pass, const char *before,
+                             const char *verb) {
+    char msg[3072];
+    snprintf(msg, sizeof msg, "%s", diag_message());
+    const char *path = opts->repro_path ? opts->repro_path : "bnncc-crash.bnn";
+    bool saved = before && write_file_atomic(path, before, strlen(before)) == 0;
+    if (saved)
+        diag_error("pass '%s' %s: %s\n  the IR from before the pass is in %s (rerun: bnncc %s "
+                   "--verify-each --dump-after=%s)",
+                   pass, verb, msg, path, path, pass);
+    else
+        diag_error("pass '%s' %s: %s\n  (could not write the reproducer %s)", pass, verb, msg,
+                   path);
+}
+
 int run_passes(Graph *g, const CompileOptions *opts) {
     FILE *dump = opts->dump_out ? opts->dump_out : stderr;
+    double total = 0;
     for (int i = 0; i < NPASSES; i++) {
         const Pass *p = &passes[i];
         if (opts->opt_level < p->min_level)
             continue;
+        PassContext ctx = {opts, opts->report, p->name};
+        /* Keep the text from before the pass: the reproducer if it fails. */
+        char *before = print_graph_to_string(g);
+        diag_clear();
         double t0 = now_ms();
-        if (p->run(g, opts) != 0)
+        int rc = p->run(g, &ctx);
+        double dt = now_ms() - t0;
+        total += dt;
+        if (rc != 0) {
+            write_reproducer(opts, p->name, before, "failed");
+            free(before);
             return -1;
+        }
         if (opts->time_passes)
-            fprintf(stderr, "pass %-16s %8.3f ms\n", p->name, now_ms() - t0);
-        if (opts->verify_each && verify_graph(g) != 0)
+            fprintf(stderr, "pass %-18s %9.3f ms\n", p->name, dt);
+        if (opts->verify_each && verify_graph(g) != 0) {
+            write_reproducer(opts, p->name, before, "left an invalid graph");
+            free(before);
             return -1;
-        if (opts->dump_after && (!strcmp(opts->dump_after, "all") || !strcmp(opts->dump_after, p->name))) {
+        }
+        free(before);
+        if (opts->dump_after &&
+            (!strcmp(opts->dump_after, "all") || !strcmp(opts->dump_after, p->name))) {
             fprintf(dump, "# --- after %s ---\n", p->name);
             print_graph(g, dump);
+            fflush(dump);
         }
     }
+    if (opts->time_passes)
+        fprintf(stderr, "pass %-18s %9.3f ms\n", "(total)", total);
     return 0;
 }

@@ -653,6 +653,152 @@ static int infer_unary_f32(const Node *n, Type *out, DType result) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- fused binary layers */
+
+/* Operands 2 and 3 of bdense/bconv2d: t: i32[O], dir: i8[O] of +1/-1. */
+static int check_fused_threshold(const Node *n, int64_t o) {
+    const Type *t = in_type(n, 2), *dir = in_type(n, 3);
+    if (t->dtype != TY_I32 || t->rank != 1 || t->dim[0] != o)
+        return fail(n, "thresholds must be i32[%lld], got %s", (long long)o, tstr(t));
+    if (dir->dtype != TY_I8 || dir->rank != 1 || dir->dim[0] != o)
+        return fail(n, "dir must be i8[%lld], got %s", (long long)o, tstr(dir));
+    return check_dir_data(n, n->in[3]);
+}
+
+/* ---------------------------------------------------------------- low-bit layers */
+
+static int infer_quantize(const Node *n, Type *out) {
+    if (infer_quant(n, out))
+        return -1;
+    out[0].dtype = TY_I32; /* the level index q - lo */
+    return 0;
+}
+
+/* qdense (x: i32[N,K] codes, w: i8[O,K] codes, [t: i32[O,L], dir: i8[O]]) {xbits}. */
+static int infer_qdense(const Node *n, Type *out) {
+    const Type *x = in_type(n, 0), *w = in_type(n, 1);
+    if (need_dtype(n, 0, TY_I32, "input codes") || need_dtype(n, 1, TY_I8, "weight codes") ||
+        need_rank(n, 0, 2, "input codes") || need_rank(n, 1, 2, "weight codes") ||
+        need_static(n, 0, 1, "input codes"))
+        return -1;
+    int64_t xbits = attr_int(n, "xbits", 0);
+    if (xbits < 1 || xbits > 16)
+        return fail(n, "attribute 'xbits' must be 1..16, got %lld", (long long)xbits);
+    if (count_batch_dims(w))
+        return fail(n, "weights %s cannot have a batch dimension", tstr(w));
+    if (x->dim[1] != w->dim[1])
+        return fail(n, "input has %lld features but weights %s expect %lld", (long long)x->dim[1],
+                    tstr(w), (long long)w->dim[1]);
+    int64_t o = w->dim[0], d[2] = {x->dim[0], o};
+    out[0] = make_type(TY_I32, 2, d);
+    if (n->nin == 2)
+        return 0;
+    if (n->nin != 4)
+        return fail(n, "needs 2 operands (x, w) or 4 (x, w, t, dir), got %d", n->nin);
+    const Type *t = in_type(n, 2), *dir = in_type(n, 3);
+    if (t->dtype != TY_I32 || t->rank != 2 || t->dim[0] != o || t->dim[1] < 1)
+        return fail(n, "thresholds must be i32[%lld,L], got %s", (long long)o, tstr(t));
+    if (dir->dtype != TY_I8 || dir->rank != 1 || dir->dim[0] != o)
+        return fail(n, "dir must be i8[%lld], got %s", (long long)o, tstr(dir));
+    return check_dir_data(n, n->in[3]);
+}
+
+/* Operands 2 and 3 of qdense / qconv2d: t: i32[O,L], dir: i8[O]. */
+static int check_qthreshold(const Node *n, int64_t o) {
+    if (n->nin == 2)
+        return 0;
+    if (n->nin != 4)
+        return fail(n, "needs 2 operands (x, w) or 4 (x, w, t, dir), got %d", n->nin);
+    const Type *t = in_type(n, 2), *dir = in_type(n, 3);
+    if (t->dtype != TY_I32 || t->rank != 2 || t->dim[0] != o || t->dim[1] < 1)
+        return fail(n, "thresholds must be i32[%lld,L], got %s", (long long)o, tstr(t));
+    if (dir->dtype != TY_I8 || dir->rank != 1 || dir->dim[0] != o)
+        return fail(n, "dir must be i8[%lld], got %s", (long long)o, tstr(dir));
+    return check_dir_data(n, n->in[3]);
+}
+
+/* qconv2d (x: i32[N,C,H,W] codes, w: i8[O,C/groups,KH,KW] codes, [t, dir]) {conv geometry,
+ * xbits, pad_code}: the shape is conv2d's (checked on a float stand-in). */
+static int infer_qconv2d(const Node *n, Type *out) {
+    if (need_dtype(n, 0, TY_I32, "input codes") || need_dtype(n, 1, TY_I8, "weight codes"))
+        return -1;
+    int64_t xbits = attr_int(n, "xbits", 0), pad = attr_int(n, "pad_code", 0);
+    if (xbits < 1 || xbits > 16)
+        return fail(n, "attribute 'xbits' must be 1..16, got %lld", (long long)xbits);
+    if (pad < 0 || pad >= ((int64_t)1 << xbits))
+        return fail(n, "attribute 'pad_code' %lld is not an %lld-bit code", (long long)pad,
+                    (long long)xbits);
+    Value fx = *n->in[0], fw = *n->in[1];
+    fx.type.dtype = fw.type.dtype = TY_F32;
+    Value *fin[2] = {&fx, &fw};
+    Node conv = *n;
+    conv.in = fin;
+    conv.nin = 2;
+    if (infer_conv2d(&conv, out))
+        return -1;
+    out[0].dtype = TY_I32;
+    return check_qthreshold(n, in_type(n, 1)->dim[0]);
+}
+
+static int infer_bdense(const Node *n, Type *out) {
+    if (need_dtype(n, 0, TY_B1, "input") || need_dtype(n, 1, TY_B1, "weights"))
+        return -1;
+    /* The accumulator is dense's over the first two operands. */
+    Node acc = *n;
+    acc.op = OP_DENSE;
+    acc.nin = 2;
+    if (infer_dense(&acc, out) || check_fused_threshold(n, in_type(n, 1)->dim[0]))
+        return -1;
+    out[0].dtype = TY_B1;
+    return 0;
+}
+
+static int infer_bconv2d(const Node *n, Type *out) {
+    if (need_dtype(n, 0, TY_B1, "input") || need_dtype(n, 1, TY_B1, "weights"))
+        return -1;
+    Node acc = *n;
+    acc.op = OP_CONV2D;
+    acc.nin = 2;
+    if (infer_conv2d(&acc, out) || check_fused_threshold(n, in_type(n, 1)->dim[0]) ||
+        need_flag(n, "pool_before", 0) || need_flag(n, "pool_ceil_mode", 0))
+        return -1;
+    out[0].dtype = TY_B1;
+    if (!get_attr(n, "pool_kernel")) {
+        if (get_attr(n, "pool_strides") || get_attr(n, "pool_pads") ||
+            get_attr(n, "pool_before") || get_attr(n, "pool_ceil_mode"))
+            return fail(n, "pool attributes without 'pool_kernel'");
+        return 0;
+    }
+    int64_t k[2], s[2], pads[4];
+    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+    if (get_ints(n, "pool_kernel", 2, NULL, k, true) || need_positive(n, "pool_kernel", k, 2) ||
+        get_ints(n, "pool_strides", 2, one2, s, false) || need_positive(n, "pool_strides", s, 2) ||
+        get_ints(n, "pool_pads", 4, zero4, pads, false) || need_nonneg(n, "pool_pads", pads, 4))
+        return -1;
+    for (int i = 0; i < 4; i++)
+        if (pads[i] >= k[i % 2])
+            return fail(n, "pool pad %lld is not smaller than the window %lld", (long long)pads[i],
+                        (long long)k[i % 2]);
+    bool ceil_mode = attr_int(n, "pool_ceil_mode", 0) != 0;
+    int64_t oh = window_out(out[0].dim[2], k[0], s[0], 1, pads[0], pads[2], ceil_mode);
+    int64_t ow = window_out(out[0].dim[3], k[1], s[1], 1, pads[1], pads[3], ceil_mode);
+    if (oh < 1 || ow < 1)
+        return fail(n, "pool window %lldx%lld does not fit the convolution's output %s",
+                    (long long)k[0], (long long)k[1], tstr(&out[0]));
+    out[0].dim[2] = oh;
+    out[0].dim[3] = ow;
+    return 0;
+}
+
+/* repack keeps the logical tensor; the declared result type says the new format. */
+static int infer_repack(const Node *n, Type *out) {
+    if (need_dtype(n, 0, TY_B1, "input"))
+        return -1;
+    out[0] = *in_type(n, 0);
+    out[0].pack = n->out[0]->type.pack;
+    return 0;
+}
+
 /* A type any value may have: rank in range, dims non-negative or N, at most one N. */
 static bool type_valid(const Type *t) {
     if ((unsigned)t->dtype >= TY_COUNT || t->rank < 0 || t->rank > MAX_RANK)
@@ -692,6 +838,12 @@ static int infer_logical_types(const Node *n, Type *out) {
     case OP_SOFTMAX: return infer_softmax(n, out);
     case OP_ARGMAX: return infer_argmax(n, out);
     case OP_TOPK: return infer_topk(n, out);
+    case OP_BDENSE: return infer_bdense(n, out);
+    case OP_BCONV2D: return infer_bconv2d(n, out);
+    case OP_REPACK: return infer_repack(n, out);
+    case OP_QUANTIZE: return infer_quantize(n, out);
+    case OP_QDENSE: return infer_qdense(n, out);
+    case OP_QCONV2D: return infer_qconv2d(n, out);
     case OP_COUNT: break;
     }
     unreachable("bad op %d", (int)n->op);

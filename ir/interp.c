@@ -366,6 +366,32 @@ static int run_quant(const Node *n, Tensor **in, Tensor *y) {
     return 0;
 }
 
+/* quant's level q - lo as an integer code: the same float steps as run_quant, stopping
+ * before the dequantization, so quant(x) == (float)(lo + code - zeropt) * scale. */
+static int run_quantize(const Node *n, Tensor **in, Tensor *y) {
+    int bits = 0;
+    if (get_bitwidth(n, in[3], "bitwidth", 1, &bits))
+        return -1;
+    if (bits > 24)
+        return fail(n, "bitwidth %d: quantize holds at most 24-bit codes", bits);
+    bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
+    const char *mode = attr_str(n, "rounding", "ROUND");
+    double lo = is_signed ? -ldexp(1.0, bits - 1) + (narrow ? 1 : 0) : 0;
+    double hi = is_signed ? ldexp(1.0, bits - 1) - 1 : ldexp(1.0, bits) - 1 - (narrow ? 1 : 0);
+    const Type *ty = &y->type;
+    int64_t idx[MAX_RANK] = {0};
+    for (int64_t i = 0; i < numel(y); i++, next_index(ty, idx)) {
+        float scale = f32s(in[1])[broadcast_offset(&in[1]->type, ty, idx)];
+        float zeropt = f32s(in[2])[broadcast_offset(&in[2]->type, ty, idx)];
+        float q = round_by_mode(f32s(in[0])[i] / scale + zeropt, mode);
+        q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+        if (isnan(q))
+            return fail(n, "element %lld quantizes NaN", (long long)i);
+        i32s(y)[i] = (int32_t)(q - (float)lo);
+    }
+    return 0;
+}
+
 static int run_trunc(const Node *n, Tensor **in, Tensor *y) {
     int in_bits = 0, out_bits = 0;
     if (get_bitwidth(n, in[3], "in_bitwidth", 1, &in_bits) ||
@@ -730,6 +756,183 @@ static int run_topk(const Node *n, Tensor **in, Tensor *vals, Tensor *idxs) {
 
 /* ---------------------------------------------------------------- driver */
 
+/* ---------------------------------------------------------------- fused binary layers */
+
+/* The bit of a thresholded accumulator: y >= t[o] for dir +1, y <= t[o] for dir -1. */
+static int threshold_bit(int64_t y, const Tensor *t, const Tensor *dir, int64_t o) {
+    int32_t tv = i32s(t)[o];
+    return ((const int8_t *)dir->data)[o] > 0 ? y >= tv : y <= tv;
+}
+
+static int run_bdense(const Node *n, Tensor **in, Tensor *y) {
+    Node acc = *n;
+    acc.op = OP_DENSE;
+    acc.nin = 2;
+    Tensor a;
+    Type at = y->type;
+    at.dtype = TY_I32;
+    alloc_tensor(&a, &at);
+    int rc = run_dense(&acc, in, &a);
+    int64_t O = y->type.dim[1];
+    for (int64_t i = 0; rc == 0 && i < numel(y); i++)
+        bit_set(y->data, i, threshold_bit(i32s(&a)[i], in[2], in[3], i % O));
+    free_tensor(&a);
+    return rc;
+}
+
+static int run_bconv2d(const Node *n, Tensor **in, Tensor *y) {
+    const Tensor *x = in[0], *w = in[1];
+    int64_t strides[2], pads[4], dil[2];
+    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+    attr_ints(n, "strides", strides, 2, 2, one2);
+    attr_ints(n, "pads", pads, 4, 4, zero4);
+    attr_ints(n, "dilations", dil, 2, 2, one2);
+    /* The convolution's own output, before any pooling. */
+    Type at = y->type;
+    at.dtype = TY_I32;
+    at.dim[2] = (x->type.dim[2] + pads[0] + pads[2] - dil[0] * (w->type.dim[2] - 1) - 1) /
+                    strides[0] + 1;
+    at.dim[3] = (x->type.dim[3] + pads[1] + pads[3] - dil[1] * (w->type.dim[3] - 1) - 1) /
+                    strides[1] + 1;
+    Tensor a;
+    alloc_tensor(&a, &at);
+    Node acc = *n;
+    acc.op = OP_CONV2D;
+    acc.nin = 2;
+    int rc = run_conv2d(&acc, in, &a);
+    int64_t B = at.dim[0], O = at.dim[1], H = at.dim[2], W = at.dim[3];
+    if (rc == 0 && !get_attr(n, "pool_kernel")) {
+        for (int64_t i = 0; i < numel(y); i++)
+            bit_set(y->data, i, threshold_bit(i32s(&a)[i], in[2], in[3], (i / (H * W)) % O));
+    } else if (rc == 0) {
+        int64_t k[2], s[2], pp[4];
+        attr_ints(n, "pool_kernel", k, 2, 2, one2);
+        attr_ints(n, "pool_strides", s, 2, 2, one2);
+        attr_ints(n, "pool_pads", pp, 4, 4, zero4);
+        bool before = attr_int(n, "pool_before", 0) != 0;
+        int64_t OH = y->type.dim[2], OW = y->type.dim[3];
+        for (int64_t p = 0; p < B * O; p++)
+            for (int64_t i = 0; i < OH; i++)
+                for (int64_t j = 0; j < OW; j++) {
+                    int64_t o = p % O, best = 0;
+                    int bit = 0;
+                    bool any = false;
+                    for (int64_t kh = 0; kh < k[0]; kh++)
+                        for (int64_t kw = 0; kw < k[1]; kw++) {
+                            int64_t ih = i * s[0] + kh - pp[0], iw = j * s[1] + kw - pp[1];
+                            if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                                continue; /* padding never wins */
+                            int64_t v = i32s(&a)[(p * H + ih) * W + iw];
+                            best = !any || v > best ? v : best;
+                            any = true;
+                            bit |= threshold_bit(v, in[2], in[3], o);
+                        }
+                    if (before)
+                        bit = any && threshold_bit(best, in[2], in[3], o);
+                    bit_set(y->data, (p * OH + i) * OW + j, bit);
+                }
+    }
+    free_tensor(&a);
+    return rc;
+}
+
+/* qdense: an exact integer dot of unsigned activation codes and signed weight codes,
+ * optionally counted against multi-level thresholds (docs/ir.md). */
+static int run_qdense(const Node *n, Tensor **in, Tensor *y) {
+    const Tensor *x = in[0], *w = in[1];
+    int64_t B = x->type.dim[0], K = x->type.dim[1], O = w->type.dim[0];
+    int64_t xmax = ((int64_t)1 << attr_int(n, "xbits", 1)) - 1;
+    const int8_t *wc = (const int8_t *)w->data;
+    for (int64_t i = 0; i < B * K; i++)
+        if (i32s(x)[i] < 0 || i32s(x)[i] > xmax)
+            return fail(n, "input code %d at element %lld is outside [0, %lld]", i32s(x)[i],
+                        (long long)i, (long long)xmax);
+    int64_t L = n->nin == 4 ? in[2]->type.dim[1] : 0;
+    for (int64_t bi = 0; bi < B; bi++)
+        for (int64_t o = 0; o < O; o++) {
+            int64_t acc = 0;
+            for (int64_t k = 0; k < K; k++)
+                acc += (int64_t)i32s(x)[bi * K + k] * wc[o * K + k];
+            if (acc < INT32_MIN || acc > INT32_MAX)
+                return fail(n, "accumulator %lld of output %lld does not fit i32", (long long)acc,
+                            (long long)o);
+            if (!L) {
+                i32s(y)[bi * O + o] = (int32_t)acc;
+                continue;
+            }
+            int d = ((const int8_t *)in[3]->data)[o];
+            int32_t count = 0;
+            for (int64_t l = 0; l < L; l++) {
+                int32_t t = i32s(in[2])[o * L + l];
+                count += d > 0 ? acc >= t : acc <= t;
+            }
+            i32s(y)[bi * O + o] = count;
+        }
+    return 0;
+}
+
+/* qconv2d: conv2d's loop over integer codes; a padded tap reads pad_code (the code of 0.0,
+ * so that every tap adds code * weight and the zero-point algebra stays uniform). */
+static int run_qconv2d(const Node *n, Tensor **in, Tensor *y) {
+    const Tensor *x = in[0], *w = in[1];
+    int64_t strides[2], pads[4], dil[2];
+    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+    attr_ints(n, "strides", strides, 2, 2, one2);
+    attr_ints(n, "pads", pads, 4, 4, zero4);
+    attr_ints(n, "dilations", dil, 2, 2, one2);
+    int64_t groups = attr_int(n, "groups", 1), pad_code = attr_int(n, "pad_code", 0);
+    int64_t xmax = ((int64_t)1 << attr_int(n, "xbits", 1)) - 1;
+    int64_t B = x->type.dim[0], C = x->type.dim[1], H = x->type.dim[2], W = x->type.dim[3];
+    int64_t O = w->type.dim[0], CG = w->type.dim[1], KH = w->type.dim[2], KW = w->type.dim[3];
+    int64_t OH = y->type.dim[2], OW = y->type.dim[3], L = n->nin == 4 ? in[2]->type.dim[1] : 0;
+    const int8_t *wc = (const int8_t *)w->data;
+    for (int64_t i = 0; i < numel(x); i++)
+        if (i32s(x)[i] < 0 || i32s(x)[i] > xmax)
+            return fail(n, "input code %d at element %lld is outside [0, %lld]", i32s(x)[i],
+                        (long long)i, (long long)xmax);
+    for (int64_t bi = 0; bi < B; bi++)
+        for (int64_t o = 0; o < O; o++) {
+            int64_t g = o / (O / groups);
+            for (int64_t i = 0; i < OH; i++)
+                for (int64_t j = 0; j < OW; j++) {
+                    int64_t acc = 0;
+                    for (int64_t c = 0; c < CG; c++)
+                        for (int64_t kh = 0; kh < KH; kh++)
+                            for (int64_t kw = 0; kw < KW; kw++) {
+                                int64_t ih = i * strides[0] + kh * dil[0] - pads[0];
+                                int64_t iw = j * strides[1] + kw * dil[1] - pads[1];
+                                bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                                int64_t xv = inside
+                                    ? i32s(x)[((bi * C + g * CG + c) * H + ih) * W + iw]
+                                    : pad_code;
+                                acc += xv * wc[((o * CG + c) * KH + kh) * KW + kw];
+                            }
+                    if (acc < INT32_MIN || acc > INT32_MAX)
+                        return fail(n, "accumulator %lld of output %lld does not fit i32",
+                                    (long long)acc, (long long)o);
+                    int64_t yi = ((bi * O + o) * OH + i) * OW + j;
+                    if (!L) {
+                        i32s(y)[yi] = (int32_t)acc;
+                        continue;
+                    }
+                    int d = ((const int8_t *)in[3]->data)[o];
+                    int32_t count = 0;
+                    for (int64_t l = 0; l < L; l++) {
+                        int32_t t = i32s(in[2])[o * L + l];
+                        count += d > 0 ? acc >= t : acc <= t;
+                    }
+                    i32s(y)[yi] = count;
+                }
+        }
+    return 0;
+}
+
+static int run_repack(const Node *n, Tensor **in, Tensor *y) {
+    (void)n; /* interpreter tensors are canonical: a layout change is a copy */
+    memcpy(y->data, in[0]->data, y->nbytes);
+    return 0;
+}
+
 static int run_node(const Node *n, Tensor **in, Tensor *out) {
     switch (n->op) {
     case OP_CONV2D: return run_conv2d(n, in, &out[0]);
@@ -759,6 +962,12 @@ static int run_node(const Node *n, Tensor **in, Tensor *out) {
     case OP_SOFTMAX: return run_softmax(n, in, &out[0]);
     case OP_ARGMAX: return run_argmax(n, in, &out[0]);
     case OP_TOPK: return run_topk(n, in, &out[0], &out[1]);
+    case OP_BDENSE: return run_bdense(n, in, &out[0]);
+    case OP_BCONV2D: return run_bconv2d(n, in, &out[0]);
+    case OP_REPACK: return run_repack(n, in, &out[0]);
+    case OP_QUANTIZE: return run_quantize(n, in, &out[0]);
+    case OP_QDENSE: return run_qdense(n, in, &out[0]);
+    case OP_QCONV2D: return run_qconv2d(n, in, &out[0]);
     case OP_COUNT: break;
     }
     unreachable("bad op %d", (int)n->op);

@@ -244,13 +244,30 @@ static const AttrSpec spec_pad[] = {{"pads", ATTR_INTS}, {"value", ATTR_FLOAT}, 
 static const AttrSpec spec_argmax[] = {{"axis", ATTR_INT}, {"keepdims", ATTR_INT}, SPEC_END};
 static const AttrSpec spec_topk[] = {{"k", ATTR_INT}, {"axis", ATTR_INT}, {"largest", ATTR_INT},
                                      SPEC_END};
+/* bconv2d: conv2d's attributes, then the optional max-pool it absorbed. */
+static const AttrSpec spec_bconv2d[] = {{"strides", ATTR_INTS}, {"pads", ATTR_INTS},
+                                        {"dilations", ATTR_INTS}, {"groups", ATTR_INT},
+                                        {"pad_value", ATTR_INT}, {"pool_kernel", ATTR_INTS},
+                                        {"pool_strides", ATTR_INTS}, {"pool_pads", ATTR_INTS},
+                                        {"pool_ceil_mode", ATTR_INT}, {"pool_before", ATTR_INT},
+                                        SPEC_END};
+
+/* qdense: the bit width of its unsigned input codes (docs/ir.md). */
+static const AttrSpec spec_qdense[] = {{"xbits", ATTR_INT}, SPEC_END};
+/* qconv2d: conv2d's geometry, the input code width and the code that padding stands for. */
+static const AttrSpec spec_qconv2d[] = {{"strides", ATTR_INTS}, {"pads", ATTR_INTS},
+                                        {"dilations", ATTR_INTS}, {"groups", ATTR_INT},
+                                        {"xbits", ATTR_INT}, {"pad_code", ATTR_INT}, SPEC_END};
 
 const AttrSpec *op_attr_specs(Op op) {
     switch (op) {
     case OP_CONV2D: return spec_conv2d;
     case OP_BATCHNORM: return spec_batchnorm;
     case OP_BINARIZE: return spec_binarize;
-    case OP_QUANT: return spec_quant;
+    case OP_QUANT:
+    case OP_QUANTIZE: return spec_quant;
+    case OP_QDENSE: return spec_qdense;
+    case OP_QCONV2D: return spec_qconv2d;
     case OP_TRUNC: return spec_trunc;
     case OP_CAST: return spec_cast;
     case OP_MAXPOOL: return spec_maxpool;
@@ -262,6 +279,9 @@ const AttrSpec *op_attr_specs(Op op) {
     case OP_PAD: return spec_pad;
     case OP_ARGMAX: return spec_argmax;
     case OP_TOPK: return spec_topk;
+    case OP_BCONV2D: return spec_bconv2d;
+    case OP_BDENSE:
+    case OP_REPACK: return spec_none;
     case OP_DENSE: case OP_MATMUL: case OP_SIGN: case OP_THRESHOLD: case OP_GLOBALAVGPOOL:
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_POW: case OP_RELU:
     case OP_RESHAPE:

@@ -36,4 +36,13 @@
     /* heads */                                                     \
     X(OP_SOFTMAX,       "softmax",       1, 1, 1, 0)                \
     X(OP_ARGMAX,        "argmax",        1, 1, 1, 0)                \
-    X(OP_TOPK,          "topk",          1, 1, 2, 0)
+    X(OP_TOPK,          "topk",          1, 1, 2, 0)                \
+    /* fused binary layers (compiler/passes/fuse_binary.c) */       \
+    X(OP_BDENSE,        "bdense",        4, 4, 1, 0)                \
+    X(OP_BCONV2D,       "bconv2d",       4, 4, 1, 0)                \
+    /* layout change of a b1 tensor (compiler/passes/choose_formats.c) */ \
+    X(OP_REPACK,        "repack",        1, 1, 1, 0)                \
+    /* low-bit layers over integer codes (compiler/passes/lowbit.c) */ \
+    X(OP_QUANTIZE,      "quantize",      4, 4, 1, 0)                \
+    X(OP_QDENSE,        "qdense",        2, 4, 1, 0)                \
+    X(OP_QCONV2D,       "qconv2d",       2, 4, 1, 0)
