@@ -2,8 +2,10 @@
 """Top-1 accuracy of a model on the MNIST test set, run through bnnrun.
 
     bench/accuracy.py MODEL [--scale 255|1] [--limit N] [--bnnrun PATH] [--mnist DIR]
+                      [--bin [--device cpu|gpu]]
 
-MODEL is anything bnnrun takes with --reference (.onnx or .bnn). Images are fed as
+MODEL is anything bnnrun takes with --reference (.onnx or .bnn), or with --bin a model.bin
+from bnncc, run by libbnnrt on --device (default cpu). Images are fed as
 float32 [N,1,28,28], divided by 255 unless --scale 255 (models that divide inside)."""
 import argparse
 import gzip
@@ -34,6 +36,8 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="only the first N images")
     ap.add_argument("--bnnrun", default=os.path.join(here, "..", "build", "runtime", "bnnrun"))
     ap.add_argument("--mnist", default=os.path.join(here, "..", "..", "shared", "data", "mnist"))
+    ap.add_argument("--bin", action="store_true", help="MODEL is a model.bin: run it with libbnnrt")
+    ap.add_argument("--device", default="cpu", help="with --bin: cpu (default), gpu or auto")
     ap.add_argument("--save-predictions", help="write the predicted classes to this .npy")
     a = ap.parse_args()
 
@@ -45,7 +49,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         xin, yout = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
         np.save(xin, x)
-        p = subprocess.run([a.bnnrun, "--reference", a.model, "--input", xin, "--output", yout])
+        how = [a.model, "--device", a.device] if a.bin else ["--reference", a.model]
+        p = subprocess.run([a.bnnrun] + how + ["--input", xin, "--output", yout])
         if p.returncode != 0:
             sys.exit(p.returncode)
         y = np.load(yout)

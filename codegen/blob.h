@@ -83,13 +83,16 @@ typedef enum {
     X(BLOB_STEP_COPY, 13, "copy")              \
     X(BLOB_STEP_ARGMAX, 14, "argmax")          \
     X(BLOB_STEP_CAST, 15, "cast")              \
-    X(BLOB_STEP_KERNEL, 16, "kernel") /* a GPU launch with no CPU meaning */
+    X(BLOB_STEP_KERNEL, 16, "kernel") /* a GPU launch with no CPU meaning */ \
+    X(BLOB_STEP_SOFTMAX, 17, "softmax")        \
+    X(BLOB_STEP_QUANTIZE, 18, "quantize") /* low-bit codes as bit-planes (docs/kernels.md) */ \
+    X(BLOB_STEP_QGEMM, 19, "qgemm")       /* bit-plane low-bit GEMM */
 
 typedef enum {
 #define X(e, v, name) e = v,
     BLOB_STEP_LIST(X)
 #undef X
-    BLOB_STEP_LAST = BLOB_STEP_KERNEL
+    BLOB_STEP_LAST = BLOB_STEP_QGEMM
 } BlobStepKind;
 
 static inline const char *blob_step_name(uint32_t kind) {
@@ -197,7 +200,28 @@ typedef struct { int64_t count, dtype; } BlobAddParams;
 typedef struct { int64_t count; } BlobCountParams; /* relu */
 typedef struct { int64_t bytes; } BlobCopyParams;
 typedef struct { int64_t rows, n; } BlobArgmaxParams;
+/* softmax over the last axis of rows x n f32: exp(x - max) / sum, the sum in float32 in
+ * ascending order (the reference interpreter's order). */
+typedef struct { int64_t rows, n; } BlobSoftmaxParams;
 typedef struct { int64_t count, from, to; } BlobCastParams;
+/* quantize: QONNX Quant's level index n = clamp(round(x / scale + zeropt), lo, hi) - lo of each
+ * f32 of an item's [rows][k], as `bits` bit-planes [rows][bits][ld]; scale and zeropt are
+ * float32 bit patterns, rounding a BLOB_ROUND_*. */
+typedef struct {
+    int64_t rows, k, ld, bits, lo, hi, rounding, scale_bits, zeropt_bits;
+} BlobQuantizeParams;
+/* qgemm: acc = sum_p sum_q c_q 2^(p+q) popc(in_p AND w_q) over an item's [rows][xb][ld] planes
+ * and the weights' [wb][n][ld]; epi 1: out i32 [rows][n]; 2: the level counts against p0 =
+ * t i32[n][levels], p1 = dir i32[n] as yb planes [rows][yb][ldy], ldy = n rounded up to 256
+ * bits; 3: the counts as i32 [rows][n]. */
+typedef struct {
+    int64_t rows, n, ld, xb, wb, wsigned, bipolar, epi, levels, yb;
+} BlobQgemmParams;
+/* Rounding modes of BlobQuantizeParams (docs/ir.md quant). */
+enum {
+    BLOB_ROUND_HALF_EVEN = 0, BLOB_ROUND_CEIL = 1, BLOB_ROUND_FLOOR = 2, BLOB_ROUND_TO_ZERO = 3,
+    BLOB_ROUND_UP = 4, BLOB_ROUND_HALF_UP = 5, BLOB_ROUND_HALF_DOWN = 6
+};
 
 /* Layouts of per-channel data: 0 channel-major [C][S] (NCHW), 1 channel-minor [S][C] (NHWC). */
 enum { BLOB_LAYOUT_CS = 0, BLOB_LAYOUT_SC = 1 };
@@ -229,7 +253,10 @@ typedef struct BlobStep {
         BlobCountParams relu;
         BlobCopyParams copy;
         BlobArgmaxParams argmax;
+        BlobSoftmaxParams softmax;
         BlobCastParams cast;
+        BlobQuantizeParams quantize;
+        BlobQgemmParams qgemm;
     };
 } BlobStep;
 

@@ -83,6 +83,17 @@ static inline uint64_t rt_slot_offset(const BlobRef *r, int batch) {
 /* CPU path: run step s on the arena for this batch. Steps were checked at load. */
 void rt_cpu_run_step(const bnn_model *m, const BlobStep *s, unsigned char *arena, int batch);
 
+/* Bit-plane qdense on the CPU (docs/kernels.md, "Low-bit layers as bit-planes"): A holds the
+ * xb activation planes of each row, [M][xb][ld] (a row's planes together, as the arena keeps a
+ * batch item), W the wb weight planes [wb][N][ld] (32-bit words, K bits LSB-first,
+ * zero-padded), two's complement when wsigned, one +-1 plane when bipolar.
+ * acc = sum_p sum_q c_q 2^(p+q) popc(A_p AND W_q). Without t: int32 acc[M][N]. With t[N][L] and
+ * dir[N] (< 0: acc <= t counts, else acc >= t): the level counts as yb bit-planes Y[M][yb][ldy], ldy = N rounded up to 256 bits with
+ * zero words (exactly the next layer's A). The qgemm step (blob.h) runs it per batch item. */
+void rt_cpu_qgemm_planes(const uint32_t *A, const uint32_t *W, int64_t M, int64_t N, int64_t ld,
+                         int xb, int wb, bool wsigned, bool bipolar, int32_t *acc,
+                         const int32_t *t, const int32_t *dir, int L, int yb, uint32_t *Y);
+
 /* GPU path. create fills s->cuda and s->device_name or returns a status with a message. */
 bnn_status rt_cuda_create(bnn_session *s);
 bnn_status rt_cuda_run(bnn_session *s, int batch, const void *const *inputs, void *const *outputs);

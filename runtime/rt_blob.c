@@ -534,6 +534,13 @@ static bnn_status check_kind(const StepCheck *c) {
         TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
         TRY(check_simple(c, a, (uint64_t)s->argmax.rows * 8, false));
         break;
+    case BLOB_STEP_SOFTMAX:
+        if (!dim_ok(s->softmax.rows) || !dim_ok(s->softmax.n) ||
+            !mul3_ok((uint64_t)s->softmax.rows, (uint64_t)s->softmax.n, 4, &a))
+            return bad_step(c, "bad rows or n");
+        TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+        TRY(check_simple(c, a, a, false));
+        break;
     case BLOB_STEP_CAST: {
         int64_t from = s->cast.from;
         size_t fs = from == BLOB_DTYPE_I32 || from == BLOB_DTYPE_I8 || from == BLOB_DTYPE_U8

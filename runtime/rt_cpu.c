@@ -346,6 +346,26 @@ static void run_argmax(const Ctx *c) {
     }
 }
 
+static void run_softmax(const Ctx *c) {
+    const BlobSoftmaxParams *p = &c->s->softmax;
+    for (int64_t item = 0; item < c->batch; item++) {
+        const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t r = 0; r < p->rows; r++) {
+            const float *xr = x + r * p->n;
+            float *yr = y + r * p->n, m = -INFINITY, sum = 0.0f;
+            for (int64_t i = 0; i < p->n; i++)
+                m = xr[i] > m ? xr[i] : m;
+            for (int64_t i = 0; i < p->n; i++) {
+                yr[i] = expf(xr[i] - m);
+                sum += yr[i];
+            }
+            for (int64_t i = 0; i < p->n; i++)
+                yr[i] /= sum;
+        }
+    }
+}
+
 static void run_cast(const Ctx *c) {
     const BlobCastParams *p = &c->s->cast;
     for (int64_t item = 0; item < c->batch; item++) {
@@ -355,6 +375,110 @@ static void run_cast(const Ctx *c) {
             y[i] = p->from == BLOB_DTYPE_I32  ? (float)((const int32_t *)x)[i]
                    : p->from == BLOB_DTYPE_I8 ? (float)((const int8_t *)x)[i]
                                               : (float)((const uint8_t *)x)[i];
+    }
+}
+
+/* The bit-plane low-bit GEMM: the AND-popc of two 0/1 planes is the dot of their bits, so
+ * each plane pair adds its popcount shifted by p + q (negated for a signed top weight plane). */
+void rt_cpu_qgemm_planes(const uint32_t *A, const uint32_t *W, int64_t M, int64_t N, int64_t ld,
+                         int xb, int wb, bool wsigned, bool bipolar, int32_t *acc,
+                         const int32_t *t, const int32_t *dir, int L, int yb, uint32_t *Y) {
+    int64_t ldy = (N + 255) / 256 * 8; /* the next layer's ld: zero words past N */
+    if (t)
+        memset(Y, 0, (size_t)(yb * M * ldy) * sizeof *Y);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            int64_t v = 0;
+            for (int p = 0; p < xb; p++) {
+                const uint32_t *a = A + (m * xb + p) * ld;
+                if (bipolar) { /* u = 2b - 1 */
+                    int pw;
+                    v += ((int64_t)2 * popc_and(a, W + n * ld, ld, &pw) - popc_words(a, ld)) *
+                         ((int64_t)1 << p);
+                    continue;
+                }
+                for (int q = 0; q < wb; q++) {
+                    int pw;
+                    int64_t d = (int64_t)popc_and(a, W + ((int64_t)q * N + n) * ld, ld, &pw) << (p + q);
+                    v += wsigned && q == wb - 1 ? -d : d;
+                }
+            }
+            if (!t) {
+                acc[m * N + n] = (int32_t)v;
+                continue;
+            }
+            int count = 0;
+            for (int l = 0; l < L; l++)
+                count += dir[n] < 0 ? v <= t[n * L + l] : v >= t[n * L + l];
+            for (int b = 0; b < yb; b++)
+                if ((count >> b) & 1)
+                    Y[(m * yb + b) * ldy + n / 32] |= 1u << (n % 32);
+        }
+}
+
+/* ---------------------------------------------------------------- low-bit steps */
+
+static float bits_to_float(int64_t b) {
+    uint32_t u = (uint32_t)b;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* QONNX rounding as the reference interpreter does it (ties decided on v - trunc(v)). */
+static float round_mode(float v, int64_t mode) {
+    float t = truncf(v), frac = fabsf(v - t), away = v < 0 ? t - 1.0f : t + 1.0f;
+    switch (mode) {
+    case BLOB_ROUND_CEIL: return ceilf(v);
+    case BLOB_ROUND_FLOOR: return floorf(v);
+    case BLOB_ROUND_TO_ZERO: return t;
+    case BLOB_ROUND_UP: return v < 0 ? floorf(v) : ceilf(v);
+    case BLOB_ROUND_HALF_UP: return frac >= 0.5f ? away : t;
+    case BLOB_ROUND_HALF_DOWN: return frac > 0.5f ? away : t;
+    default: return nearbyintf(v); /* half to even */
+    }
+}
+
+static void run_quantize(const Ctx *c) {
+    const BlobQuantizeParams *p = &c->s->quantize;
+    float scale = bits_to_float(p->scale_bits), zeropt = bits_to_float(p->zeropt_bits);
+    for (int64_t item = 0; item < c->batch; item++) {
+        const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        uint32_t *out = slot_ptr(c, BLOB_SLOT_OUT, item);
+        memset(out, 0, (size_t)(p->rows * p->bits * p->ld) * 4);
+        for (int64_t r = 0; r < p->rows; r++)
+            for (int64_t k = 0; k < p->k; k++) {
+                float q = round_mode(x[r * p->k + k] / scale + zeropt, p->rounding);
+                q = q < (float)p->lo ? (float)p->lo : q > (float)p->hi ? (float)p->hi : q;
+                uint32_t n = isnan(q) ? 0u : (uint32_t)(int64_t)(q - (float)p->lo);
+                for (int64_t b = 0; b < p->bits; b++)
+                    out[(r * p->bits + b) * p->ld + k / 32] |= ((n >> b) & 1u) << (k % 32);
+            }
+    }
+}
+
+static void run_qgemm(const Ctx *c) {
+    const BlobQgemmParams *p = &c->s->qgemm;
+    const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
+    const int32_t *t = slot_ptr(c, BLOB_SLOT_P0, 0), *dir = slot_ptr(c, BLOB_SLOT_P1, 0);
+    for (int64_t item = 0; item < c->batch; item++) {
+        const uint32_t *a = slot_ptr(c, BLOB_SLOT_IN, item);
+        void *out = slot_ptr(c, BLOB_SLOT_OUT, item);
+        if (p->epi == 2) {
+            rt_cpu_qgemm_planes(a, w, p->rows, p->n, p->ld, (int)p->xb, (int)p->wb, p->wsigned,
+                                p->bipolar, NULL, t, dir, (int)p->levels, (int)p->yb, out);
+            continue;
+        }
+        int32_t *y = out;
+        rt_cpu_qgemm_planes(a, w, p->rows, p->n, p->ld, (int)p->xb, (int)p->wb, p->wsigned,
+                            p->bipolar, y, NULL, NULL, 0, 0, NULL);
+        for (int64_t i = 0; p->epi == 3 && i < p->rows * p->n; i++) { /* counts, in place */
+            int64_t o = i % p->n;
+            int32_t count = 0;
+            for (int64_t l = 0; l < p->levels; l++)
+                count += dir[o] < 0 ? y[i] <= t[o * p->levels + l] : y[i] >= t[o * p->levels + l];
+            y[i] = count;
+        }
     }
 }
 
@@ -381,6 +505,9 @@ void rt_cpu_run_step(const bnn_model *m, const BlobStep *s, unsigned char *arena
     }
     case BLOB_STEP_ARGMAX: run_argmax(&c); break;
     case BLOB_STEP_CAST: run_cast(&c); break;
+    case BLOB_STEP_SOFTMAX: run_softmax(&c); break;
     case BLOB_STEP_KERNEL: break; /* GPU only */
+    case BLOB_STEP_QUANTIZE: run_quantize(&c); break;
+    case BLOB_STEP_QGEMM: run_qgemm(&c); break;
     }
 }

@@ -1,5 +1,5 @@
 /* emit.c: the CUDA source of one model. The fixed code of each kernel family lives in real
- * .cu files (kernels/*.cu, embedded by embed.py); this file writes only the glue: a block
+ * .cu files (codegen/cuda/kernels, embedded by embed.py); this file writes only the glue: a block
  * of #defines in front of each bgemm/bconv inclusion, and a small __global__ per float
  * step, from templates with named $HOLES (fill_template), never printf soup. */
 #include <string.h>
@@ -73,9 +73,11 @@ static void put_ir_comment(Buf *b, const char *ir_line) {
     while (*ir_line == ' ')
         ir_line++;
     buf_puts(b, "// ");
-    for (const char *p = ir_line; *p && *p != '\n'; p++)
+    const char *p = ir_line;
+    for (; *p && *p != '\n'; p++)
         buf_put(b, p, 1);
-    buf_puts(b, "\n");
+    /* A trailing backslash would splice the next line into the comment. */
+    buf_puts(b, p > ir_line && p[-1] == '\\' ? "(eol)\n" : "\n");
 }
 
 static const char float_glue[] =

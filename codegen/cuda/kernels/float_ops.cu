@@ -159,4 +159,17 @@ __device__ __forceinline__ void bnn_transpose_sc(bnn_i64 item, int j, const unsi
     y[item * cells * n + j] = x[item * cells * n + (bnn_i64)cell * n + o];
 }
 
+// One row j of rows x n: exp(x - max) / sum, summed in ascending order as the CPU path.
+__device__ __forceinline__ void bnn_softmax(bnn_i64 item, int j, const float *x, float *y, int rows, int n) {
+    const float *xr = x + (item * rows + j) * (bnn_i64)n;
+    float *yr = y + (item * rows + j) * (bnn_i64)n;
+    float m = -__int_as_float(0x7f800000), sum = 0.0f;
+    for (int i = 0; i < n; ++i) m = xr[i] > m ? xr[i] : m;
+    for (int i = 0; i < n; ++i) {
+        yr[i] = expf(__fsub_rn(xr[i], m));
+        sum = __fadd_rn(sum, yr[i]);
+    }
+    for (int i = 0; i < n; ++i) yr[i] = __fdiv_rn(yr[i], sum);
+}
+
 #endif // BNN_FLOAT_OPS_CU

@@ -1,0 +1,38 @@
+/* codegen.h: from an optimized Graph (after run_passes) to model.bin, the whole interface
+ * of codegen/ for the driver. The lowering (lower.c) turns each op into the runtime's
+ * plan steps (docs/blob-format.md), lays out weights in the kernels' formats and plans the
+ * arena; the emitter (cuda/emit.c) writes one specialized CUDA kernel per GPU step; NVRTC
+ * (nvrtc.h) compiles them, one program per target; the blob writer (blob.h) writes it all.
+ * docs/codegen.md tells the story. Errors go through diag_error (ir.h). */
+#ifndef BNN_CODEGEN_H
+#define BNN_CODEGEN_H
+
+#include <stdbool.h>
+
+#include "ir.h"
+#include "util.h"
+
+#define CODEGEN_MAX_TARGETS 8
+
+typedef struct CodegenOptions {
+    /* GPU architectures ("sm_90a", "sm_80"); none: a CPU-only blob (no CUBIN). */
+    const char *targets[CODEGEN_MAX_TARGETS];
+    int ntargets;
+    /* Where the generated source goes when NVRTC fails (NULL: "bnncc-failed.cu"). */
+    const char *failed_source_path;
+    Buf *report; /* lines for bnncc --report (steps, arena, sizes), or NULL */
+} CodegenOptions;
+
+/* Parse "sm_90a,sm_80,cpu" into o->targets ("cpu" adds no GPU target; targets point into
+ * list, which must outlive o). 0 ok; -1 with a diagnostic naming the bad entry. */
+int codegen_parse_targets(const char *list, CodegenOptions *o);
+
+/* The CUDA source of g's kernels, as NVRTC compiles it (bnncc --emit=cuda). NULL with a
+ * diagnostic when an op has no code generator. */
+char *codegen_cuda_source(const Graph *g);
+
+/* Lower g, compile its kernels for every target and write the blob to path atomically
+ * (nothing is written on failure). 0 ok; -1 with a diagnostic. */
+int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path);
+
+#endif

@@ -1,0 +1,1576 @@
+/* lower.c: an optimized Graph becomes the runtime's plan (docs/blob-format.md): one or a
+ * few plan steps per op, weights laid out as the kernels read them, an arena planned by
+ * liveness, the graph's inputs and outputs described; then the kernels of the GPU steps
+ * are generated (cuda/emit.c), compiled per target (nvrtc.h) and everything is written
+ * with the blob writer (blob.h). docs/codegen.md describes the mapping op by op.
+ *
+ * Tensor storage in the arena, per batch item: f32/i32/i64 in canonical row-major (NCHW);
+ * b1 with a chosen format (axis 1, 32-bit words, channels padded) NHWC-packed: each pixel
+ * one row of `words` words, bit c%32 of word c/32; b1 graph outputs canonical. */
+#include <limits.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blob.h"
+#include "codegen.h"
+#include "cuda/emit.h"
+#include "kernels.h"
+#include "nvrtc.h"
+#include "util.h"
+
+#define ARENA_ALIGN 256 /* every arena offset; item n of a tensor sits at B*offset + n*bytes */
+#define FLOAT_BLOCK 256 /* threads per block of the float kernels */
+
+typedef struct LBuf {
+    int64_t bytes; /* per batch item */
+    int first, last; /* steps that touch it; pinned: the whole run */
+    bool pinned;     /* a graph input or output */
+    int64_t offset;
+} LBuf;
+
+typedef struct LStep {
+    BlobStep s;
+    int buf[BLOB_MAX_SLOTS]; /* the arena buffer behind each arena slot, or -1 */
+    bool has_kernel;
+    KernelSpec k;
+} LStep;
+
+typedef struct Lower {
+    const Graph *g;
+    BlobWriter *w;
+    char *ir_text;    /* the graph printed; ir_lines point into it */
+    char **ir_lines;  /* per node index */
+    int *vbuf;        /* per value id: its arena buffer, or -1 */
+    bool *done;       /* per node index: already lowered as part of an earlier node */
+    LBuf *bufs;
+    int nbufs, cap_bufs;
+    LStep *steps;
+    int nsteps, cap_steps;
+    int64_t arena;    /* bytes per batch item */
+    const Node *node; /* being lowered, for messages */
+    int node_index;
+} Lower;
+
+/* ---------------------------------------------------------------- small helpers */
+
+static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *str_printf(const char *fmt, ...) {
+    Buf b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    return buf_take(&b);
+}
+
+static int fail_node(Lower *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail_node(Lower *L, const char *fmt, ...) {
+    char where[256], msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error("%s: %s", node_where(L->node, where, sizeof where), msg);
+    return -1;
+}
+
+/* An op (or a form of one) the plan cannot express. */
+static int unsupported(Lower *L, const char *what) {
+    return fail_node(L, "no code generator for %s yet; run it with bnnrun --reference", what);
+}
+
+static int unsupported_op(Lower *L) {
+    char what[96];
+    snprintf(what, sizeof what, "'%s'", op_info(L->node->op)->name);
+    return unsupported(L, what);
+}
+
+static int64_t dim_or_one(int64_t d) { return d == DIM_BATCH ? 1 : d; }
+
+/* Elements per batch item. */
+static int64_t item_numel(const Type *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= dim_or_one(t->dim[i]);
+    return n;
+}
+
+/* Product of the dimensions after the channel axis (1 for [N,C]). */
+static int64_t spatial_of(const Type *t) {
+    int64_t n = 1;
+    for (int i = 2; i < t->rank; i++)
+        n *= t->dim[i];
+    return n;
+}
+
+/* Words per pixel of a b1 tensor in its chosen format; 0 when it is canonical or in a
+ * tiled order (no step reads those yet: the ops on it are refused). */
+static int64_t packed_words(const Type *t) {
+    if (t->pack.word_bits == 0 || t->pack.tile != TILE_NONE || t->rank < 2)
+        return 0;
+    int64_t unit = t->pack.pad_to > 32 ? t->pack.pad_to : 32;
+    return (t->dim[1] + unit - 1) / unit * unit / 32;
+}
+
+static int64_t dtype_size(DType t) { return t == TY_B1 ? 0 : dtype_bits(t) / 8; }
+
+/* Bytes per batch item as the steps read and write it. */
+static int64_t value_bytes(const Type *t) {
+    if (t->dtype != TY_B1)
+        return item_numel(t) * dtype_size(t->dtype);
+    int64_t words = packed_words(t);
+    if (words)
+        return spatial_of(t) * words * 4;
+    return (item_numel(t) + 7) / 8;
+}
+
+static BlobDType blob_dtype(DType t) {
+    switch (t) {
+    case TY_F32: return BLOB_DTYPE_F32;
+    case TY_F16: return BLOB_DTYPE_F16;
+    case TY_I64: return BLOB_DTYPE_I64;
+    case TY_I32: return BLOB_DTYPE_I32;
+    case TY_I8: return BLOB_DTYPE_I8;
+    case TY_U8: return BLOB_DTYPE_U8;
+    case TY_B1: return BLOB_DTYPE_B1;
+    case TY_COUNT: break;
+    }
+    unreachable("bad dtype %d", (int)t);
+}
+
+static bool is_output(const Graph *g, const Value *v) {
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == v)
+            return true;
+    return false;
+}
+
+/* The one node reading v (v not a graph output), or NULL. */
+static Node *only_user(const Graph *g, const Value *v) {
+    if (is_output(g, v) || count_uses(g, v) != 1)
+        return NULL;
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i];
+        if (n->dead)
+            continue;
+        for (int j = 0; j < n->nin; j++)
+            if (n->in[j] == v)
+                return n;
+    }
+    return NULL;
+}
+
+static int node_index(const Graph *g, const Node *n) {
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i] == n)
+            return i;
+    unreachable("node not in graph");
+}
+
+/* Element i of a numeric constant as double. */
+static double const_at(const Value *k, int64_t i) {
+    const void *d = k->data;
+    switch (k->type.dtype) {
+    case TY_F32: return ((const float *)d)[i];
+    case TY_I32: return ((const int32_t *)d)[i];
+    case TY_I64: return (double)((const int64_t *)d)[i];
+    case TY_I8: return ((const int8_t *)d)[i];
+    case TY_U8: return ((const uint8_t *)d)[i];
+    case TY_B1: return bit_get(d, i) ? 1.0 : -1.0;
+    default: break;
+    }
+    unreachable("constant of dtype %s", dtype_name(k->type.dtype));
+}
+
+/* ---------------------------------------------------------------- buffers and steps */
+
+static int new_buf(Lower *L, int64_t bytes) {
+    if (L->nbufs == L->cap_bufs) {
+        L->cap_bufs = L->cap_bufs ? 2 * L->cap_bufs : 32;
+        L->bufs = xrealloc(L->bufs, (size_t)L->cap_bufs * sizeof *L->bufs);
+    }
+    L->bufs[L->nbufs] = (LBuf){bytes > 0 ? bytes : 4, INT_MAX, -1, false, 0};
+    return L->nbufs++;
+}
+
+/* The arena buffer of a value computed earlier (or a graph input). */
+static int buf_of(Lower *L, const Value *v) {
+    if (v->kind == VAL_CONST || L->vbuf[v->id] < 0)
+        unreachable("value '%s' has no arena buffer", v->name);
+    return L->vbuf[v->id];
+}
+
+static int def_buf(Lower *L, const Value *v) {
+    int b = new_buf(L, value_bytes(&v->type));
+    L->vbuf[v->id] = b;
+    return b;
+}
+
+/* A new step for the current node; the pointer is valid until the next new_step. */
+static LStep *new_step(Lower *L, BlobStepKind kind) {
+    if (L->nsteps == L->cap_steps) {
+        L->cap_steps = L->cap_steps ? 2 * L->cap_steps : 32;
+        L->steps = xrealloc(L->steps, (size_t)L->cap_steps * sizeof *L->steps);
+    }
+    LStep *st = &L->steps[L->nsteps++];
+    memset(st, 0, sizeof *st);
+    st->s.kind = kind;
+    for (int i = 0; i < BLOB_MAX_SLOTS; i++)
+        st->buf[i] = -1;
+    st->k.ir_line = L->node ? L->ir_lines[L->node_index] : NULL;
+    return st;
+}
+
+static void use_arena(Lower *L, LStep *st, int slot, int buf) {
+    st->s.slot[slot] = blob_arena_ref(0, (uint64_t)L->bufs[buf].bytes);
+    st->buf[slot] = buf;
+}
+
+static BlobRef put_weights(Lower *L, const void *data, size_t n) { return blob_add_weights(L->w, data, n); }
+
+static void name_kernel(Lower *L, LStep *st, const char *tag) {
+    snprintf(st->k.name, sizeof st->k.name, "s%d_%s", (int)(st - L->steps), tag);
+    st->has_kernel = true;
+}
+
+/* A float step's GPU kernel: one thread per work item, count items per batch item; the
+ * arguments are the six operand slots (null where unused) and the total item count. */
+static void float_kernel(Lower *L, LStep *st, const char *tag, int64_t count, char *call) {
+    name_kernel(L, st, tag);
+    st->k.family = KERNEL_FLOAT;
+    st->k.count = count;
+    st->k.call = call;
+    BlobGridDim grid[3] = {{0, (uint32_t)count, FLOAT_BLOCK}, {1, 0, 1}, {1, 0, 1}};
+    uint32_t block[3] = {FLOAT_BLOCK, 1, 1};
+    blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
+    static const int slots[6] = {BLOB_SLOT_IN, BLOB_SLOT_IN2, BLOB_SLOT_OUT,
+                                 BLOB_SLOT_W, BLOB_SLOT_P0, BLOB_SLOT_P1};
+    for (int i = 0; i < 6; i++) {
+        if (st->s.slot[slots[i]].space != BLOB_SPACE_NONE)
+            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slots[i], 0);
+        else
+            blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
+    }
+    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, count);
+}
+
+/* ---------------------------------------------------------------- binary layers */
+
+/* Words per pixel of a b1 value as stored: its format's, or for a canonical [N,32k] the
+ * same bytes read as k words; 0 when neither. */
+static int64_t stored_words(const Type *t) {
+    int64_t w = packed_words(t);
+    if (!w && t->rank == 2 && t->dim[1] % 32 == 0)
+        w = t->dim[1] / 32;
+    return w;
+}
+
+
+/* Thresholds and directions of a fused layer as the epilogue reads them: i32[o] each. */
+static void put_thresholds(Lower *L, LStep *st, const Value *t, const Value *dir, int64_t o) {
+    int32_t *tv = xmalloc((size_t)o * 4), *dv = xmalloc((size_t)o * 4);
+    for (int64_t c = 0; c < o; c++) {
+        tv[c] = (int32_t)const_at(t, t->type.dim[0] == 1 ? 0 : c);
+        dv[c] = dir ? (const_at(dir, dir->type.dim[0] == 1 ? 0 : c) < 0 ? -1 : 1) : 1;
+    }
+    st->s.slot[BLOB_SLOT_P0] = put_weights(L, tv, (size_t)o * 4);
+    st->s.slot[BLOB_SLOT_P1] = put_weights(L, dv, (size_t)o * 4);
+    free(tv);
+    free(dv);
+}
+
+/* The float epilogue of a binary layer whose accumulator is cast to f32: scale 1, bias -0
+ * (x + -0 is x for every x, so the cast stays exact). */
+static void put_cast_epilogue(Lower *L, LStep *st, int64_t o) {
+    float *s = xmalloc((size_t)o * 4), *b = xmalloc((size_t)o * 4);
+    for (int64_t c = 0; c < o; c++)
+        s[c] = 1.0f, b[c] = -0.0f;
+    st->s.slot[BLOB_SLOT_P0] = put_weights(L, s, (size_t)o * 4);
+    st->s.slot[BLOB_SLOT_P1] = put_weights(L, b, (size_t)o * 4);
+    free(s);
+    free(b);
+}
+
+/* The words per row of a bit result: its format's, or for a canonical b1 graph output of
+ * [N,C] with C a multiple of 32, C/32 (then both storages are the same bytes). */
+static int out_words(Lower *L, const Value *v, int64_t *words) {
+    *words = packed_words(&v->type);
+    if (*words)
+        return 0;
+    if (v->type.rank == 2 && v->type.dim[1] % 32 == 0) {
+        *words = v->type.dim[1] / 32;
+        return 0;
+    }
+    return unsupported(L, "a b1 graph output other than [N, 32*k] (its bits are stored "
+                          "NHWC-packed); end the model on a float or integer value");
+}
+
+/* Per-layer choices from what follows the accumulator: a threshold (bits), a cast (f32),
+ * or the plain i32. */
+typedef struct Epilogue {
+    uint32_t kind;
+    const Value *out; /* the value the step writes */
+    const Value *t, *dir;
+    float *scale, *bias; /* AFFINE: per output channel (malloc'ed) */
+} Epilogue;
+
+static float *broadcast_const(const Value *k, const Type *x, int64_t *channels, int64_t *spatial);
+
+/* The values of the constant operand of m, an elementwise op reading x, when they have
+ * the shape (channels, spatial) of x's other affine parameters; else NULL. */
+static float *affine_operand(const Node *m, const Value *x, int64_t channels, int64_t spatial) {
+    if (m->nin != 2 || (m->in[0] != x && m->in[1] != x) || !type_equal(&m->out[0]->type, &x->type) ||
+        x->type.dtype != TY_F32)
+        return NULL;
+    const Value *k = m->in[0] == x ? m->in[1] : m->in[0];
+    if (k->kind != VAL_CONST || k->type.dtype != TY_F32)
+        return NULL;
+    int64_t c, sp;
+    float *v = broadcast_const(k, &x->type, &c, &sp);
+    if (v && (c != channels || sp != spatial)) {
+        free(v);
+        v = NULL;
+    }
+    return v;
+}
+
+/* Fold what follows v into y = v * scale + bias (scale and bias hold the identity 1 and
+ * -0 on entry, or after a mul/div only the identity bias), as long as that computes the
+ * very same float operations: a mul by a constant (when allow_mul), then an add or a
+ * subtraction of a constant. Each folded op must be the only user of the previous value.
+ * Returns the last value folded in. */
+static const Value *absorb_affine(Lower *L, const Value *v, float *scale, float *bias, int64_t channels,
+                                  int64_t spatial, bool allow_mul) {
+    Node *m = only_user(L->g, v);
+    float *k;
+    if (allow_mul && m && m->op == OP_MUL && (k = affine_operand(m, v, channels, spatial))) {
+        memcpy(scale, k, (size_t)channels * 4);
+        free(k);
+        L->done[node_index(L->g, m)] = true;
+        v = m->out[0];
+        m = only_user(L->g, v);
+    }
+    if (m && (m->op == OP_ADD || (m->op == OP_SUB && m->in[0] == v)) &&
+        (k = affine_operand(m, v, channels, spatial))) {
+        for (int64_t c = 0; c < channels; c++)
+            bias[c] = m->op == OP_SUB ? -k[c] : k[c];
+        free(k);
+        L->done[node_index(L->g, m)] = true;
+        v = m->out[0];
+    }
+    return v;
+}
+
+static int choose_epilogue(Lower *L, const Node *layer, const Value *t, const Value *dir, Epilogue *e) {
+    const Graph *g = L->g;
+    memset(e, 0, sizeof *e);
+    e->out = layer->out[0];
+    if (layer->op == OP_BDENSE || layer->op == OP_BCONV2D) {
+        e->kind = BLOB_EPI_THRESHOLD;
+        e->t = t, e->dir = dir;
+        return 0;
+    }
+    e->kind = BLOB_EPI_I32;
+    Node *u = only_user(g, layer->out[0]);
+    if (u && u->op == OP_THRESHOLD && u->in[1]->kind == VAL_CONST && u->in[1]->type.rank == 1 &&
+        (u->nin < 3 || u->in[2]->kind == VAL_CONST)) {
+        e->kind = BLOB_EPI_THRESHOLD;
+        e->out = u->out[0];
+        e->t = u->in[1];
+        e->dir = u->nin == 3 ? u->in[2] : NULL;
+        L->done[node_index(g, u)] = true;
+    } else if (u && u->op == OP_CAST && u->out[0]->type.dtype == TY_F32) {
+        /* (float)acc * 1 + -0 is the cast, exactly; a scale and a bias may follow. */
+        e->kind = BLOB_EPI_AFFINE;
+        L->done[node_index(g, u)] = true;
+        int64_t o = layer->out[0]->type.dim[1], sp = spatial_of(&layer->out[0]->type);
+        e->scale = xmalloc((size_t)o * 4);
+        e->bias = xmalloc((size_t)o * 4);
+        for (int64_t c = 0; c < o; c++)
+            e->scale[c] = 1.0f, e->bias[c] = -0.0f;
+        e->out = absorb_affine(L, u->out[0], e->scale, e->bias, o, sp, true);
+    }
+    return 0;
+}
+
+static void set_epilogue_operands(Lower *L, LStep *st, const Epilogue *e, int64_t o) {
+    st->s.epilogue = e->kind;
+    if (e->kind == BLOB_EPI_THRESHOLD)
+        put_thresholds(L, st, e->t, e->dir, o);
+    else if (e->kind == BLOB_EPI_AFFINE && e->scale) {
+        st->s.slot[BLOB_SLOT_P0] = put_weights(L, e->scale, (size_t)o * 4);
+        st->s.slot[BLOB_SLOT_P1] = put_weights(L, e->bias, (size_t)o * 4);
+    } else if (e->kind == BLOB_EPI_AFFINE) {
+        put_cast_epilogue(L, st, o);
+    }
+}
+
+static void free_epilogue(Epilogue *e) {
+    free(e->scale);
+    free(e->bias);
+    e->scale = e->bias = NULL;
+}
+
+static const char *epi_macro(uint32_t kind) {
+    return kind == BLOB_EPI_THRESHOLD ? "BNN_EPI_THRESHOLD" : kind == BLOB_EPI_AFFINE ? "BNN_EPI_AFFINE" : "BNN_EPI_I32";
+}
+
+/* Kernel arguments of both families: X, W, popc table, ep0, ep1, Y, batch * rows_arg. */
+static void add_family_args(LStep *st, int64_t rows_arg) {
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
+    for (int slot = BLOB_SLOT_P0; slot <= BLOB_SLOT_P1; slot++)
+        if (st->s.slot[slot].space != BLOB_SPACE_NONE)
+            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slot, 0);
+        else
+            blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows_arg);
+}
+
+/* dense over b1 x b1 (bdense, or dense with its threshold / cast) -> one bgemm step. */
+static int lower_bgemm(Lower *L, const Node *n, const Value *t, const Value *dir) {
+    const Value *x = n->in[0], *w = n->in[1];
+    if (w->kind != VAL_CONST)
+        return unsupported(L, "a binary dense layer with non-constant weights");
+    int64_t k = x->type.dim[1], o = w->type.dim[0], words = stored_words(&x->type);
+    if (x->type.rank != 2 || !words || words % 4)
+        return unsupported(L, "a binary dense layer on this input format");
+    Epilogue e;
+    choose_epilogue(L, n, t, dir, &e);
+    int64_t owords = 0;
+    if (e.kind == BLOB_EPI_THRESHOLD && out_words(L, e.out, &owords))
+        return -1;
+    /* W as o rows of `words` words, bit k%32 of word k/32; popc of each row for the GPU. */
+    uint32_t *wb = xcalloc((size_t)(o * words), 4);
+    int32_t *wpop = xcalloc((size_t)o, 4);
+    for (int64_t r = 0; r < o; r++)
+        for (int64_t i = 0; i < k; i++)
+            if (bit_get(w->data, r * k + i)) {
+                wb[r * words + i / 32] |= 1u << (i % 32);
+                wpop[r]++;
+            }
+    int in = buf_of(L, x);
+    int out = def_buf(L, e.out);
+    LStep *st = new_step(L, BLOB_STEP_BGEMM);
+    use_arena(L, st, BLOB_SLOT_IN, in);
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.slot[BLOB_SLOT_W] = put_weights(L, wb, (size_t)(o * words) * 4);
+    st->s.slot[BLOB_SLOT_X0] = put_weights(L, wpop, (size_t)o * 4);
+    free(wb);
+    free(wpop);
+    set_epilogue_operands(L, st, &e, o);
+    free_epilogue(&e);
+    st->s.bgemm = (BlobBgemmParams){.rows = 1, .n = o, .k = k, .words = words, .out_words = owords};
+    name_kernel(L, st, "bgemm");
+    st->k.family = KERNEL_BGEMM;
+    st->k.defines = str_printf("#define BG_NAME %s\n#define BG_N %lld\n#define BG_K %lld\n#define BG_EPI %s\n"
+                               "#define BG_LDA %lld\n#define BG_LDW %lld\n#define BG_LDY %lld\n",
+                               st->k.name, (long long)o, (long long)k, epi_macro(e.kind), (long long)words,
+                               (long long)words, (long long)(owords ? owords : o));
+    BlobGridDim grid[3] = {{(uint32_t)((o + BNN_BGEMM_BN - 1) / BNN_BGEMM_BN), 0, 1}, {0, 1, BNN_BGEMM_BM}, {1, 0, 1}};
+    uint32_t block[3] = {(uint32_t)bnn_tile_threads(BNN_BGEMM_WM, BNN_BGEMM_WN), 1, 1};
+    blob_step_set_kernel(&st->s, st->k.name, grid, block,
+                         (uint32_t)bnn_tile_smem(BNN_BGEMM_BM, BNN_BGEMM_BN, BNN_BGEMM_KC, BNN_BGEMM_STAGES));
+    add_family_args(st, 1);
+    return 0;
+}
+
+typedef struct PoolSpec {
+    int64_t k[2], s[2], p[4];
+    bool before; /* pool the accumulator, then threshold (else: OR of the bits) */
+} PoolSpec;
+
+/* The float epilogue of a convolution whose pool the kernel cannot fuse: (float)acc, negated
+ * on the channels where the pool is a min (an OR of "acc <= t" bits is "min(acc) <= t"). */
+static void put_pool_epilogue(Lower *L, LStep *st, const PoolSpec *ps, const Value *dir, int64_t o) {
+    float *s = xmalloc((size_t)o * 4), *b = xmalloc((size_t)o * 4);
+    for (int64_t c = 0; c < o; c++) {
+        bool down = dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : c) < 0;
+        s[c] = !ps->before && down ? -1.0f : 1.0f;
+        b[c] = -0.0f;
+    }
+    st->s.epilogue = BLOB_EPI_AFFINE;
+    st->s.slot[BLOB_SLOT_P0] = put_weights(L, s, (size_t)o * 4);
+    st->s.slot[BLOB_SLOT_P1] = put_weights(L, b, (size_t)o * 4);
+    free(s);
+    free(b);
+}
+
+static void emit_pool(Lower *L, int in, int out, const BlobPoolParams *pp, bool max) {
+    LStep *st = new_step(L, max ? BLOB_STEP_MAXPOOL : BLOB_STEP_AVGPOOL);
+    use_arena(L, st, BLOB_SLOT_IN, in);
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.pool = *pp;
+    float_kernel(L, st, max ? "maxpool" : "avgpool", pp->c * pp->oh * pp->ow,
+                 str_printf("bnn_pool(item, j, (const float *)in, (float *)out, %lld, %lld, %lld, %lld, %lld, "
+                            "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %s)",
+                            (long long)pp->c, (long long)pp->h, (long long)pp->w, (long long)pp->kh,
+                            (long long)pp->kw, (long long)pp->stride_h, (long long)pp->stride_w,
+                            (long long)pp->pad_top, (long long)pp->pad_left, (long long)pp->pad_bottom,
+                            (long long)pp->pad_right, (long long)pp->oh, (long long)pp->ow,
+                            (long long)pp->count_include_pad, max ? "true" : "false"));
+}
+
+static void add_pack(Lower *L, int in, const Type *xt, const Value *out, int zero);
+static void add_affine(Lower *L, int in, int out, const float *scale, const float *bias, int64_t channels,
+                       int64_t spatial, bool div);
+
+/* The rest of an unfusable pooled bconv2d: max-pool the float accumulators (exact: they
+ * are integers below 2^24), then threshold them as floats (x - t >= 0, exact) and pack. */
+static int pool_and_threshold(Lower *L, const Node *n, int acc, int64_t O, int64_t OH, int64_t OW,
+                              const PoolSpec *ps, const Value *t, const Value *dir) {
+    const Value *y = n->out[0];
+    int64_t PH = y->type.dim[2], PW = y->type.dim[3], words;
+    if (out_words(L, y, &words))
+        return -1;
+    if (!packed_words(&y->type) && PH * PW > 1)
+        return unsupported(L, "a b1 graph output of a convolution");
+    float *scale = xmalloc((size_t)O * 4), *bias = xmalloc((size_t)O * 4);
+    for (int64_t c = 0; c < O; c++) {
+        double tv = const_at(t, t->type.dim[0] == 1 ? 0 : c);
+        bool down = dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : c) < 0;
+        if (!ps->before && down) /* the pool took max(-acc): acc_min <= t is -acc_min >= -t */
+            tv = -tv, down = false;
+        if ((double)(float)tv != tv) {
+            free(scale);
+            free(bias);
+            return unsupported(L, "a pooled threshold that is not exact in float32");
+        }
+        scale[c] = down ? -1.0f : 1.0f;
+        bias[c] = down ? (float)tv : (float)-tv;
+    }
+    BlobPoolParams pp = {.c = O, .h = OH, .w = OW, .kh = ps->k[0], .kw = ps->k[1], .stride_h = ps->s[0],
+                         .stride_w = ps->s[1], .pad_top = ps->p[0], .pad_left = ps->p[1],
+                         .pad_bottom = ps->p[2], .pad_right = ps->p[3], .oh = PH, .ow = PW};
+    int pooled = new_buf(L, O * PH * PW * 4), shifted = new_buf(L, O * PH * PW * 4);
+    emit_pool(L, acc, pooled, &pp, true);
+    add_affine(L, pooled, shifted, scale, bias, O, PH * PW, false);
+    free(scale);
+    free(bias);
+    Type ft = y->type;
+    ft.dtype = TY_F32;
+    memset(&ft.pack, 0, sizeof ft.pack);
+    add_pack(L, shifted, &ft, y, 1);
+    return 0;
+}
+
+/* A max-pool of bits the bconv epilogue can do: 2x2, stride 2, no padding, floor. */
+static bool fusable_pool(const Node *mp, int64_t oh, int64_t ow) {
+    if (mp->op != OP_MAXPOOL || mp->in[0]->type.dtype != TY_B1)
+        return false;
+    int64_t k[2] = {0, 0}, s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
+    attr_ints(mp, "kernel", k, 2, 2, k);
+    attr_ints(mp, "strides", s, 2, 2, s);
+    attr_ints(mp, "dilations", d, 2, 2, d);
+    attr_ints(mp, "pads", p, 4, 4, p);
+    bool ceil_mode = attr_int(mp, "ceil_mode", 0) != 0;
+    return k[0] == 2 && k[1] == 2 && s[0] == 2 && s[1] == 2 && d[0] == 1 && d[1] == 1 && !p[0] && !p[1] &&
+           !p[2] && !p[3] && (!ceil_mode || (oh % 2 == 0 && ow % 2 == 0)) && oh >= 2 && ow >= 2;
+}
+
+/* conv2d over b1 x b1 (bconv2d, or conv2d with its threshold / cast) -> a bconv step. The
+ * GPU kernel writes integer and float results NHWC only, so for those the CPU runs the
+ * bconv step (NCHW out) while the GPU runs the kernel into a scratch buffer and a
+ * transpose: three steps, the first CPU-only, the other two GPU-only. */
+static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir) {
+    const Value *x = n->in[0], *w = n->in[1];
+    if (w->kind != VAL_CONST)
+        return unsupported(L, "a binary convolution with non-constant weights");
+    int64_t cwp = packed_words(&x->type);
+    if (x->type.rank != 4 || !cwp || cwp % 4)
+        return unsupported(L, "a binary convolution on this input format");
+    if (attr_int(n, "groups", 1) != 1)
+        return unsupported(L, "a grouped binary convolution");
+    int64_t pad_value = attr_int(n, "pad_value", 0);
+    if (pad_value < 0)
+        return unsupported(L, "a binary convolution padded with -1 (pad_value=-1)");
+    int64_t C = x->type.dim[1], H = x->type.dim[2], W = x->type.dim[3];
+    int64_t O = w->type.dim[0], KH = w->type.dim[2], KW = w->type.dim[3];
+    int64_t s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
+    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+    attr_ints(n, "strides", s, 2, 2, one2);
+    attr_ints(n, "dilations", d, 2, 2, one2);
+    attr_ints(n, "pads", p, 4, 4, zero4);
+    int64_t OH = (H + p[0] + p[2] - d[0] * (KH - 1) - 1) / s[0] + 1;
+    int64_t OW = (W + p[1] + p[3] - d[1] * (KW - 1) - 1) / s[1] + 1;
+    bool pool = get_attr(n, "pool_kernel") != NULL, fallback = false;
+    PoolSpec ps = {{2, 2}, {2, 2}, {0, 0, 0, 0}, false};
+    if (pool) {
+        attr_ints(n, "pool_kernel", ps.k, 2, 2, one2);
+        attr_ints(n, "pool_strides", ps.s, 2, 2, one2);
+        attr_ints(n, "pool_pads", ps.p, 4, 4, zero4);
+        ps.before = attr_int(n, "pool_before", 0) != 0;
+        bool ceil_mode = attr_int(n, "pool_ceil_mode", 0) != 0;
+        /* Pooling the accumulator before the threshold is the OR of the bits the epilogue
+         * computes where dir = +1; where dir = -1 it is their AND, which it cannot do. */
+        bool down = false;
+        for (int64_t c = 0; dir && c < dir->type.dim[0]; c++)
+            down = down || const_at(dir, c) < 0;
+        fallback = ps.k[0] != 2 || ps.k[1] != 2 || ps.s[0] != 2 || ps.s[1] != 2 || ps.p[0] || ps.p[1] ||
+                   ps.p[2] || ps.p[3] || (ceil_mode && (OH % 2 || OW % 2)) || OH < 2 || OW < 2 ||
+                   (ps.before && down);
+        pool = !fallback;
+    }
+    Epilogue e;
+    if (fallback) { /* float accumulators out, pooled and thresholded by later steps */
+        memset(&e, 0, sizeof e);
+        e.kind = BLOB_EPI_AFFINE;
+    } else {
+        choose_epilogue(L, n, t, dir, &e);
+    }
+    Node *mp = e.kind == BLOB_EPI_THRESHOLD && !pool ? only_user(L->g, e.out) : NULL;
+    if (mp && fusable_pool(mp, OH, OW)) { /* what fuse-binary does at -O2 */
+        pool = true;
+        e.out = mp->out[0];
+        L->done[node_index(L->g, mp)] = true;
+    }
+    int64_t owords = 0;
+    if (e.kind == BLOB_EPI_THRESHOLD && out_words(L, e.out, &owords))
+        return -1;
+    if (e.kind == BLOB_EPI_THRESHOLD && !packed_words(&e.out->type) && OH * OW > 1)
+        return unsupported(L, "a b1 graph output of a convolution");
+    /* W as [O][KH][KW][cwp] words; the popc(w) prefix table P[(KH+1)(KW+1)][O] (bconv.cu). */
+    int64_t ldw = KH * KW * cwp, cells = (KH + 1) * (KW + 1);
+    uint32_t *wb = xcalloc((size_t)(O * ldw), 4);
+    int32_t *pt = xcalloc((size_t)(cells * O), 4);
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t kh = 0; kh < KH; kh++)
+                for (int64_t kw = 0; kw < KW; kw++)
+                    if (bit_get(w->data, ((o * C + c) * KH + kh) * KW + kw))
+                        wb[o * ldw + (kh * KW + kw) * cwp + c / 32] |= 1u << (c % 32);
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t i = 0; i <= KH; i++)
+            for (int64_t j = 0; j <= KW; j++) {
+                int sum = 0;
+                for (int64_t kh = 0; kh < i; kh++)
+                    for (int64_t kw = 0; kw < j; kw++)
+                        for (int64_t q = 0; q < cwp; q++)
+                            sum += __builtin_popcount(wb[o * ldw + (kh * KW + kw) * cwp + q]);
+                pt[(i * (KW + 1) + j) * O + o] = sum;
+            }
+    BlobRef wref = put_weights(L, wb, (size_t)(O * ldw) * 4);
+    BlobRef pref = put_weights(L, pt, (size_t)(cells * O) * 4);
+    free(wb);
+    free(pt);
+    int in = buf_of(L, x);
+    int out = fallback ? new_buf(L, O * OH * OW * 4) : def_buf(L, e.out);
+    bool bits = e.kind == BLOB_EPI_THRESHOLD;
+    BlobBconvParams bp = {.h = H, .w = W, .c = C, .words = cwp, .o = O, .kh = KH, .kw = KW,
+                          .stride_h = s[0], .stride_w = s[1], .pad_top = p[0], .pad_left = p[1],
+                          .pad_bottom = p[2], .pad_right = p[3], .pad_value = pad_value,
+                          .dil_h = d[0], .dil_w = d[1], .oh = OH, .ow = OW, .pool = pool,
+                          .out_words = owords, .out_layout = bits ? BLOB_LAYOUT_SC : BLOB_LAYOUT_CS};
+    int64_t pix = pool ? OH / 2 * (OW / 2) * 4 : OH * OW;
+    /* The CPU's step (for bits, also the GPU's). */
+    LStep *st = new_step(L, BLOB_STEP_BCONV);
+    use_arena(L, st, BLOB_SLOT_IN, in);
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.slot[BLOB_SLOT_W] = wref;
+    st->s.slot[BLOB_SLOT_X0] = pref;
+    if (fallback)
+        put_pool_epilogue(L, st, &ps, dir, O);
+    else
+        set_epilogue_operands(L, st, &e, O);
+    free_epilogue(&e);
+    st->s.bconv = bp;
+    BlobRef ep0 = st->s.slot[BLOB_SLOT_P0], ep1 = st->s.slot[BLOB_SLOT_P1];
+    int scratch = -1;
+    if (!bits) {
+        st->s.flags |= BLOB_STEP_CPU_ONLY;
+        scratch = new_buf(L, L->bufs[out].bytes);
+        st = new_step(L, BLOB_STEP_KERNEL); /* the GPU's convolution, NHWC into scratch */
+        use_arena(L, st, BLOB_SLOT_IN, in);
+        use_arena(L, st, BLOB_SLOT_OUT, scratch);
+        st->s.slot[BLOB_SLOT_W] = wref;
+        st->s.slot[BLOB_SLOT_X0] = pref;
+        st->s.slot[BLOB_SLOT_P0] = ep0;
+        st->s.slot[BLOB_SLOT_P1] = ep1;
+    }
+    name_kernel(L, st, "bconv");
+    st->k.family = KERNEL_BCONV;
+    st->k.defines = str_printf(
+        "#define BC_NAME %s\n#define BC_C %lld\n#define BC_H %lld\n#define BC_W %lld\n#define BC_O %lld\n"
+        "#define BC_KH %lld\n#define BC_KW %lld\n#define BC_SH %lld\n#define BC_SW %lld\n"
+        "#define BC_PT %lld\n#define BC_PL %lld\n#define BC_PB %lld\n#define BC_PR %lld\n"
+        "#define BC_DH %lld\n#define BC_DW %lld\n#define BC_PAD_ONE %d\n#define BC_POOL %d\n"
+        "#define BC_CWP %lld\n#define BC_EPI %s\n#define BC_LDY %lld\n",
+        st->k.name, (long long)C, (long long)H, (long long)W, (long long)O, (long long)KH, (long long)KW,
+        (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3],
+        (long long)d[0], (long long)d[1], pad_value > 0, pool, (long long)cwp, epi_macro(e.kind),
+        (long long)(bits ? owords : O));
+    BlobGridDim grid[3] = {{(uint32_t)((O + BNN_BCONV_BN - 1) / BNN_BCONV_BN), 0, 1},
+                           {0, (uint32_t)pix, BNN_BCONV_BM}, {1, 0, 1}};
+    uint32_t block[3] = {(uint32_t)bnn_tile_threads(BNN_BCONV_WM, BNN_BCONV_WN), 1, 1};
+    blob_step_set_kernel(&st->s, st->k.name, grid, block,
+                         (uint32_t)bnn_tile_smem(BNN_BCONV_BM, BNN_BCONV_BN, BNN_BCONV_KC, BNN_BCONV_STAGES));
+    add_family_args(st, 1);
+    if (!bits) {
+        st = new_step(L, BLOB_STEP_KERNEL); /* NHWC scratch -> the NCHW result */
+        use_arena(L, st, BLOB_SLOT_IN, scratch);
+        use_arena(L, st, BLOB_SLOT_OUT, out);
+        float_kernel(L, st, "transpose", O * OH * OW,
+                     str_printf("bnn_transpose_sc(item, j, (const unsigned *)in, (unsigned *)out, %lld, %lld)",
+                                (long long)(OH * OW), (long long)O));
+    }
+    if (fallback)
+        return pool_and_threshold(L, n, out, O, OH, OW, &ps, t, dir);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- float steps */
+
+/* f32 -> bits: binarize, or (after an affine) a float threshold. */
+static void add_pack(Lower *L, int in, const Type *xt, const Value *out, int zero) {
+    int64_t C = xt->dim[1], S = spatial_of(xt), words = 0;
+    out_words(L, out, &words);
+    int ob = def_buf(L, out);
+    LStep *st = new_step(L, BLOB_STEP_PACK);
+    use_arena(L, st, BLOB_SLOT_IN, in);
+    use_arena(L, st, BLOB_SLOT_OUT, ob);
+    st->s.pack = (BlobPackParams){.channels = C, .spatial = S, .words = words, .zero = zero,
+                                  .layout = BLOB_LAYOUT_CS};
+    float_kernel(L, st, "pack", S * words,
+                 str_printf("bnn_pack(item, j, (const float *)in, (unsigned *)out, %lld, %lld, %lld, %d, 0)",
+                            (long long)C, (long long)S, (long long)words, zero));
+}
+
+static int check_pack_target(Lower *L, const Type *xt, const Value *out) {
+    if (xt->dtype != TY_F32 || xt->rank < 2)
+        return unsupported(L, "binarizing a tensor of rank < 2");
+    int64_t words;
+    if (out_words(L, out, &words))
+        return -1;
+    if (!packed_words(&out->type) && spatial_of(xt) > 1)
+        return unsupported(L, "a b1 graph output with spatial dimensions");
+    return 0;
+}
+
+static int lower_binarize(Lower *L, const Node *n) {
+    if (check_pack_target(L, &n->in[0]->type, n->out[0]))
+        return -1;
+    add_pack(L, buf_of(L, n->in[0]), &n->in[0]->type, n->out[0], (int)attr_int(n, "zero", 1));
+    return 0;
+}
+
+/* y = x * scale[c] + bias[c] (or x / scale[c] + bias[c]) with per-channel (or, with
+ * channels = numel and spatial = 1, per-element) parameters. */
+static void add_affine(Lower *L, int in, int out, const float *scale, const float *bias, int64_t channels,
+                       int64_t spatial, bool div) {
+    LStep *st = new_step(L, BLOB_STEP_AFFINE);
+    use_arena(L, st, BLOB_SLOT_IN, in);
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.slot[BLOB_SLOT_P0] = put_weights(L, scale, (size_t)channels * 4);
+    st->s.slot[BLOB_SLOT_P1] = put_weights(L, bias, (size_t)channels * 4);
+    st->s.affine = (BlobAffineParams){.channels = channels, .spatial = spatial, .layout = BLOB_LAYOUT_CS,
+                                      .div = div};
+    float_kernel(L, st, div ? "div" : "affine", channels * spatial,
+                 str_printf("bnn_affine(item, j, (const float *)in, (const float *)p0, (const float *)p1, "
+                            "(float *)out, %lld, %lld, 0, %d)",
+                            (long long)channels, (long long)spatial, div));
+}
+
+/* The values of constant k broadcast against x's per-item shape: per channel (axis 1) when
+ * k varies along it only (*spatial = the rest), else per element (*spatial = 1). NULL when
+ * k has the batch axis or would grow x. */
+static float *broadcast_const(const Value *k, const Type *x, int64_t *channels, int64_t *spatial) {
+    int r = x->rank, kr = k->type.rank;
+    if (kr > r || k->type.dtype == TY_B1)
+        return NULL;
+    int64_t kd[MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        int ki = i - (r - kr);
+        kd[i] = ki >= 0 ? k->type.dim[ki] : 1;
+        if (kd[i] != 1 && kd[i] != x->dim[i])
+            return NULL;
+    }
+    if (r >= 1 && kd[0] != 1)
+        return NULL; /* one constant per batch item: not a plan operand */
+    bool per_channel = r >= 2;
+    for (int i = 0; i < r; i++)
+        if (i != 1 && kd[i] != 1)
+            per_channel = false;
+    if (per_channel) {
+        *channels = x->dim[1];
+        *spatial = spatial_of(x);
+        float *v = xmalloc((size_t)*channels * 4);
+        for (int64_t c = 0; c < *channels; c++)
+            v[c] = (float)const_at(k, kd[1] == 1 ? 0 : c);
+        return v;
+    }
+    int64_t n = item_numel(x);
+    *channels = n;
+    *spatial = 1;
+    float *v = xmalloc((size_t)n * 4);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t rem = i, at = 0, stride = 1;
+        for (int d = r - 1; d >= 1; d--) {
+            int64_t xi = rem % x->dim[d];
+            rem /= x->dim[d];
+            if (kd[d] != 1)
+                at += xi * stride;
+            stride *= kd[d];
+        }
+        v[i] = (float)const_at(k, at);
+    }
+    return v;
+}
+
+/* add, sub, mul, div with one constant operand: one affine step, exact (x*1, x + -0 are x). */
+static int lower_elementwise(Lower *L, const Node *n) {
+    const Value *a = n->in[0], *b = n->in[1], *y = n->out[0];
+    bool ca = a->kind == VAL_CONST, cb = b->kind == VAL_CONST;
+    if (!ca && !cb) {
+        if (n->op != OP_ADD || !type_equal(&a->type, &b->type) || !type_equal(&a->type, &y->type) ||
+            (y->type.dtype != TY_F32 && y->type.dtype != TY_I32))
+            return unsupported(L, "an elementwise op of two computed tensors other than add of equal shapes");
+        int out = def_buf(L, y);
+        LStep *st = new_step(L, BLOB_STEP_ADD);
+        use_arena(L, st, BLOB_SLOT_IN, buf_of(L, a));
+        use_arena(L, st, BLOB_SLOT_IN2, buf_of(L, b));
+        use_arena(L, st, BLOB_SLOT_OUT, out);
+        int64_t count = item_numel(&y->type);
+        bool f = y->type.dtype == TY_F32;
+        st->s.add = (BlobAddParams){.count = count, .dtype = f ? BLOB_DTYPE_F32 : BLOB_DTYPE_I32};
+        float_kernel(L, st, "add", count,
+                     str_printf(f ? "bnn_add_f32(item, j, (const float *)in, (const float *)in2, (float *)out, %lld, %lld)"
+                                  : "bnn_add_i32(item, j, (const int *)in, (const int *)in2, (int *)out, %lld, %lld)",
+                                (long long)count, (long long)count));
+        return 0;
+    }
+    if (ca && cb)
+        return unsupported(L, "an elementwise op of two constants (run cleanup: -O1 or more)");
+    const Value *x = ca ? b : a, *k = ca ? a : b;
+    if (x->type.dtype != TY_F32 || !type_equal(&x->type, &y->type))
+        return unsupported(L, "an elementwise op with a constant on a non-f32 tensor or one that broadcasts it");
+    int64_t channels, spatial;
+    float *kv = broadcast_const(k, &x->type, &channels, &spatial);
+    if (!kv)
+        return unsupported(L, "an elementwise op with a constant that does not broadcast into its input");
+    float *scale = xmalloc((size_t)channels * 4), *bias = xmalloc((size_t)channels * 4);
+    bool div = false;
+    for (int64_t c = 0; c < channels; c++) {
+        scale[c] = 1.0f, bias[c] = -0.0f;
+        switch (n->op) {
+        case OP_MUL: scale[c] = kv[c]; break;
+        case OP_ADD: bias[c] = kv[c]; break;
+        case OP_SUB:
+            if (ca)
+                scale[c] = -1.0f, bias[c] = kv[c]; /* k - x = -x + k, exactly */
+            else
+                bias[c] = -kv[c]; /* x - k = x + (-k), exactly */
+            break;
+        case OP_DIV: scale[c] = kv[c], div = true; break;
+        default: unreachable("not elementwise");
+        }
+    }
+    free(kv);
+    if (n->op == OP_DIV && ca) {
+        free(scale);
+        free(bias);
+        return unsupported(L, "a constant divided by a tensor");
+    }
+    if (n->op == OP_MUL || n->op == OP_DIV) /* x*s + b, x/s + b: still one rounding each */
+        y = absorb_affine(L, y, scale, bias, channels, spatial, false);
+    add_affine(L, buf_of(L, x), def_buf(L, y), scale, bias, channels, spatial, div);
+    free(scale);
+    free(bias);
+    return 0;
+}
+
+/* batchnorm = (x - mean) / sqrtf(var + eps) * scale + bias: three affine steps in the
+ * interpreter's order, so every rounding is the same. */
+static int lower_batchnorm(Lower *L, const Node *n) {
+    const Value *x = n->in[0], *y = n->out[0];
+    for (int i = 1; i < 5; i++)
+        if (n->in[i]->kind != VAL_CONST || n->in[i]->type.dtype != TY_F32)
+            return unsupported(L, "a batchnorm with non-constant parameters");
+    if (x->type.rank < 2)
+        return unsupported(L, "a batchnorm of rank < 2");
+    int64_t C = x->type.dim[1], S = spatial_of(&x->type);
+    float eps = attr_float(n, "epsilon", 1e-5f);
+    float *one = xmalloc((size_t)C * 4), *nmean = xmalloc((size_t)C * 4), *den = xmalloc((size_t)C * 4),
+          *zero = xmalloc((size_t)C * 4);
+    const float *scale = n->in[1]->data, *bias = n->in[2]->data, *mean = n->in[3]->data, *var = n->in[4]->data;
+    for (int64_t c = 0; c < C; c++) {
+        one[c] = 1.0f;
+        nmean[c] = -mean[c];
+        den[c] = sqrtf(var[c] + eps);
+        zero[c] = -0.0f;
+    }
+    int t1 = new_buf(L, value_bytes(&x->type)), t2 = new_buf(L, value_bytes(&x->type));
+    add_affine(L, buf_of(L, x), t1, one, nmean, C, S, false);
+    add_affine(L, t1, t2, den, zero, C, S, true);
+    add_affine(L, t2, def_buf(L, y), scale, bias, C, S, false);
+    free(one);
+    free(nmean);
+    free(den);
+    free(zero);
+    return 0;
+}
+
+/* A float threshold to bits: x >= t is x - t >= 0 (dir -1: t - x >= 0), exact in IEEE
+ * arithmetic for finite values, then packed with 0 -> +1. */
+static int lower_threshold(Lower *L, const Node *n) {
+    const Value *x = n->in[0], *t = n->in[1], *dir = n->nin == 3 ? n->in[2] : NULL;
+    if (t->type.rank != 1)
+        return unsupported(L, "a multi-level threshold (thresholds of rank 2)");
+    if (x->type.dtype != TY_F32)
+        return unsupported(L, "an integer threshold that is not fused into its binary layer");
+    if (t->kind != VAL_CONST || (dir && dir->kind != VAL_CONST))
+        return unsupported(L, "a threshold with non-constant thresholds");
+    if (check_pack_target(L, &x->type, n->out[0]))
+        return -1;
+    int64_t C = x->type.dim[1], S = spatial_of(&x->type);
+    float *scale = xmalloc((size_t)C * 4), *bias = xmalloc((size_t)C * 4);
+    for (int64_t c = 0; c < C; c++) {
+        float tv = (float)const_at(t, t->type.dim[0] == 1 ? 0 : c);
+        bool down = dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : c) < 0;
+        scale[c] = down ? -1.0f : 1.0f;
+        bias[c] = down ? tv : -tv;
+    }
+    int tmp = new_buf(L, value_bytes(&x->type));
+    add_affine(L, buf_of(L, x), tmp, scale, bias, C, S, false);
+    free(scale);
+    free(bias);
+    add_pack(L, tmp, &x->type, n->out[0], 1);
+    return 0;
+}
+
+static int lower_cast(Lower *L, const Node *n) {
+    const Value *x = n->in[0], *y = n->out[0];
+    DType from = x->type.dtype;
+    if (y->type.dtype != TY_F32)
+        return unsupported(L, "a cast to anything but f32");
+    if (from == TY_B1) {
+        int64_t C = x->type.dim[1], S = spatial_of(&x->type), words = packed_words(&x->type);
+        if (x->type.rank < 2 || !words)
+            return unsupported(L, "a cast of a canonical b1 tensor");
+        int out = def_buf(L, y);
+        LStep *st = new_step(L, BLOB_STEP_UNPACK);
+        use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+        use_arena(L, st, BLOB_SLOT_OUT, out);
+        st->s.unpack = (BlobUnpackParams){.channels = C, .spatial = S, .words = words, .layout = BLOB_LAYOUT_CS};
+        float_kernel(L, st, "unpack", C * S,
+                     str_printf("bnn_unpack(item, j, (const unsigned *)in, (float *)out, %lld, %lld, %lld, 0)",
+                                (long long)C, (long long)S, (long long)words));
+        return 0;
+    }
+    if (from != TY_I32 && from != TY_I8 && from != TY_U8)
+        return unsupported(L, "a cast from this dtype");
+    int64_t count = item_numel(&y->type);
+    int out = def_buf(L, y);
+    LStep *st = new_step(L, BLOB_STEP_CAST);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.cast = (BlobCastParams){.count = count, .from = blob_dtype(from), .to = BLOB_DTYPE_F32};
+    float_kernel(L, st, "cast", count,
+                 str_printf("bnn_cast(item, j, in, (float *)out, %lld, %d)", (long long)count, blob_dtype(from)));
+    return 0;
+}
+
+static int lower_dense_f32(Lower *L, const Node *n) {
+    const Value *x = n->in[0], *w = n->in[1], *b = n->nin == 3 ? n->in[2] : NULL;
+    if (x->type.dtype != TY_F32 || w->type.dtype != TY_F32 || w->kind != VAL_CONST ||
+        (b && (b->kind != VAL_CONST || b->type.dtype != TY_F32)) || x->type.rank != 2)
+        return unsupported(L, "a dense layer of this form (float activations, constant float weights expected)");
+    int64_t k = x->type.dim[1], o = w->type.dim[0];
+    int out = def_buf(L, n->out[0]);
+    LStep *st = new_step(L, BLOB_STEP_DENSE);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.slot[BLOB_SLOT_W] = put_weights(L, w->data, (size_t)(o * k) * 4);
+    if (b)
+        st->s.slot[BLOB_SLOT_P0] = put_weights(L, b->data, (size_t)o * 4);
+    st->s.dense = (BlobDenseParams){.rows = 1, .n = o, .k = k};
+    float_kernel(L, st, "dense", o,
+                 str_printf("bnn_dense(item, j, (const float *)in, (const float *)w, (const float *)p0, "
+                            "(float *)out, 1, %lld, %lld)", (long long)o, (long long)k));
+    return 0;
+}
+
+static int lower_conv2d_f32(Lower *L, const Node *n) {
+    const Value *x = n->in[0], *w = n->in[1], *b = n->nin == 3 ? n->in[2] : NULL;
+    if (x->type.dtype != TY_F32 || w->type.dtype != TY_F32 || w->kind != VAL_CONST ||
+        (b && (b->kind != VAL_CONST || b->type.dtype != TY_F32)))
+        return unsupported(L, "a convolution of this form (float activations, constant float weights expected)");
+    const Type *y = &n->out[0]->type;
+    int64_t s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
+    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+    attr_ints(n, "strides", s, 2, 2, one2);
+    attr_ints(n, "dilations", d, 2, 2, one2);
+    attr_ints(n, "pads", p, 4, 4, zero4);
+    BlobConv2dParams cp = {.c = x->type.dim[1], .h = x->type.dim[2], .w = x->type.dim[3], .o = y->dim[1],
+                           .kh = w->type.dim[2], .kw = w->type.dim[3], .stride_h = s[0], .stride_w = s[1],
+                           .pad_top = p[0], .pad_left = p[1], .pad_bottom = p[2], .pad_right = p[3],
+                           .dil_h = d[0], .dil_w = d[1], .groups = attr_int(n, "groups", 1),
+                           .oh = y->dim[2], .ow = y->dim[3]};
+    int out = def_buf(L, n->out[0]);
+    LStep *st = new_step(L, BLOB_STEP_CONV2D);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.slot[BLOB_SLOT_W] = put_weights(L, w->data, w->nbytes);
+    if (b)
+        st->s.slot[BLOB_SLOT_P0] = put_weights(L, b->data, (size_t)cp.o * 4);
+    st->s.conv2d = cp;
+    float_kernel(L, st, "conv2d", cp.o * cp.oh * cp.ow,
+                 str_printf("bnn_conv2d(item, j, (const float *)in, (const float *)w, (const float *)p0, "
+                            "(float *)out, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+                            "%lld, %lld, %lld, %lld)",
+                            (long long)cp.c, (long long)cp.h, (long long)cp.w, (long long)cp.o, (long long)cp.kh,
+                            (long long)cp.kw, (long long)cp.stride_h, (long long)cp.stride_w,
+                            (long long)cp.pad_top, (long long)cp.pad_left, (long long)cp.dil_h,
+                            (long long)cp.dil_w, (long long)cp.groups, (long long)cp.oh, (long long)cp.ow));
+    return 0;
+}
+
+/* Pools over f32; a max-pool of bits (the OR, i.e. the max of +-1) through floats:
+ * unpack, pool (padding ignored, an empty window is -inf, bit 0), pack. */
+static int lower_pool(Lower *L, const Node *n) {
+    const Value *x = n->in[0];
+    const Type *y = &n->out[0]->type;
+    bool max = n->op == OP_MAXPOOL, bits = x->type.dtype == TY_B1;
+    int64_t k[2], s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
+    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+    attr_ints(n, "kernel", k, 2, 2, one2);
+    attr_ints(n, "strides", s, 2, 2, one2);
+    attr_ints(n, "dilations", d, 2, 2, one2);
+    attr_ints(n, "pads", p, 4, 4, zero4);
+    if (d[0] != 1 || d[1] != 1)
+        return unsupported(L, "a dilated pool");
+    if (bits && (!packed_words(&x->type) || !stored_words(y) || (!packed_words(y) && y->dim[2] * y->dim[3] > 1)))
+        return unsupported(L, "a max-pool of bits in this format");
+    BlobPoolParams pp = {.c = x->type.dim[1], .h = x->type.dim[2], .w = x->type.dim[3], .kh = k[0], .kw = k[1],
+                         .stride_h = s[0], .stride_w = s[1], .pad_top = p[0], .pad_left = p[1],
+                         .pad_bottom = p[2], .pad_right = p[3], .oh = y->dim[2], .ow = y->dim[3],
+                         .count_include_pad = max ? 0 : attr_int(n, "count_include_pad", 0) != 0};
+    if (!bits) {
+        emit_pool(L, buf_of(L, x), def_buf(L, n->out[0]), &pp, max);
+        return 0;
+    }
+    int64_t words = packed_words(&x->type), S = pp.h * pp.w;
+    int fx = new_buf(L, pp.c * S * 4), fy = new_buf(L, pp.c * pp.oh * pp.ow * 4);
+    LStep *st = new_step(L, BLOB_STEP_UNPACK);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, fx);
+    st->s.unpack = (BlobUnpackParams){.channels = pp.c, .spatial = S, .words = words, .layout = BLOB_LAYOUT_CS};
+    float_kernel(L, st, "unpack", pp.c * S,
+                 str_printf("bnn_unpack(item, j, (const unsigned *)in, (float *)out, %lld, %lld, %lld, 0)",
+                            (long long)pp.c, (long long)S, (long long)words));
+    emit_pool(L, fx, fy, &pp, true);
+    Type ft = *y;
+    ft.dtype = TY_F32;
+    memset(&ft.pack, 0, sizeof ft.pack);
+    add_pack(L, fy, &ft, n->out[0], 1);
+    return 0;
+}
+
+static int lower_gap(Lower *L, const Node *n) {
+    const Value *x = n->in[0];
+    int64_t C = x->type.dim[1], S = spatial_of(&x->type);
+    int out = def_buf(L, n->out[0]);
+    LStep *st = new_step(L, BLOB_STEP_GLOBALAVGPOOL);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.gap = (BlobGapParams){.channels = C, .spatial = S};
+    float_kernel(L, st, "gap", C,
+                 str_printf("bnn_gap(item, j, (const float *)in, (float *)out, %lld, %lld)", (long long)C,
+                            (long long)S));
+    return 0;
+}
+
+static int lower_relu(Lower *L, const Node *n) {
+    if (n->op == OP_CLIP)
+        return unsupported_op(L);
+    int64_t count = item_numel(&n->out[0]->type);
+    int out = def_buf(L, n->out[0]);
+    LStep *st = new_step(L, BLOB_STEP_RELU);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, n->in[0]));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.relu = (BlobCountParams){.count = count};
+    float_kernel(L, st, "relu", count,
+                 str_printf("bnn_relu(item, j, (const float *)in, (float *)out, %lld)", (long long)count));
+    return 0;
+}
+
+/* argmax, or a top-1 whose values nobody reads: the first index of the maximum. */
+static int lower_argmax(Lower *L, const Node *n) {
+    const Value *x = n->in[0];
+    const Value *idx = n->op == OP_TOPK ? n->out[1] : n->out[0];
+    int r = x->type.rank;
+    int64_t axis = attr_int(n, "axis", -1);
+    if (axis < 0)
+        axis += r;
+    if (x->type.dtype != TY_F32 || axis != r - 1 || r < 2)
+        return unsupported(L, "an argmax or top-k over an axis other than the last");
+    if (n->op == OP_TOPK && (attr_int(n, "k", 0) != 1 || attr_int(n, "largest", 1) != 1 ||
+                             count_uses(L->g, n->out[0]) || is_output(L->g, n->out[0])))
+        return unsupported(L, "a top-k other than the index of the largest (k=1, values unused)");
+    int64_t cols = x->type.dim[r - 1], rows = item_numel(&x->type) / cols;
+    int out = def_buf(L, idx);
+    LStep *st = new_step(L, BLOB_STEP_ARGMAX);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.argmax = (BlobArgmaxParams){.rows = rows, .n = cols};
+    float_kernel(L, st, "argmax", rows,
+                 str_printf("bnn_argmax(item, j, (const float *)in, (long long *)out, %lld, %lld)",
+                            (long long)rows, (long long)cols));
+    return 0;
+}
+
+static int lower_softmax(Lower *L, const Node *n) {
+    const Value *x = n->in[0];
+    int r = x->type.rank;
+    int64_t axis = attr_int(n, "axis", -1);
+    if (axis < 0)
+        axis += r;
+    if (axis != r - 1 || r < 2)
+        return unsupported(L, "a softmax over an axis other than the last");
+    int64_t cols = x->type.dim[r - 1], rows = item_numel(&x->type) / cols;
+    int out = def_buf(L, n->out[0]);
+    LStep *st = new_step(L, BLOB_STEP_SOFTMAX);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.softmax = (BlobSoftmaxParams){.rows = rows, .n = cols};
+    float_kernel(L, st, "softmax", rows,
+                 str_printf("bnn_softmax(item, j, (const float *)in, (float *)out, %lld, %lld)",
+                            (long long)rows, (long long)cols));
+    return 0;
+}
+
+/* Bits from one storage to another (NHWC-packed -> flattened, packed -> the canonical
+ * storage of a b1 graph output): unpack to +-1 floats in row-major order, pack them again
+ * in y's shape. Exact. */
+static int convert_bits(Lower *L, const Value *x, const Value *y) {
+    int64_t wi = stored_words(&x->type);
+    if (!wi || !stored_words(&y->type) || x->type.rank < 2 || y->type.rank < 2 ||
+        (!packed_words(&y->type) && spatial_of(&y->type) > 1))
+        return unsupported(L, "this change of bit layout");
+    int64_t C = x->type.dim[1], S = spatial_of(&x->type);
+    Type ft = y->type;
+    ft.dtype = TY_F32;
+    memset(&ft.pack, 0, sizeof ft.pack);
+    int tmp = new_buf(L, value_bytes(&ft));
+    LStep *st = new_step(L, BLOB_STEP_UNPACK);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, tmp);
+    st->s.unpack = (BlobUnpackParams){.channels = C, .spatial = S, .words = wi, .layout = BLOB_LAYOUT_CS};
+    float_kernel(L, st, "unpack", C * S,
+                 str_printf("bnn_unpack(item, j, (const unsigned *)in, (float *)out, %lld, %lld, %lld, 0)",
+                            (long long)C, (long long)S, (long long)wi));
+    add_pack(L, tmp, &ft, y, 1);
+    return 0;
+}
+
+/* reshape keeps the bytes of canonical tensors: the result shares its input's buffer.
+ * Packed bits keep their order only for [N,C] <-> [N,C,1,..]; else they are converted. */
+static int lower_reshape(Lower *L, const Node *n) {
+    const Value *x = n->in[0], *y = n->out[0];
+    if (x->kind == VAL_CONST)
+        return unsupported(L, "a reshape of a constant (run cleanup: -O1 or more)");
+    bool same = value_bytes(&x->type) == value_bytes(&y->type);
+    if (x->type.dtype == TY_B1)
+        same = same && x->type.dim[1] == y->type.dim[1] && spatial_of(&x->type) == 1 &&
+               spatial_of(&y->type) == 1 && stored_words(&x->type) == stored_words(&y->type);
+    if (!same)
+        return x->type.dtype == TY_B1 ? convert_bits(L, x, y)
+                                      : unsupported(L, "a reshape that changes the byte count");
+    L->vbuf[y->id] = buf_of(L, x);
+    return 0;
+}
+
+/* A change of bit format (e.g. packed -> the canonical storage of a b1 graph output). */
+static int lower_repack(Lower *L, const Node *n) {
+    const Value *x = n->in[0], *y = n->out[0];
+    int64_t wi = stored_words(&x->type), wo = stored_words(&y->type);
+    if (type_equal(&x->type, &y->type) || (wi && wi == wo && spatial_of(&x->type) == 1)) {
+        L->vbuf[y->id] = buf_of(L, x);
+        return 0;
+    }
+    return convert_bits(L, x, y);
+}
+
+static int lower_node(Lower *L, const Node *n) {
+    switch (n->op) {
+    case OP_BDENSE: return lower_bgemm(L, n, n->in[2], n->in[3]);
+    case OP_BCONV2D: return lower_bconv(L, n, n->in[2], n->in[3]);
+    case OP_DENSE:
+        if (n->in[0]->type.dtype == TY_B1 && n->in[1]->type.dtype == TY_B1)
+            return lower_bgemm(L, n, NULL, NULL);
+        return lower_dense_f32(L, n);
+    case OP_CONV2D:
+        if (n->in[0]->type.dtype == TY_B1 && n->in[1]->type.dtype == TY_B1)
+            return lower_bconv(L, n, NULL, NULL);
+        return lower_conv2d_f32(L, n);
+    case OP_BINARIZE: return lower_binarize(L, n);
+    case OP_THRESHOLD: return lower_threshold(L, n);
+    case OP_BATCHNORM: return lower_batchnorm(L, n);
+    case OP_CAST: return lower_cast(L, n);
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_DIV: return lower_elementwise(L, n);
+    case OP_MAXPOOL:
+    case OP_AVGPOOL: return lower_pool(L, n);
+    case OP_GLOBALAVGPOOL: return lower_gap(L, n);
+    case OP_RELU:
+    case OP_CLIP: return lower_relu(L, n);
+    case OP_ARGMAX:
+    case OP_TOPK: return lower_argmax(L, n);
+    case OP_RESHAPE: return lower_reshape(L, n);
+    case OP_SOFTMAX: return lower_softmax(L, n);
+    case OP_REPACK: return lower_repack(L, n);
+    default: return unsupported_op(L);
+    }
+}
+
+/* ---------------------------------------------------------------- the arena */
+
+/* First fit in order of definition: each buffer takes the lowest aligned offset that no
+ * buffer live at the same time holds. A step's output never shares its inputs' bytes. */
+static int64_t plan_arena(Lower *L) {
+    for (int s = 0; s < L->nsteps; s++)
+        for (int i = 0; i < BLOB_MAX_SLOTS; i++) {
+            int b = L->steps[s].buf[i];
+            if (b < 0)
+                continue;
+            if (s < L->bufs[b].first)
+                L->bufs[b].first = s;
+            if (s > L->bufs[b].last)
+                L->bufs[b].last = s;
+        }
+    int *order = xmalloc((size_t)(L->nbufs + 1) * sizeof *order), n = 0;
+    for (int b = 0; b < L->nbufs; b++) {
+        LBuf *x = &L->bufs[b];
+        if (x->pinned)
+            x->first = -1, x->last = INT_MAX;
+        if (x->first <= x->last)
+            order[n++] = b;
+    }
+    for (int i = 1; i < n; i++) /* stable insertion sort by first use */
+        for (int j = i; j > 0 && L->bufs[order[j - 1]].first > L->bufs[order[j]].first; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    int64_t peak = 0;
+    for (int i = 0; i < n; i++) {
+        LBuf *x = &L->bufs[order[i]];
+        int64_t size = (x->bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN, at = 0;
+        bool moved = true;
+        while (moved) { /* bump past every overlapping live block until none is left */
+            moved = false;
+            for (int j = 0; j < i; j++) {
+                const LBuf *y = &L->bufs[order[j]];
+                int64_t ysize = (y->bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+                if (y->first <= x->last && x->first <= y->last && y->offset < at + size &&
+                    at < y->offset + ysize) {
+                    at = y->offset + ysize;
+                    moved = true;
+                }
+            }
+        }
+        x->offset = at;
+        if (at + size > peak)
+            peak = at + size;
+    }
+    free(order);
+    for (int s = 0; s < L->nsteps; s++)
+        for (int i = 0; i < BLOB_MAX_SLOTS; i++)
+            if (L->steps[s].buf[i] >= 0)
+                L->steps[s].s.slot[i].offset = (uint64_t)L->bufs[L->steps[s].buf[i]].offset;
+    return peak;
+}
+
+/* ---------------------------------------------------------------- the whole graph */
+
+static void split_ir_lines(Lower *L) {
+    const Graph *g = L->g;
+    L->ir_text = print_graph_to_string(g);
+    L->ir_lines = xcalloc((size_t)g->nnodes + 1, sizeof *L->ir_lines);
+    char *p = strstr(L->ir_text, "\ngraph ");
+    p = p ? p + 1 : (strncmp(L->ir_text, "graph ", 6) ? NULL : L->ir_text);
+    p = p ? strchr(p, '\n') : NULL;
+    for (int i = 0; i < g->nnodes && p; i++) {
+        if (g->nodes[i]->dead)
+            continue;
+        *p++ = '\0';
+        L->ir_lines[i] = p;
+        p = strchr(p, '\n');
+    }
+    if (p)
+        *p = '\0';
+}
+
+static void free_lower(Lower *L) {
+    for (int i = 0; i < L->nsteps; i++) {
+        free(L->steps[i].k.defines);
+        free(L->steps[i].k.call);
+    }
+    free(L->steps);
+    free(L->bufs);
+    free(L->vbuf);
+    free(L->done);
+    free(L->ir_lines);
+    free(L->ir_text);
+    if (L->w)
+        blob_free(L->w);
+}
+
+static int io_dims(const Value *v, const char *what, int64_t *dims) {
+    const Type *t = &v->type;
+    bool ok = t->rank >= 1 && t->rank <= BLOB_MAX_RANK && t->dim[0] == DIM_BATCH;
+    for (int i = 1; i < t->rank; i++)
+        ok = ok && t->dim[i] >= 1;
+    if (!ok) {
+        diag_error("graph %s '%%%s' (%s): model.bin needs the batch N as the first dimension of every "
+                   "input and output", what, v->name, dtype_name(t->dtype));
+        return -1;
+    }
+    dims[0] = -1;
+    for (int i = 1; i < t->rank; i++)
+        dims[i] = t->dim[i];
+    return 0;
+}
+
+/* Lower g into L (steps, buffers, META, weights). 0 ok; -1 with a diagnostic. */
+static int lower_graph(Lower *L, const Graph *g) {
+    memset(L, 0, sizeof *L);
+    L->g = g;
+    L->w = blob_new();
+    for (int i = 0; i < g->nvalues; i++)
+        if (g->values[i]->id != i)
+            unreachable("value ids are stale (graph_compact not run)");
+    L->vbuf = xmalloc((size_t)(g->nvalues + 1) * sizeof *L->vbuf);
+    for (int i = 0; i < g->nvalues; i++)
+        L->vbuf[i] = -1;
+    L->done = xcalloc((size_t)g->nnodes + 1, sizeof *L->done);
+    split_ir_lines(L);
+    int64_t dims[BLOB_MAX_RANK];
+    int *in_buf = xmalloc((size_t)(g->ninputs + 1) * sizeof *in_buf);
+    for (int i = 0; i < g->ninputs; i++) {
+        const Value *v = g->inputs[i];
+        if (io_dims(v, "input", dims)) {
+            free(in_buf);
+            return -1;
+        }
+        if (v->type.dtype == TY_B1) {
+            diag_error("graph input '%%%s' is b1: model.bin takes float or integer inputs (binarize "
+                       "inside the model)", v->name);
+            free(in_buf);
+            return -1;
+        }
+        in_buf[i] = def_buf(L, v);
+        L->bufs[in_buf[i]].pinned = true;
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        const Node *n = g->nodes[i];
+        if (n->dead || L->done[i])
+            continue;
+        L->node = n;
+        L->node_index = i;
+        if (lower_node(L, n) != 0) {
+            free(in_buf);
+            return -1;
+        }
+    }
+    L->node = NULL;
+    /* Outputs: their own pinned buffers; a value that is an input or already an output
+     * (or reshaped from one) is copied. */
+    int *out_buf = xmalloc((size_t)(g->noutputs + 1) * sizeof *out_buf);
+    for (int i = 0; i < g->noutputs; i++) {
+        const Value *v = g->outputs[i];
+        if (v->kind == VAL_CONST) {
+            diag_error("graph output '$%s' is a constant: model.bin computes its outputs", v->name);
+            free(in_buf);
+            free(out_buf);
+            return -1;
+        }
+        int b = buf_of(L, v);
+        bool taken = false;
+        for (int j = 0; j < g->ninputs; j++)
+            taken = taken || in_buf[j] == b;
+        for (int j = 0; j < i; j++)
+            taken = taken || out_buf[j] == b;
+        if (taken) {
+            int nb = new_buf(L, L->bufs[b].bytes);
+            LStep *st = new_step(L, BLOB_STEP_COPY);
+            use_arena(L, st, BLOB_SLOT_IN, b);
+            use_arena(L, st, BLOB_SLOT_OUT, nb);
+            st->s.copy = (BlobCopyParams){.bytes = L->bufs[b].bytes};
+            float_kernel(L, st, "copy", L->bufs[b].bytes,
+                         str_printf("bnn_copy(item, j, (const unsigned char *)in, (unsigned char *)out, %lld)",
+                                    (long long)L->bufs[b].bytes));
+            b = nb;
+        }
+        out_buf[i] = b;
+        L->bufs[b].pinned = true;
+    }
+    int64_t arena = plan_arena(L);
+    L->arena = arena;
+    blob_set_arena(L->w, (uint64_t)arena);
+    for (int i = 0; i < g->ninputs; i++) {
+        const Value *v = g->inputs[i];
+        io_dims(v, "input", dims);
+        const LBuf *b = &L->bufs[in_buf[i]];
+        blob_add_input(L->w, v->name, blob_dtype(v->type.dtype), v->type.rank, dims,
+                       blob_arena_ref((uint64_t)b->offset, (uint64_t)b->bytes));
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        const Value *v = g->outputs[i];
+        if (io_dims(v, "output", dims)) {
+            free(in_buf);
+            free(out_buf);
+            return -1;
+        }
+        const LBuf *b = &L->bufs[out_buf[i]];
+        blob_add_output(L->w, v->name, blob_dtype(v->type.dtype), v->type.rank, dims,
+                        blob_arena_ref((uint64_t)b->offset, (uint64_t)b->bytes));
+    }
+    free(in_buf);
+    free(out_buf);
+    for (int i = 0; i < L->nsteps; i++) {
+        BlobStep *r = blob_add_step(L->w, (BlobStepKind)L->steps[i].s.kind);
+        *r = L->steps[i].s;
+    }
+    return 0;
+}
+
+static char *generate_source(const Lower *L, const char *file) {
+    KernelSpec *k = xcalloc((size_t)L->nsteps + 1, sizeof *k);
+    int n = 0;
+    for (int i = 0; i < L->nsteps; i++)
+        if (L->steps[i].has_kernel)
+            k[n++] = L->steps[i].k;
+    char *src = emit_cuda_source(file, L->g->name ? L->g->name : "model", k, n);
+    free(k);
+    return src;
+}
+
+/* ---------------------------------------------------------------- public */
+
+int codegen_parse_targets(const char *list, CodegenOptions *o) {
+    o->ntargets = 0;
+    const char *p = list;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char t[32];
+        if (len == 0 || len >= sizeof t) {
+            diag_error("--target: bad entry '%.*s' in '%s' (expected e.g. sm_90a,sm_80,cpu)", (int)len, p, list);
+            return -1;
+        }
+        memcpy(t, p, len);
+        t[len] = '\0';
+        bool ok = !strcmp(t, "cpu");
+        if (!ok && !strncmp(t, "sm_", 3)) {
+            size_t d = 3;
+            while (t[d] >= '0' && t[d] <= '9')
+                d++;
+            ok = (d == 5 || d == 6) && (t[d] == '\0' || (t[d] >= 'a' && t[d] <= 'z' && t[d + 1] == '\0'));
+        }
+        if (!ok) {
+            diag_error("--target: unknown target '%s' (expected sm_XY, sm_XYa or cpu, e.g. sm_90a,sm_80)", t);
+            return -1;
+        }
+        if (strcmp(t, "cpu") != 0) {
+            bool dup = false;
+            for (int i = 0; i < o->ntargets; i++)
+                dup = dup || (strlen(o->targets[i]) == len && !strncmp(o->targets[i], p, len));
+            if (!dup) {
+                if (o->ntargets == CODEGEN_MAX_TARGETS) {
+                    diag_error("--target: at most %d GPU targets", CODEGEN_MAX_TARGETS);
+                    return -1;
+                }
+                o->targets[o->ntargets++] = p;
+            }
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
+
+char *codegen_cuda_source(const Graph *g) {
+    Lower L;
+    char *src = NULL;
+    if (lower_graph(&L, g) == 0)
+        src = generate_source(&L, "model.cu");
+    free_lower(&L);
+    return src;
+}
+
+int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path) {
+    Lower L;
+    int rc = -1;
+    char *src = NULL;
+    if (lower_graph(&L, g) != 0)
+        goto done;
+    if (o->ntargets) {
+        src = generate_source(&L, "model.cu");
+        if (nvrtc_load() != 0)
+            goto done;
+    }
+    for (int i = 0; i < o->ntargets; i++) {
+        char arch[32];
+        const char *e = strchr(o->targets[i], ',');
+        size_t len = e ? (size_t)(e - o->targets[i]) : strlen(o->targets[i]);
+        snprintf(arch, sizeof arch, "%.*s", (int)len, o->targets[i]);
+        NvrtcOutput out;
+        if (nvrtc_compile("model.cu", src, arch, NULL, 0, false, &out) != 0) {
+            char msg[4096];
+            snprintf(msg, sizeof msg, "%s", diag_message());
+            const char *saved = o->failed_source_path ? o->failed_source_path : "bnncc-failed.cu";
+            if (write_file_atomic(saved, src, strlen(src)) == 0)
+                diag_error("compiling the generated kernels for %s failed: %s\n  the generated source is "
+                           "in %s (bnncc --emit=cuda writes it too)", arch, msg, saved);
+            else
+                diag_error("compiling the generated kernels for %s failed: %s", arch, msg);
+            goto done;
+        }
+        if (!out.cubin || !out.cubin_size) {
+            nvrtc_output_free(&out);
+            diag_error("NVRTC gave no CUBIN for %s", arch);
+            goto done;
+        }
+        blob_add_cubin(L.w, arch, out.cubin, out.cubin_size);
+        if (o->report) {
+            /* Blackwell has no b1 MMA: the AND-popc instructions compile to emulation. */
+            bool emulated = !strncmp(arch, "sm_10", 5) || !strncmp(arch, "sm_11", 5) || !strncmp(arch, "sm_12", 5);
+            buf_printf(o->report, "codegen: %s CUBIN %zu bytes%s\n", arch, out.cubin_size,
+                       emulated ? " (this architecture has no native b1 MMA: the binary layers run "
+                                  "emulated, much slower)" : "");
+        }
+        nvrtc_output_free(&out);
+    }
+    if (o->report) {
+        int kernels = 0, cpu_only = 0;
+        int64_t weights = 0;
+        for (int i = 0; i < L.nsteps; i++) {
+            kernels += L.steps[i].has_kernel;
+            cpu_only += (L.steps[i].s.flags & BLOB_STEP_CPU_ONLY) != 0;
+            for (int j = 0; j < BLOB_MAX_SLOTS; j++)
+                if (L.steps[i].s.slot[j].space == BLOB_SPACE_WEIGHTS &&
+                    (int64_t)(L.steps[i].s.slot[j].offset + L.steps[i].s.slot[j].bytes) > weights)
+                    weights = (int64_t)(L.steps[i].s.slot[j].offset + L.steps[i].s.slot[j].bytes);
+        }
+        buf_printf(o->report, "codegen: %d plan steps (%d GPU kernels, %d CPU-only), arena %lld bytes per "
+                              "batch item, weights %lld bytes\n",
+                   L.nsteps, kernels, cpu_only, (long long)L.arena, (long long)weights);
+    }
+    char err[512];
+    if (blob_write_file(L.w, path, err, sizeof err) != 0) {
+        diag_error("writing %s: %s", path, err);
+        goto done;
+    }
+    rc = 0;
+done:
+    free(src);
+    free_lower(&L);
+    return rc;
+}
