@@ -1,0 +1,244 @@
+// tiled_common.cu: device code shared by the pre-tiled binary GEMM kernels (bgemm_tiled.cu,
+// mma.sync; bgemm_wgmma.cu, wgmma on sm_90a): mbarrier and bulk-copy wrappers, the epilogue
+// for operands that come pre-tiled, and the popcount prep kernel for the tiled layout.
+// Emitted once per NVRTC program, after common.cu and before the specialized kernels.
+// sm_90 or newer: cp.async.bulk and mbarrier transaction counts do not exist before Hopper.
+//
+// The pre-tiled layout (codegen/tile_layout.h writes it on the host; docs/kernels.md):
+// a matrix of R rows x K bits, bit 1 = +1, LSB-first as everywhere, is cut into row tiles of
+// TR rows (R padded to a multiple of TR with zero rows) and its K into 16-byte chunks (K
+// padded with zero bits to a multiple of the stage, KPAD bits, NCH = KPAD/128 chunks).
+// Byte offset of chunk c of row r:
+//     ((r / TR) * NCH + c) * TR * 16 + (r % TR) * 16
+// i.e. [row tile][chunk][row][16 B]: the KC chunks of one pipeline stage of one row tile are
+// KC*TR*16 contiguous bytes, already in the shared-memory image the kernels read, so one
+// cp.async.bulk moves a whole stage of an operand (one L2 request per 4 sectors instead of
+// one per 16 bytes: HARDWARE.md measured 2.3 -> 11 POPS for exactly this change).
+#ifndef BNN_TILED_COMMON_CU
+#define BNN_TILED_COMMON_CU
+#ifndef BNN_COMMON_CU
+#include "common.cu"
+#endif
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "the pre-tiled kernels need sm_90 or newer (cp.async.bulk, mbarrier expect_tx); use bgemm.cu before Hopper"
+#endif
+
+// ---------------------------------------------------------------- mbarrier and bulk copy
+
+__device__ __forceinline__ void bnn_mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// Makes the initialized barriers visible to the async proxy (the bulk-copy engine).
+__device__ __forceinline__ void bnn_mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// One arrival that also announces `bytes` of bulk-copy data for the current phase.
+__device__ __forceinline__ void bnn_mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bnn_mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Spins until the phase with the given parity has completed.
+__device__ __forceinline__ void bnn_mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+// Global -> shared bulk copy (the TMA engine without a tensor map), completing on `bar`.
+// dst, src and bytes must be multiples of 16.
+__device__ __forceinline__ void bnn_bulk_g2s(unsigned dst, const void *src, unsigned bytes, unsigned bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
+// ---------------------------------------------------------------- epilogue
+
+// 4-byte global->shared copy, asynchronous (cp.async, sm_80+); src_bytes = 0 writes zero.
+__device__ __forceinline__ void bnn_cp4(unsigned dst, const void *src, unsigned src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+// Barrier among the first `count` threads (the consumers; a producer warpgroup is not in it).
+__device__ __forceinline__ void bnn_bar_sync(int id, int count) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// The per-tile epilogue parameters, staged in shared memory: popc(w) of the BN columns, the
+// two epilogue arrays (THRESHOLD: t, dir; AFFINE: scale, bias bits) and popc(a) of the BM rows,
+// copied by cp.async at the start of a tile so that their latency hides behind the tile's main
+// loop; then folded per column into lh (bnn_tiled_params_fold) so that the epilogue reads one
+// 16-byte word per pair of columns: with x = 4*popc(a AND w) + K - 2*popc(a),
+//   THRESHOLD: bit = L <= x <= H with (L, H) = (t + 2*popc(w), INT_MAX) for dir >= 0 and
+//              (INT_MIN, t + 2*popc(w)) for dir < 0 (t + 2*popc(w) saturated to INT_MAX);
+//              (INT_MAX, INT_MIN) past N, never set;
+//   I32, AFFINE: dot = x + L with L = -2*popc(w).
+template <int BM, int BN> struct BnnTiledParams {
+    int lh[2 * BN]; // (L, H) of column c at 2c: first, so 16-byte aligned
+    int wpop[BN], p0[BN], p1[BN], apop[BM];
+};
+template <int BM, int BN, int EPI, int N>
+__device__ __forceinline__ void bnn_tiled_params_load(BnnTiledParams<BM, BN> *sp, int m0, int n0, int M, int tid,
+                                                      int nthreads, const int *__restrict__ apop,
+                                                      const int *__restrict__ wpop, const void *__restrict__ ep0,
+                                                      const void *__restrict__ ep1) {
+    const unsigned base = bnn_smem(sp->wpop);
+    for (int i = tid; i < BN; i += nthreads) {
+        const int c = n0 + i;
+        const bool ok = c < N;
+        bnn_cp4(base + 4 * i, wpop + (ok ? c : 0), ok ? 4u : 0u);
+        if (EPI != BNN_EPI_I32) {
+            bnn_cp4(base + 4 * (BN + i), (const int *)ep0 + (ok ? c : 0), ok ? 4u : 0u);
+            bnn_cp4(base + 4 * (2 * BN + i), (const int *)ep1 + (ok ? c : 0), ok ? 4u : 0u);
+        }
+    }
+    for (int i = tid; i < BM; i += nthreads) {
+        const int r = m0 + i;
+        bnn_cp4(base + 4 * (3 * BN + i), apop + (r < M ? r : 0), r < M ? 4u : 0u);
+    }
+    bnn_cp_commit();
+}
+// After this thread's copies completed and a barrier: fold the columns this thread owns.
+template <int BM, int BN, int EPI, int N>
+__device__ __forceinline__ void bnn_tiled_params_fold(BnnTiledParams<BM, BN> *sp, int n0, int tid, int nthreads) {
+    for (int i = tid; i < BN; i += nthreads) {
+        const int w2 = 2 * sp->wpop[i];
+        int L = -w2, H = 0;
+        if (EPI == BNN_EPI_THRESHOLD) {
+            const long long c = (long long)sp->p0[i] + w2;
+            const int cs = c > 2147483647LL ? 2147483647 : (int)c;
+            L = sp->p1[i] >= 0 ? cs : (int)0x80000000;
+            H = sp->p1[i] >= 0 ? 2147483647 : cs;
+            if (n0 + i >= N) L = 2147483647, H = (int)0x80000000;
+        }
+        sp->lh[2 * i] = L;
+        sp->lh[2 * i + 1] = H;
+    }
+}
+
+// Writes one warp's outputs. acc[mi][ni] is the m16n8 tile at rows rw0 + 16mi and columns
+// cw0 + 8ni (both tile-local; the tile starts at row m0, column n0) in the PTX m16n8 layout
+// (g = lane>>2, t = lane&3): d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1].
+// The wgmma m64nN accumulator of a warp is the same thing with MI = 1, NI = N/8 (HARDWARE.md),
+// so both kernels share this. Parameters from sp, folded (above).
+// Epilogue contracts as bgemm.cu: I32 / AFFINE write columns < N only; THRESHOLD writes whole
+// words (bits of columns >= N are 0) of columns below the tile end, up to LDY.
+template <int MI, int NI, int EPI, int N, int K, int LDY, int BM, int BN>
+__device__ __forceinline__ void bnn_tiled_epilogue(const int (&acc)[MI][NI][4], int m0, int n0, int rw0, int cw0,
+                                                   int M, const BnnTiledParams<BM, BN> *sp, void *__restrict__ Y) {
+    static_assert(NI % 4 == 0, "warp tile width must be a multiple of 32 columns");
+    static_assert(EPI == BNN_EPI_THRESHOLD ? LDY * 32 >= N : LDY >= N, "output row stride LDY too small for N");
+    static_assert(EPI == BNN_EPI_I32 || EPI == BNN_EPI_THRESHOLD || EPI == BNN_EPI_AFFINE, "unknown epilogue");
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    int ra[MI][2]; // K - 2*popc(a) of the rows this thread holds
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) ra[mi][h] = K - 2 * sp->apop[rw0 + mi * 16 + g + 8 * h];
+#pragma unroll
+    for (int q = 0; q < NI / 4; ++q) { // n8 tiles 4q..4q+3 = output word (n0 + cw0)/32 + q
+        int4 lh[4];                     // (L, H) of columns 2t, 2t+1 of each n8 tile
+#pragma unroll
+        for (int u = 0; u < 4; ++u) lh[u] = *(const int4 *)&sp->lh[2 * (cw0 + (4 * q + u) * 8 + 2 * t)];
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = m0 + rw0 + mi * 16 + g + 8 * h;
+                const bool rok = row < M;
+                if (EPI == BNN_EPI_THRESHOLD) {
+                    unsigned bits = 0;
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        const int x0 = 4 * acc[mi][4 * q + u][2 * h] + ra[mi][h];
+                        const int x1 = 4 * acc[mi][4 * q + u][2 * h + 1] + ra[mi][h];
+                        if (x0 >= lh[u].x && x0 <= lh[u].y) bits |= 1u << (u * 8 + 2 * t);
+                        if (x1 >= lh[u].z && x1 <= lh[u].w) bits |= 2u << (u * 8 + 2 * t);
+                    }
+                    bits |= __shfl_xor_sync(0xffffffffu, bits, 1); // the 4 lanes t of row g
+                    bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
+                    const int wcol = (n0 + cw0) / 32 + q;
+                    if (rok && t == (q & 3) && wcol < LDY) ((unsigned *)Y)[(long long)row * LDY + wcol] = bits;
+                } else if (rok) {
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        const int cl = cw0 + (4 * q + u) * 8 + 2 * t, c = n0 + cl;
+                        const int d0 = 4 * acc[mi][4 * q + u][2 * h] + ra[mi][h] + lh[u].x;
+                        const int d1 = 4 * acc[mi][4 * q + u][2 * h + 1] + ra[mi][h] + lh[u].z;
+                        if (EPI == BNN_EPI_I32) {
+                            int *y = (int *)Y + (long long)row * LDY + c;
+                            if (LDY % 2 == 0 && c + 1 < N) {
+                                *(int2 *)y = make_int2(d0, d1);
+                            } else {
+                                if (c < N) y[0] = d0;
+                                if (c + 1 < N) y[1] = d1;
+                            }
+                        } else { // product, then sum, each rounded: a C reference matches bit for bit
+                            float *y = (float *)Y + (long long)row * LDY + c;
+                            const float v0 = __fadd_rn(__fmul_rn((float)d0, __int_as_float(sp->p0[cl])),
+                                                       __int_as_float(sp->p1[cl]));
+                            const float v1 = __fadd_rn(__fmul_rn((float)d1, __int_as_float(sp->p0[cl + 1])),
+                                                       __int_as_float(sp->p1[cl + 1]));
+                            if (LDY % 2 == 0 && c + 1 < N) {
+                                *(float2 *)y = make_float2(v0, v1);
+                            } else {
+                                if (c < N) y[0] = v0;
+                                if (c + 1 < N) y[1] = v1;
+                            }
+                        }
+                    }
+                }
+            }
+    }
+}
+
+// Bit output only: zero the words of rows [m0, m0+BM) past the last column tile (W0 = words
+// the column tiles cover) up to LDY, from the block that did the last column tile, so the
+// padding of a bit row is exact zeros as the next layer's A expects. nthreads threads.
+template <int EPI, int N, int BN, int LDY>
+__device__ __forceinline__ void bnn_tiled_zero_pad(void *__restrict__ Y, int m0, int BM, int M, int tid, int nthreads,
+                                                   int nt) {
+    constexpr int NBX = (N + BN - 1) / BN, W0 = NBX * BN / 32;
+    if (EPI == BNN_EPI_THRESHOLD && LDY > W0 && nt == NBX - 1) {
+        constexpr int NW = LDY > W0 ? LDY - W0 : 1;
+        for (int i = tid; i < BM * NW; i += nthreads) {
+            const int row = m0 + i / NW;
+            if (row < M) ((unsigned *)Y)[(long long)row * LDY + W0 + i % NW] = 0u;
+        }
+    }
+}
+
+// ---------------------------------------------------------------- prep kernel
+
+// popc of each row of a pre-tiled matrix (tile rows tr, nch 16-byte chunks per row):
+// out[r] for r < rows. Block (32, 8): threadIdx.x picks one of 32 neighbouring rows (16-byte
+// loads of one chunk of 32 rows are 512 contiguous bytes), threadIdx.y strides the chunks.
+// For the kernels' apop (activations) and wpop (weights, usually folded on the host instead).
+extern "C" __global__ void __launch_bounds__(256) bnn_tiled_row_popc(const uint4 *__restrict__ X, int rows, int tr,
+                                                                     int nch, int *__restrict__ out) {
+    __shared__ int part[8][33];
+    const int r = blockIdx.x * 32 + threadIdx.x;
+    int s = 0;
+    if (r < rows) {
+        const uint4 *base = X + (long long)(r / tr) * nch * tr + r % tr;
+        for (int c = threadIdx.y; c < nch; c += 8) {
+            const uint4 v = base[(long long)c * tr];
+            s += __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
+        }
+    }
+    part[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && r < rows) {
+#pragma unroll
+        for (int y = 1; y < 8; ++y) s += part[y][threadIdx.x];
+        out[r] = s;
+    }
+}
+
+#endif // BNN_TILED_COMMON_CU

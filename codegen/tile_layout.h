@@ -1,0 +1,64 @@
+/* tile_layout.h: the pre-tiled operand layout of the fast binary GEMM kernels
+ * (codegen/cuda/kernels/bgemm_tiled.cu, mma.sync; bgemm_wgmma.cu, wgmma on sm_90a) and the
+ * host-side facts a launcher needs. docs/kernels.md, "Pre-tiled bit-GEMM", has the contract.
+ *
+ * Layout of an R x K bit matrix (bit 1 = +1, LSB-first) with tile rows TR and K padded to
+ * KPAD = ceil(K / kalign) * kalign bits (kalign = the kernel's stage, KC*128 bits):
+ * NCH = KPAD/128 16-byte chunks per row, R padded to a multiple of TR with zero rows, and
+ * chunk c of row r at byte ((r / TR) * NCH + c) * TR * 16 + (r % TR) * 16. Padding is zeros.
+ * A kernel reads A with TR = its BM and W with TR = its BN (128 and 256 by default). */
+#ifndef BNN_TILE_LAYOUT_H
+#define BNN_TILE_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The kernel sources, embedded at build time by cuda/embed.py. A program for NVRTC is
+ * bnn_common_cu, bnn_tiled_common_cu, then per kernel a block of #defines (BT_* or BW_*)
+ * followed by bnn_bgemm_tiled_cu or bnn_bgemm_wgmma_cu. */
+extern const char bnn_tiled_common_cu[];
+extern const size_t bnn_tiled_common_cu_len;
+extern const char bnn_bgemm_tiled_cu[];
+extern const size_t bnn_bgemm_tiled_cu_len;
+extern const char bnn_bgemm_wgmma_cu[];
+extern const size_t bnn_bgemm_wgmma_cu_len;
+
+/* Defaults of the two kernel files. */
+enum {
+    BNN_TILED_BM = 128, BNN_TILED_BN = 256, BNN_TILED_WM = 2, BNN_TILED_WN = 4, BNN_TILED_KC = 8,
+    BNN_TILED_STAGES = 4,
+    BNN_WGMMA_BM = 128, BNN_WGMMA_BN = 256, BNN_WGMMA_THREADS = 384, BNN_WGMMA_KC = 8, BNN_WGMMA_STAGES = 4
+};
+
+/* Padded K in bits: k rounded up to a multiple of kalign_bits (a multiple of 256). */
+static inline int bnn_tiled_kpad(int k, int kalign_bits) {
+    return (k + kalign_bits - 1) / kalign_bits * kalign_bits;
+}
+
+/* Bytes of the tiled image of a rows x k matrix. */
+size_t bnn_tiled_bytes(int rows, int k, int tile_rows, int kalign_bits);
+
+/* Byte offset of 16-byte chunk c (bits 128c .. 128c+127) of row r in the tiled image. */
+size_t bnn_tiled_offset(int r, int c, int k, int tile_rows, int kalign_bits);
+
+/* Writes the tiled image of `rows` packed rows (src: row r at src + r*ld_words, 32-bit words,
+ * bits past k ignored and written as zeros) into dst, which holds bnn_tiled_bytes() bytes;
+ * every padding byte is zeroed. 0 ok; -1 on bad arguments (kalign_bits not a positive
+ * multiple of 256, tile_rows not a positive multiple of 8, ld_words < ceil(k/32)). */
+int bnn_tile_bits(const uint32_t *src, int rows, int k, int ld_words, int tile_rows, int kalign_bits, void *dst);
+
+/* popc of each of `rows` packed rows (the kernels' wpop for weights, folded at compile time;
+ * apop for activations is usually made on the device by bnn_tiled_row_popc). */
+void bnn_row_popc_host(const uint32_t *src, int rows, int k, int ld_words, int *out);
+
+/* Dynamic shared memory of a pre-tiled kernel: stages of KC chunks for BM + BN rows, two
+ * mbarriers per stage, and the epilogue parameters of one tile (5 ints per column, 1 per row).
+ * Above 48 KiB the launcher must raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES. */
+static inline int bnn_bgemm_tiled_smem(int bm, int bn, int kc, int stages) {
+    return stages * kc * (bm + bn) * 16 + 16 * stages + (5 * bn + bm) * 4;
+}
+
+/* Threads per block of bgemm_tiled.cu: one warp per warp tile (no producer warp). */
+static inline int bnn_bgemm_tiled_threads(int wm, int wn) { return wm * wn * 32; }
+
+#endif
