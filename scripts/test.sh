@@ -14,9 +14,40 @@ meson test -C build --suite quick --suite gpu --print-errorlogs --num-processes 
 ASAN_OPTIONS=detect_leaks=1 meson test -C build-asan --suite quick --print-errorlogs \
     --num-processes 2 || status=1
 
+# Bounded fuzzing of the two readers of untrusted input (ONNX, model.bin) with libFuzzer.
+# Each fuzzer counts as one test: passed when it runs its time without a crash.
+fuzz_seconds=${BNN_FUZZ_SECONDS:-45}
+: > build/fuzz-results.txt
+if [ "$fuzz_seconds" -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "ok installed"; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev >/dev/null || true
+    fi
+    if command -v clang >/dev/null && { [ -f build-fuzz/build.ninja ] || \
+        CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
+            -Dbuildtype=debugoptimized >/dev/null; } && ninja -C build-fuzz >/dev/null; then
+        for f in onnx/fuzz_onnx:tests/onnx/fuzz-seeds runtime/fuzz_blob:tests/runtime/crashers; do
+            bin=build-fuzz/tests/${f%%:*}; seeds=${f#*:}
+            corpus=$(mktemp -d); cp "$seeds"/* "$corpus"/ 2>/dev/null || true
+            if "$bin" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 -print_final_stats=0 \
+                "$corpus" >build/fuzz-$(basename "$bin").log 2>&1; then
+                echo "fuzz $(basename "$bin"): ${fuzz_seconds}s, no crash"; echo passed >> build/fuzz-results.txt
+            else
+                echo "fuzz $(basename "$bin"): FAILED, see build/fuzz-$(basename "$bin").log"
+                tail -30 build/fuzz-$(basename "$bin").log; echo failed >> build/fuzz-results.txt; status=1
+            fi
+            rm -rf "$corpus"
+        done
+    else
+        echo "fuzz: clang with libFuzzer not available, fuzzers skipped"
+        echo skipped >> build/fuzz-results.txt; echo skipped >> build/fuzz-results.txt
+    fi
+fi
+
 python3 - build build-asan <<'PY'
 import json, sys
 counts = {"passed": 0, "failed": 0, "skipped": 0}
+for line in open("build/fuzz-results.txt").read().split():
+    counts[line] += 1
 for d in sys.argv[1:]:
     try:
         lines = open(f"{d}/meson-logs/testlog.json").read().splitlines()
