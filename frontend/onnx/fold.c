@@ -752,6 +752,46 @@ static CTensor *fold_constant_of_shape(Imp *im, const CTensor *shape) {
     return y;
 }
 
+/* Expand: broadcast x to the shape (numpy rules, both ways). A shape taken from a runtime
+ * tensor (torch's ones_like / expand_as) has the batch marked; as for ConstantOfShape, the
+ * batch dimension becomes 1, which broadcasts the same wherever the result is used
+ * elementwise. */
+static CTensor *fold_expand(Imp *im, const CTensor *x, const CTensor *shape) {
+    if (shape->kind != CT_I64 || shape->rank != 1 || shape->n > MAX_RANK) {
+        imp_error(im, "the shape must be a constant 1-D int64 tensor");
+        return NULL;
+    }
+    if (ctensor_has_batch_mark(x)) {
+        imp_error(im, "expanding the batch size is not supported (the batch is symbolic)");
+        return NULL;
+    }
+    int64_t sdim[MAX_RANK];
+    for (int d = 0; d < shape->n; d++) {
+        sdim[d] = shape->i[d] == BATCH_MARK ? 1 : shape->i[d];
+        if (sdim[d] < 0) {
+            imp_error(im, "negative dimension %lld in the shape", (long long)sdim[d]);
+            return NULL;
+        }
+    }
+    CTensor *target = new_ctensor(CT_I64, ONNX_INT64, (int)shape->n, sdim);
+    const CTensor *ops[2] = {x, target};
+    int r;
+    int64_t dim[MAX_RANK], idx[MAX_RANK] = {0};
+    int rc = bcast_shape(im, 2, ops, &r, dim);
+    free_ctensor(target);
+    if (rc < 0)
+        return NULL;
+    CTensor *y = new_ctensor(x->kind, x->elem, r, dim);
+    for (int64_t k = 0; k < y->n; k++, next_index(r, dim, idx)) {
+        int64_t off = bcast_offset(x, r, idx);
+        if (y->kind == CT_F32)
+            y->f[k] = x->f[off];
+        else
+            y->i[k] = x->i[off];
+    }
+    return y;
+}
+
 /* ---------------------------------------------------------------- dispatch */
 
 static Type sym_type(const Sym *s) { return s->v->type; }
@@ -899,6 +939,10 @@ int fold_node(Imp *im) {
         y = fold_where(im, x, b, in_c(im, 2));
     } else if (op_is(n, "ConstantOfShape")) {
         y = fold_constant_of_shape(im, x);
+    } else if (op_is(n, "Expand")) {
+        if (!b)
+            return imp_error(im, "expects two inputs");
+        y = fold_expand(im, x, b);
     } else if (op_is(n, "Clip")) {
         float lo = -INFINITY, hi = INFINITY;
         if (im->opset < 11) {

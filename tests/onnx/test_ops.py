@@ -179,6 +179,30 @@ def test_binary_cnn():
              "summary: 3 of 3 conv/dense layers binary"])
 
 
+def test_expand_ones_like():
+    # torch >= 2.x exports ones_like(x) as Expand(1.0, Shape(x)): a runtime shape whose batch
+    # entry is symbolic. The binarize pattern must still be recognised (regression: the
+    # PyTorch 2.11 exports on the GPU machine failed with "unsupported op" on Expand).
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shp"], name="shape0"),
+        helper.make_node("Expand", ["one", "shp"], ["ones"], name="node_ones_like"),
+        helper.make_node("Neg", ["ones"], ["mones"], name="neg0"),
+        helper.make_node("GreaterOrEqual", ["x", "zero"], ["ge"], name="ge0"),
+        helper.make_node("Where", ["ge", "ones", "mones"], ["a0"], name="bin0"),
+        helper.make_node("Conv", ["a0", "w1"], ["y"], name="conv1", pads=[1, 1, 1, 1]),
+    ]
+    inits = [init("zero", np.float32(0)), init("one", np.float32(1)), init("w1", pm1((4, 3, 3, 3)))]
+    x = rng.normal(0, 1, (3, 3, 6, 6)).astype(np.float32)
+    compare("expand_ones_like", model(nodes, inits, x.shape), x,
+            ["node 'conv1' (Conv): binary (b1 x b1 -> i32), 4x3x3x3"])
+    # A plain constant Expand folds to its broadcast value.
+    nodes = [helper.make_node("Expand", ["b", "bshape"], ["bb"], name="expand_b"),
+             helper.make_node("Add", ["x", "bb"], ["y"], name="add0")]
+    inits = [init("b", np.arange(3, dtype=np.float32).reshape(3, 1, 1)),
+             init("bshape", np.array([3, 6, 6], np.int64))]
+    compare("expand_constant", model(nodes, inits, x.shape), x)
+
+
 def test_sign_cnn():
     # Sign(0) = 0 is not a bit: the layer stays float, and zero padding sees zeros.
     nodes = [
@@ -316,7 +340,7 @@ def main():
     if not os.path.exists(BNNRUN) or not os.path.exists(BNNCC):
         print("skipping: bnnrun or bnncc not built")
         return 77
-    for t in [test_float_cnn, test_binary_cnn, test_sign_cnn, test_shapes, test_opset9_and_batch1,
+    for t in [test_float_cnn, test_binary_cnn, test_expand_ones_like, test_sign_cnn, test_shapes, test_opset9_and_batch1,
               test_heads, test_qonnx_ops, test_errors]:
         try:
             t()
