@@ -37,20 +37,24 @@ Value *match_bipolar(const Value *v, float *scale) {
     return NULL;
 }
 
-/* Weights that are ±alpha[o] in every row o (alpha > 0): their bits and alphas. */
+/* Weights that are ±alpha[o] in every row o: their bits and alphas. A row of zeros is
+ * alpha 0 (any bits): exporters that fold a batch-norm with gamma = 0 into the weights write
+ * one. At least one row must be non-zero. */
 static bool binary_weights(const CTensor *w, int64_t rows, float *alpha) {
     int64_t per = rows ? w->n / rows : 0;
+    bool any = false;
     for (int64_t o = 0; o < rows; o++) {
         const float *r = w->f + o * per;
         float a = fabsf(r[0]);
-        if (!(a > 0) || !isfinite(a))
+        if (!(a >= 0) || !isfinite(a))
             return false;
+        any = any || a > 0;
         for (int64_t k = 1; k < per; k++)
             if (fabsf(r[k]) != a)
                 return false;
         alpha[o] = a;
     }
-    return rows > 0 && per > 0;
+    return any && per > 0;
 }
 
 static Value *b1_weights(Imp *im, const CTensor *w) {

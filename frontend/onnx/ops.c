@@ -562,6 +562,37 @@ static int import_global_avgpool(Imp *im) {
     return out_value(im, emit1(im, OP_GLOBALAVGPOOL, 1, &x, t));
 }
 
+/* ReduceMean over the two spatial axes of an NCHW tensor (PyTorch 2.x exports
+ * adaptive_avg_pool2d(x, 1) and x.mean((2, 3)) this way) is a global average pool. */
+static int import_reduce_mean(Imp *im) {
+    Value *x = runtime_in(im, 0);
+    if (!x)
+        return -1;
+    int64_t axes[MAX_RANK];
+    bool present;
+    int n = read_axes(im, 1, axes, MAX_RANK, &present);
+    if (n < 0)
+        return -1;
+    int rank = x->type.rank;
+    bool spatial = rank == 4 && n == 2;
+    for (int k = 0; spatial && k < n; k++) {
+        int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
+        spatial = a == 2 || a == 3;
+    }
+    spatial = spatial && axes[0] != axes[1];
+    if (!spatial)
+        return imp_error(im, "only a mean over the two spatial axes of an NCHW tensor (axes "
+                         "[2, 3]) is supported");
+    Type t = x->type;
+    t.dim[2] = t.dim[3] = 1;
+    Value *y = emit1(im, OP_GLOBALAVGPOOL, 1, &x, t);
+    if (node_attr_int(im->node, "keepdims", 1) == 0) {
+        int64_t dim[2] = {t.dim[0], t.dim[1]};
+        y = emit_reshape(im, y, 2, dim);
+    }
+    return out_value(im, y);
+}
+
 /* ---------------------------------------------------------------- linear layers */
 
 static CTensor *transpose2(const CTensor *b) {
@@ -1369,6 +1400,8 @@ int import_node(Imp *im) {
             return import_avgpool(im);
         if (op_is(n, "GlobalAveragePool"))
             return import_global_avgpool(im);
+        if (op_is(n, "ReduceMean"))
+            return import_reduce_mean(im);
         if (op_is(n, "Flatten"))
             return import_flatten(im);
         if (op_is(n, "Reshape"))

@@ -333,6 +333,10 @@ def main():
                         for f in os.listdir(os.path.join(SRC, "tests", "text")) if f.endswith(".bnn"))
         models.append(os.path.join(SRC, "tests", "passes", "mlp_bn.bnn"))
         models.append(os.path.join(SHARED, "models", "qonnx", "TFC_1W1A.onnx"))
+        # Saved exports of export_torch.py's nets by PyTorch 2.11 (the GPU machine's): the 2.x
+        # exporter's forms (Expand for ones_like, ReduceMean, batch-norm folded into Gemm).
+        torch2 = os.path.join(SRC, "tests", "onnx", "torch2")
+        models += sorted(os.path.join(torch2, f) for f in os.listdir(torch2) if f.endswith(".onnx"))
         models += [] if a.quick else torch_models(tmp)
         models += odd_models(tmp, np.random.default_rng(1234))
         jobs = [lambda m=m: check_model(m, a.device, tmp) for m in models

@@ -203,6 +203,16 @@ def test_expand_ones_like():
     compare("expand_constant", model(nodes, inits, x.shape), x)
 
 
+def test_torch2_exports():
+    # export_torch.py's nets as PyTorch 2.11 exports them (Expand for ones_like, ReduceMean,
+    # batch-norm folded into the Gemm weights with gamma = 0 rows): against onnxruntime.
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch2")
+    for name in ("vggish", "birealish"):
+        m = onnx.load(os.path.join(d, name + ".onnx"))  # external data loads from d
+        x = rng.normal(0, 1, (3, 3, 16, 16)).astype(np.float32)
+        compare("torch2_" + name, m, x, ["summary:"])
+
+
 def test_sign_cnn():
     # Sign(0) = 0 is not a bit: the layer stays float, and zero padding sees zeros.
     nodes = [
@@ -340,7 +350,7 @@ def main():
     if not os.path.exists(BNNRUN) or not os.path.exists(BNNCC):
         print("skipping: bnnrun or bnncc not built")
         return 77
-    for t in [test_float_cnn, test_binary_cnn, test_expand_ones_like, test_sign_cnn, test_shapes, test_opset9_and_batch1,
+    for t in [test_float_cnn, test_binary_cnn, test_expand_ones_like, test_torch2_exports, test_sign_cnn, test_shapes, test_opset9_and_batch1,
               test_heads, test_qonnx_ops, test_errors]:
         try:
             t()
