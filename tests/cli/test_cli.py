@@ -86,6 +86,16 @@ with tempfile.TemporaryDirectory() as tmp:
             check(y.dtype == np.float32 and y.shape == (batch, 4), f"output shape {y.shape}")
             check(np.array_equal(y, tiny_reference(x)), f"bnnrun batch {batch} values")
 
+    # The bundled model reproduces its recorded output (models/README.md).
+    models = os.path.join(SRC, "models")
+    rc, out, err = run([BNNRUN, "--reference", os.path.join(models, "tfc_w1a1.bnn"), "--input",
+                        os.path.join(models, "tfc_w1a1_input.npy"), "--output", path("tfc.npy")])
+    check(rc == 0, f"bundled tfc_w1a1.bnn runs: {err}")
+    if rc == 0:
+        want = np.load(os.path.join(models, "tfc_w1a1_expected_output.npy"))
+        check(np.array_equal(np.load(path("tfc.npy")), want), "bundled model: expected output")
+        check(list(want.argmax(1)) == [7, 2, 1, 0, 4, 1, 4, 9], "bundled model: classes")
+
     # --- user errors: exit 1, a message naming the place, no output file -------------
     expect_error([BNNCC], "no model given", "bnncc without a model")
     expect_error([BNNCC, TINY, "--bogus"], "unknown option '--bogus'", "bad flag")
