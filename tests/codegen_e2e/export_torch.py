@@ -18,21 +18,8 @@ try:
 except ImportError as e:
     print("skipping:", e)
     sys.exit(77)
-
-
-def sign_ste(x):
-    s = torch.where(x >= 0, torch.ones_like(x), -torch.ones_like(x))
-    return x + (s - x).detach()
-
-
-class BinConv(nn.Conv2d):
-    def forward(self, x):
-        return F.conv2d(x, sign_ste(self.weight), None, self.stride, self.padding)
-
-
-class BinLinear(nn.Linear):
-    def forward(self, x):
-        return F.linear(x, sign_ste(self.weight))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_bnn import BinConv, BinLinear, sign_ste  # noqa: E402
 
 
 class Vggish(nn.Module):

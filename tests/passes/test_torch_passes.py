@@ -21,6 +21,8 @@ except ImportError as e:
         os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
     print("skipping:", e)
     sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from torch_bnn import BinConv, BinLinear, sign_ste  # noqa: E402
 
 BUILD = os.environ.get("BNN_BUILD_ROOT", "build")
 BNNCC = os.path.join(BUILD, "compiler", "bnncc")
@@ -36,38 +38,22 @@ def check(cond, msg):
         print("FAIL:", msg, file=sys.stderr)
 
 
-def bits(x):
-    """+1/-1 with 0 -> +1 and a straight-through gradient, as Brevitas-free code writes it."""
-    b = torch.where(x >= 0, torch.ones_like(x), -torch.ones_like(x))
-    return x + (b - x).detach()
-
-
-class SignConv(nn.Conv2d):
-    def forward(self, x):
-        return F.conv2d(x, bits(self.weight), None, self.stride, self.padding)
-
-
-class SignLinear(nn.Linear):
-    def forward(self, x):
-        return F.linear(x, bits(self.weight))
-
-
 class Vgg(nn.Module):
     def __init__(self):
         super().__init__()
         self.stem = nn.Conv2d(3, 8, 3, padding=1, bias=False)
         self.bn0 = nn.BatchNorm2d(8)
-        self.c1 = SignConv(8, 16, 3, padding=1, bias=False)
+        self.c1 = BinConv(8, 16, 3, padding=1, bias=False)
         self.bn1 = nn.BatchNorm2d(16)
-        self.c2 = SignConv(16, 24, 3, padding=1, bias=False)
+        self.c2 = BinConv(16, 24, 3, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(24)
-        self.fc = SignLinear(24 * 4 * 4, 10, bias=False)
+        self.fc = BinLinear(24 * 4 * 4, 10, bias=False)
         self.bn3 = nn.BatchNorm1d(10)
 
     def forward(self, x):
-        x = bits(self.bn0(self.stem(x)))
-        x = bits(self.bn1(F.max_pool2d(self.c1(x), 2)))
-        x = bits(self.bn2(F.max_pool2d(self.c2(x), 2)))
+        x = sign_ste(self.bn0(self.stem(x)))
+        x = sign_ste(self.bn1(F.max_pool2d(self.c1(x), 2)))
+        x = sign_ste(self.bn2(F.max_pool2d(self.c2(x), 2)))
         return self.bn3(self.fc(torch.flatten(x, 1)))
 
 
@@ -76,16 +62,16 @@ class BiReal(nn.Module):
         super().__init__()
         self.stem = nn.Conv2d(3, 16, 3, padding=1, bias=False)
         self.bn0 = nn.BatchNorm2d(16)
-        self.c1 = SignConv(16, 16, 3, padding=1, bias=False)
+        self.c1 = BinConv(16, 16, 3, padding=1, bias=False)
         self.bn1 = nn.BatchNorm2d(16)
-        self.c2 = SignConv(16, 16, 3, padding=1, bias=False)
+        self.c2 = BinConv(16, 16, 3, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(16)
         self.fc = nn.Linear(16, 10)
 
     def forward(self, x):
         x = self.bn0(self.stem(x))
-        x = self.bn1(self.c1(bits(x))) + x
-        x = self.bn2(self.c2(bits(x))) + x
+        x = self.bn1(self.c1(sign_ste(x))) + x
+        x = self.bn2(self.c2(sign_ste(x))) + x
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
