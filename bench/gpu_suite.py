@@ -51,11 +51,13 @@ def main():
         if only and t["name"] not in only:
             continue
         cmd = [remap(c) for c in t["cmd"]]
+        if not os.path.exists(cmd[0]) and os.path.basename(cmd[0]).startswith("python"):
+            cmd[0] = sys.executable  # the python recorded at configure time is not here
         env = dict(os.environ)
         env.update({k: remap(v) for k, v in t.get("env", {}).items()})
         if a.shared:
             env["BNN_SHARED"] = os.path.abspath(a.shared)
-        if a.sanitize and not cmd[0].endswith(("python3", "python")):
+        if a.sanitize and cmd[0] != sys.executable:
             cmd = ["compute-sanitizer", "--tool", a.sanitize, "--error-exitcode", "3"] + cmd
         t0 = time.time()
         try:
