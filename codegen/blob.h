@@ -204,11 +204,12 @@ typedef struct { int64_t rows, n; } BlobArgmaxParams;
  * ascending order (the reference interpreter's order). */
 typedef struct { int64_t rows, n; } BlobSoftmaxParams;
 typedef struct { int64_t count, from, to; } BlobCastParams;
-/* quantize: QONNX Quant's level index n = clamp(round(x / scale + zeropt), lo, hi) - lo of each
- * f32 of an item's [rows][k], as `bits` bit-planes [rows][bits][ld]; scale and zeropt are
- * float32 bit patterns, rounding a BLOB_ROUND_*. */
+/* quantize: QONNX Quant's q = clamp(round(x / scale + zeropt), lo, hi) of each f32 of an item's
+ * [rows][k]; dequant 0: the level index n = q - lo as `bits` bit-planes [rows][bits][ld];
+ * dequant 1: Quant's f32 result (q - zeropt) * scale, [rows][k] (ld, bits unused). scale and
+ * zeropt are float32 bit patterns, rounding a BLOB_ROUND_*. */
 typedef struct {
-    int64_t rows, k, ld, bits, lo, hi, rounding, scale_bits, zeropt_bits;
+    int64_t rows, k, ld, bits, lo, hi, rounding, scale_bits, zeropt_bits, dequant;
 } BlobQuantizeParams;
 /* qgemm: acc = sum_p sum_q c_q 2^(p+q) popc(in_p AND w_q) over an item's [rows][xb][ld] planes
  * and the weights' [wb][n][ld]; epi 1: out i32 [rows][n]; 2: the level counts against p0 =

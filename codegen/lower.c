@@ -51,6 +51,7 @@ typedef struct Lower {
     int64_t arena;    /* bytes per batch item */
     const Node *node; /* being lowered, for messages */
     int node_index;
+    bool cpu_only; /* no GPU target: steps without a GPU kernel are allowed (low-bit steps) */
 } Lower;
 
 /* ---------------------------------------------------------------- small helpers */
@@ -1194,6 +1195,199 @@ static int lower_repack(Lower *L, const Node *n) {
     return convert_bits(L, x, y);
 }
 
+/* ---------------------------------------------------------------- low-bit layers */
+
+/* The low-bit steps (quantize, qgemm: docs/blob-format.md kinds 18, 19) run on the CPU path
+ * only: bgemm_planes.cu is not wired into the emitter yet. Integer codes (results of quantize
+ * and of a thresholded qdense) are stored as bit-planes, [bits][ld] words per batch item with
+ * ld = the code count rounded up to 256 bits: the operand layout of the next qgemm. */
+
+static int64_t bits_to_hold(int64_t n) {
+    int64_t b = 1;
+    while ((1ll << b) - 1 < n)
+        b++;
+    return b;
+}
+
+/* A value that holds integer codes as bit-planes, and how many planes. */
+static int64_t code_planes(const Value *v) {
+    const Node *d = v->kind == VAL_NODE ? v->def : NULL;
+    if (d && d->op == OP_QDENSE && d->nin == 4)
+        return bits_to_hold(d->in[2]->type.dim[1]);
+    if (d && d->op == OP_THRESHOLD && d->in[1]->type.rank == 2 && d->in[0]->def &&
+        d->in[0]->def->op == OP_QDENSE) /* qdense + threshold, as -O1 leaves them: fused */
+        return bits_to_hold(d->in[1]->type.dim[1]);
+    if (d && d->op == OP_QUANTIZE) {
+        float b = ((const float *)d->in[3]->data)[0];
+        int64_t bits = (int64_t)b, sgn = attr_int(d, "signed", 1), nar = attr_int(d, "narrow", 0);
+        int64_t lo = sgn ? -(1ll << (bits - 1)) + nar : 0;
+        int64_t hi = sgn ? (1ll << (bits - 1)) - 1 : (1ll << bits) - 1 - nar;
+        return bits_to_hold(hi - lo);
+    }
+    return 0;
+}
+
+/* Every reader of v is a qdense reading it as its codes (they read bit-planes). */
+static int codes_only_for_qdense(Lower *L, const Value *v) {
+    bool ok = !is_output(L->g, v) && v->type.rank == 2;
+    for (int i = 0; ok && i < L->g->nnodes; i++) {
+        const Node *u = L->g->nodes[i];
+        for (int j = 0; !u->dead && j < u->nin; j++)
+            if (u->in[j] == v)
+                ok = u->op == OP_QDENSE && j == 0;
+    }
+    return ok ? 0 : unsupported(L, "integer codes read by anything but qdense (or of rank > 2)");
+}
+
+/* quant (f32 result) and quantize (codes as bit-planes): one quantize step. */
+static int lower_quantize(Lower *L, const Node *n) {
+    const Value *x = n->in[0], *y = n->out[0];
+    if (!L->cpu_only)
+        return unsupported(L, n->op == OP_QUANT ? "'quant' on the GPU (compile with --target=cpu)"
+                                                : "'quantize' on the GPU (low-bit layers run on "
+                                                  "the CPU path only: compile with --target=cpu)");
+    for (int i = 1; i < 4; i++)
+        if (n->in[i]->kind != VAL_CONST || type_numel(&n->in[i]->type, 1) != 1)
+            return unsupported(L, "a quant with per-channel or computed parameters");
+    float bw = ((const float *)n->in[3]->data)[0];
+    if (!(bw >= 1.0f && bw <= 24.0f) || bw != floorf(bw))
+        return unsupported(L, "a quant of more than 24 bits");
+    int64_t bits = (int64_t)bw, sgn = attr_int(n, "signed", 1), nar = attr_int(n, "narrow", 0);
+    int64_t lo = sgn ? -(1ll << (bits - 1)) + nar : 0;
+    int64_t hi = sgn ? (1ll << (bits - 1)) - 1 : (1ll << bits) - 1 - nar;
+    static const char *const modes[] = {"ROUND", "CEIL", "FLOOR", "ROUND_TO_ZERO", "UP",
+                                        "HALF_UP", "HALF_DOWN"};
+    const char *mode = attr_str(n, "rounding", "ROUND");
+    int64_t rounding = !strcmp(mode, "DOWN") ? BLOB_ROUND_TO_ZERO : -1;
+    for (int i = 0; i < 7 && rounding < 0; i++)
+        if (!strcmp(mode, modes[i]))
+            rounding = i;
+    uint32_t sb, zb;
+    memcpy(&sb, n->in[1]->data, 4);
+    memcpy(&zb, n->in[2]->data, 4);
+    int64_t k = item_numel(&x->type);
+    BlobQuantizeParams qp = {.rows = 1, .k = k, .lo = lo, .hi = hi, .rounding = rounding,
+                             .scale_bits = sb, .zeropt_bits = zb, .dequant = n->op == OP_QUANT};
+    int out;
+    if (n->op == OP_QUANTIZE) {
+        if (codes_only_for_qdense(L, y))
+            return -1;
+        qp.bits = code_planes(y);
+        qp.ld = (k + 255) / 256 * 8;
+        out = new_buf(L, qp.bits * qp.ld * 4);
+        L->vbuf[y->id] = out;
+    } else {
+        out = def_buf(L, y);
+    }
+    LStep *st = new_step(L, BLOB_STEP_QUANTIZE);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.quantize = qp;
+    return 0;
+}
+
+/* qdense: one qgemm step; its i32 result, its codes as bit-planes (with thresholds), or, when
+ * a one-level threshold to packed bits is its only reader, those bits directly (one plane). */
+static int lower_qdense(Lower *L, const Node *n) {
+    const Value *x = n->in[0], *w = n->in[1], *y = n->out[0];
+    if (!L->cpu_only)
+        return unsupported(L, "'qdense' on the GPU (low-bit layers run on the CPU path only: "
+                              "compile with --target=cpu)");
+    int64_t xb = code_planes(x);
+    if (!xb || w->kind != VAL_CONST)
+        return unsupported(L, "a qdense over codes that are not a quantize or a thresholded "
+                              "qdense, or over computed weights");
+    int64_t K = x->type.dim[1], O = w->type.dim[0], ld = (K + 255) / 256 * 8;
+    int64_t ldy = (O + 255) / 256 * 8;
+    const int8_t *u = w->data;
+    int umin = 0, umax = 0;
+    bool bipolar = true;
+    for (int64_t i = 0; i < O * K; i++) {
+        umin = u[i] < umin ? u[i] : umin;
+        umax = u[i] > umax ? u[i] : umax;
+        bipolar = bipolar && (u[i] == 1 || u[i] == -1);
+    }
+    /* Weight planes: one +-1 plane, else two's complement (or unsigned) with enough bits. */
+    bool wsigned = !bipolar && umin < 0;
+    int64_t wb = bipolar ? 1 : wsigned ? 1 : bits_to_hold(umax);
+    while (wsigned && (umin < -(1ll << (wb - 1)) || umax > (1ll << (wb - 1)) - 1))
+        wb++;
+    uint32_t *wp = xcalloc((size_t)(wb * O * ld), 4);
+    for (int64_t q = 0; q < wb; q++)
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t k = 0; k < K; k++) {
+                int bit = bipolar ? u[o * K + k] > 0 : ((uint8_t)u[o * K + k] >> q) & 1;
+                wp[(q * O + o) * ld + k / 32] |= (uint32_t)bit << (k % 32);
+            }
+    BlobQgemmParams qp = {.rows = 1, .n = O, .ld = ld, .xb = xb, .wb = wb, .wsigned = wsigned,
+                          .bipolar = bipolar, .epi = 1};
+    const Value *t = NULL, *dir = NULL, *out_v = y;
+    Node *thr = only_user(L->g, y);
+    if (n->nin == 4) {
+        if (codes_only_for_qdense(L, y)) {
+            free(wp);
+            return -1;
+        }
+        t = n->in[2];
+        dir = n->in[3];
+        qp.epi = 2;
+        qp.levels = t->type.dim[1];
+        qp.yb = code_planes(y);
+    } else if (thr && thr->op == OP_THRESHOLD && thr->in[0] == y && thr->in[1]->kind == VAL_CONST &&
+               thr->in[1]->type.rank == 2 && (thr->nin < 3 || thr->in[2]->kind == VAL_CONST)) {
+        /* a multi-level threshold, the unfused form of qdense(x, w, t, dir) */
+        if (codes_only_for_qdense(L, thr->out[0])) {
+            free(wp);
+            return -1;
+        }
+        t = thr->in[1];
+        dir = thr->nin == 3 ? thr->in[2] : NULL;
+        out_v = thr->out[0];
+        qp.epi = 2;
+        qp.levels = t->type.dim[1];
+        qp.yb = code_planes(out_v);
+        L->done[node_index(L->g, thr)] = true;
+    } else if (thr && thr->op == OP_THRESHOLD && thr->in[0] == y && thr->in[1]->kind == VAL_CONST &&
+               thr->in[1]->type.rank == 1 && (thr->nin < 3 || thr->in[2]->kind == VAL_CONST) &&
+               packed_words(&thr->out[0]->type) == ldy && spatial_of(&thr->out[0]->type) == 1) {
+        /* bits = one plane of the one-level count: the packed b1 rows of the threshold */
+        t = thr->in[1];
+        dir = thr->nin == 3 ? thr->in[2] : NULL;
+        out_v = thr->out[0];
+        qp.epi = 2;
+        qp.levels = 1;
+        qp.yb = 1;
+        L->done[node_index(L->g, thr)] = true;
+    }
+    int out;
+    if (qp.epi == 2) {
+        out = new_buf(L, qp.yb * ldy * 4);
+        L->vbuf[out_v->id] = out;
+    } else {
+        out = def_buf(L, y);
+    }
+    LStep *st = new_step(L, BLOB_STEP_QGEMM);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.slot[BLOB_SLOT_W] = put_weights(L, wp, (size_t)(wb * O * ld) * 4);
+    if (t) {
+        int64_t levels = qp.levels;
+        int32_t *tv = xmalloc((size_t)(O * levels) * 4), *dv = xmalloc((size_t)O * 4);
+        for (int64_t o = 0; o < O; o++) {
+            for (int64_t l = 0; l < levels; l++)
+                tv[o * levels + l] = (int32_t)const_at(t, t->type.dim[0] == 1 ? l : o * levels + l);
+            dv[o] = dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : o) < 0 ? -1 : 1;
+        }
+        st->s.slot[BLOB_SLOT_P0] = put_weights(L, tv, (size_t)(O * levels) * 4);
+        st->s.slot[BLOB_SLOT_P1] = put_weights(L, dv, (size_t)O * 4);
+        free(tv);
+        free(dv);
+    }
+    st->s.qgemm = qp;
+    free(wp);
+    return 0;
+}
+
 static int lower_node(Lower *L, const Node *n) {
     switch (n->op) {
     case OP_BDENSE: return lower_bgemm(L, n, n->in[2], n->in[3]);
@@ -1224,6 +1418,9 @@ static int lower_node(Lower *L, const Node *n) {
     case OP_RESHAPE: return lower_reshape(L, n);
     case OP_SOFTMAX: return lower_softmax(L, n);
     case OP_REPACK: return lower_repack(L, n);
+    case OP_QUANT:
+    case OP_QUANTIZE: return lower_quantize(L, n);
+    case OP_QDENSE: return lower_qdense(L, n);
     default: return unsupported_op(L);
     }
 }
@@ -1338,9 +1535,10 @@ static int io_dims(const Value *v, const char *what, int64_t *dims) {
 }
 
 /* Lower g into L (steps, buffers, META, weights). 0 ok; -1 with a diagnostic. */
-static int lower_graph(Lower *L, const Graph *g) {
+static int lower_graph(Lower *L, const Graph *g, bool cpu_only) {
     memset(L, 0, sizeof *L);
     L->g = g;
+    L->cpu_only = cpu_only;
     L->w = blob_new();
     for (int i = 0; i < g->nvalues; i++)
         if (g->values[i]->id != i)
@@ -1499,7 +1697,7 @@ int codegen_parse_targets(const char *list, CodegenOptions *o) {
 char *codegen_cuda_source(const Graph *g) {
     Lower L;
     char *src = NULL;
-    if (lower_graph(&L, g) == 0)
+    if (lower_graph(&L, g, false) == 0)
         src = generate_source(&L, "model.cu");
     free_lower(&L);
     return src;
@@ -1509,7 +1707,7 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
     Lower L;
     int rc = -1;
     char *src = NULL;
-    if (lower_graph(&L, g) != 0)
+    if (lower_graph(&L, g, o->ntargets == 0) != 0)
         goto done;
     if (o->ntargets) {
         src = generate_source(&L, "model.cu");

@@ -444,6 +444,55 @@ static bnn_status check_none(const StepCheck *c, int from, int to) {
     return BNN_STATUS_OK;
 }
 
+/* quantize (kind 18): f32 [rows][k] to bit-planes [rows][bits][ld], or to f32 (dequant). */
+static bnn_status check_quantize(const StepCheck *c) {
+    const BlobQuantizeParams *p = &c->s->quantize;
+    bool planes = p->dequant == 0;
+    if (!dim_ok(p->rows) || !dim_ok(p->k) || (p->dequant & ~1ll) || p->rounding < 0 ||
+        p->rounding > BLOB_ROUND_HALF_DOWN || p->lo >= p->hi || p->lo < -(1ll << 30) ||
+        p->hi > (1ll << 30) || (p->scale_bits & ~0xffffffffll) || (p->zeropt_bits & ~0xffffffffll))
+        return bad_step(c, "bad shape, range [%lld, %lld] or rounding %lld", (long long)p->lo,
+                        (long long)p->hi, (long long)p->rounding);
+    if (planes && (p->bits < 1 || p->bits > 24 || p->hi - p->lo >= (1ll << p->bits) ||
+                   p->ld > MAX_DIM || p->ld < (int64_t)words_for(p->k)))
+        return bad_step(c, "bad planes: %lld bits, ld %lld", (long long)p->bits, (long long)p->ld);
+    uint64_t in, out;
+    if (!mul3_ok((uint64_t)p->rows, (uint64_t)p->k, 4, &in) ||
+        !mul3_ok((uint64_t)p->rows, planes ? (uint64_t)(p->bits * p->ld) : (uint64_t)p->k, 4, &out))
+        return bad_step(c, "operands too large");
+    TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+    return check_simple(c, in, out, false);
+}
+
+/* qgemm (kind 19): bit-plane GEMM, docs/blob-format.md. */
+static bnn_status check_qgemm(const StepCheck *c) {
+    const BlobQgemmParams *p = &c->s->qgemm;
+    if (!dim_ok(p->rows) || !dim_ok(p->n) || !dim_ok(p->ld) || p->ld % 8 || p->xb < 1 ||
+        p->xb > 16 || p->wb < 1 || p->wb > 16 || (p->wsigned & ~1ll) || (p->bipolar & ~1ll) ||
+        (p->bipolar && p->wb != 1) || p->epi < 1 || p->epi > 3 ||
+        (p->epi != 1 && (p->levels < 1 || p->levels > MAX_DIM)) ||
+        (p->epi == 2 && (p->yb < 1 || p->yb > 16 || p->levels >= (1ll << p->yb))))
+        return bad_step(c, "bad shape, planes or epilogue (rows %lld n %lld ld %lld xb %lld wb "
+                           "%lld epi %lld)", (long long)p->rows, (long long)p->n, (long long)p->ld,
+                        (long long)p->xb, (long long)p->wb, (long long)p->epi);
+    uint64_t a, w, out, t;
+    uint64_t ldy = (uint64_t)(p->n + 255) / 256 * 8, row = p->epi == 2 ? (uint64_t)p->yb * ldy
+                                                                         : (uint64_t)p->n;
+    if (!mul3_ok((uint64_t)p->rows, (uint64_t)(p->xb * p->ld), 4, &a) ||
+        !mul3_ok((uint64_t)(p->wb * p->n), (uint64_t)p->ld, 4, &w) ||
+        !mul3_ok((uint64_t)p->rows, row, 4, &out) ||
+        !mul3_ok((uint64_t)p->n, p->epi == 1 ? 0 : (uint64_t)p->levels, 4, &t))
+        return bad_step(c, "operands too large");
+    TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, a, false));
+    TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
+    TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
+    TRY(want_slot(c, BLOB_SLOT_P0, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS, t, false));
+    TRY(want_slot(c, BLOB_SLOT_P1, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS, (uint64_t)p->n * 4,
+                  false));
+    TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
+    return check_overlap(c, false);
+}
+
 static bnn_status check_kind(const StepCheck *c) {
     const BlobStep *s = c->s;
     uint64_t a, b;
@@ -468,6 +517,8 @@ static bnn_status check_kind(const StepCheck *c) {
     }
     case BLOB_STEP_BGEMM: return check_bgemm(c);
     case BLOB_STEP_BCONV: return check_bconv(c);
+    case BLOB_STEP_QUANTIZE: return check_quantize(c);
+    case BLOB_STEP_QGEMM: return check_qgemm(c);
     case BLOB_STEP_DENSE: {
         const BlobDenseParams *p = &s->dense;
         uint64_t w, out;

@@ -399,7 +399,8 @@ void rt_cpu_qgemm_planes(const uint32_t *A, const uint32_t *W, int64_t M, int64_
                 }
                 for (int q = 0; q < wb; q++) {
                     int pw;
-                    int64_t d = (int64_t)popc_and(a, W + ((int64_t)q * N + n) * ld, ld, &pw) << (p + q);
+                    const uint32_t *w = W + ((int64_t)q * N + n) * ld;
+                    int64_t d = (int64_t)popc_and(a, w, ld, &pw) << (p + q);
                     v += wsigned && q == wb - 1 ? -d : d;
                 }
             }
@@ -445,11 +446,16 @@ static void run_quantize(const Ctx *c) {
     for (int64_t item = 0; item < c->batch; item++) {
         const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
         uint32_t *out = slot_ptr(c, BLOB_SLOT_OUT, item);
-        memset(out, 0, (size_t)(p->rows * p->bits * p->ld) * 4);
+        if (!p->dequant)
+            memset(out, 0, (size_t)(p->rows * p->bits * p->ld) * 4);
         for (int64_t r = 0; r < p->rows; r++)
             for (int64_t k = 0; k < p->k; k++) {
                 float q = round_mode(x[r * p->k + k] / scale + zeropt, p->rounding);
                 q = q < (float)p->lo ? (float)p->lo : q > (float)p->hi ? (float)p->hi : q;
+                if (p->dequant) { /* Quant's float result, the interpreter's operations */
+                    ((float *)out)[r * p->k + k] = (q - zeropt) * scale;
+                    continue;
+                }
                 uint32_t n = isnan(q) ? 0u : (uint32_t)(int64_t)(q - (float)p->lo);
                 for (int64_t b = 0; b < p->bits; b++)
                     out[(r * p->bits + b) * p->ld + k / 32] |= ((n >> b) & 1u) << (k % 32);

@@ -1,0 +1,70 @@
+/* test_planes_nvrtc: bgemm_planes.cu (the bit-plane GEMM of qdense) compiles through NVRTC
+ * without a GPU for sm_90a and sm_80: signed, unsigned and bipolar weight planes, the int32 and
+ * the multi-level threshold epilogues, odd shapes, several specializations in one program. The
+ * PTX must hold the AND-popc m16n8k256 mma.sync and no XOR-popc. Exit 77 (skipped) when
+ * libnvrtc is not installed, unless BNN_REQUIRE_NVRTC=1. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "ir.h"
+#include "nvrtc.h"
+#include "util.h"
+
+extern const char bnn_bgemm_planes_cu[]; /* embedded by codegen/cuda/embed.py */
+
+static const struct {
+    int n, k, xb, wb, wsigned, bipolar, epi, l, yb;
+} specs[] = {
+    {64, 784, 2, 1, 1, 1, 2, 3, 2},   /* TFC w1a2: bipolar weights, 2-bit codes out */
+    {64, 64, 2, 2, 1, 0, 2, 3, 2},    /* w2a2 */
+    {10, 64, 2, 2, 1, 0, 1, 1, 1},    /* an output layer: int32 */
+    {257, 1000, 8, 8, 1, 0, 2, 255, 8}, /* w8a8, odd N */
+    {33, 3, 3, 3, 0, 0, 1, 1, 1},     /* unsigned weights, K < 256 */
+};
+
+static int count_str(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+int main(void) {
+    if (nvrtc_load() != 0) {
+        const char *req = getenv("BNN_REQUIRE_NVRTC");
+        printf("libnvrtc not available: %s\n", diag_message());
+        return req && !strcmp(req, "1") ? 1 : 77;
+    }
+    Buf b = {0};
+    int nk = (int)(sizeof specs / sizeof specs[0]);
+    for (int i = 0; i < nk; i++) {
+        buf_printf(&b,
+                   "#define PL_NAME planes_%d\n#define PL_N %d\n#define PL_K %d\n#define PL_XB %d\n"
+                   "#define PL_WB %d\n#define PL_WSIGNED %d\n#define PL_WBIPOLAR %d\n"
+                   "#define PL_EPI %d\n#define PL_L %d\n#define PL_YB %d\n",
+                   i, specs[i].n, specs[i].k, specs[i].xb, specs[i].wb, specs[i].wsigned,
+                   specs[i].bipolar, specs[i].epi, specs[i].l, specs[i].yb);
+        buf_puts(&b, bnn_bgemm_planes_cu);
+        buf_puts(&b, "\n");
+    }
+    static const char *const archs[] = {"sm_90a", "sm_80"};
+    for (int a = 0; a < 2; a++) {
+        NvrtcOutput out;
+        int rc = nvrtc_compile("bgemm_planes.cu", b.data, archs[a], NULL, 0, true, &out);
+        CHECK_MSG(rc == 0, "%s: %s", archs[a], diag_message());
+        if (rc != 0)
+            continue;
+        CHECK(out.cubin && out.cubin_size > 0);
+        CHECK_MSG(strstr(out.ptx, "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc"),
+                  "%s: no AND-popc mma.sync in the PTX", archs[a]);
+        CHECK_MSG(!strstr(out.ptx, "xor.popc"), "%s: XOR-popc in the PTX", archs[a]);
+        CHECK_MSG(count_str(out.ptx, ".entry") == nk, "%s: %d entries", archs[a],
+                  count_str(out.ptx, ".entry"));
+        printf("%s: %d kernels, CUBIN %zu bytes, %d AND-popc MMAs in the PTX\n", archs[a], nk,
+               out.cubin_size, count_str(out.ptx, ".and.popc"));
+        nvrtc_output_free(&out);
+    }
+    buf_free(&b);
+    return check_report("test_planes_nvrtc");
+}
