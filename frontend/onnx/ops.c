@@ -916,6 +916,13 @@ static int import_pad(Imp *im) {
             dim[d] = x->type.dim[d] + pads[d] + pads[d + rank];
         }
     }
+    /* PyTorch 1.13 exports AvgPool2d(padding=0) as an all-zero Pad + AveragePool: an
+     * identity, which the code generator (no 'pad' step) would otherwise refuse. */
+    bool zero = true;
+    for (int d = 0; d < 2 * rank; d++)
+        zero = zero && pads[d] == 0;
+    if (zero)
+        return out_value(im, x);
     float s;
     Value *b = (value == 1.0f || value == -1.0f) ? bits_under(x, &s) : NULL;
     if (b && s != 1.0f)

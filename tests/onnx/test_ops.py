@@ -346,12 +346,30 @@ def test_errors():
           "an unsupported op is named: %s" % err)
 
 
+def test_zero_pad_avgpool():
+    """PyTorch 1.13 exports AvgPool2d(2, 2) as an all-zero Pad + AveragePool: the Pad must
+    vanish on import, since the code generator has no 'pad' step (regression: bnncc refused
+    Bi-Real ResNet-18's downsampling shortcut)."""
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"], name="pad0"),
+             helper.make_node("AveragePool", ["p"], ["y"], name="avg", kernel_shape=[2, 2],
+                              strides=[2, 2])]
+    m = model(nodes, [init("pads", np.zeros(8, np.int64))], (1, 3, 6, 6))
+    x = rng.normal(0, 1, (2, 3, 6, 6)).astype(np.float32)
+    compare("zero_pad_avgpool", m, x)
+    path = os.path.join(TMP, "zero_pad_avgpool.onnx")
+    ir = subprocess.run([BNNCC, path, "--emit=ir", "-O0", "-o", "-"], capture_output=True, text=True)
+    check(ir.returncode == 0 and " pad " not in ir.stdout, "zero_pad_avgpool: no pad op in the IR")
+    blob = os.path.join(TMP, "zero_pad_avgpool.bin")
+    r = subprocess.run([BNNCC, path, "-O3", "--target=cpu", "-o", blob], capture_output=True, text=True)
+    check(r.returncode == 0, "zero_pad_avgpool: bnncc compiles it: %s" % r.stderr.strip())
+
+
 def main():
     if not os.path.exists(BNNRUN) or not os.path.exists(BNNCC):
         print("skipping: bnnrun or bnncc not built")
         return 77
     for t in [test_float_cnn, test_binary_cnn, test_expand_ones_like, test_torch2_exports, test_sign_cnn, test_shapes, test_opset9_and_batch1,
-              test_heads, test_qonnx_ops, test_errors]:
+              test_zero_pad_avgpool, test_heads, test_qonnx_ops, test_errors]:
         try:
             t()
         except Exception as e:  # a crash in one group must not hide the others
