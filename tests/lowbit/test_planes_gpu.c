@@ -130,10 +130,11 @@ static void pack_plane(const int *codes, int64_t rows, int64_t K, int64_t ld, in
     }
 }
 
+/* Device copy of h (n bytes); h NULL: an allocation left for the kernel to fill. */
 static CUdeviceptr upload(const void *h, size_t n) {
     CUdeviceptr p;
     CU(cu.MemAlloc(&p, n ? n : 4));
-    if (n)
+    if (n && h)
         CU(cu.MemcpyHtoD(p, h, n));
     return p;
 }
