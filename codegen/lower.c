@@ -51,7 +51,6 @@ typedef struct Lower {
     int64_t arena;    /* bytes per batch item */
     const Node *node; /* being lowered, for messages */
     int node_index;
-    bool cpu_only; /* no GPU target: steps without a GPU kernel are allowed (low-bit steps) */
 } Lower;
 
 /* ---------------------------------------------------------------- small helpers */
@@ -974,15 +973,33 @@ static int lower_cast(Lower *L, const Node *n) {
     return 0;
 }
 
+/* dense over f32 x f32, or b1 x f32 (bits as +-1: an unpack step into a scratch f32 [N,K],
+ * then the float dense step; x * w is exact for x = +-1, the reference's same sums). */
 static int lower_dense_f32(Lower *L, const Node *n) {
     const Value *x = n->in[0], *w = n->in[1], *b = n->nin == 3 ? n->in[2] : NULL;
-    if (x->type.dtype != TY_F32 || w->type.dtype != TY_F32 || w->kind != VAL_CONST ||
+    bool bits = x->type.dtype == TY_B1;
+    if ((x->type.dtype != TY_F32 && !bits) || w->type.dtype != TY_F32 || w->kind != VAL_CONST ||
         (b && (b->kind != VAL_CONST || b->type.dtype != TY_F32)) || x->type.rank != 2)
-        return unsupported(L, "a dense layer of this form (float activations, constant float weights expected)");
+        return unsupported(L, "a dense layer of this form (float or b1 activations, constant float weights "
+                              "expected)");
     int64_t k = x->type.dim[1], o = w->type.dim[0];
+    int in = bits ? -1 : buf_of(L, x);
+    if (bits) {
+        int64_t words = stored_words(&x->type);
+        if (!words)
+            return unsupported(L, "a dense layer over b1 activations in this format");
+        in = new_buf(L, k * 4);
+        LStep *u = new_step(L, BLOB_STEP_UNPACK);
+        use_arena(L, u, BLOB_SLOT_IN, buf_of(L, x));
+        use_arena(L, u, BLOB_SLOT_OUT, in);
+        u->s.unpack = (BlobUnpackParams){.channels = k, .spatial = 1, .words = words, .layout = BLOB_LAYOUT_CS};
+        float_kernel(L, u, "unpack", k,
+                     str_printf("bnn_unpack(item, j, (const unsigned *)in, (float *)out, %lld, 1, %lld, 0)",
+                                (long long)k, (long long)words));
+    }
     int out = def_buf(L, n->out[0]);
     LStep *st = new_step(L, BLOB_STEP_DENSE);
-    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_IN, in);
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.slot[BLOB_SLOT_W] = put_weights(L, w->data, (size_t)(o * k) * 4);
     if (b)
@@ -1197,8 +1214,8 @@ static int lower_repack(Lower *L, const Node *n) {
 
 /* ---------------------------------------------------------------- low-bit layers */
 
-/* The low-bit steps (quantize, qgemm: docs/blob-format.md kinds 18, 19) run on the CPU path
- * only: bgemm_planes.cu is not wired into the emitter yet. Integer codes (results of quantize
+/* The low-bit steps (quantize, qgemm: docs/blob-format.md kinds 18, 19): on the GPU a
+ * float_ops.cu bnn_quantize and a specialized bgemm_planes.cu. Integer codes (results of quantize
  * and of a thresholded qdense) are stored as bit-planes, [bits][ld] words per batch item with
  * ld = the code count rounded up to 256 bits: the operand layout of the next qgemm. */
 
@@ -1242,10 +1259,6 @@ static int codes_only_for_qdense(Lower *L, const Value *v) {
 /* quant (f32 result) and quantize (codes as bit-planes): one quantize step. */
 static int lower_quantize(Lower *L, const Node *n) {
     const Value *x = n->in[0], *y = n->out[0];
-    if (!L->cpu_only)
-        return unsupported(L, n->op == OP_QUANT ? "'quant' on the GPU (compile with --target=cpu)"
-                                                : "'quantize' on the GPU (low-bit layers run on "
-                                                  "the CPU path only: compile with --target=cpu)");
     for (int i = 1; i < 4; i++)
         if (n->in[i]->kind != VAL_CONST || type_numel(&n->in[i]->type, 1) != 1)
             return unsupported(L, "a quant with per-channel or computed parameters");
@@ -1283,6 +1296,12 @@ static int lower_quantize(Lower *L, const Node *n) {
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.quantize = qp;
+    /* The GPU: one thread per element (dequant) or per word of the code planes. */
+    float_kernel(L, st, "quantize", qp.dequant ? k : qp.ld,
+                 str_printf("bnn_quantize(item, j, (const float *)in, out, %lld, %lld, %lld, %lld, %lld, %lld, "
+                            "%uu, %uu, %d)",
+                            (long long)k, (long long)qp.bits, (long long)qp.ld, (long long)lo, (long long)hi,
+                            (long long)rounding, (unsigned)sb, (unsigned)zb, qp.dequant ? 1 : 0));
     return 0;
 }
 
@@ -1290,9 +1309,6 @@ static int lower_quantize(Lower *L, const Node *n) {
  * a one-level threshold to packed bits is its only reader, those bits directly (one plane). */
 static int lower_qdense(Lower *L, const Node *n) {
     const Value *x = n->in[0], *w = n->in[1], *y = n->out[0];
-    if (!L->cpu_only)
-        return unsupported(L, "'qdense' on the GPU (low-bit layers run on the CPU path only: "
-                              "compile with --target=cpu)");
     int64_t xb = code_planes(x);
     if (!xb || w->kind != VAL_CONST)
         return unsupported(L, "a qdense over codes that are not a quantize or a thresholded "
@@ -1385,6 +1401,28 @@ static int lower_qdense(Lower *L, const Node *n) {
     }
     st->s.qgemm = qp;
     free(wp);
+    /* The GPU: bgemm_planes.cu, the batch items as its M rows (one row per item), one warp per
+     * 16 x 32 tile; arguments (A, W, M, T, dir, Y), T and dir null for the i32 result. */
+    name_kernel(L, st, "qgemm");
+    st->k.family = KERNEL_PLANES;
+    st->k.defines = str_printf("#define PL_NAME %s\n#define PL_N %lld\n#define PL_K %lld\n#define PL_XB %lld\n"
+                               "#define PL_WB %lld\n#define PL_WSIGNED %d\n#define PL_WBIPOLAR %d\n"
+                               "#define PL_EPI %lld\n#define PL_L %lld\n#define PL_YB %lld\n",
+                               st->k.name, (long long)O, (long long)K, (long long)xb, (long long)wb,
+                               wsigned ? 1 : 0, bipolar ? 1 : 0, (long long)qp.epi,
+                               (long long)(qp.epi == 2 ? qp.levels : 1), (long long)(qp.epi == 2 ? qp.yb : 1));
+    BlobGridDim grid[3] = {{(uint32_t)((O + 31) / 32), 0, 1}, {0, 1, 16}, {1, 0, 1}};
+    uint32_t block[3] = {32, 1, 1};
+    blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, 1);
+    for (int slot = BLOB_SLOT_P0; slot <= BLOB_SLOT_P1; slot++)
+        if (st->s.slot[slot].space != BLOB_SPACE_NONE)
+            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slot, 0);
+        else
+            blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
     return 0;
 }
 
@@ -1535,10 +1573,9 @@ static int io_dims(const Value *v, const char *what, int64_t *dims) {
 }
 
 /* Lower g into L (steps, buffers, META, weights). 0 ok; -1 with a diagnostic. */
-static int lower_graph(Lower *L, const Graph *g, bool cpu_only) {
+static int lower_graph(Lower *L, const Graph *g) {
     memset(L, 0, sizeof *L);
     L->g = g;
-    L->cpu_only = cpu_only;
     L->w = blob_new();
     for (int i = 0; i < g->nvalues; i++)
         if (g->values[i]->id != i)
@@ -1697,7 +1734,7 @@ int codegen_parse_targets(const char *list, CodegenOptions *o) {
 char *codegen_cuda_source(const Graph *g) {
     Lower L;
     char *src = NULL;
-    if (lower_graph(&L, g, false) == 0)
+    if (lower_graph(&L, g) == 0)
         src = generate_source(&L, "model.cu");
     free_lower(&L);
     return src;
@@ -1707,7 +1744,7 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
     Lower L;
     int rc = -1;
     char *src = NULL;
-    if (lower_graph(&L, g, o->ntargets == 0) != 0)
+    if (lower_graph(&L, g) != 0)
         goto done;
     if (o->ntargets) {
         src = generate_source(&L, "model.cu");

@@ -11,6 +11,8 @@
 
 extern const char bnn_float_ops_cu[]; /* embedded kernels/float_ops.cu (embed.py) */
 extern const size_t bnn_float_ops_cu_len;
+extern const char bnn_bgemm_planes_cu[]; /* embedded kernels/bgemm_planes.cu (the qgemm step) */
+extern const size_t bnn_bgemm_planes_cu_len;
 
 typedef struct Hole {
     const char *name;
@@ -114,6 +116,10 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
                 buf_put(&b, bnn_bgemm_cu, bnn_bgemm_cu_len);
             else
                 buf_put(&b, bnn_bconv_cu, bnn_bconv_cu_len);
+            break;
+        case KERNEL_PLANES:
+            buf_puts(&b, s->defines);
+            buf_put(&b, bnn_bgemm_planes_cu, bnn_bgemm_planes_cu_len);
             break;
         case KERNEL_FLOAT: {
             char count[32];

@@ -9,13 +9,14 @@ typedef enum {
     KERNEL_BGEMM, /* defines (BG_*) + kernels/bgemm.cu */
     KERNEL_BCONV, /* defines (BC_*) + kernels/bconv.cu */
     KERNEL_FLOAT, /* a __global__ wrapper around one call into kernels/float_ops.cu */
+    KERNEL_PLANES, /* defines (PL_*) + kernels/bgemm_planes.cu (the qgemm step) */
 } KernelFamily;
 
 typedef struct KernelSpec {
     KernelFamily family;
     char name[64];       /* the kernel's symbol, unique in the model */
     const char *ir_line; /* the IR line it was generated from (borrowed), or NULL */
-    char *defines;       /* BGEMM/BCONV: "#define BG_N 64\n" lines (malloc'ed) */
+    char *defines;       /* BGEMM/BCONV/PLANES: "#define BG_N 64\n" lines (malloc'ed) */
     int64_t count;       /* FLOAT: work items per batch item */
     char *call;          /* FLOAT: the float_ops.cu call (malloc'ed) */
 } KernelSpec;

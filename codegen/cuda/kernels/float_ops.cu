@@ -172,4 +172,54 @@ __device__ __forceinline__ void bnn_softmax(bnn_i64 item, int j, const float *x,
     for (int i = 0; i < n; ++i) yr[i] = __fdiv_rn(yr[i], sum);
 }
 
+// QONNX rounding as rt_cpu.c's round_mode (ties decided on v - trunc(v)); mode as BlobRounding:
+// 0 ROUND (half to even, rintf as the CPU's nearbyintf), 1 CEIL, 2 FLOOR, 3 ROUND_TO_ZERO, 4 UP,
+// 5 HALF_UP, 6 HALF_DOWN.
+__device__ __forceinline__ float bnn_round_mode(float v, int mode) {
+    const float t = truncf(v), frac = fabsf(__fsub_rn(v, t)), away = v < 0 ? __fsub_rn(t, 1.0f) : __fadd_rn(t, 1.0f);
+    switch (mode) {
+    case 1: return ceilf(v);
+    case 2: return floorf(v);
+    case 3: return t;
+    case 4: return v < 0 ? floorf(v) : ceilf(v);
+    case 5: return frac >= 0.5f ? away : t;
+    case 6: return frac > 0.5f ? away : t;
+    default: return rintf(v);
+    }
+}
+
+// The quantize step (rt_cpu.c run_quantize), one row of k floats per batch item:
+// q = clamp(round(x / scale + zeropt), lo, hi). dequant: work item j is element j, written as
+// the float (q - zeropt) * scale; else work item j is word j of the [bits][ld] bit-planes of the
+// codes q - lo (every plane's word j, padding words zero), NaN as code 0.
+__device__ __forceinline__ float bnn_quantize_one(const float *x, int k, float scale, float zeropt, int lo, int hi,
+                                                  int rounding) {
+    float q = bnn_round_mode(__fadd_rn(__fdiv_rn(x[k], scale), zeropt), rounding);
+    q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+    return q;
+}
+
+__device__ __forceinline__ void bnn_quantize(bnn_i64 item, int j, const float *x, void *out, int k, int bits, int ld,
+                                             int lo, int hi, int rounding, unsigned scale_bits,
+                                             unsigned zeropt_bits, int dequant) {
+    const float scale = __int_as_float((int)scale_bits), zeropt = __int_as_float((int)zeropt_bits);
+    x += item * k;
+    if (dequant) {
+        const float q = bnn_quantize_one(x, j, scale, zeropt, lo, hi, rounding);
+        ((float *)out)[item * k + j] = __fmul_rn(__fsub_rn(q, zeropt), scale);
+        return;
+    }
+    unsigned *y = (unsigned *)out + item * bits * ld;
+    unsigned word[24];
+    for (int b = 0; b < bits; ++b) word[b] = 0u;
+    for (int i = 0; i < 32; ++i) {
+        const int kk = j * 32 + i;
+        if (kk >= k) break;
+        const float q = bnn_quantize_one(x, kk, scale, zeropt, lo, hi, rounding);
+        const unsigned n = q != q ? 0u : (unsigned)(bnn_i64)__fsub_rn(q, (float)lo);
+        for (int b = 0; b < bits; ++b) word[b] |= ((n >> b) & 1u) << i;
+    }
+    for (int b = 0; b < bits; ++b) y[(bnn_i64)b * ld + j] = word[b];
+}
+
 #endif // BNN_FLOAT_OPS_CU
