@@ -1,22 +1,37 @@
 #!/usr/bin/env python3
-"""Top-1 accuracy of a model on the MNIST test set, run through bnnrun.
+"""Top-1 accuracy of a model on a test set (MNIST, Fashion-MNIST or CIFAR-10), run through bnnrun.
 
-    bench/accuracy.py MODEL [--scale 255|1] [--limit N] [--bnnrun PATH] [--mnist DIR]
-                      [--bin [--device cpu|gpu]]
+    bench/accuracy.py MODEL [--dataset mnist|fashion-mnist|cifar10] [--scale 255|1]
+                      [--limit N] [--bnnrun PATH] [--mnist DIR] [--fashion-mnist DIR]
+                      [--cifar10 DIR] [--bin [--device cpu|gpu|auto]]
+                      [--compare-reference SOURCE] [--compare-logits FILE.npy]
+                      [--save-predictions FILE.npy] [--chunk N]
 
 MODEL is anything bnnrun takes with --reference (.onnx or .bnn), or with --bin a model.bin
-from bnncc, run by libbnnrt on --device (default cpu). Images are fed as
-float32 [N,1,28,28], divided by 255 unless --scale 255 (models that divide inside)."""
+from bnncc (this tool compiles nothing), run by libbnnrt on --device (default cpu).
+
+Images are fed as float32 NCHW: [N,1,28,28] for MNIST and Fashion-MNIST (the IDX test files),
+[N,3,32,32] RGB for CIFAR-10 (the 10,000 test JPEGs of ../shared/data/cifar10, decoded with
+Pillow), divided by 255 unless --scale 255 (models that divide inside).
+
+--compare-reference SOURCE also runs SOURCE (the .onnx or .bnn the model.bin came from, or
+MODEL itself) through the reference interpreter and prints how many predictions differ.
+--compare-logits FILE.npy prints how many predictions differ from argmax of saved logits
+(e.g. PyTorch's own evaluation of the same weights). The exit status is 0 whatever the
+accuracy; the last line is machine-readable: `accuracy: top1=... n=... differ_ref=...`."""
 import argparse
 import gzip
+import io
 import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
 here = os.path.dirname(os.path.abspath(__file__))
+shared = os.environ.get("BNN_SHARED", os.path.join(here, "..", "..", "shared"))
 
 
 def read_idx(path):
@@ -28,39 +43,116 @@ def read_idx(path):
     return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
+def load_idx_test(folder, limit=0):
+    """uint8 [N,1,28,28] and int64 labels from t10k-*-idx?-ubyte.gz."""
+    images = read_idx(os.path.join(folder, "t10k-images-idx3-ubyte.gz"))
+    labels = read_idx(os.path.join(folder, "t10k-labels-idx1-ubyte.gz")).astype(np.int64)
+    if limit:
+        images, labels = images[:limit], labels[:limit]
+    return images.reshape(-1, 1, 28, 28), labels
+
+
+def load_cifar10_test(folder, limit=0):
+    """uint8 [N,3,32,32] RGB and int64 labels from test_jpegs.bin + test_index.npz (Pillow)."""
+    from PIL import Image
+    blob = open(os.path.join(folder, "test_jpegs.bin"), "rb").read()
+    index = np.load(os.path.join(folder, "test_index.npz"))
+    off, labels = index["offsets"], index["labels"].astype(np.int64)
+    n = len(off) - 1 if not limit else min(limit, len(off) - 1)
+    images = np.stack([np.asarray(Image.open(io.BytesIO(blob[off[i]:off[i + 1]])).convert("RGB"))
+                       for i in range(n)])
+    return np.ascontiguousarray(images.transpose(0, 3, 1, 2)), labels[:n]
+
+
+def load_dataset(name, a):
+    if name == "mnist":
+        return load_idx_test(a.mnist, a.limit)
+    if name == "fashion-mnist":
+        return load_idx_test(a.fashion_mnist, a.limit)
+    if name == "cifar10":
+        return load_cifar10_test(a.cifar10, a.limit)
+    raise SystemExit(f"accuracy.py: unknown dataset '{name}'")
+
+
+def run_bnnrun(bnnrun, how, x, chunk):
+    """Run x through bnnrun (`how`: [model.bin, --device, d] or [--reference, model]) in chunks;
+    returns the concatenated outputs."""
+    outs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        xin, yout = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
+        step = chunk if chunk > 0 else len(x)
+        for s in range(0, len(x), step):
+            np.save(xin, x[s:s + step])
+            p = subprocess.run([bnnrun] + how + ["--input", xin, "--output", yout])
+            if p.returncode != 0:
+                sys.exit(p.returncode)
+            outs.append(np.load(yout))
+    return np.concatenate(outs)
+
+
+def predictions(y, n):
+    pred = y.reshape(n, -1)
+    return pred[:, 0] if pred.shape[1] == 1 and y.dtype.kind == "i" else pred.argmax(axis=1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
+    ap.add_argument("--dataset", default="mnist", choices=["mnist", "fashion-mnist", "cifar10"])
     ap.add_argument("--scale", type=float, default=1.0,
                     help="pixel range the model expects: 1 for [0,1] (default), 255 for 0..255")
     ap.add_argument("--limit", type=int, default=0, help="only the first N images")
     ap.add_argument("--bnnrun", default=os.path.join(here, "..", "build", "runtime", "bnnrun"))
-    ap.add_argument("--mnist", default=os.path.join(here, "..", "..", "shared", "data", "mnist"))
+    ap.add_argument("--mnist", default=os.path.join(shared, "data", "mnist"))
+    ap.add_argument("--fashion-mnist", default="/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--cifar10", default=os.path.join(shared, "data", "cifar10"))
     ap.add_argument("--bin", action="store_true", help="MODEL is a model.bin: run it with libbnnrt")
     ap.add_argument("--device", default="cpu", help="with --bin: cpu (default), gpu or auto")
+    ap.add_argument("--compare-reference", metavar="SOURCE",
+                    help="also run SOURCE through the reference interpreter and count differing "
+                         "predictions")
+    ap.add_argument("--compare-logits", metavar="NPY",
+                    help="count predictions that differ from argmax of these saved logits")
+    ap.add_argument("--chunk", type=int, default=-1,
+                    help="images per bnnrun call (0: all at once; default 1000 for cifar10, "
+                         "which needs about 0.8 MB of arena per image, else all at once)")
     ap.add_argument("--save-predictions", help="write the predicted classes to this .npy")
     a = ap.parse_args()
 
-    images = read_idx(os.path.join(a.mnist, "t10k-images-idx3-ubyte.gz"))
-    labels = read_idx(os.path.join(a.mnist, "t10k-labels-idx1-ubyte.gz")).astype(np.int64)
-    if a.limit:
-        images, labels = images[: a.limit], labels[: a.limit]
-    x = images.reshape(-1, 1, 28, 28).astype(np.float32) * np.float32(a.scale / 255.0)
-    with tempfile.TemporaryDirectory() as tmp:
-        xin, yout = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
-        np.save(xin, x)
-        how = [a.model, "--device", a.device] if a.bin else ["--reference", a.model]
-        p = subprocess.run([a.bnnrun] + how + ["--input", xin, "--output", yout])
-        if p.returncode != 0:
-            sys.exit(p.returncode)
-        y = np.load(yout)
-    pred = y.reshape(len(labels), -1)
-    pred = pred[:, 0] if pred.shape[1] == 1 and y.dtype.kind == "i" else pred.argmax(axis=1)
+    if a.chunk < 0:
+        a.chunk = 1000 if a.dataset == "cifar10" else 0
+    images, labels = load_dataset(a.dataset, a)
+    n = len(labels)
+    x = images.astype(np.float32) * np.float32(a.scale / 255.0)
+    how = [a.model, "--device", a.device] if a.bin else ["--reference", a.model]
+    t0 = time.time()
+    pred = predictions(run_bnnrun(a.bnnrun, how, x, a.chunk), n)
+    secs = time.time() - t0
     if a.save_predictions:
         np.save(a.save_predictions, pred.astype(np.int64))
     correct = int((pred == labels).sum())
-    print(f"{os.path.basename(a.model)}: {correct}/{len(labels)} correct, "
-          f"top-1 {100.0 * correct / len(labels):.2f} %")
+    what = f"model.bin on {a.device}" if a.bin else "reference"
+    print(f"{os.path.basename(a.model)}: {correct}/{n} correct, "
+          f"top-1 {100.0 * correct / n:.2f} % ({a.dataset}, {what}, {secs:.1f} s)")
+    summary = f"accuracy: top1={100.0 * correct / n:.2f} n={n}"
+    if a.compare_reference:
+        t0 = time.time()
+        ref = predictions(run_bnnrun(a.bnnrun, ["--reference", a.compare_reference], x, a.chunk), n)
+        differ = int((ref != pred).sum())
+        rc = int((ref == labels).sum())
+        print(f"reference {os.path.basename(a.compare_reference)}: {rc}/{n} correct, "
+              f"top-1 {100.0 * rc / n:.2f} % ({time.time() - t0:.1f} s); "
+              f"{differ} of {n} predictions differ from the reference")
+        summary += f" ref_top1={100.0 * rc / n:.2f} differ_ref={differ}"
+    if a.compare_logits:
+        logits = np.load(a.compare_logits)[:n]
+        lp = logits.argmax(axis=1)
+        differ = int((lp != pred).sum())
+        lc = int((lp == labels).sum())
+        print(f"logits {os.path.basename(a.compare_logits)}: top-1 {100.0 * lc / n:.2f} %; "
+              f"{differ} of {n} predictions differ")
+        summary += f" logits_top1={100.0 * lc / n:.2f} differ_logits={differ}"
+    print(summary)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debs=(meson ninja-build bison flex protobuf-c-compiler libprotobuf-c-dev libonnx-dev pkg-config
-      python3 python3-numpy python3-torch)
+      python3 python3-numpy python3-torch dataset-fashion-mnist)
 missing=()
 for p in "${debs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -25,9 +25,9 @@ fi
 
 # Python helpers for the tests (onnxruntime compares the ONNX frontend with a real runtime).
 py=python3
-if ! "$py" -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
-    echo "setup: installing numpy, onnx, onnxruntime from PyPI"
-    "$py" -m pip install -q --disable-pip-version-check numpy onnx onnxruntime 2>&1 | grep -v "as the 'root' user" || true
+if ! "$py" -c "import numpy, onnx, onnxruntime, PIL" 2>/dev/null; then
+    echo "setup: installing numpy, onnx, onnxruntime, pillow from PyPI"
+    "$py" -m pip install -q --disable-pip-version-check numpy onnx onnxruntime pillow 2>&1 | grep -v "as the 'root' user" || true
 fi
 
 # CUDA toolkit: NVRTC compiles the kernels; no GPU is needed to build or test.
