@@ -43,7 +43,15 @@ def fail(msg):
 
 
 def run(cmd, **kw):
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    # Under ASan, LeakSanitizer's own tracer can crash at exit while NVRTC's threads wind
+    # down on a loaded machine ("Tracer caught signal 11 ... LeakSanitizer has encountered a
+    # fatal error"). That is the sanitizer failing, not a leak (a leak reads "detected memory
+    # leaks" and is not retried): run the command once more.
+    if p.returncode and "LeakSanitizer has encountered a fatal error" in p.stderr:
+        print(f"note: LeakSanitizer's tracer crashed in {os.path.basename(cmd[0])}; rerunning once")
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return p
 
 
 DTYPES = {"f32": np.float32, "i32": np.int32, "i64": np.int64, "i8": np.int8, "u8": np.uint8}
