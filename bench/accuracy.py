@@ -3,12 +3,15 @@
 
     bench/accuracy.py MODEL [--dataset mnist|fashion-mnist|cifar10] [--scale 255|1]
                       [--limit N] [--bnnrun PATH] [--mnist DIR] [--fashion-mnist DIR]
-                      [--cifar10 DIR] [--bin [--device cpu|gpu|auto]]
-                      [--compare-reference SOURCE] [--compare-logits FILE.npy]
-                      [--save-predictions FILE.npy] [--chunk N]
+                      [--cifar10 DIR] [--bin | --compile [--bnncc PATH] [--target LIST]]
+                      [--device cpu|gpu|auto] [--compare-reference SOURCE]
+                      [--compare-logits FILE.npy] [--save-predictions FILE.npy] [--chunk N] [--jobs N]
 
-MODEL is anything bnnrun takes with --reference (.onnx or .bnn), or with --bin a model.bin
-from bnncc (this tool compiles nothing), run by libbnnrt on --device (default cpu).
+MODEL is anything bnnrun takes with --reference (.onnx or .bnn), run by the reference
+interpreter; with --bin a model.bin from bnncc, run by libbnnrt on --device (default cpu);
+with --compile an .onnx or .bnn that this tool first compiles with `bnncc -O3` (--target,
+default bnncc's) into a temporary model.bin, runs on --device, and compares with the
+reference interpreter on MODEL itself (the whole job of checking a model in one command).
 
 Images are fed as float32 NCHW: [N,1,28,28] for MNIST and Fashion-MNIST (the IDX test files),
 [N,3,32,32] RGB for CIFAR-10 (the 10,000 test JPEGs of ../shared/data/cifar10, decoded with
@@ -74,19 +77,31 @@ def load_dataset(name, a):
     raise SystemExit(f"accuracy.py: unknown dataset '{name}'")
 
 
-def run_bnnrun(bnnrun, how, x, chunk):
-    """Run x through bnnrun (`how`: [model.bin, --device, d] or [--reference, model]) in chunks;
-    returns the concatenated outputs."""
-    outs = []
+def run_bnnrun(bnnrun, how, x, chunk, jobs=1):
+    """Run x through bnnrun (`how`: [model.bin, --device, d] or [--reference, model]) in chunks,
+    `jobs` bnnrun processes at a time, printing progress to stderr; returns the outputs in order."""
+    from concurrent.futures import ThreadPoolExecutor
+    step = chunk if chunk > 0 else len(x)
+    starts = list(range(0, len(x), step))
+    done = [0]
+
+    def one(tmp, s):
+        xin, yout = os.path.join(tmp, f"x{s}.npy"), os.path.join(tmp, f"y{s}.npy")
+        np.save(xin, x[s:s + step])
+        p = subprocess.run([bnnrun] + how + ["--input", xin, "--output", yout])
+        if p.returncode != 0:
+            return p.returncode
+        done[0] += min(step, len(x) - s)
+        if len(starts) > 1:
+            print(f"  {done[0]}/{len(x)} images", file=sys.stderr, flush=True)
+        return np.load(yout)
+
     with tempfile.TemporaryDirectory() as tmp:
-        xin, yout = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
-        step = chunk if chunk > 0 else len(x)
-        for s in range(0, len(x), step):
-            np.save(xin, x[s:s + step])
-            p = subprocess.run([bnnrun] + how + ["--input", xin, "--output", yout])
-            if p.returncode != 0:
-                sys.exit(p.returncode)
-            outs.append(np.load(yout))
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            outs = list(pool.map(lambda s: one(tmp, s), starts))
+    for o in outs:
+        if isinstance(o, int):
+            sys.exit(o)
     return np.concatenate(outs)
 
 
@@ -107,6 +122,11 @@ def main():
     ap.add_argument("--fashion-mnist", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--cifar10", default=os.path.join(shared, "data", "cifar10"))
     ap.add_argument("--bin", action="store_true", help="MODEL is a model.bin: run it with libbnnrt")
+    ap.add_argument("--compile", action="store_true",
+                    help="compile MODEL (.onnx/.bnn) with bnncc -O3, run the model.bin, and compare "
+                         "with the reference interpreter on MODEL")
+    ap.add_argument("--bnncc", default=os.path.join(here, "..", "build", "compiler", "bnncc"))
+    ap.add_argument("--target", help="with --compile: bnncc --target (e.g. sm_90a or cpu)")
     ap.add_argument("--device", default="cpu", help="with --bin: cpu (default), gpu or auto")
     ap.add_argument("--compare-reference", metavar="SOURCE",
                     help="also run SOURCE through the reference interpreter and count differing "
@@ -116,17 +136,36 @@ def main():
     ap.add_argument("--chunk", type=int, default=-1,
                     help="images per bnnrun call (0: all at once; default 1000 for cifar10, "
                          "which needs about 0.8 MB of arena per image, else all at once)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="bnnrun processes at a time over the chunks (the reference interpreter "
+                         "is single-threaded: use the machine's cores)")
     ap.add_argument("--save-predictions", help="write the predicted classes to this .npy")
     a = ap.parse_args()
 
     if a.chunk < 0:
         a.chunk = 1000 if a.dataset == "cifar10" else 0
+    if a.bin and a.compile:
+        sys.exit("accuracy.py: --bin and --compile exclude each other")
+    with tempfile.TemporaryDirectory() as tmp:
+        if a.compile:
+            source, a.model = a.model, os.path.join(tmp, "model.bin")
+            cmd = [a.bnncc, source, "-O3", "-o", a.model] + ([f"--target={a.target}"] if a.target else [])
+            t0 = time.time()
+            if subprocess.run(cmd).returncode != 0:
+                sys.exit(f"accuracy.py: bnncc failed on {source}")
+            print(f"compiled {os.path.basename(source)} with bnncc -O3 in {time.time() - t0:.1f} s")
+            a.bin = True
+            a.compare_reference = a.compare_reference or source
+        evaluate(a)
+
+
+def evaluate(a):
     images, labels = load_dataset(a.dataset, a)
     n = len(labels)
     x = images.astype(np.float32) * np.float32(a.scale / 255.0)
     how = [a.model, "--device", a.device] if a.bin else ["--reference", a.model]
     t0 = time.time()
-    pred = predictions(run_bnnrun(a.bnnrun, how, x, a.chunk), n)
+    pred = predictions(run_bnnrun(a.bnnrun, how, x, a.chunk, a.jobs), n)
     secs = time.time() - t0
     if a.save_predictions:
         np.save(a.save_predictions, pred.astype(np.int64))
@@ -137,7 +176,7 @@ def main():
     summary = f"accuracy: top1={100.0 * correct / n:.2f} n={n}"
     if a.compare_reference:
         t0 = time.time()
-        ref = predictions(run_bnnrun(a.bnnrun, ["--reference", a.compare_reference], x, a.chunk), n)
+        ref = predictions(run_bnnrun(a.bnnrun, ["--reference", a.compare_reference], x, a.chunk, a.jobs), n)
         differ = int((ref != pred).sum())
         rc = int((ref == labels).sum())
         print(f"reference {os.path.basename(a.compare_reference)}: {rc}/{n} correct, "

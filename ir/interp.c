@@ -144,53 +144,115 @@ static uint16_t float_to_half(float f) {
 
 /* ---------------------------------------------------------------- linear algebra */
 
-static int run_conv2d(const Node *n, Tensor **in, Tensor *y) {
-    const Tensor *x = in[0], *w = in[1], *b = n->nin > 2 ? in[2] : NULL;
-    int64_t strides[2], pads[4], dil[2];
+/* A b1 tensor as +-1 bytes, so the integer loops below read one byte per element. */
+static int8_t *unpack_pm1(const Tensor *t) {
+    int64_t count = numel(t);
+    int8_t *v = xmalloc((size_t)(count > 0 ? count : 1));
+    for (int64_t i = 0; i < count; i++)
+        v[i] = (int8_t)pm1(t, i);
+    return v;
+}
+
+/* A convolution computed a whole output row at a time: for each output the taps are still
+ * summed in the order c, kh, kw (each float product and sum rounded on its own, as written),
+ * only interleaved across the row's outputs, so every result is the same as output by output
+ * but the inner loop runs over contiguous memory. b1 weights (with b1 input) sum exactly in
+ * int32; otherwise in float, and zero padding adds nothing at all. */
+static void conv2d_rows(const Tensor *x, const Tensor *w, const Tensor *b, Tensor *y,
+                        const int64_t *strides, const int64_t *pads, const int64_t *dil,
+                        int64_t groups, int64_t pad_value) {
+    int64_t B = x->type.dim[0], C = x->type.dim[1], H = x->type.dim[2], W = x->type.dim[3];
+    int64_t O = w->type.dim[0], CG = w->type.dim[1], KH = w->type.dim[2], KW = w->type.dim[3];
+    int64_t OH = y->type.dim[2], OW = y->type.dim[3];
+    bool wb = w->type.dtype == TY_B1, xb = x->type.dtype == TY_B1;
+    int8_t *xv = xb ? unpack_pm1(x) : NULL, *wv = wb ? unpack_pm1(w) : NULL;
+    int32_t *iacc = xmalloc((size_t)(OW > 0 ? OW : 1) * sizeof *iacc);
+    float *facc = xmalloc((size_t)(OW > 0 ? OW : 1) * sizeof *facc);
+    for (int64_t bi = 0; bi < B; bi++)
+        for (int64_t o = 0; o < O; o++) {
+            int64_t g = o / (O / groups);
+            for (int64_t i = 0; i < OH; i++) {
+                memset(iacc, 0, (size_t)OW * sizeof *iacc);
+                for (int64_t j = 0; j < OW; j++)
+                    facc[j] = 0.0f;
+                for (int64_t c = 0; c < CG; c++)
+                    for (int64_t kh = 0; kh < KH; kh++) {
+                        int64_t ih = i * strides[0] + kh * dil[0] - pads[0];
+                        bool row_inside = ih >= 0 && ih < H;
+                        if (!row_inside && pad_value == 0)
+                            continue;
+                        int64_t row = ((bi * C + g * CG + c) * H + (row_inside ? ih : 0)) * W;
+                        for (int64_t kw = 0; kw < KW; kw++) {
+                            int64_t wi = ((o * CG + c) * KH + kh) * KW + kw;
+                            /* Outputs j in [lo, hi) read inside the row: iw = j*s + off. */
+                            int64_t off = kw * dil[1] - pads[1], lo = 0, hi = 0;
+                            if (row_inside) {
+                                lo = off >= 0 ? 0 : (-off + strides[1] - 1) / strides[1];
+                                hi = W - off > 0 ? (W - off + strides[1] - 1) / strides[1] : 0;
+                                lo = lo < OW ? lo : OW;
+                                hi = hi < OW ? hi : OW;
+                                hi = hi > lo ? hi : lo;
+                            }
+                            if (pad_value != 0)
+                                for (int64_t j = 0; j < OW; j++)
+                                    if (j < lo || j >= hi) {
+                                        if (wb)
+                                            iacc[j] += wv[wi] * (int32_t)pad_value;
+                                        else
+                                            facc[j] += (float)pad_value * f32s(w)[wi];
+                                    }
+                            if (wb && strides[1] == 1) { /* contiguous: vectorizes */
+                                const int8_t *xr = xv + row + off;
+                                int32_t wt = wv[wi];
+                                for (int64_t j = lo; j < hi; j++)
+                                    iacc[j] += wt * xr[j];
+                            } else if (wb) {
+                                const int8_t *xr = xv + row + off;
+                                int32_t wt = wv[wi];
+                                for (int64_t j = lo; j < hi; j++)
+                                    iacc[j] += wt * xr[j * strides[1]];
+                            } else if (xb) {
+                                const int8_t *xr = xv + row + off;
+                                float wt = f32s(w)[wi];
+                                for (int64_t j = lo; j < hi; j++)
+                                    facc[j] += (float)xr[j * strides[1]] * wt;
+                            } else {
+                                const float *xr = f32s(x) + row + off;
+                                float wt = f32s(w)[wi];
+                                for (int64_t j = lo; j < hi; j++)
+                                    facc[j] += xr[j * strides[1]] * wt;
+                            }
+                        }
+                    }
+                int64_t yi = ((bi * O + o) * OH + i) * OW;
+                for (int64_t j = 0; j < OW; j++) {
+                    if (wb)
+                        i32s(y)[yi + j] = iacc[j];
+                    else
+                        f32s(y)[yi + j] = b ? facc[j] + f32s(b)[o] : facc[j];
+                }
+            }
+        }
+    free(iacc);
+    free(facc);
+    free(xv);
+    free(wv);
+}
+
+/* A convolution's strides, pads and dilations, with their defaults. */
+static void conv_attrs(const Node *n, int64_t *strides, int64_t *pads, int64_t *dil) {
     static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
     attr_ints(n, "strides", strides, 2, 2, one2);
     attr_ints(n, "pads", pads, 4, 4, zero4);
     attr_ints(n, "dilations", dil, 2, 2, one2);
+}
+
+static int run_conv2d(const Node *n, Tensor **in, Tensor *y) {
+    const Tensor *x = in[0], *w = in[1], *b = n->nin > 2 ? in[2] : NULL;
+    int64_t strides[2], pads[4], dil[2];
+    conv_attrs(n, strides, pads, dil);
     int64_t groups = attr_int(n, "groups", 1), pad_value = attr_int(n, "pad_value", 0);
-    int64_t B = x->type.dim[0], C = x->type.dim[1], H = x->type.dim[2], W = x->type.dim[3];
-    int64_t O = w->type.dim[0], CG = w->type.dim[1], KH = w->type.dim[2], KW = w->type.dim[3];
-    int64_t OH = y->type.dim[2], OW = y->type.dim[3];
-    bool xb = x->type.dtype == TY_B1, wb = w->type.dtype == TY_B1;
-    for (int64_t bi = 0; bi < B; bi++)
-        for (int64_t o = 0; o < O; o++) {
-            int64_t g = o / (O / groups);
-            for (int64_t i = 0; i < OH; i++)
-                for (int64_t j = 0; j < OW; j++) {
-                    int64_t iacc = 0;
-                    float facc = 0.0f;
-                    for (int64_t c = 0; c < CG; c++)
-                        for (int64_t kh = 0; kh < KH; kh++)
-                            for (int64_t kw = 0; kw < KW; kw++) {
-                                int64_t ih = i * strides[0] + kh * dil[0] - pads[0];
-                                int64_t iw = j * strides[1] + kw * dil[1] - pads[1];
-                                int64_t wi = ((o * CG + c) * KH + kh) * KW + kw;
-                                bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-                                /* Zero padding contributes nothing at all. */
-                                if (!inside && pad_value == 0)
-                                    continue;
-                                int64_t xi = ((bi * C + g * CG + c) * H + ih) * W + iw;
-                                if (wb) {
-                                    int xv = inside ? pm1(x, xi) : (int)pad_value;
-                                    iacc += xv * pm1(w, wi);
-                                } else {
-                                    float xv = !inside ? (float)pad_value
-                                               : xb    ? (float)pm1(x, xi)
-                                                       : f32s(x)[xi];
-                                    facc += xv * f32s(w)[wi];
-                                }
-                            }
-                    int64_t yi = ((bi * O + o) * OH + i) * OW + j;
-                    if (wb)
-                        i32s(y)[yi] = (int32_t)iacc;
-                    else
-                        f32s(y)[yi] = b ? facc + f32s(b)[o] : facc;
-                }
-        }
+    conv2d_rows(x, w, b, y, strides, pads, dil, groups, pad_value);
     return 0;
 }
 
@@ -783,10 +845,7 @@ static int run_bdense(const Node *n, Tensor **in, Tensor *y) {
 static int run_bconv2d(const Node *n, Tensor **in, Tensor *y) {
     const Tensor *x = in[0], *w = in[1];
     int64_t strides[2], pads[4], dil[2];
-    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
-    attr_ints(n, "strides", strides, 2, 2, one2);
-    attr_ints(n, "pads", pads, 4, 4, zero4);
-    attr_ints(n, "dilations", dil, 2, 2, one2);
+    conv_attrs(n, strides, pads, dil);
     /* The convolution's own output, before any pooling. */
     Type at = y->type;
     at.dtype = TY_I32;
@@ -805,6 +864,7 @@ static int run_bconv2d(const Node *n, Tensor **in, Tensor *y) {
         for (int64_t i = 0; i < numel(y); i++)
             bit_set(y->data, i, threshold_bit(i32s(&a)[i], in[2], in[3], (i / (H * W)) % O));
     } else if (rc == 0) {
+        static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
         int64_t k[2], s[2], pp[4];
         attr_ints(n, "pool_kernel", k, 2, 2, one2);
         attr_ints(n, "pool_strides", s, 2, 2, one2);
@@ -876,10 +936,7 @@ static int run_qdense(const Node *n, Tensor **in, Tensor *y) {
 static int run_qconv2d(const Node *n, Tensor **in, Tensor *y) {
     const Tensor *x = in[0], *w = in[1];
     int64_t strides[2], pads[4], dil[2];
-    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
-    attr_ints(n, "strides", strides, 2, 2, one2);
-    attr_ints(n, "pads", pads, 4, 4, zero4);
-    attr_ints(n, "dilations", dil, 2, 2, one2);
+    conv_attrs(n, strides, pads, dil);
     int64_t groups = attr_int(n, "groups", 1), pad_code = attr_int(n, "pad_code", 0);
     int64_t xmax = ((int64_t)1 << attr_int(n, "xbits", 1)) - 1;
     int64_t B = x->type.dim[0], C = x->type.dim[1], H = x->type.dim[2], W = x->type.dim[3];

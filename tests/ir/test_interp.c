@@ -220,6 +220,74 @@ static void test_conv2d_cross(void) {
     free_all(g, &in, 1, out);
 }
 
+/* The interpreter's convolution against a plain loop written here, output by output in the
+ * order c, kh, kw with each float product and sum rounded alone: bit-identical results for
+ * float and +-1 operands, odd strides, dilations, asymmetric pads, groups, and padding with
+ * 0, +1 and -1 (the interpreter computes whole output rows at a time). */
+static void naive_conv(const double *x, const double *w, double *y, int B, int C, int H, int W, int O,
+                       int KH, int KW, const int64_t *s, const int64_t *d, const int64_t *p, int groups,
+                       int pad_value, int OH, int OW, bool integer) {
+    int CG = C / groups;
+    for (int b = 0; b < B; b++)
+        for (int o = 0; o < O; o++)
+            for (int i = 0; i < OH; i++)
+                for (int j = 0; j < OW; j++) {
+                    float facc = 0.0f;
+                    long iacc = 0;
+                    int g = o / (O / groups);
+                    for (int c = 0; c < CG; c++)
+                        for (int kh = 0; kh < KH; kh++)
+                            for (int kw = 0; kw < KW; kw++) {
+                                int ih = i * (int)s[0] + kh * (int)d[0] - (int)p[0];
+                                int iw = j * (int)s[1] + kw * (int)d[1] - (int)p[1];
+                                bool in = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                                if (!in && pad_value == 0)
+                                    continue;
+                                double xv = in ? x[((b * C + g * CG + c) * H + ih) * W + iw] : pad_value;
+                                double wv = w[((o * CG + c) * KH + kh) * KW + kw];
+                                if (integer)
+                                    iacc += (long)xv * (long)wv;
+                                else
+                                    facc += (float)xv * (float)wv;
+                            }
+                    y[((b * O + o) * OH + i) * OW + j] = integer ? (double)iacc : (double)facc;
+                }
+}
+
+static void test_conv2d_rows_vs_naive(void) {
+    enum { B = 2, C = 6, H = 9, W = 11, O = 4, KH = 3, KW = 2, GROUPS = 2 };
+    const int64_t s[2] = {2, 3}, d[2] = {2, 1}, p[4] = {1, 2, 3, 0};
+    int OH = (H + 1 + 3 - 2 * (KH - 1) - 1) / 2 + 1, OW = (W + 2 + 0 - (KW - 1) - 1) / 3 + 1;
+    static double xv[B * C * H * W], wv[O * (C / GROUPS) * KH * KW], want[B * O * 9 * 9];
+    uint32_t r = 12345;
+    for (int integer = 0; integer < 2; integer++)
+        for (int pad_value = -1; pad_value <= 1; pad_value++) {
+            if (!integer && pad_value != 0)
+                continue; /* float convolutions are zero-padded */
+            for (int i = 0; i < COUNT_OF(xv); i++) {
+                r = r * 1664525u + 1013904223u;
+                xv[i] = integer ? ((r >> 16) & 1 ? 1 : -1) : (double)(float)((int)(r >> 9) % 2001 - 1000) / 997.0f;
+            }
+            for (int i = 0; i < COUNT_OF(wv); i++) {
+                r = r * 1664525u + 1013904223u;
+                wv[i] = integer ? ((r >> 16) & 1 ? 1 : -1) : (double)(float)((int)(r >> 9) % 2001 - 1000) / 991.0f;
+            }
+            DType dt = integer ? TY_B1 : TY_F32;
+            Graph *g = new_graph("t");
+            Value *x = add_input(g, "x", TY(dt, N_, C, H, W));
+            Value *w = konst(g, "w", TY(dt, O, C / GROUPS, KH, KW), wv);
+            Node *conv = node(g, OP_CONV2D, "y", 2, (Value *[]){x, w});
+            set_attr_ints(conv, "pads", 4, p);
+            set_attr_ints(conv, "strides", 2, s);
+            set_attr_ints(conv, "dilations", 2, d);
+            set_attr_int(conv, "groups", GROUPS);
+            set_attr_int(conv, "pad_value", pad_value);
+            naive_conv(xv, wv, want, B, C, H, W, O, KH, KW, s, d, p, GROUPS, pad_value, OH, OW, integer);
+            CHECK(OH * OW <= 81);
+            EXPECT(g, conv, tensor(TY(dt, B, C, H, W), xv), TY(integer ? TY_I32 : TY_F32, B, O, OH, OW), want);
+        }
+}
+
 /* ---------------------------------------------------------------- dense, matmul */
 
 static void test_dense(void) {
@@ -848,6 +916,7 @@ int main(void) {
     test_conv2d_f32();
     test_conv2d_b1();
     test_conv2d_cross();
+    test_conv2d_rows_vs_naive();
     test_dense();
     test_matmul();
     test_batchnorm();
