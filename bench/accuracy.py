@@ -127,7 +127,9 @@ def main():
                          "with the reference interpreter on MODEL")
     ap.add_argument("--bnncc", default=os.path.join(here, "..", "build", "compiler", "bnncc"))
     ap.add_argument("--target", help="with --compile: bnncc --target (e.g. sm_90a or cpu)")
-    ap.add_argument("--device", default="cpu", help="with --bin: cpu (default), gpu or auto")
+    ap.add_argument("--device", default="cpu",
+                    help="with --bin/--compile: cpu (default), gpu, auto, or a list (gpu,cpu) to run "
+                         "the model.bin on each")
     ap.add_argument("--compare-reference", metavar="SOURCE",
                     help="also run SOURCE through the reference interpreter and count differing "
                          "predictions")
@@ -163,34 +165,45 @@ def evaluate(a):
     images, labels = load_dataset(a.dataset, a)
     n = len(labels)
     x = images.astype(np.float32) * np.float32(a.scale / 255.0)
-    how = [a.model, "--device", a.device] if a.bin else ["--reference", a.model]
-    t0 = time.time()
-    pred = predictions(run_bnnrun(a.bnnrun, how, x, a.chunk, a.jobs), n)
-    secs = time.time() - t0
+    runs = [(d, [a.model, "--device", d]) for d in a.device.split(",")] if a.bin \
+        else [("reference", ["--reference", a.model])]
+    summary = f"accuracy: n={n}"
+    results = []
+    for what, how in runs:
+        t0 = time.time()
+        y = run_bnnrun(a.bnnrun, how, x, a.chunk, a.jobs)
+        pred = predictions(y, n)
+        correct = int((pred == labels).sum())
+        label = f"model.bin on {what}" if a.bin else what
+        print(f"{os.path.basename(a.model)}: {correct}/{n} correct, top-1 {100.0 * correct / n:.2f} % "
+              f"({a.dataset}, {label}, {time.time() - t0:.1f} s)")
+        summary += f" top1_{what}={100.0 * correct / n:.2f}"
+        results.append((what, y, pred))
     if a.save_predictions:
-        np.save(a.save_predictions, pred.astype(np.int64))
-    correct = int((pred == labels).sum())
-    what = f"model.bin on {a.device}" if a.bin else "reference"
-    print(f"{os.path.basename(a.model)}: {correct}/{n} correct, "
-          f"top-1 {100.0 * correct / n:.2f} % ({a.dataset}, {what}, {secs:.1f} s)")
-    summary = f"accuracy: top1={100.0 * correct / n:.2f} n={n}"
+        np.save(a.save_predictions, results[0][2].astype(np.int64))
     if a.compare_reference:
         t0 = time.time()
-        ref = predictions(run_bnnrun(a.bnnrun, ["--reference", a.compare_reference], x, a.chunk, a.jobs), n)
-        differ = int((ref != pred).sum())
+        yref = run_bnnrun(a.bnnrun, ["--reference", a.compare_reference], x, a.chunk, a.jobs)
+        ref = predictions(yref, n)
         rc = int((ref == labels).sum())
         print(f"reference {os.path.basename(a.compare_reference)}: {rc}/{n} correct, "
-              f"top-1 {100.0 * rc / n:.2f} % ({time.time() - t0:.1f} s); "
-              f"{differ} of {n} predictions differ from the reference")
-        summary += f" ref_top1={100.0 * rc / n:.2f} differ_ref={differ}"
+              f"top-1 {100.0 * rc / n:.2f} % ({time.time() - t0:.1f} s)")
+        summary += f" top1_ref={100.0 * rc / n:.2f}"
+        for what, y, pred in results:
+            differ = int((ref != pred).sum())
+            same_bits = y.dtype == yref.dtype and y.shape == yref.shape and y.tobytes() == yref.tobytes()
+            print(f"  {what}: {differ} of {n} predictions differ from the reference; outputs "
+                  f"{'bit-identical' if same_bits else 'NOT bit-identical'} to the reference's")
+            summary += f" differ_ref_{what}={differ} identical_{what}={int(same_bits)}"
     if a.compare_logits:
-        logits = np.load(a.compare_logits)[:n]
-        lp = logits.argmax(axis=1)
-        differ = int((lp != pred).sum())
+        lp = np.load(a.compare_logits)[:n].argmax(axis=1)
         lc = int((lp == labels).sum())
-        print(f"logits {os.path.basename(a.compare_logits)}: top-1 {100.0 * lc / n:.2f} %; "
-              f"{differ} of {n} predictions differ")
-        summary += f" logits_top1={100.0 * lc / n:.2f} differ_logits={differ}"
+        print(f"logits {os.path.basename(a.compare_logits)}: top-1 {100.0 * lc / n:.2f} %")
+        summary += f" top1_logits={100.0 * lc / n:.2f}"
+        for what, _, pred in results:
+            differ = int((lp != pred).sum())
+            print(f"  {what}: {differ} of {n} predictions differ from these logits' argmax")
+            summary += f" differ_logits_{what}={differ}"
     print(summary)
 
 

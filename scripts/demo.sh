@@ -11,13 +11,10 @@ echo "demo: bnncc $model -O3 -o build/tfc_w1a1.bin --report"
 build/compiler/bnncc "$model" -O3 -o build/tfc_w1a1.bin --report
 echo "demo: the optimized IR (bnncc --emit=ir), weights left out:"
 build/compiler/bnncc "$model" -O3 --emit=ir -o - | grep -v '^const'
-echo "demo: 10,000 MNIST test images through model.bin (--device auto: the GPU if there is one)"
+echo "demo: 10,000 MNIST test images through model.bin (--device auto: the GPU if there is one),"
+echo "      compared with the reference interpreter on the same images"
 python3 bench/accuracy.py build/tfc_w1a1.bin --bin --device auto --mnist "$shared/data/mnist" \
-    --save-predictions build/pred_bin.npy
-echo "demo: the same through the reference interpreter"
-python3 bench/accuracy.py "$model" --mnist "$shared/data/mnist" --save-predictions build/pred_ref.npy
-python3 -c "import numpy as np; a=np.load('build/pred_bin.npy'); b=np.load('build/pred_ref.npy'); \
-print(f'demo: {int((a != b).sum())} of {len(a)} predictions differ between model.bin and the reference')"
+    --compare-reference "$model" --jobs 2
 # A network trained here (models/train_fmnist_mlp.py): the binary Fashion-MNIST MLP, exported
 # from PyTorch with its straight-through estimators, through model.bin next to the reference.
 fm=/usr/share/datasets/fashion-mnist
@@ -25,4 +22,4 @@ echo "demo: bnncc models/fmnist_mlp.onnx -O3 -o build/fmnist_mlp.bin --report"
 build/compiler/bnncc models/fmnist_mlp.onnx -O3 -o build/fmnist_mlp.bin --report 2>&1 | grep -E "^node|^summary"
 echo "demo: 10,000 Fashion-MNIST test images through model.bin, compared with the reference interpreter"
 python3 bench/accuracy.py build/fmnist_mlp.bin --bin --device auto --dataset fashion-mnist \
-    --fashion-mnist "$fm" --compare-reference models/fmnist_mlp.onnx
+    --fashion-mnist "$fm" --compare-reference models/fmnist_mlp.onnx --jobs 2

@@ -26,7 +26,7 @@ TOL = 5.0  # points; the sample is small (binomial standard error about 2.5 poin
 # model, data set, data folder, sample size, full-set top-1 of model.bin on the CPU path
 MODELS = [
     ("fmnist_mlp.onnx", "fashion-mnist", FMNIST, 300, None),
-    ("cifar_cnv.onnx", "cifar10", CIFAR, 100, None),
+    ("cifar_cnv.onnx", "cifar10", CIFAR, 200, None),
 ]
 
 
@@ -74,15 +74,17 @@ def main():
                                 "--bnnrun", BNNRUN, "--compare-reference", model],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             print(p.stdout.strip())
-            m = re.search(r"accuracy: top1=([0-9.]+) n=(\d+) ref_top1=([0-9.]+) differ_ref=(\d+)",
+            m = re.search(r"top1_cpu=([0-9.]+) top1_ref=([0-9.]+) differ_ref_cpu=(\d+) identical_cpu=(\d)",
                           p.stdout)
             if p.returncode or not m:
                 failures.append(f"{name}: bench/accuracy.py failed (exit {p.returncode})")
                 continue
             ran += 1
-            top1, ref_top1, differ = float(m.group(1)), float(m.group(3)), int(m.group(4))
+            top1, differ, identical = float(m.group(1)), int(m.group(3)), m.group(4) == "1"
             if differ:
                 failures.append(f"{name}: {differ} of {n} predictions differ from the reference")
+            if not identical:
+                failures.append(f"{name}: the CPU path's outputs are not bit-identical to the reference's")
             if abs(top1 - full) > TOL:
                 failures.append(f"{name}: top-1 {top1:.2f} % on the first {n} test images is not "
                                 f"within {TOL} points of the recorded {full:.2f} %")
