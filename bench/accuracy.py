@@ -6,6 +6,7 @@
                       [--cifar10 DIR] [--bin | --compile [--bnncc PATH] [--target LIST]]
                       [--device cpu|gpu|auto] [--compare-reference SOURCE]
                       [--compare-logits FILE.npy] [--save-predictions FILE.npy] [--chunk N] [--jobs N]
+                      [--save-outputs PREFIX]
 
 MODEL is anything bnnrun takes with --reference (.onnx or .bnn), run by the reference
 interpreter; with --bin a model.bin from bnncc, run by libbnnrt on --device (default cpu);
@@ -141,6 +142,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=1,
                     help="bnnrun processes at a time over the chunks (the reference interpreter "
                          "is single-threaded: use the machine's cores)")
+    ap.add_argument("--save-outputs", metavar="PREFIX",
+                    help="write each run's raw outputs to PREFIX_<device|reference>.npy")
     ap.add_argument("--save-predictions", help="write the predicted classes to this .npy")
     a = ap.parse_args()
 
@@ -179,12 +182,16 @@ def evaluate(a):
               f"({a.dataset}, {label}, {time.time() - t0:.1f} s)")
         summary += f" top1_{what}={100.0 * correct / n:.2f}"
         results.append((what, y, pred))
+        if a.save_outputs:
+            np.save(f"{a.save_outputs}_{what}.npy", y)
     if a.save_predictions:
         np.save(a.save_predictions, results[0][2].astype(np.int64))
     if a.compare_reference:
         t0 = time.time()
         yref = run_bnnrun(a.bnnrun, ["--reference", a.compare_reference], x, a.chunk, a.jobs)
         ref = predictions(yref, n)
+        if a.save_outputs:
+            np.save(f"{a.save_outputs}_reference.npy", yref)
         rc = int((ref == labels).sum())
         print(f"reference {os.path.basename(a.compare_reference)}: {rc}/{n} correct, "
               f"top-1 {100.0 * rc / n:.2f} % ({time.time() - t0:.1f} s)")

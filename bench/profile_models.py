@@ -49,6 +49,7 @@ def main():
         ok(lib.bnn_model_input_info(m, 0, ctypes.byref(ii)))
         ok(lib.bnn_model_output_info(m, 0, ctypes.byref(oi)))
         ok(lib.bnn_session_create(m, 2, batch, ctypes.byref(s)))
+        ok(lib.bnn_session_set_device_timing(s, 1))  # last_run_ms = device events, not wall
         x = np.random.default_rng(0).standard_normal(ii.item_bytes * batch // 4).astype(np.float32)
         y = np.empty(oi.item_bytes * batch, np.uint8)
         ins = (ctypes.c_void_p * 1)(x.ctypes.data)

@@ -8,8 +8,10 @@ DIR of --bin holds bnncc, bnnrun and capi_bench (bench/capi_bench.c); --models h
 the batch on the GPU with bnnrun, run the first and last items on the CPU path and require the
 same outputs (the CPU path equals the reference interpreter: checked where the models are
 generated, `--reference-check`); only then time `bnnrun --bench` (device events, copies
-included), the C API (capi_bench: wall clock per bnn_session_run, pageable and pinned host
-buffers, its outputs checked too), and the float twin of the architecture in PyTorch fp16
+included), `bnnrun --bench --resident` (device events around the graph, no copies), the C API
+(capi_bench: wall clock per bnn_session_run with pageable and pinned host buffers, and per
+bnn_session_run_resident on the session's device buffers; its outputs checked too), and the
+float twin of the architecture in PyTorch fp16
 (cuDNN, channels_last, a CUDA graph at batch <= 8, CUDA events). Prints a markdown table last.
 
     bench/run_models.py --reference-check --bin DIR --models DIR   (no GPU needed)
@@ -205,7 +207,10 @@ def run_model(a, name, work, rows, notes):
         out = sh([a.bnnrun, mb, "--device", "gpu", "--input", xp, "--bench", str(n)])
         m = re.search(r"median ([\d.]+) ms, min ([\d.]+) ms", out)
         row["bnnrun"] = float(m.group(1))
-        for mode in ("pageable", "pinned"):
+        out = sh([a.bnnrun, mb, "--device", "gpu", "--input", xp, "--bench", str(n), "--resident"])
+        m = re.search(r"median ([\d.]+) ms, min ([\d.]+) ms", out)
+        row["bnnrun_resident"] = float(m.group(1))
+        for mode in ("pageable", "pinned", "resident"):
             out = sh([capi, mb, str(batch), str(n), xr, yr, mode])
             m = re.search(r"wall_median_ms ([\d.]+) .*events_median_ms ([\d.]+)", out)
             got = np.fromfile(yr, dtype=g.dtype).reshape(g.shape)
@@ -268,17 +273,20 @@ def main():
     except ImportError as e:
         notes.append(f"torchvision resnet18: not timed ({e})")
 
-    lines = ["| model | batch | bnncc ms (bnnrun --bench) | C API ms (pageable / pinned) | input copy ms "
+    lines = ["| model | batch | bnncc ms (bnnrun --bench) | resident ms (bnnrun --bench --resident, "
+             "ratio) | C API wall ms (pageable / pinned / resident) | input copy ms "
              "(pageable / pinned) | PyTorch fp16 ms | ratio | bnncc images/s | PyTorch images/s | binary TOPS |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if "wrong" in r:
-            lines.append(f"| {r['model']} | {r['batch']} | WRONG ({r['wrong']}): no time | | | | | | | |")
+            lines.append(f"| {r['model']} | {r['batch']} | WRONG ({r['wrong']}): no time | | | | | | | | |")
             continue
         best = r["bnnrun"]
-        capis = " / ".join("-" if r.get(k) is None else f"{r[k]:.4f}" for k in ("pageable", "pinned"))
+        res = f"{r['bnnrun_resident']:.4f} ({r['torch'] / r['bnnrun_resident']:.2f}x)"
+        capis = " / ".join("-" if r.get(k) is None else f"{r[k]:.4f}"
+                           for k in ("pageable", "pinned", "resident"))
         lines.append(
-            f"| {r['model']} | {r['batch']} | {best:.4f} | {capis} | {r['copy_in_pageable']:.4f} / "
+            f"| {r['model']} | {r['batch']} | {best:.4f} | {res} | {capis} | {r['copy_in_pageable']:.4f} / "
             f"{r['copy_in']:.4f} | {r['torch']:.4f} ({r['torch_mode']}) | {r['torch'] / best:.2f}x | "
             f"{r['batch'] * 1e3 / best:,.0f} | {r['batch'] * 1e3 / r['torch']:,.0f} | "
             f"{r['ops'] / best / 1e9:.1f} |")

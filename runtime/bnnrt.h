@@ -129,12 +129,33 @@ BNN_API bnn_device bnn_session_device(const bnn_session *session); /* CPU or GPU
 /* A line naming the device ("NVIDIA H200 (sm_90, running sm_90a code)", "CPU"). */
 BNN_API const char *bnn_session_device_name(const bnn_session *session);
 /* Run a batch (1 <= batch <= max_batch): inputs[i] points to batch * item_bytes of input i,
- * outputs[i] receives batch * item_bytes of output i. Synchronous. */
+ * outputs[i] receives batch * item_bytes of output i. Synchronous. Same as copying the inputs
+ * into the session's input buffers for this batch, bnn_session_run_resident, and copying the
+ * outputs out of its output buffers: afterwards those buffers hold this run's data. */
 BNN_API bnn_status bnn_session_run(bnn_session *session, int batch, const void *const *inputs,
                                    void *const *outputs);
-/* Milliseconds the last successful run took on its device, copies included (GPU: measured
- * with device events; CPU: wall clock). */
+
+/* Runs without copies, on data that stays where the model reads it. The session's buffer of
+ * input or output `index` for runs of `batch` items: batch * item_bytes bytes; on a GPU
+ * session a device address (a CUdeviceptr cast to void *), on a CPU session host memory.
+ * The address depends on the batch (the working memory is laid out per batch size), so ask
+ * for the batch you run; it stays valid until the session is freed. */
+BNN_API bnn_status bnn_session_input_buffer(bnn_session *session, int index, int batch,
+                                            void **buffer);
+BNN_API bnn_status bnn_session_output_buffer(bnn_session *session, int index, int batch,
+                                             void **buffer);
+/* Run a batch on what the input buffers for this batch hold, leaving the results in its
+ * output buffers. Synchronous: the outputs are complete on return. The run is not ordered
+ * after work of the caller's own CUDA streams: finish writing the inputs first. Plans from
+ * bnncc never write their input buffers, so inputs can be written once and run many times. */
+BNN_API bnn_status bnn_session_run_resident(bnn_session *session, int batch);
+
+/* Milliseconds the last successful run took: by default the wall clock around the call
+ * (which costs nothing). With device timing on, a GPU session records CUDA events around the
+ * copies and the graph and reports device time instead, at a few microseconds of host work
+ * per run; a CPU session always reports the wall clock. */
 BNN_API double bnn_session_last_run_ms(const bnn_session *session);
+BNN_API bnn_status bnn_session_set_device_timing(bnn_session *session, int on);
 
 #ifdef __cplusplus
 }

@@ -72,6 +72,7 @@ struct bnn_session {
     unsigned char *arena; /* CPU: 64-byte aligned, max_batch * arena_item bytes */
     RtCuda *cuda;         /* GPU */
     double last_ms;
+    bool device_timing; /* GPU: last_ms from CUDA events instead of the wall clock */
     char device_name[160];
 };
 
@@ -94,9 +95,12 @@ void rt_cpu_qgemm_planes(const uint32_t *A, const uint32_t *W, int64_t M, int64_
                          int xb, int wb, bool wsigned, bool bipolar, int32_t *acc,
                          const int32_t *t, const int32_t *dir, int L, int yb, uint32_t *Y);
 
-/* GPU path. create fills s->cuda and s->device_name or returns a status with a message. */
+/* GPU path. create fills s->cuda and s->device_name or returns a status with a message.
+ * run copies inputs in and outputs out when they are not NULL (NULL: a resident run on what
+ * the arena holds), and sets s->last_ms when s->device_timing. arena: its device address. */
 bnn_status rt_cuda_create(bnn_session *s);
 bnn_status rt_cuda_run(bnn_session *s, int batch, const void *const *inputs, void *const *outputs);
+uint64_t rt_cuda_arena(const RtCuda *c);
 void rt_cuda_free(RtCuda *c);
 
 #endif

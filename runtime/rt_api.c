@@ -292,27 +292,92 @@ bnn_device bnn_session_device(const bnn_session *s) { return s ? s->device : BNN
 const char *bnn_session_device_name(const bnn_session *s) { return s ? s->device_name : ""; }
 double bnn_session_last_run_ms(const bnn_session *s) { return s ? s->last_ms : 0.0; }
 
+bnn_status bnn_session_set_device_timing(bnn_session *s, int on) {
+    if (!s)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_session_set_device_timing: session is NULL");
+    s->device_timing = on != 0;
+    return BNN_STATUS_OK;
+}
+
 static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
+static bnn_status check_batch(const bnn_session *s, int batch, const char *fn) {
+    if (batch < 1 || batch > s->max_batch)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT,
+                        "%s: batch %d is outside 1..%d (the session's max_batch)", fn, batch,
+                        s->max_batch);
+    return BNN_STATUS_OK;
+}
+
+/* Where input or output `index` of a batch lives: arena refs scale with the batch. */
+static uint64_t io_offset(const bnn_model *m, int io, int batch) {
+    return m->io[io].offset * (uint64_t)batch;
+}
+
+static bnn_status io_buffer(bnn_session *s, int index, int batch, bool input, void **out) {
+    const char *fn = input ? "bnn_session_input_buffer" : "bnn_session_output_buffer";
+    if (!out)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT, "%s: buffer is NULL", fn);
+    *out = NULL;
+    if (!s)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT, "%s: session is NULL", fn);
+    const bnn_model *m = s->model;
+    int n = input ? m->ninputs : m->noutputs;
+    if (index < 0 || index >= n)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT, "%s: index %d is out of range (the model has "
+                        "%d %s%s)", fn, index, n, input ? "input" : "output", n == 1 ? "" : "s");
+    bnn_status st = check_batch(s, batch, fn);
+    if (st != BNN_STATUS_OK)
+        return st;
+    uint64_t at = io_offset(m, input ? index : m->ninputs + index, batch);
+    if (s->device == BNN_DEVICE_GPU)
+        *out = (void *)(uintptr_t)(rt_cuda_arena(s->cuda) + at);
+    else
+        *out = s->arena + at;
+    rt_clear_error();
+    return BNN_STATUS_OK;
+}
+
+bnn_status bnn_session_input_buffer(bnn_session *s, int index, int batch, void **buffer) {
+    return io_buffer(s, index, batch, true, buffer);
+}
+
+bnn_status bnn_session_output_buffer(bnn_session *s, int index, int batch, void **buffer) {
+    return io_buffer(s, index, batch, false, buffer);
+}
+
+/* The CPU path: inputs in (unless resident), every CPU step, outputs out (unless resident). */
 static void run_cpu(bnn_session *s, int batch, const void *const *inputs, void *const *outputs) {
     const bnn_model *m = s->model;
-    double t0 = now_ms();
-    for (int i = 0; i < m->ninputs; i++) {
-        const RtIo *io = &m->io[i];
-        memcpy(s->arena + io->offset * (uint64_t)batch, inputs[i], io->item_bytes * (size_t)batch);
-    }
+    for (int i = 0; inputs && i < m->ninputs; i++)
+        memcpy(s->arena + io_offset(m, i, batch), inputs[i], m->io[i].item_bytes * (size_t)batch);
     for (int i = 0; i < m->nsteps; i++)
         if (m->steps[i].kind != BLOB_STEP_KERNEL)
             rt_cpu_run_step(m, &m->steps[i], s->arena, batch);
-    for (int i = 0; i < m->noutputs; i++) {
-        const RtIo *io = &m->io[m->ninputs + i];
-        memcpy(outputs[i], s->arena + io->offset * (uint64_t)batch, io->item_bytes * (size_t)batch);
+    for (int i = 0; outputs && i < m->noutputs; i++)
+        memcpy(outputs[i], s->arena + io_offset(m, m->ninputs + i, batch),
+               m->io[m->ninputs + i].item_bytes * (size_t)batch);
+}
+
+/* A checked run; inputs and outputs NULL for a resident run. */
+static bnn_status run(bnn_session *s, int batch, const void *const *inputs, void *const *outputs) {
+    rt_clear_error();
+    double t0 = now_ms();
+    bool device_clock = s->device == BNN_DEVICE_GPU && s->device_timing;
+    if (s->device == BNN_DEVICE_GPU) {
+        bnn_status st = rt_cuda_run(s, batch, inputs, outputs); /* sets last_ms when timed */
+        if (st != BNN_STATUS_OK)
+            return st;
+    } else {
+        run_cpu(s, batch, inputs, outputs);
     }
-    s->last_ms = now_ms() - t0;
+    if (!device_clock)
+        s->last_ms = now_ms() - t0;
+    return BNN_STATUS_OK;
 }
 
 bnn_status bnn_session_run(bnn_session *s, int batch, const void *const *inputs,
@@ -320,9 +385,9 @@ bnn_status bnn_session_run(bnn_session *s, int batch, const void *const *inputs,
     if (!s)
         return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_session_run: session is NULL");
     const bnn_model *m = s->model;
-    if (batch < 1 || batch > s->max_batch)
-        return rt_error(BNN_STATUS_INVALID_ARGUMENT,
-                        "batch %d is outside 1..%d (the session's max_batch)", batch, s->max_batch);
+    bnn_status st = check_batch(s, batch, "bnn_session_run");
+    if (st != BNN_STATUS_OK)
+        return st;
     if ((m->ninputs && !inputs) || !outputs)
         return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_session_run: %s array is NULL",
                         outputs ? "the inputs" : "the outputs");
@@ -333,9 +398,14 @@ bnn_status bnn_session_run(bnn_session *s, int batch, const void *const *inputs,
         if (!outputs[i])
             return rt_error(BNN_STATUS_INVALID_ARGUMENT, "output %d ('%s') is NULL", i,
                             m->io[m->ninputs + i].name);
-    rt_clear_error();
-    if (s->device == BNN_DEVICE_GPU)
-        return rt_cuda_run(s, batch, inputs, outputs);
-    run_cpu(s, batch, inputs, outputs);
-    return BNN_STATUS_OK;
+    return run(s, batch, inputs, outputs);
+}
+
+bnn_status bnn_session_run_resident(bnn_session *s, int batch) {
+    if (!s)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_session_run_resident: session is NULL");
+    bnn_status st = check_batch(s, batch, "bnn_session_run_resident");
+    if (st != BNN_STATUS_OK)
+        return st;
+    return run(s, batch, NULL, NULL);
 }

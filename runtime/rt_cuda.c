@@ -450,6 +450,10 @@ static bnn_status capture(bnn_session *s, int batch, CUgraphExec *exec) {
     return st;
 }
 
+/* One stream synchronization per run and no allocation once the graph exists; the events
+ * only when timing is asked for (each record and the elapsed query cost host time). Copies
+ * go straight from the caller's memory: pinned staging would add a host memcpy to every
+ * run and was not faster where measured (docs/runtime.md, "Overheads"). */
 static bnn_status run_in_context(bnn_session *s, int batch, const void *const *inputs,
                                  void *const *outputs) {
     RtCuda *c = s->cuda;
@@ -463,24 +467,27 @@ static bnn_status run_in_context(bnn_session *s, int batch, const void *const *i
         if (st != BNN_STATUS_OK)
             return st;
     }
-    CU_TRY(c, c->api.EventRecord(c->start, c->stream), "cuEventRecord");
-    for (int i = 0; i < m->ninputs; i++) {
+    bool timed = s->device_timing;
+    if (timed)
+        CU_TRY(c, c->api.EventRecord(c->start, c->stream), "cuEventRecord");
+    for (int i = 0; inputs && i < m->ninputs; i++) {
         const RtIo *io = &m->io[i];
         CU_TRY(c, c->api.MemcpyHtoDAsync(c->arena + io->offset * (uint64_t)batch, inputs[i],
                                          (size_t)io->item_bytes * (size_t)batch, c->stream),
                "copying an input to the GPU");
     }
     CU_TRY(c, c->api.GraphLaunch(exec, c->stream), "cuGraphLaunch");
-    for (int i = 0; i < m->noutputs; i++) {
+    for (int i = 0; outputs && i < m->noutputs; i++) {
         const RtIo *io = &m->io[m->ninputs + i];
         CU_TRY(c, c->api.MemcpyDtoHAsync(outputs[i], c->arena + io->offset * (uint64_t)batch,
                                          (size_t)io->item_bytes * (size_t)batch, c->stream),
                "copying an output from the GPU");
     }
-    CU_TRY(c, c->api.EventRecord(c->stop, c->stream), "cuEventRecord");
+    if (timed)
+        CU_TRY(c, c->api.EventRecord(c->stop, c->stream), "cuEventRecord");
     CU_TRY(c, c->api.StreamSynchronize(c->stream), "running the model (cuStreamSynchronize)");
     float ms = 0.0f;
-    if (c->api.EventElapsedTime(&ms, c->start, c->stop) == CUDA_SUCCESS)
+    if (timed && c->api.EventElapsedTime(&ms, c->start, c->stop) == CUDA_SUCCESS)
         s->last_ms = ms;
     return BNN_STATUS_OK;
 }
@@ -494,3 +501,5 @@ bnn_status rt_cuda_run(bnn_session *s, int batch, const void *const *inputs,
     c->api.CtxPopCurrent(&popped);
     return st;
 }
+
+uint64_t rt_cuda_arena(const RtCuda *c) { return c->arena; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bnnrun on model.bin files built by hand (tests/runtime/mkblob): outputs equal the plain C
 computation exactly on the CPU path; every user error exits 1 with a message and leaves no
-output; --bench prints its figures; the docs' example program runs against libbnnrt."""
+output; --bench (also with --resident) prints its figures; the docs' example program runs
+against libbnnrt."""
 import os
 import subprocess
 import sys
@@ -77,6 +78,19 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and "median" in out and "items/s" in out and "batch 2, 5 runs" in out
           and "device: CPU" in out, f"bench output: {out!r} {err!r}")
 
+    # --- --bench --resident: runs without copies, outputs still written -------------------
+    rc, out, err = run([BNNRUN, p("mlp.bin"), "--input", p("mlp_x.npy"), "--device", "cpu",
+                        "--bench", "5", "--batch", "2", "--resident", "--output", p("logits.npy"),
+                        "--output", p("label.npy")])
+    check(rc == 0 and "batch 2, 5 runs" in out and "resident buffers: no copies" in out
+          and "device: CPU" in out, f"bench --resident output: {out!r} {err!r}")
+    if rc == 0:
+        got, want = np.load(p("logits.npy")), np.load(p("mlp_logits.npy"))
+        check(np.array_equal(got.view(np.uint32), want.view(np.uint32)), "mlp logits with --resident")
+    rc, out, err = run([BNNRUN, p("mlp.bin"), "--input", p("mlp_x.npy"), "--device", "cpu",
+                        "--bench", "3"])
+    check(rc == 0 and "no copies" not in out and "(wall clock)" in out, f"plain --bench: {out!r}")
+
     # --- user errors ------------------------------------------------------------------
     y = p("y.npy")
     base = [BNNRUN, p("mlp.bin"), "--output", y, "--output", p("l.npy")]
@@ -107,6 +121,10 @@ with tempfile.TemporaryDirectory() as tmp:
     expect_error(base + ["--input", p("mlp_x.npy"), "--batch", "0"], "--batch needs", "batch 0")
     expect_error(base + ["--input", p("mlp_x.npy"), "--bench", "x"], "--bench needs", "bench x")
     expect_error([BNNRUN, "/nonexistent.bin", "--input", p("mlp_x.npy")], "cannot open", "missing model")
+    expect_error(base + ["--input", p("mlp_x.npy"), "--resident"], "--resident goes with --bench",
+                 "resident without bench", y)
+    expect_error([BNNRUN, "--reference", p("mlp.bin"), "--input", p("mlp_x.npy"), "--resident"],
+                 "apply to model.bin", "resident with reference")
     open(p("m.onnx"), "wb").write(b"not a blob, an onnx file")
     expect_error([BNNRUN, p("m.onnx"), "--input", p("mlp_x.npy"), "--output", y],
                  "compile it with bnncc first", "onnx without --reference", y)

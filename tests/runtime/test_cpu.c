@@ -1,7 +1,8 @@
 /* test_cpu.c: blobs built by hand with the writer run on the CPU path and match a plain C
  * computation of the same math exactly (binary layers bit for bit, float layers in the same
  * order, so equal to the last bit too); write -> file -> load round trips; model queries;
- * the device choice without a GPU; run-time argument checks. */
+ * the device choice without a GPU; run-time argument checks; resident runs on the session's
+ * own buffers. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,97 @@ static void test_conv(void) {
     free_conv(&ref);
 }
 
+/* Resident runs: the session's buffers for a batch, written in place, run without copies,
+ * give what bnn_session_run gives; bnn_session_run leaves its data in those buffers; the
+ * inputs survive the run; every bad argument is INVALID_ARGUMENT naming it. */
+static void test_resident(void) {
+    TestConv ref;
+    Buf b = {0};
+    build_conv(6, &b, &ref, NULL, NULL);
+    bnn_model *m = load(&b);
+    bnn_session *s = NULL, *t = NULL;
+    if (!m || bnn_session_create(m, BNN_DEVICE_CPU, 5, &s) != BNN_STATUS_OK ||
+        bnn_session_create(m, BNN_DEVICE_CPU, 5, &t) != BNN_STATUS_OK) {
+        CHECK_MSG(0, "resident: %s", bnn_last_error());
+        goto done;
+    }
+    static const size_t out_bytes[4] = {40, 40, 990 * 4, 48 * 4};
+    uint64_t seed = 21;
+    static const int batches[] = {1, 3, 5, 3};
+    for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
+        int n = batches[bi];
+        static float x[5 * CONV_IN], o0[50], o1[50], o2[5 * 990], o3[5 * 48];
+        random_input(&seed, x, (size_t)n * CONV_IN);
+        void *in = NULL, *out[4] = {0};
+        CHECK(bnn_session_input_buffer(s, 0, n, &in) == BNN_STATUS_OK && in);
+        for (int i = 0; i < 4; i++)
+            CHECK(bnn_session_output_buffer(s, i, n, &out[i]) == BNN_STATUS_OK && out[i]);
+        if (!in || !out[0] || !out[1] || !out[2] || !out[3])
+            break;
+        memcpy(in, x, (size_t)n * CONV_IN * 4);
+        for (int i = 0; i < 4; i++) /* every byte of the outputs must be written */
+            memset(out[i], 0xa5, (size_t)n * out_bytes[i]);
+        for (int rep = 0; rep < 2; rep++) {
+            bnn_status st = bnn_session_run_resident(s, n);
+            CHECK_MSG(st == BNN_STATUS_OK, "resident run: %s", bnn_last_error());
+            CHECK_MSG(!memcmp(in, x, (size_t)n * CONV_IN * 4), "the run changed its input");
+        }
+        const void *ins[1] = {x};
+        void *outs[4] = {o0, o1, o2, o3};
+        CHECK(bnn_session_run(t, n, ins, outs) == BNN_STATUS_OK);
+        for (int i = 0; i < 4; i++)
+            CHECK_MSG(!memcmp(out[i], outs[i], (size_t)n * out_bytes[i]),
+                      "resident output %d differs from bnn_session_run at batch %d", i, n);
+        /* bnn_session_run uses the same buffers: they hold its inputs and outputs after. */
+        void *tin = NULL, *tout = NULL;
+        CHECK(bnn_session_input_buffer(t, 0, n, &tin) == BNN_STATUS_OK &&
+              !memcmp(tin, x, (size_t)n * CONV_IN * 4));
+        CHECK(bnn_session_output_buffer(t, 2, n, &tout) == BNN_STATUS_OK &&
+              !memcmp(tout, o2, (size_t)n * out_bytes[2]));
+    }
+    /* The buffers move with the batch (item n sits at batch * offset + n * bytes). */
+    void *p1 = NULL, *p5 = NULL;
+    CHECK(bnn_session_output_buffer(s, 3, 1, &p1) == BNN_STATUS_OK);
+    CHECK(bnn_session_output_buffer(s, 3, 5, &p5) == BNN_STATUS_OK);
+    CHECK(p1 && p5 && p1 != p5);
+    CHECK(bnn_session_last_run_ms(s) >= 0.0);
+    CHECK(bnn_session_set_device_timing(s, 1) == BNN_STATUS_OK); /* no effect on the CPU */
+    CHECK(bnn_session_run_resident(s, 2) == BNN_STATUS_OK && bnn_session_last_run_ms(s) >= 0.0);
+
+    /* Bad arguments. */
+    void *p = &p;
+    CHECK(bnn_session_input_buffer(s, 1, 1, &p) == BNN_STATUS_INVALID_ARGUMENT && !p);
+    CHECK_STR_CONTAINS(bnn_last_error(), "bnn_session_input_buffer: index 1 is out of range");
+    CHECK_STR_CONTAINS(bnn_last_error(), "1 input)");
+    CHECK(bnn_session_output_buffer(s, -1, 1, &p) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "index -1");
+    CHECK(bnn_session_output_buffer(s, 4, 1, &p) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "4 outputs");
+    CHECK(bnn_session_input_buffer(s, 0, 0, &p) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "batch 0 is outside 1..5");
+    CHECK(bnn_session_output_buffer(s, 0, 6, &p) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "bnn_session_output_buffer: batch 6");
+    CHECK(bnn_session_input_buffer(s, 0, 1, NULL) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "buffer is NULL");
+    p = &p;
+    CHECK(bnn_session_input_buffer(NULL, 0, 1, &p) == BNN_STATUS_INVALID_ARGUMENT && !p);
+    CHECK_STR_CONTAINS(bnn_last_error(), "session is NULL");
+    CHECK(bnn_session_run_resident(s, 0) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "bnn_session_run_resident: batch 0 is outside 1..5");
+    CHECK(bnn_session_run_resident(s, 6) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "batch 6");
+    CHECK(bnn_session_run_resident(NULL, 1) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "session is NULL");
+    CHECK(bnn_session_set_device_timing(NULL, 1) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "session is NULL");
+done:
+    bnn_session_free(s);
+    bnn_session_free(t);
+    bnn_model_free(m);
+    buf_free(&b);
+    free_conv(&ref);
+}
+
 /* Written with blob_write_file, loaded from the file, same results as from memory. */
 static void test_round_trip(void) {
     TestMlp ref;
@@ -221,6 +313,7 @@ int main(void) {
     test_strings();
     test_mlp();
     test_conv();
+    test_resident();
     test_round_trip();
     test_devices();
     return check_report("test_cpu");
