@@ -61,4 +61,44 @@ static inline int bnn_bgemm_tiled_smem(int bm, int bn, int kc, int stages) {
 /* Threads per block of bgemm_tiled.cu: one warp per warp tile (no producer warp). */
 static inline int bnn_bgemm_tiled_threads(int wm, int wn) { return wm * wn * 32; }
 
+/* ---- The plane-tiled layout of bgemm_planes_tiled.cu (low-bit GEMM as bit-planes).
+ * `planes` bit-planes of a rows x k matrix, each tiled as above (same TR, KPAD, NCH) and the
+ * planes of one row tile together: chunk c of plane p of row r at byte
+ *     (((r / TR) * planes + p) * NCH + c) * TR * 16 + (r % TR) * 16
+ * i.e. [row tile][plane][chunk][row][16 B]. A (activation codes, planes = XB) with TR = the
+ * kernel's BM (128), W (weight codes, planes = WB, 1 for +-1 weights) with TR = its BN (256).
+ * A program for NVRTC: bnn_common_cu, bnn_tiled_common_cu (sm_90 and newer only: leave it
+ * out for sm_80), for the wgmma variant (PT_WGMMA 1, sm_90a) "#define BNN_WGMMA_HELPERS_ONLY"
+ * + bnn_bgemm_wgmma_cu + "#undef BNN_WGMMA_HELPERS_ONLY" (its wrappers, no kernel), then per
+ * kernel a block of PT_* #defines and bnn_bgemm_planes_tiled_cu. */
+extern const char bnn_bgemm_planes_tiled_cu[];
+extern const size_t bnn_bgemm_planes_tiled_cu_len;
+
+enum {
+    BNN_PLANES_TILED_BM = 128, BNN_PLANES_TILED_BN = 256, BNN_PLANES_TILED_WM = 2, BNN_PLANES_TILED_WN = 4,
+    BNN_PLANES_TILED_KC = 8, BNN_PLANES_TILED_STAGES = 4, BNN_PLANES_WGMMA_THREADS = 384
+};
+
+/* Bytes of the plane-tiled image. */
+size_t bnn_tiled_planes_bytes(int rows, int planes, int k, int tile_rows, int kalign_bits);
+
+/* Byte offset of 16-byte chunk c of plane p of row r in the plane-tiled image. */
+size_t bnn_tiled_planes_offset(int r, int p, int c, int planes, int k, int tile_rows, int kalign_bits);
+
+/* Writes the plane-tiled image of `rows` x `planes` packed plane rows into dst (which holds
+ * bnn_tiled_planes_bytes() bytes; every padding byte zeroed, bits past k written as zeros).
+ * Plane p of row r is at src + r*row_words + p*plane_words (32-bit words, LSB-first):
+ * activations A[M][XB][LD] have row_words = XB*LD, plane_words = LD; weights W[WB][N][LD]
+ * row_words = LD, plane_words = N*LD. 0 ok; -1 on bad arguments (as bnn_tile_bits, and
+ * planes < 1). */
+int bnn_tile_planes(const uint32_t *src, int rows, int planes, int k, size_t row_words, size_t plane_words,
+                    int tile_rows, int kalign_bits, void *dst);
+
+/* Dynamic shared memory of bgemm_planes_tiled.cu: stages of KC chunks for BM + BN rows and
+ * two mbarriers per stage (above 48 KiB the launcher raises the function's limit). Threads:
+ * wm * wn * 32. */
+static inline int bnn_planes_tiled_smem(int bm, int bn, int kc, int stages) {
+    return stages * kc * (bm + bn) * 16 + 16 * stages;
+}
+
 #endif

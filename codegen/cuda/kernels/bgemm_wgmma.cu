@@ -107,6 +107,8 @@ __device__ __forceinline__ void bnn_wg_fence_acc(int (&d)[1][32][4]) {
 }
 #endif
 
+// BNN_WGMMA_HELPERS_ONLY: just the wrappers above, no kernel (bgemm_planes_tiled.cu's wgmma variant).
+#ifndef BNN_WGMMA_HELPERS_ONLY
 #if !defined(BW_N) || !defined(BW_K)
 #error "bgemm_wgmma.cu: define BW_N (output channels) and BW_K (true K in bits)"
 #endif
@@ -295,3 +297,4 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
 #undef BW_NOSTORE
 #undef BW_CLUSTER
 #undef BW_CLUSTER_ATTR
+#endif // BNN_WGMMA_HELPERS_ONLY

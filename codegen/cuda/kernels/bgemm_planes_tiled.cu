@@ -1,0 +1,562 @@
+// bgemm_planes_tiled.cu: the low-bit GEMM of bgemm_planes.cu (qdense as bit-planes, same
+// semantics, same two epilogues) on the pre-tiled mma.sync pipeline of bgemm_tiled.cu:
+//     acc[m][n] = sum_p sum_q c_q * 2^(p+q) * popc(X_p[m] AND W_q[n])
+// (X_p: activation plane p, W_q: weight plane q, c_q = -1 for a two's-complement top weight
+// plane when PT_WSIGNED, else +1; PT_WBIPOLAR: one +-1 plane B, acc = 2 * sum_p 2^p
+// popc(X_p AND B) - apop[m] with apop[m] = sum_p 2^p popc(X_p[m])). AND-popc only.
+//
+// Plane pairs as extra K blocks: a tile runs one full K sweep per plane pair (p, q), all into
+// ONE accumulator set, in order of decreasing shift s = p + q (Horner): moving on to the next
+// pair multiplies the accumulators by 2 when s drops by one and by -1 when the sign c_q
+// changes, so at the end acc * c_last is the exact sum (integers: any order is exact). So the
+// main loop is bgemm_tiled.cu's, with its 128 accumulators per thread and its rate per pair:
+// XB*WB pairs (XB with bipolar weights) cost XB*WB binary GEMMs, and no register grows with
+// the number of planes.
+//
+// Operands, pre-tiled plane by plane (docs/kernels.md, "The plane-tiled layout"; written by
+// bnn_tile_planes() of codegen/tile_layout.h): chunk c (16 bytes, bits 128c..128c+127) of
+// plane p of row r at byte
+//     (((r / TR) * P + p) * NCH + c) * TR * 16 + (r % TR) * 16
+// [row tile][plane][chunk][row][16 B], NCH = KPAD/128, KPAD = K rounded up to KC*128 bits,
+// padding zero. A: P = PT_XB, TR = PT_BM; W: P = PT_WB (1 with bipolar), TR = PT_BN. A stage
+// of one plane of one row tile is KC*TR*16 contiguous bytes: one cp.async.bulk per operand.
+// Epilogues (PT_EPI), as bgemm_planes.cu: 1 = int32 Y[M][PT_N]; 2 = the next layer's codes
+// as bit-planes, count = sum_l (dir[n] >= 0 ? acc >= T[n][l] : acc <= T[n][l]) over PT_L
+// levels, Y[M][PT_YB][LDY] words, bit n of plane b = bit b of count, LDY = N rounded up to
+// 256 bits (padding words zero), exactly bgemm_planes.cu's A operand.
+// sm_90+: cp.async.bulk on mbarriers, thread 0 refilling (bgemm_tiled.cu's scheme). sm_80:
+// the same main loop fed by 16-byte cp.async copies of the same image (a program for sm_80
+// leaves out tiled_common.cu, which is sm_90+ only). PT_WGMMA 1 (sm_90a): the same schedule
+// on bgemm_wgmma.cu's wgmma loop. Each inclusion defines one kernel PT_NAME and #undefs its
+// PT_* macros at the end; docs/kernels.md has the contract.
+#ifndef BNN_COMMON_CU
+#include "common.cu"
+#endif
+#if (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900) && !defined(BNN_TILED_COMMON_CU)
+#include "tiled_common.cu"
+#endif
+
+#ifndef BNN_PLANES_TILED_ONCE
+#define BNN_PLANES_TILED_ONCE
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "bgemm_planes_tiled.cu needs sm_80 or newer (the b1 MMA)"
+#endif
+
+// Pair i of the schedule: shift s = p + q from XB+WB-2 down to 0, q from high to low within
+// a shift (a signed top plane first). Every shift has a pair, so s drops by 0 or 1 per step.
+__device__ __forceinline__ void bnn_pt_pair(int i, int xb, int wb, int &p, int &q) {
+    for (int s = xb + wb - 2; s >= 0; --s)
+        for (int qq = min(wb - 1, s); qq >= 0 && s - qq < xb; --qq)
+            if (i-- == 0) {
+                p = s - qq, q = qq;
+                return;
+            }
+    p = q = 0; // not reached for i < the number of pairs
+}
+
+// Pair i's planes (p, q) and the Horner factor to apply before its sweep: 2 when the shift
+// drops by one, times -1 when the sign changes. s, c: the previous pair's shift and sign (start
+// with xb + wb - 2 and 1); updated.
+__device__ __forceinline__ int bnn_pt_step(int i, int xb, int wb, bool neg, int &s, int &c, int &p, int &q) {
+    bnn_pt_pair(i, xb, wb, p, q);
+    const int cn = neg && q == wb - 1 ? -1 : 1, f = (s - (p + q) == 1 ? 2 : 1) * (cn == c ? 1 : -1);
+    s = p + q, c = cn;
+    return f;
+}
+
+// acc *= f (f = +-1 or +-2), in unsigned arithmetic: wrapping, never undefined.
+template <int MI, int NI> __device__ __forceinline__ void bnn_pt_scale(int (&acc)[MI][NI][4], int f) {
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = (int)((unsigned)acc[i][j][e] * (unsigned)f);
+}
+
+// Writes one warp's outputs: acc[mi][ni] is the m16n8 tile at tile rows rw0 + 16mi and
+// columns cw0 + 8ni (the tile starts at row m0, column n0), PTX layout (g = lane>>2,
+// t = lane&3): d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1]; the final
+// accumulators (sign applied), bipolar correction still to do (apop).
+template <int MI, int NI, int EPI, int N, int L, int YB, int LDY, bool BIPOLAR>
+__device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int m0, int n0, int rw0, int cw0, int M,
+                                                const int *__restrict__ apop, const int *__restrict__ T,
+                                                const int *__restrict__ dir, void *__restrict__ Y) {
+    static_assert(NI % 4 == 0, "warp tile width must be a multiple of 32 columns");
+    static_assert(EPI == 1 || EPI == 2, "PT_EPI: 1 (int32) or 2 (codes as bit-planes)");
+    // Thresholds held in registers when few and reused over several m16 tiles (MI > 1).
+    constexpr bool HOLD = L <= 8 && MI > 1;
+    constexpr int LR = HOLD ? L : 1;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    int fix[MI][2]; // apop of the rows this thread holds (bipolar), else 0
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = m0 + rw0 + mi * 16 + g + 8 * h;
+            fix[mi][h] = BIPOLAR && row < M ? apop[row] : 0;
+        }
+#pragma unroll
+    for (int q = 0; q < NI / 4; ++q) { // n8 tiles 4q..4q+3 = output word (n0 + cw0)/32 + q
+        bool up[4][2], ok[4][2];
+        int th[4][2][LR];
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e;
+                ok[u][e] = c < N;
+                up[u][e] = EPI == 2 && ok[u][e] ? dir[c] >= 0 : true;
+#pragma unroll
+                for (int l = 0; l < LR; ++l) th[u][e][l] = EPI == 2 && HOLD && ok[u][e] ? T[c * L + l] : 0;
+            }
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = m0 + rw0 + mi * 16 + g + 8 * h;
+                const bool rok = row < M;
+                int v[4][2];
+#pragma unroll
+                for (int u = 0; u < 4; ++u)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int a = acc[mi][4 * q + u][2 * h + e];
+                        v[u][e] = BIPOLAR ? (int)(2u * (unsigned)a - (unsigned)fix[mi][h]) : a;
+                    }
+                if (EPI == 1) {
+                    if (!rok) continue;
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t;
+                        int *y = (int *)Y + (long long)row * N + c;
+                        if (N % 2 == 0 && c + 1 < N) {
+                            *(int2 *)y = make_int2(v[u][0], v[u][1]);
+                        } else {
+                            if (c < N) y[0] = v[u][0];
+                            if (c + 1 < N) y[1] = v[u][1];
+                        }
+                    }
+                } else {
+                    unsigned bits[YB];
+#pragma unroll
+                    for (int b = 0; b < YB; ++b) bits[b] = 0;
+#pragma unroll
+                    for (int u = 0; u < 4; ++u)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            if (!ok[u][e]) continue; // columns past N: code 0, zero bits
+                            const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e;
+                            int count = 0;
+#pragma unroll(L <= 8 ? L : 1)
+                            for (int l = 0; l < L; ++l) {
+                                const int x = HOLD ? th[u][e][HOLD ? l : 0] : T[c * L + l];
+                                count += up[u][e] ? v[u][e] >= x : v[u][e] <= x;
+                            }
+#pragma unroll
+                            for (int b = 0; b < YB; ++b) bits[b] |= (unsigned)((count >> b) & 1) << (u * 8 + 2 * t + e);
+                        }
+                    const int wcol = (n0 + cw0) / 32 + q;
+#pragma unroll
+                    for (int b = 0; b < YB; ++b) {
+                        bits[b] |= __shfl_xor_sync(0xffffffffu, bits[b], 1); // the 4 lanes t of row g
+                        bits[b] |= __shfl_xor_sync(0xffffffffu, bits[b], 2);
+                        if (rok && t == (q & 3) && wcol < LDY)
+                            ((unsigned *)Y)[((long long)row * YB + b) * LDY + wcol] = bits[b];
+                    }
+                }
+            }
+    }
+}
+
+// Bit output: the words of rows [m0, m0+BM) past the last column tile (W0 = words the column
+// tiles cover, when BN is not a multiple of 256) up to LDY are zero, written by the block of
+// the last column tile, as the next layer's A expects. nthreads threads.
+template <int N, int BN, int BM, int YB, int LDY>
+__device__ __forceinline__ void bnn_pt_zero_pad(void *__restrict__ Y, int m0, int M, int tid, int nthreads, int nt) {
+    constexpr int NBX = (N + BN - 1) / BN, W0 = NBX * BN / 32, NWP = LDY > W0 ? LDY - W0 : 1, NZ = NWP * YB;
+    if (LDY > W0 && nt == NBX - 1)
+        for (int i = tid; i < BM * NZ; i += nthreads) {
+            const int row = m0 + i / NZ, z = i % NZ;
+            if (row < M) ((unsigned *)Y)[((long long)row * YB + z / NWP) * LDY + W0 + z % NWP] = 0u;
+        }
+}
+
+// The bipolar correction apop[r] = sum_p 2^p popc(X_p[r]) of a plane-tiled A (xb planes, tile
+// rows tr, nch 16-byte chunks per plane row), for r < rows. Block (32, 8): threadIdx.x picks
+// one of 32 neighbouring rows (512 contiguous bytes per chunk), threadIdx.y strides chunks.
+extern "C" __global__ void __launch_bounds__(256) bnn_planes_row_pop(const uint4 *__restrict__ X, int rows, int xb,
+                                                                     int tr, int nch, int *__restrict__ out) {
+    __shared__ int part[8][33];
+    const int r = blockIdx.x * 32 + threadIdx.x;
+    int s = 0;
+    if (r < rows)
+        for (int p = 0; p < xb; ++p) {
+            const uint4 *base = X + ((long long)(r / tr) * xb + p) * nch * tr + r % tr;
+            for (int c = threadIdx.y; c < nch; c += 8) {
+                const uint4 v = base[(long long)c * tr];
+                s += (__popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w)) << p;
+            }
+        }
+    part[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && r < rows) {
+#pragma unroll
+        for (int y = 1; y < 8; ++y) s += part[y][threadIdx.x];
+        out[r] = s;
+    }
+}
+#endif // BNN_PLANES_TILED_ONCE
+
+#if !defined(PT_N) || !defined(PT_K) || !defined(PT_XB) || !defined(PT_WB)
+#error "bgemm_planes_tiled.cu: define PT_N, PT_K (bits), PT_XB and PT_WB (planes)"
+#endif
+#ifndef PT_NAME
+#define PT_NAME bgemm_planes_tiled
+#endif
+#ifndef PT_WSIGNED
+#define PT_WSIGNED 1
+#endif
+#ifndef PT_WBIPOLAR
+#define PT_WBIPOLAR 0
+#endif
+#ifndef PT_EPI
+#define PT_EPI 1
+#endif
+#ifndef PT_L
+#define PT_L 1
+#endif
+#ifndef PT_YB
+#define PT_YB 1
+#endif
+#ifndef PT_BM
+#define PT_BM 128
+#endif
+#ifndef PT_BN
+#define PT_BN 256
+#endif
+#ifndef PT_WM
+#define PT_WM 2
+#endif
+#ifndef PT_WN
+#define PT_WN 4
+#endif
+#ifndef PT_KC
+#define PT_KC 8
+#endif
+#ifndef PT_STAGES
+#define PT_STAGES 4
+#endif
+#ifndef PT_NOSTORE
+#define PT_NOSTORE 0
+#endif
+#ifndef PT_WGMMA
+#define PT_WGMMA 0
+#endif
+#if PT_WGMMA && !defined(BNN_BGEMM_WGMMA_ONCE) // alone (nvcc): the wgmma wrappers of bgemm_wgmma.cu
+#define BNN_WGMMA_HELPERS_ONLY
+#include "bgemm_wgmma.cu"
+#undef BNN_WGMMA_HELPERS_ONLY
+#endif
+
+#if PT_WGMMA
+// The wgmma variant (sm_90a): bgemm_wgmma.cu's block (128 x 256 tile; two consumer warpgroups
+// issuing m64n256k256 from shared memory, one producer warpgroup whose thread 0 keeps the
+// ring full) over the same pair schedule. Before a Horner step the consumers wait for their
+// in-flight wgmma group (the accumulators must be final), so each step costs one pipeline
+// bubble per pair, not per stage. Block 384 threads; PT_BM/BN/WM/WN are ignored.
+extern "C" __global__ void __launch_bounds__(384, 1)
+    PT_NAME(const void *__restrict__ At, const void *__restrict__ Wt, const int *__restrict__ apop,
+            const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y, int m_rt) {
+    constexpr int BM = 128, BN = 256, KC = PT_KC, S = PT_STAGES, NW = 8, NT = NW * 32;
+    constexpr int N = PT_N, K = PT_K, BK = KC * 128, NKT = (K + BK - 1) / BK, NCH = NKT * KC;
+    constexpr int XB = PT_XB, WB = PT_WBIPOLAR ? 1 : PT_WB, NP = XB * WB;
+    constexpr bool NEG = PT_WSIGNED && !PT_WBIPOLAR;
+    constexpr int LDY = PT_EPI == 2 ? (N + 255) / 256 * 8 : N;
+    constexpr int L = PT_EPI == 2 ? PT_L : 1, YB = PT_EPI == 2 ? PT_YB : 1; // unused with int32 output
+    constexpr unsigned ABYTES = KC * BM * 16, BBYTES = KC * BN * 16, STAGE = ABYTES + BBYTES;
+    constexpr unsigned SMEM = S * STAGE + 16 * S;
+    static_assert(N >= 1 && K >= 1 && XB >= 1 && PT_WB >= 1, "empty GEMM");
+    static_assert(!PT_WBIPOLAR || PT_WB == 1, "bipolar weights are one plane (PT_WB 1)");
+    static_assert(KC % 2 == 0 && KC >= 2 && KC <= 16, "KC: an even number of 16-byte chunks (k256 steps), <= 16");
+    static_assert(S >= 2, "at least 2 stages");
+    static_assert(SMEM <= 232448, "stages do not fit in 227 KiB of shared memory");
+    static_assert(PT_EPI != 2 || (PT_YB >= 1 && PT_YB <= 31 && PT_L >= 1), "PT_YB output planes, PT_L levels");
+#ifdef PT_M
+    const int M = PT_M;
+#else
+    const int M = m_rt;
+#endif
+    extern __shared__ __align__(128) unsigned char bnn_dsmem[];
+    if (bnn_dyn_smem_size() < SMEM) __trap(); // launched with too little shared memory
+    const unsigned s0 = bnn_smem(bnn_dsmem), full = s0 + S * STAGE, empty = full + 8 * S;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int ntn = (N + BN - 1) / BN, ntiles = (M + BM - 1) / BM * ntn;
+    if (tid == 0) {
+        for (int s = 0; s < S; ++s) {
+            bnn_mbar_init(full + 8 * s, 1);   // the producer's expect_tx arrival (+ the bytes)
+            bnn_mbar_init(empty + 8 * s, NW); // one arrival per consumer warp
+        }
+        bnn_mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (warp >= NW) { // producer warpgroup: one thread issues every copy, and it gives its registers away
+        bnn_setmaxnreg_dec<40>();
+        if (warp == NW && lane == 0) {
+            unsigned it = 0;
+            for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+                const int mt = tile / ntn, nt = tile % ntn;
+                for (int pi = 0; pi < NP; ++pi) {
+                    int p, q;
+                    bnn_pt_pair(pi, XB, WB, p, q);
+                    const char *ga = (const char *)At + ((size_t)mt * XB + p) * NCH * BM * 16;
+                    const char *gb = (const char *)Wt + ((size_t)nt * WB + q) * NCH * BN * 16;
+                    for (int kt = 0; kt < NKT; ++kt, ++it) {
+                        const unsigned slot = it % S, bar = full + 8 * slot, dst = s0 + slot * STAGE;
+                        if (it >= S) bnn_mbar_wait(empty + 8 * slot, (it / S - 1) & 1);
+                        bnn_mbar_expect_tx(bar, STAGE);
+                        bnn_bulk_g2s(dst, ga + (size_t)kt * ABYTES, ABYTES, bar);
+                        bnn_bulk_g2s(dst + ABYTES, gb + (size_t)kt * BBYTES, BBYTES, bar);
+                    }
+                }
+            }
+        }
+    } else {
+        bnn_setmaxnreg_inc<232>(); // 128 accumulators + the epilogue without spills
+        const int wg = warp >> 2;
+        // Descriptors without their address field: LBO = rows*16 (the next 16-byte K chunk),
+        // SBO = 128 (the next 8 rows of the same chunk).
+        const unsigned long long dA0 = bnn_wg_desc(0, BM * 16, 128), dB0 = bnn_wg_desc(0, BN * 16, 128);
+        unsigned it = 0;
+        auto release = [&](unsigned slot) { // after the wgmmas that read the slot retired
+            __syncwarp();
+            if (lane == 0) bnn_mbar_arrive(empty + 8 * slot);
+        };
+        for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+            const int mt = tile / ntn, nt = tile % ntn;
+            int acc[1][32][4];
+#pragma unroll
+            for (int j = 0; j < 32; ++j) acc[0][j][0] = acc[0][j][1] = acc[0][j][2] = acc[0][j][3] = 0;
+            int sprev = XB + WB - 2, cprev = 1;
+            unsigned prev = 0;
+            bool held = false; // prev: a slot read by the in-flight group, not yet released
+#pragma unroll 1
+            for (int pi = 0; pi < NP; ++pi) {
+                int p, q;
+                const int f = bnn_pt_step(pi, XB, WB, NEG, sprev, cprev, p, q);
+                if (f != 1) {
+                    bnn_wg_wait<0>();
+                    bnn_wg_fence_acc(acc);
+                    bnn_pt_scale(acc, f);
+                }
+                for (int kt = 0; kt < NKT; ++kt, ++it) {
+                    const unsigned slot = it % S, sa = s0 + slot * STAGE + wg * 64 * 16, sb = s0 + slot * STAGE + ABYTES;
+                    bnn_mbar_wait(full + 8 * slot, (it / S) & 1);
+                    __syncwarp(); // wgmma is .sync.aligned: the warp must be converged after the spin
+                    bnn_wg_fence();
+#pragma unroll
+                    for (int ks = 0; ks < KC / 2; ++ks)
+                        bnn_wgmma_n256(acc, dA0 | ((sa + 2 * ks * BM * 16) & 0x3FFFF) >> 4,
+                                       dB0 | ((sb + 2 * ks * BN * 16) & 0x3FFFF) >> 4);
+                    bnn_wg_commit();
+                    bnn_wg_wait<1>(); // the previous stage's wgmmas retired: its slot can be refilled
+                    if (held) release(prev);
+                    prev = slot, held = true;
+                }
+            }
+            bnn_wg_wait<0>();
+            bnn_wg_fence_acc(acc);
+            release(prev);
+            if (cprev != 1) bnn_pt_scale(acc, cprev);
+            if (PT_NOSTORE) { // timing aid: keeps the main loop alive without the epilogue's stores
+                int x = 0;
+#pragma unroll
+                for (int j = 0; j < 32; ++j) x ^= acc[0][j][0] ^ acc[0][j][1] ^ acc[0][j][2] ^ acc[0][j][3];
+                if (x == 0x7fffffff) ((int *)Y)[0] = x;
+                continue;
+            }
+            // Warp w holds rows 16w .. 16w+15 of the tile: the m16n8 layout, MI = 1, NI = 32.
+            bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR>(acc, mt * BM, nt * BN, warp * 16, 0, M, apop,
+                                                                             T, dir, Y);
+            if (PT_EPI == 2) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
+        }
+    }
+}
+#else // mma.sync
+
+// Grid: any number of blocks (best: min(tiles, SMs)); block PT_WM*PT_WN*32 threads; dynamic
+// shared memory bnn_planes_tiled_smem() (tile_layout.h), checked on entry. apop: only read
+// with PT_WBIPOLAR (bnn_planes_row_pop makes it). T, dir: only read with PT_EPI 2. m_rt is M
+// unless PT_M fixes it.
+extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
+    PT_NAME(const void *__restrict__ At, const void *__restrict__ Wt, const int *__restrict__ apop,
+            const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y, int m_rt) {
+    constexpr int BM = PT_BM, BN = PT_BN, WM = PT_WM, WN = PT_WN, KC = PT_KC, S = PT_STAGES;
+    constexpr int NW = WM * WN, NT = NW * 32, WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
+    constexpr int N = PT_N, K = PT_K, BK = KC * 128, NKT = (K + BK - 1) / BK, NCH = NKT * KC;
+    constexpr int XB = PT_XB, WB = PT_WBIPOLAR ? 1 : PT_WB, NP = XB * WB;
+    constexpr bool NEG = PT_WSIGNED && !PT_WBIPOLAR; // the top weight plane counts negative
+    constexpr int LDY = PT_EPI == 2 ? (N + 255) / 256 * 8 : N;
+    constexpr unsigned ABYTES = KC * BM * 16, BBYTES = KC * BN * 16, STAGE = ABYTES + BBYTES;
+    constexpr unsigned SMEM = S * STAGE + 16 * S;
+    static_assert(N >= 1 && K >= 1 && XB >= 1 && PT_WB >= 1, "empty GEMM");
+    static_assert(!PT_WBIPOLAR || PT_WB == 1, "bipolar weights are one plane (PT_WB 1)");
+    static_assert(KC % 2 == 0 && KC >= 2 && KC <= 16, "KC: an even number of 16-byte chunks (k256 steps), <= 16");
+    static_assert(S >= 2, "at least 2 stages");
+    static_assert(WTM % 16 == 0 && WTN % 32 == 0 && BM == WTM * WM && BN == WTN * WN, "warp tile");
+    static_assert(SMEM <= 232448, "stages do not fit in 227 KiB of shared memory");
+    static_assert(PT_EPI != 2 || (PT_YB >= 1 && PT_YB <= 31 && PT_L >= 1), "PT_YB output planes, PT_L levels");
+#ifdef PT_M
+    const int M = PT_M;
+#else
+    const int M = m_rt;
+#endif
+    extern __shared__ __align__(128) unsigned char bnn_dsmem[];
+    if (bnn_dyn_smem_size() < SMEM) __trap(); // launched with too little shared memory
+    const unsigned s0 = bnn_smem(bnn_dsmem);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int ntn = (N + BN - 1) / BN, ntiles = (M + BM - 1) / BM * ntn;
+    // This block's stage sequence: its tiles blockIdx.x + i*gridDim.x, NP pairs each, NKT
+    // stages per pair; stage g lives in slot g % S.
+    const unsigned total =
+        (int)blockIdx.x < ntiles ? (ntiles - blockIdx.x + gridDim.x - 1) / gridDim.x * (NP * NKT) : 0;
+    auto source = [&](unsigned g, const char *&ga, const char *&gb) {
+        const int tile = blockIdx.x + (int)(g / (NP * NKT)) * gridDim.x, r = g % (NP * NKT);
+        const int kt = r % NKT, mt = tile / ntn, nt = tile % ntn;
+        int p, q;
+        bnn_pt_pair(r / NKT, XB, WB, p, q);
+        ga = (const char *)At + (((size_t)mt * XB + p) * NCH + (size_t)kt * KC) * BM * 16;
+        gb = (const char *)Wt + (((size_t)nt * WB + q) * NCH + (size_t)kt * KC) * BN * 16;
+    };
+#if __CUDA_ARCH__ >= 900
+    // Thread 0 fills slot g % S with two bulk copies completing on its "full" mbarrier.
+    const unsigned full = s0 + S * STAGE, empty = full + 8 * S;
+    auto produce = [&](unsigned g) {
+        if (g >= total) return;
+        const char *ga, *gb;
+        source(g, ga, gb);
+        const unsigned slot = g % S, bar = full + 8 * slot, dst = s0 + slot * STAGE;
+        bnn_mbar_expect_tx(bar, STAGE);
+        bnn_bulk_g2s(dst, ga, ABYTES, bar);
+        bnn_bulk_g2s(dst + ABYTES, gb, BBYTES, bar);
+    };
+    if (tid == 0) {
+        for (int s = 0; s < S; ++s) {
+            bnn_mbar_init(full + 8 * s, 1);   // thread 0's expect_tx arrival (+ the bytes)
+            bnn_mbar_init(empty + 8 * s, NW); // one arrival per warp
+        }
+        bnn_mbar_init_fence();
+        for (int s = 0; s < S; ++s) produce(s);
+    }
+#else
+    // Every thread copies its share of stage g's image (contiguous in global memory, as in
+    // shared memory) with 16-byte cp.async; one commit group per stage, empty or not.
+    auto produce = [&](unsigned g) {
+        if (g < total) {
+            const char *ga, *gb;
+            source(g, ga, gb);
+            const unsigned dst = s0 + (g % S) * STAGE;
+            for (unsigned i = 16 * tid; i < ABYTES; i += 16 * NT) bnn_cp16(dst + i, ga + i, 16);
+            for (unsigned i = 16 * tid; i < BBYTES; i += 16 * NT) bnn_cp16(dst + ABYTES + i, gb + i, 16);
+        }
+        bnn_cp_commit();
+    };
+    for (int s = 0; s < S - 1; ++s) produce(s);
+#endif
+    __syncthreads();
+
+    const int wm = warp % WM, wn = warp / WM;
+    unsigned it = 0;
+    for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+        const int mt = tile / ntn, nt = tile % ntn;
+        int acc[MI][NI][4];
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+            for (int j = 0; j < NI; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0;
+        int sprev = XB + WB - 2, cprev = 1;
+#pragma unroll 1
+        for (int pi = 0; pi < NP; ++pi) {
+            int p, q;
+            const int f = bnn_pt_step(pi, XB, WB, NEG, sprev, cprev, p, q);
+            if (f != 1) bnn_pt_scale(acc, f);
+            for (int kt = 0; kt < NKT; ++kt, ++it) {
+                const unsigned slot = it % S, sa = s0 + slot * STAGE, sb = sa + ABYTES;
+#if __CUDA_ARCH__ >= 900
+                bnn_mbar_wait(full + 8 * slot, (it / S) & 1);
+                __syncwarp(); // ldmatrix and mma.sync are .aligned: reconverge after the spin
+#else
+                bnn_cp_wait<S - 2>();
+                __syncthreads(); // stage it landed for everyone; slot (it-1) % S is free
+                produce(it + S - 1);
+#endif
+#pragma unroll
+                for (int ks = 0; ks < KC / 2; ++ks) {
+                    unsigned a[MI][4], b[NI][2];
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi) // rows 0-7 / 8-15 (lane bit 3) x chunk lo / hi (lane bit 4)
+                        bnn_ldsm4(sa + (2 * ks + (lane >> 4)) * (BM * 16) +
+                                      (wm * WTM + mi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * 16,
+                                  a[mi][0], a[mi][1], a[mi][2], a[mi][3]);
+#pragma unroll
+                    for (int nj = 0; nj < NI / 2; ++nj) // chunk lo / hi (lane bit 3) x n8 tile 2nj / 2nj+1 (lane bit 4)
+                        bnn_ldsm4(sb + (2 * ks + ((lane >> 3) & 1)) * (BN * 16) +
+                                      (wn * WTN + nj * 16 + (lane >> 4) * 8 + (lane & 7)) * 16,
+                                  b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1]);
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                        for (int ni = 0; ni < NI; ++ni) bnn_bmma(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
+                }
+#if __CUDA_ARCH__ >= 900
+                __syncwarp(); // every lane's ldmatrix of this stage is done before the slot is released
+                if (lane == 0) bnn_mbar_arrive(empty + 8 * slot);
+                if (tid == 0) { // refill the slot once every warp released it
+                    bnn_mbar_wait(empty + 8 * slot, (it / S) & 1);
+                    produce(it + S);
+                }
+#endif
+            }
+        }
+        if (cprev != 1) bnn_pt_scale(acc, cprev);
+        if (PT_NOSTORE) { // timing aid: keeps the main loop alive without the epilogue's stores
+            int x = 0;
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+#pragma unroll
+                for (int j = 0; j < NI; ++j) x ^= acc[i][j][0] ^ acc[i][j][1] ^ acc[i][j][2] ^ acc[i][j][3];
+            if (x == 0x7fffffff) ((int *)Y)[0] = x;
+            continue;
+        }
+        constexpr int L = PT_EPI == 2 ? PT_L : 1, YB = PT_EPI == 2 ? PT_YB : 1; // unused with int32 output
+        bnn_pt_epilogue<MI, NI, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR>(acc, mt * BM, nt * BN, wm * WTM, wn * WTN, M,
+                                                                        apop, T, dir, Y);
+        if (PT_EPI == 2) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
+    }
+#if __CUDA_ARCH__ < 900
+    bnn_cp_wait<0>(); // no copy outlives the block (the tail's groups are empty)
+#endif
+}
+
+#endif // PT_WGMMA
+
+#undef PT_NAME
+#undef PT_WGMMA
+#undef PT_M
+#undef PT_N
+#undef PT_K
+#undef PT_XB
+#undef PT_WB
+#undef PT_WSIGNED
+#undef PT_WBIPOLAR
+#undef PT_EPI
+#undef PT_L
+#undef PT_YB
+#undef PT_BM
+#undef PT_BN
+#undef PT_WM
+#undef PT_WN
+#undef PT_KC
+#undef PT_STAGES
+#undef PT_NOSTORE

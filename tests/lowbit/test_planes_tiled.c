@@ -1,0 +1,218 @@
+/* test_planes_tiled: bgemm_planes_tiled.cu (the bit-plane GEMM on the pre-tiled pipeline)
+ * without a GPU.
+ * 1. The plane-tiled layout: bnn_tile_planes puts every word of every plane row where
+ *    bnn_tiled_planes_offset says, and zeros everywhere else.
+ * 2. The kernel's algebra, modelled on the host over the tiled images: one accumulator, plane
+ *    pairs in the kernel's order (bnn_pt_pair), the Horner step (x2 when the shift drops,
+ *    x-1 when the sign changes), the final sign and the bipolar correction from the
+ *    bnn_planes_row_pop sums must equal the runtime's CPU bit-plane GEMM
+ *    (rt_cpu_qgemm_planes) on signed, unsigned and bipolar weights, odd shapes, several row
+ *    tiles, and K over several stages.
+ * 3. NVRTC compiles the kernel for sm_90a (with tiled_common.cu: bulk copies, no XOR-popc;
+ *    and the wgmma variant) and sm_80 (without it: 16-byte cp.async; no wgmma) for every spec,
+ *    both epilogues, 255 levels.
+ * Part 3 is skipped (not failed) without libnvrtc unless BNN_REQUIRE_NVRTC=1. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "ir.h"
+#include "nvrtc.h"
+#include "ptsrc.h"
+#include "rt.h"
+#include "util.h"
+
+static const PtSpec specs[] = {
+    {.n = 64, .k = 784, .xb = 2, .wb = 1, .wsigned = 1, .bipolar = 1, .epi = 2, .l = 3, .yb = 2}, /* w1a2 */
+    {.n = 300, .k = 2500, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2},             /* w2a2 signed */
+    {.n = 257, .k = 1000, .xb = 2, .wb = 2, .wsigned = 0, .epi = 1},                              /* w2a2 unsigned */
+    {.n = 10, .k = 64, .xb = 2, .wb = 2, .wsigned = 1, .epi = 1, .kc = 2, .stages = 3},           /* output layer */
+    {.n = 257, .k = 1000, .xb = 8, .wb = 8, .wsigned = 1, .epi = 2, .l = 255, .yb = 8},           /* w8a8 */
+    {.n = 33, .k = 3, .xb = 3, .wb = 3, .wsigned = 0, .epi = 1},                                  /* K < 256 */
+    {.n = 70, .k = 300, .xb = 4, .wb = 1, .wsigned = 1, .epi = 2, .l = 15, .yb = 4},              /* one -1 plane */
+    {.n = 200, .k = 1500, .xb = 3, .wb = 1, .bipolar = 1, .epi = 1, .bm = 128, .bn = 128, .wm = 2, .wn = 2},
+    {.n = 8192, .k = 8192, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2, .nostore = true},
+    /* the wgmma variant (sm_90a only) */
+    {.n = 64, .k = 784, .xb = 2, .wb = 1, .wsigned = 1, .bipolar = 1, .epi = 2, .l = 3, .yb = 2, .wgmma = true},
+    {.n = 300, .k = 2500, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2, .wgmma = true},
+    {.n = 257, .k = 1000, .xb = 2, .wb = 2, .wsigned = 0, .epi = 1, .kc = 4, .stages = 6, .wgmma = true},
+    {.n = 257, .k = 1000, .xb = 8, .wb = 8, .wsigned = 1, .epi = 2, .l = 255, .yb = 8, .wgmma = true},
+    {.n = 8192, .k = 8192, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2, .nostore = true, .wgmma = true},
+};
+enum { NSPECS = sizeof specs / sizeof *specs };
+
+/* ---------------------------------------------------------------- 1. the layout */
+
+static void check_layout(const PtSpec *s, const uint32_t *A, int M, int ld, const unsigned char *At) {
+    const int kal = s->kc * 128, nch = bnn_tiled_kpad(s->k, kal) / 128;
+    const size_t bytes = bnn_tiled_planes_bytes(M, s->xb, s->k, s->bm, kal);
+    unsigned char *seen = xcalloc(bytes, 1);
+    size_t bad = 0;
+    for (int m = 0; m < M; m++)
+        for (int p = 0; p < s->xb; p++)
+            for (int c = 0; c < nch; c++) {
+                size_t off = bnn_tiled_planes_offset(m, p, c, s->xb, s->k, s->bm, kal);
+                for (int j = 0; j < 4; j++) {
+                    int w = 4 * c + j;
+                    uint32_t want = w < (s->k + 31) / 32 ? A[((size_t)m * s->xb + p) * ld + w] : 0, got;
+                    if (w == (s->k + 31) / 32 - 1 && s->k % 32)
+                        want &= (1u << (s->k % 32)) - 1;
+                    memcpy(&got, At + off + 4 * j, 4);
+                    bad += got != want;
+                }
+                memset(seen + off, 1, 16);
+            }
+    for (size_t i = 0; i < bytes; i++) /* every byte no row covers is padding: zero */
+        bad += !seen[i] && At[i];
+    CHECK_MSG(bad == 0, "plane-tiled layout: %zu words wrong (M=%d K=%d XB=%d)", bad, M, s->k, s->xb);
+    free(seen);
+}
+
+/* ---------------------------------------------------------------- 2. the algebra */
+
+/* bnn_pt_pair of the kernel, line for line. */
+static void pt_pair(int i, int xb, int wb, int *p, int *q) {
+    for (int s = xb + wb - 2; s >= 0; --s)
+        for (int qq = (wb - 1 < s ? wb - 1 : s); qq >= 0 && s - qq < xb; --qq)
+            if (i-- == 0) {
+                *p = s - qq, *q = qq;
+                return;
+            }
+    *p = *q = 0;
+}
+
+static int popc16(const unsigned char *a, const unsigned char *b) {
+    int n = 0;
+    for (int i = 0; i < 16; i++)
+        n += __builtin_popcount((unsigned)(a[i] & b[i]));
+    return n;
+}
+
+/* acc[m][n] as the kernel computes it from the tiled images. */
+static void model_gemm(const PtSpec *s, int M, const unsigned char *At, const unsigned char *Wt, int32_t *acc) {
+    const int kal = s->kc * 128, nch = bnn_tiled_kpad(s->k, kal) / 128, wp = pt_wplanes(s);
+    const int np = s->xb * wp, neg = s->wsigned && !s->bipolar;
+    for (int m = 0; m < M; m++) {
+        int apop = 0; /* bnn_planes_row_pop */
+        for (int p = 0; p < s->xb; p++)
+            for (int c = 0; c < nch; c++) {
+                const unsigned char *a = At + bnn_tiled_planes_offset(m, p, c, s->xb, s->k, s->bm, kal);
+                apop += popc16(a, a) << p;
+            }
+        for (int n = 0; n < s->n; n++) {
+            uint32_t v = 0; /* wrapping, as the kernel's int32 */
+            int sprev = s->xb + wp - 2, cprev = 1;
+            for (int i = 0; i < np; i++) {
+                int p, q;
+                pt_pair(i, s->xb, wp, &p, &q);
+                int c = neg && q == wp - 1 ? -1 : 1;
+                int f = (sprev - (p + q) == 1 ? 2 : 1) * (c == cprev ? 1 : -1);
+                CHECK(sprev - (p + q) == 0 || sprev - (p + q) == 1 || i == 0);
+                v *= (uint32_t)f;
+                sprev = p + q, cprev = c;
+                for (int ch = 0; ch < nch; ch++)
+                    v += (uint32_t)popc16(At + bnn_tiled_planes_offset(m, p, ch, s->xb, s->k, s->bm, kal),
+                                          Wt + bnn_tiled_planes_offset(n, q, ch, wp, s->k, s->bn, kal));
+            }
+            v *= (uint32_t)cprev;
+            if (s->bipolar)
+                v = 2u * v - (uint32_t)apop;
+            acc[(size_t)m * s->n + n] = (int32_t)v;
+        }
+    }
+}
+
+static void check_algebra(int si, const PtSpec *s, int M) {
+    uint32_t *A, *W;
+    int ld;
+    pt_random_operands(s, M, &A, &W, &ld);
+    void *At, *Wt;
+    size_t ab, wb;
+    pt_tile_operands(s, A, W, M, ld, &At, &ab, &Wt, &wb);
+    check_layout(s, A, M, ld, At);
+    int32_t *want = xmalloc((size_t)M * s->n * 4), *got = xmalloc((size_t)M * s->n * 4);
+    rt_cpu_qgemm_planes(A, W, M, s->n, ld, s->xb, s->wb, s->wsigned, s->bipolar, want, NULL, NULL, 0, 0, NULL);
+    model_gemm(s, M, At, Wt, got);
+    size_t bad = 0;
+    for (size_t i = 0; i < (size_t)M * s->n; i++)
+        bad += got[i] != want[i];
+    CHECK_MSG(bad == 0, "spec %d (M=%d N=%d K=%d w%da%d%s%s): %zu of %zu accumulators differ", si, M, s->n, s->k,
+              s->wb, s->xb, s->bipolar ? " bipolar" : "", s->wsigned ? " signed" : "", bad, (size_t)M * s->n);
+    free(A);
+    free(W);
+    free(At);
+    free(Wt);
+    free(want);
+    free(got);
+}
+
+/* ---------------------------------------------------------------- 3. NVRTC */
+
+static void compile_for(const char *arch) {
+    bool sm90 = strcmp(arch, "sm_80") != 0;
+    Buf b = {0};
+    pt_head(&b, arch);
+    int nk = 0;
+    for (int i = 0; i < NSPECS; i++) {
+        PtSpec s = specs[i];
+        if (s.wgmma && !sm90)
+            continue;
+        nk++;
+        pt_resolve(&s);
+        char name[32];
+        snprintf(name, sizeof name, "planes_tiled_%d", i);
+        pt_append(&b, name, &s);
+    }
+    NvrtcOutput out;
+    int rc = nvrtc_compile("bgemm_planes_tiled.cu", b.data, arch, NULL, 0, true, &out);
+    CHECK_MSG(rc == 0, "%s: %s", arch, diag_message());
+    if (rc == 0) {
+        CHECK(out.cubin && out.cubin_size > 0);
+        CHECK_MSG(strstr(out.ptx, "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc") != NULL,
+                  "%s: no AND-popc mma.sync in the PTX", arch);
+        CHECK_MSG(!strstr(out.ptx, "xor.popc"), "%s: XOR-popc in the PTX", arch);
+        CHECK_MSG(!strstr(out.ptx, "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.xor"), "%s: XOR MMA", arch);
+        CHECK_MSG((strstr(out.ptx, "cp.async.bulk.shared") != NULL) == sm90, "%s: bulk copies %s expected", arch,
+                  sm90 ? "" : "not");
+        CHECK_MSG(sm90 || strstr(out.ptx, "cp.async.cg.shared.global"), "%s: no 16-byte cp.async", arch);
+        CHECK_MSG(strstr(out.ptx, ".entry bnn_planes_row_pop(") != NULL, "%s: no bnn_planes_row_pop", arch);
+        CHECK_MSG((strstr(out.ptx, "wgmma.mma_async.sync.aligned.m64n256k256.s32.b1.b1.and.popc") != NULL) == sm90,
+                  "%s: AND-popc wgmma %s expected", arch, sm90 ? "" : "not");
+        for (int i = 0; i < NSPECS; i++) {
+            if (specs[i].wgmma && !sm90)
+                continue;
+            char entry[48];
+            snprintf(entry, sizeof entry, ".entry planes_tiled_%d(", i);
+            CHECK_MSG(strstr(out.ptx, entry) != NULL, "%s: no kernel %d", arch, i);
+        }
+        if (out.log && *out.log)
+            printf("%s: NVRTC log: %s\n", arch, out.log);
+        printf("%s: %d kernels, CUBIN %zu bytes\n", arch, nk, out.cubin_size);
+        nvrtc_output_free(&out);
+    }
+    buf_free(&b);
+}
+
+int main(void) {
+    static const int rows[] = {1, 5, 129, 300};
+    for (int i = 0; i < NSPECS; i++) {
+        PtSpec s = specs[i];
+        pt_resolve(&s);
+        if (s.n * s.k > 1000000 || s.wgmma) /* the bench shape: compiled only; wgmma: same algebra */
+            continue;
+        for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
+            check_algebra(i, &s, rows[r]);
+    }
+    printf("test_planes_tiled: layout and algebra of %d specs x %zu row counts\n", NSPECS - 6,
+           sizeof rows / sizeof *rows);
+    if (nvrtc_load() != 0) {
+        const char *req = getenv("BNN_REQUIRE_NVRTC");
+        printf("test_planes_tiled: NVRTC part skipped: %s\n", diag_message());
+        if (req && !strcmp(req, "1"))
+            return 1;
+        return check_report("test_planes_tiled");
+    }
+    compile_for("sm_90a");
+    compile_for("sm_80");
+    return check_report("test_planes_tiled");
+}
