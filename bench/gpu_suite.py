@@ -41,7 +41,10 @@ def main():
         sys.exit("gpu_suite: no BNN_SOURCE_ROOT in the recorded tests")
 
     def remap(s):
-        return s.replace(old_buildroot, build).replace(old_root, root)
+        # The build root may lie inside the source root: mark it first so that it is not
+        # rewritten twice.
+        mark = "\0build\0"
+        return s.replace(old_buildroot, mark).replace(old_root, root).replace(mark, build)
 
     only = set(x for x in a.only.split(",") if x)
     results = []
