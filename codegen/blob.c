@@ -160,6 +160,8 @@ BlobStep *blob_add_step(BlobWriter *w, BlobStepKind kind) {
     return s;
 }
 
+BlobStep *blob_step_at(BlobWriter *w, int i) { return i >= 0 && i < w->nsteps ? &w->steps[i] : NULL; }
+
 void blob_step_set_kernel(BlobStep *s, const char *name, const BlobGridDim grid[3],
                           const uint32_t block[3], uint32_t smem) {
     memset(s->kernel, 0, sizeof s->kernel);

@@ -124,6 +124,8 @@ typedef enum {
     BLOB_EPI_AFFINE = 3,    /* out f32: ((float)dot * scale[n]) + bias[n], rounded after each op */
 } BlobEpilogue;
 
+#define BLOB_EPI_MAX_STAGES 8 /* stages of a bconv's float chain (BlobBconvParams.epi_stages) */
+
 /* Step flags. */
 #define BLOB_STEP_CPU_ONLY 1u /* the GPU skips this step (its kernels do the work elsewhere) */
 
@@ -182,6 +184,9 @@ typedef struct { int64_t rows, n, k, words, out_words; } BlobBgemmParams;
 typedef struct {
     int64_t h, w, c, words, o, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom,
         pad_right, pad_value, dil_h, dil_w, oh, ow, pool, out_words, out_layout;
+    /* The float chain of an AFFINE epilogue (docs/blob-format.md, "bconv"); epi_stages 0: the
+     * plain one, p0 scale and p1 bias. */
+    int64_t epi_stages, epi_div, epi_residual;
 } BlobBconvParams;
 typedef struct { int64_t rows, n, k; } BlobDenseParams;
 typedef struct {
@@ -323,6 +328,9 @@ void blob_add_output(BlobWriter *w, const char *name, BlobDType dtype, int rank,
 /* Append a step of this kind; returns the zeroed record to fill (valid until the next
  * blob_add_step). */
 BlobStep *blob_add_step(BlobWriter *w, BlobStepKind kind);
+/* Step i of those added so far, to change it afterwards (e.g. its kernel's name); NULL when
+ * there is no step i. Valid until the next blob_add_step. */
+BlobStep *blob_step_at(BlobWriter *w, int i);
 /* Set a step's GPU launch: kernel name, grid as three BlobGridDim, block. */
 void blob_step_set_kernel(BlobStep *s, const char *name, const BlobGridDim grid[3],
                           const uint32_t block[3], uint32_t smem);

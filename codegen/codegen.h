@@ -1,8 +1,9 @@
 /* codegen.h: from an optimized Graph (after run_passes) to model.bin, the whole interface
  * of codegen/ for the driver. The lowering (lower.c) turns each op into the runtime's
  * plan steps (docs/blob-format.md), lays out weights in the kernels' formats and plans the
- * arena; the emitter (cuda/emit.c) writes one specialized CUDA kernel per GPU step; NVRTC
- * (nvrtc.h) compiles them, one program per target; the blob writer (blob.h) writes it all.
+ * arena; the emitter (cuda/emit.c) writes one specialized CUDA kernel per GPU step (steps
+ * that need the same kernel share it); NVRTC (nvrtc.h) compiles them, one program per target,
+ * the targets in parallel, through a CUBIN cache; the blob writer (blob.h) writes it all.
  * docs/codegen.md tells the story. Errors go through diag_error (ir.h). */
 #ifndef BNN_CODEGEN_H
 #define BNN_CODEGEN_H
@@ -21,6 +22,10 @@ typedef struct CodegenOptions {
     /* Where the generated source goes when NVRTC fails (NULL: "bnncc-failed.cu"). */
     const char *failed_source_path;
     Buf *report; /* lines for bnncc --report (steps, arena, sizes), or NULL */
+    /* The CUBINs come from the cache ($BNNCC_CACHE_DIR, else $XDG_CACHE_HOME/bnncc, else
+     * ~/.cache/bnncc) when it has them, and new ones go there; no_cache: neither. */
+    bool no_cache;
+    bool progress; /* say on stderr what NVRTC compiles before a compile (not on a cache hit) */
 } CodegenOptions;
 
 /* Parse "sm_90a,sm_80,cpu" into o->targets ("cpu" adds no GPU target; targets point into

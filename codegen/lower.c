@@ -235,6 +235,18 @@ static void name_kernel(Lower *L, LStep *st, const char *tag) {
     st->has_kernel = true;
 }
 
+/* The six operand slots as kernel arguments, a null (0) where a slot is unused. */
+static void add_operand_args(LStep *st) {
+    static const int slots[6] = {BLOB_SLOT_IN, BLOB_SLOT_IN2, BLOB_SLOT_OUT,
+                                 BLOB_SLOT_W, BLOB_SLOT_P0, BLOB_SLOT_P1};
+    for (int i = 0; i < 6; i++) {
+        if (st->s.slot[slots[i]].space != BLOB_SPACE_NONE)
+            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slots[i], 0);
+        else
+            blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
+    }
+}
+
 /* A float step's GPU kernel: one thread per work item, count items per batch item; the
  * arguments are the six operand slots (null where unused) and the total item count. */
 static void float_kernel(Lower *L, LStep *st, const char *tag, int64_t count, char *call) {
@@ -245,14 +257,7 @@ static void float_kernel(Lower *L, LStep *st, const char *tag, int64_t count, ch
     BlobGridDim grid[3] = {{0, (uint32_t)count, FLOAT_BLOCK}, {1, 0, 1}, {1, 0, 1}};
     uint32_t block[3] = {FLOAT_BLOCK, 1, 1};
     blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
-    static const int slots[6] = {BLOB_SLOT_IN, BLOB_SLOT_IN2, BLOB_SLOT_OUT,
-                                 BLOB_SLOT_W, BLOB_SLOT_P0, BLOB_SLOT_P1};
-    for (int i = 0; i < 6; i++) {
-        if (st->s.slot[slots[i]].space != BLOB_SPACE_NONE)
-            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slots[i], 0);
-        else
-            blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
-    }
+    add_operand_args(st);
     blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, count);
 }
 
@@ -314,6 +319,14 @@ typedef struct Epilogue {
     const Value *out; /* the value the step writes */
     const Value *t, *dir;
     float *scale, *bias; /* AFFINE: per output channel (malloc'ed) */
+    /* AFFINE of a convolution: the float chain (blob-format.md "bconv"), stage k's a_k and b_k
+     * at chain[(2k)*o] and chain[(2k+1)*o]; then out = v + residual (res 1) or residual + v
+     * (res 2); bits: a fused binarize's output, written besides or instead of out (need_f32). */
+    int stages, res;
+    uint32_t div;
+    float *chain;
+    const Value *residual, *bits;
+    bool need_f32;
 } Epilogue;
 
 static float *broadcast_const(const Value *k, const Type *x, int64_t *channels, int64_t *spatial);
@@ -363,6 +376,130 @@ static const Value *absorb_affine(Lower *L, const Value *v, float *scale, float 
     return v;
 }
 
+/* Append the stage v = v * a + b (v / a + b where div) to a convolution's float chain. A plain
+ * add (a = 1) merges into a previous stage whose bias is -0: v*a + -0 is v*a exactly, so
+ * (v*a) + b rounds as the two separate ops do. False when the chain is full. */
+static bool push_stage(Epilogue *e, int64_t o, const float *a, const float *b, bool div) {
+    bool plain_add = !div, prev_zero = e->stages > 0;
+    const float *pb = e->stages ? e->chain + (2 * e->stages - 1) * o : NULL;
+    for (int64_t c = 0; c < o; c++) {
+        plain_add = plain_add && a[c] == 1.0f;
+        prev_zero = prev_zero && pb[c] == 0.0f && signbit(pb[c]);
+    }
+    if (plain_add && prev_zero) {
+        memcpy(e->chain + (2 * e->stages - 1) * o, b, (size_t)o * 4);
+        return true;
+    }
+    if (e->stages == BLOB_EPI_MAX_STAGES)
+        return false;
+    e->chain = xrealloc(e->chain, (size_t)(2 * (e->stages + 1) * o) * 4);
+    memcpy(e->chain + 2 * e->stages * o, a, (size_t)o * 4);
+    memcpy(e->chain + (2 * e->stages + 1) * o, b, (size_t)o * 4);
+    if (div)
+        e->div |= 1u << e->stages;
+    e->stages++;
+    return true;
+}
+
+/* A batchnorm of v with constant per-channel parameters as the three stages lower_batchnorm
+ * emits: v*1 + (-mean), v / sqrtf(var + eps) + (-0), v*scale + bias. */
+static bool push_batchnorm(Epilogue *e, const Node *m, int64_t o) {
+    for (int i = 1; i < 5; i++)
+        if (m->in[i]->kind != VAL_CONST || m->in[i]->type.dtype != TY_F32 || m->in[i]->type.rank != 1 ||
+            m->in[i]->type.dim[0] != o)
+            return false;
+    if (e->stages + 3 > BLOB_EPI_MAX_STAGES)
+        return false;
+    const float *scale = m->in[1]->data, *bias = m->in[2]->data, *mean = m->in[3]->data, *var = m->in[4]->data;
+    float eps = attr_float(m, "epsilon", 1e-5f);
+    float *one = xmalloc((size_t)o * 4), *nmean = xmalloc((size_t)o * 4), *den = xmalloc((size_t)o * 4),
+          *zero = xmalloc((size_t)o * 4);
+    for (int64_t c = 0; c < o; c++) {
+        one[c] = 1.0f;
+        nmean[c] = -mean[c];
+        den[c] = sqrtf(var[c] + eps);
+        zero[c] = -0.0f;
+    }
+    bool ok = push_stage(e, o, one, nmean, false) && push_stage(e, o, den, zero, true) &&
+              push_stage(e, o, scale, bias, false);
+    free(one);
+    free(nmean);
+    free(den);
+    free(zero);
+    return ok;
+}
+
+/* mul, div, add or sub of v and a per-channel constant k as one stage: v*k, v/k, v + k,
+ * v + (-k) (= v - k), k - v as v*(-1) + k; all exact rewrites of the interpreter's op. */
+static bool push_elementwise(Epilogue *e, const Node *m, const Value *v, int64_t o, int64_t sp) {
+    if (m->op != OP_MUL && m->op != OP_DIV && m->op != OP_ADD && m->op != OP_SUB)
+        return false;
+    if ((m->op == OP_DIV && m->in[0] != v) || e->stages == BLOB_EPI_MAX_STAGES)
+        return false; /* k / v is no stage */
+    float *k = affine_operand(m, v, o, sp);
+    if (!k)
+        return false;
+    float *a = xmalloc((size_t)o * 4), *b = xmalloc((size_t)o * 4);
+    for (int64_t c = 0; c < o; c++) {
+        bool mul = m->op == OP_MUL || m->op == OP_DIV;
+        a[c] = mul ? k[c] : m->op == OP_SUB && m->in[1] == v ? -1.0f : 1.0f;
+        b[c] = mul ? -0.0f : m->op == OP_SUB && m->in[0] == v ? -k[c] : k[c];
+    }
+    bool ok = push_stage(e, o, a, b, m->op == OP_DIV);
+    free(k);
+    free(a);
+    free(b);
+    return ok;
+}
+
+/* The add that may end the chain: v + r or r + v, r an f32 value of v's shape computed before
+ * this layer (it has its buffer). Returns the add's output, or NULL. */
+static const Value *absorb_residual(Lower *L, const Value *v, Epilogue *e) {
+    Node *m = only_user(L->g, v);
+    if (!m || m->op != OP_ADD || m->nin != 2)
+        return NULL;
+    const Value *r = m->in[0] == v ? m->in[1] : m->in[0];
+    if (r == v || r->kind == VAL_CONST || L->vbuf[r->id] < 0 || !type_equal(&r->type, &v->type) ||
+        !type_equal(&m->out[0]->type, &v->type))
+        return NULL;
+    e->residual = r;
+    e->res = m->in[0] == v ? 1 : 2;
+    L->done[node_index(L->g, m)] = true;
+    return m->out[0];
+}
+
+/* A binarize {zero=1} of v into NHWC-packed bits, which the chain's epilogue can write too. */
+static const Value *absorb_binarize(Lower *L, const Value *v) {
+    for (int i = 0; i < L->g->nnodes; i++) {
+        const Node *n = L->g->nodes[i];
+        if (!n->dead && !L->done[i] && n->op == OP_BINARIZE && n->in[0] == v && attr_int(n, "zero", 1) == 1 &&
+            packed_words(&n->out[0]->type)) {
+            L->done[i] = true;
+            return n->out[0];
+        }
+    }
+    return NULL;
+}
+
+/* The float chain after a convolution's cast (e->out, its first stage from absorb_affine in
+ * e->scale / e->bias): batchnorms and per-channel constant ops while each value has one user,
+ * then an optional residual add, then an optional binarize of the result. */
+static void absorb_chain(Lower *L, Epilogue *e, int64_t o, int64_t sp) {
+    push_stage(e, o, e->scale, e->bias, false);
+    const Value *v = e->out;
+    for (Node *m; (m = only_user(L->g, v)) && type_equal(&m->out[0]->type, &v->type);) {
+        bool bn = m->op == OP_BATCHNORM && m->in[0] == v;
+        if (!(bn ? push_batchnorm(e, m, o) : push_elementwise(e, m, v, o, sp)))
+            break;
+        L->done[node_index(L->g, m)] = true;
+        v = m->out[0];
+    }
+    const Value *r = absorb_residual(L, v, e);
+    e->out = r ? r : v;
+    e->bits = absorb_binarize(L, e->out);
+    e->need_f32 = !e->bits || count_uses(L->g, e->out) > 1;
+}
+
 static int choose_epilogue(Lower *L, const Node *layer, const Value *t, const Value *dir, Epilogue *e) {
     const Graph *g = L->g;
     memset(e, 0, sizeof *e);
@@ -391,6 +528,8 @@ static int choose_epilogue(Lower *L, const Node *layer, const Value *t, const Va
         for (int64_t c = 0; c < o; c++)
             e->scale[c] = 1.0f, e->bias[c] = -0.0f;
         e->out = absorb_affine(L, u->out[0], e->scale, e->bias, o, sp, true);
+        if (layer->op == OP_CONV2D)
+            absorb_chain(L, e, o, sp);
     }
     return 0;
 }
@@ -399,6 +538,8 @@ static void set_epilogue_operands(Lower *L, LStep *st, const Epilogue *e, int64_
     st->s.epilogue = e->kind;
     if (e->kind == BLOB_EPI_THRESHOLD)
         put_thresholds(L, st, e->t, e->dir, o);
+    else if (e->stages) /* a convolution's chain: all stages in p0 */
+        st->s.slot[BLOB_SLOT_P0] = put_weights(L, e->chain, (size_t)(2 * e->stages * o) * 4);
     else if (e->kind == BLOB_EPI_AFFINE && e->scale) {
         st->s.slot[BLOB_SLOT_P0] = put_weights(L, e->scale, (size_t)o * 4);
         st->s.slot[BLOB_SLOT_P1] = put_weights(L, e->bias, (size_t)o * 4);
@@ -410,11 +551,15 @@ static void set_epilogue_operands(Lower *L, LStep *st, const Epilogue *e, int64_
 static void free_epilogue(Epilogue *e) {
     free(e->scale);
     free(e->bias);
-    e->scale = e->bias = NULL;
+    free(e->chain);
+    e->scale = e->bias = e->chain = NULL;
 }
 
-static const char *epi_macro(uint32_t kind) {
-    return kind == BLOB_EPI_THRESHOLD ? "BNN_EPI_THRESHOLD" : kind == BLOB_EPI_AFFINE ? "BNN_EPI_AFFINE" : "BNN_EPI_I32";
+static const char *epi_macro(const Epilogue *e) {
+    return e->kind == BLOB_EPI_THRESHOLD ? "BNN_EPI_THRESHOLD"
+           : e->stages                   ? "BNN_EPI_CHAIN"
+           : e->kind == BLOB_EPI_AFFINE  ? "BNN_EPI_AFFINE"
+                                         : "BNN_EPI_I32";
 }
 
 /* Kernel arguments of both families: X, W, popc table, ep0, ep1, Y, batch * rows_arg. */
@@ -429,6 +574,23 @@ static void add_family_args(LStep *st, int64_t rows_arg) {
             blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows_arg);
+}
+
+/* Kernel arguments of a bconv chain: X, W, popc table, chain parameters, residual, f32 out,
+ * bits out (slot bits_slot), batch; the absent ones null. */
+static void add_chain_args(LStep *st, bool f32, int bits_slot) {
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_P0, 0);
+    int slots[3] = {st->s.slot[BLOB_SLOT_IN2].space != BLOB_SPACE_NONE ? BLOB_SLOT_IN2 : -1,
+                    f32 ? BLOB_SLOT_OUT : -1, bits_slot};
+    for (int i = 0; i < 3; i++)
+        if (slots[i] >= 0)
+            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slots[i], 0);
+        else
+            blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, 1);
 }
 
 /* dense over b1 x b1 (bdense, or dense with its threshold / cast) -> one bgemm step. */
@@ -469,7 +631,7 @@ static int lower_bgemm(Lower *L, const Node *n, const Value *t, const Value *dir
     st->k.family = KERNEL_BGEMM;
     st->k.defines = str_printf("#define BG_NAME %s\n#define BG_N %lld\n#define BG_K %lld\n#define BG_EPI %s\n"
                                "#define BG_LDA %lld\n#define BG_LDW %lld\n#define BG_LDY %lld\n",
-                               st->k.name, (long long)o, (long long)k, epi_macro(e.kind), (long long)words,
+                               st->k.name, (long long)o, (long long)k, epi_macro(&e), (long long)words,
                                (long long)words, (long long)(owords ? owords : o));
     BlobGridDim grid[3] = {{(uint32_t)((o + BNN_BGEMM_BN - 1) / BNN_BGEMM_BN), 0, 1}, {0, 1, BNN_BGEMM_BM}, {1, 0, 1}};
     uint32_t block[3] = {(uint32_t)bnn_tile_threads(BNN_BGEMM_WM, BNN_BGEMM_WN), 1, 1};
@@ -479,23 +641,348 @@ static int lower_bgemm(Lower *L, const Node *n, const Value *t, const Value *dir
     return 0;
 }
 
+/* ---------------------------------------------------------------- fused MLP (mlp_fused.cu) */
+
+/* A chain of small binary dense layers runs on the GPU as one kernel (mlp_fused.cu, issue #6):
+ * the lowering above makes its plan steps as usual, then fuse_mlp_chains finds them (consecutive
+ * steps, each intermediate read by the next step only), marks them CPU-only (the CPU path runs
+ * them as before) and adds one GPU-only `kernel` step after them that reads the chain's input,
+ * writes its output and reads every parameter from the steps' own WEIGHTS bytes through one
+ * window. Chain: [affine* pack | bits] bgemm ((affine* pack) bgemm)* affine*, every width at
+ * most MLP_MAX_WIDTH, weights at most MLP_MAX_WEIGHTS (bigger layers keep the tensor-core
+ * steps, which win at large batches). */
+#define MLP_MAX_WIDTH 1024             /* 32 words of bits per lane */
+#define MLP_MAX_WEIGHTS (128 * 1024)   /* bytes of weight rows the kernel reads (16-byte chunks) */
+#define MLP_SMEM_WEIGHTS (48 * 1024)   /* staged in shared memory up to this, else read from global */
+#define MLP_WARPS 8                    /* warps per block, one batch item each */
+
+/* A step the fused kernel can take over: it has its own GPU kernel and reads IN, writes OUT. */
+static bool mlp_plain(const LStep *st) {
+    if (st->s.flags || !st->has_kernel || st->buf[BLOB_SLOT_IN] < 0 || st->buf[BLOB_SLOT_OUT] < 0 ||
+        st->buf[BLOB_SLOT_IN] == st->buf[BLOB_SLOT_OUT])
+        return false;
+    for (int i = 0; i < BLOB_MAX_SLOTS; i++)
+        if (i != BLOB_SLOT_IN && i != BLOB_SLOT_OUT && st->buf[i] >= 0)
+            return false;
+    return true;
+}
+
+/* Step a+1 is a plain step that reads what step a writes, and nothing else reads it. */
+static bool mlp_link(const Lower *L, int a) {
+    int b = a + 1, buf = L->steps[a].buf[BLOB_SLOT_OUT];
+    if (b >= L->nsteps || !mlp_plain(&L->steps[b]) || L->bufs[buf].pinned || L->steps[b].buf[BLOB_SLOT_IN] != buf)
+        return false;
+    for (int s = 0; s < L->nsteps; s++)
+        for (int i = 0; i < BLOB_MAX_SLOTS; i++)
+            if (L->steps[s].buf[i] == buf && !(s == a && i == BLOB_SLOT_OUT) && !(s == b && i == BLOB_SLOT_IN))
+                return false;
+    return true;
+}
+
+/* An affine step over `count` floats per item, channel-major. */
+static bool mlp_affine(const LStep *st, int64_t count) {
+    const BlobAffineParams *p = &st->s.affine;
+    return st->s.kind == BLOB_STEP_AFFINE && p->layout == BLOB_LAYOUT_CS && p->channels * p->spatial == count;
+}
+
+/* A pack of `count` floats per item into one row of bits. */
+static bool mlp_pack(const LStep *st, int64_t count) {
+    const BlobPackParams *p = &st->s.pack;
+    return st->s.kind == BLOB_STEP_PACK && p->spatial == 1 && p->layout == BLOB_LAYOUT_CS && p->channels == count &&
+           count <= MLP_MAX_WIDTH;
+}
+
+/* A dense bgemm over k bits stored in `words` words per item. */
+static bool mlp_bgemm(const LStep *st, int64_t k, int64_t words) {
+    const BlobBgemmParams *p = &st->s.bgemm;
+    return st->s.kind == BLOB_STEP_BGEMM && p->rows == 1 && p->k == k && p->words == words && p->n >= 1 &&
+           p->n <= MLP_MAX_WIDTH && (st->s.epilogue == BLOB_EPI_THRESHOLD || st->s.epilogue == BLOB_EPI_I32 ||
+                                     st->s.epilogue == BLOB_EPI_AFFINE);
+}
+
+/* The last step of the fusable chain that starts at step i, or -1. */
+static int match_mlp_chain(const Lower *L, int i) {
+    const LStep *s = L->steps;
+    if (!mlp_plain(&s[i]))
+        return -1;
+    int j = i;
+    int64_t width, words;
+    if (s[i].s.kind == BLOB_STEP_AFFINE || s[i].s.kind == BLOB_STEP_PACK) {
+        width = s[i].s.kind == BLOB_STEP_AFFINE ? s[i].s.affine.channels * s[i].s.affine.spatial
+                                                : s[i].s.pack.channels;
+        for (; mlp_affine(&s[j], width); j++)
+            if (!mlp_link(L, j))
+                return -1;
+        if (!mlp_pack(&s[j], width) || !mlp_link(L, j))
+            return -1;
+        words = s[j++].s.pack.words;
+    } else if (s[i].s.kind == BLOB_STEP_BGEMM) {
+        width = s[i].s.bgemm.k, words = s[i].s.bgemm.words;
+        if (width > MLP_MAX_WIDTH)
+            return -1;
+    } else {
+        return -1;
+    }
+    for (;;) { /* s[j] is the next layer's candidate */
+        if (!mlp_bgemm(&s[j], width, words))
+            return -1; /* (only the first layer can fail here) */
+        const LStep *g = &s[j];
+        width = g->s.bgemm.n;
+        if (g->s.epilogue == BLOB_EPI_THRESHOLD) {
+            words = g->s.bgemm.out_words;
+            if (!mlp_link(L, j) || !mlp_bgemm(&s[j + 1], width, words))
+                return j;
+            j++;
+            continue;
+        }
+        if (g->s.epilogue == BLOB_EPI_I32)
+            return j;
+        int end = j; /* affine epilogue: the float steps after it, maybe a pack and a next layer */
+        while (mlp_link(L, end) && mlp_affine(&s[end + 1], width))
+            end++;
+        if (mlp_link(L, end) && mlp_pack(&s[end + 1], width) && mlp_link(L, end + 1) &&
+            mlp_bgemm(&s[end + 2], width, s[end + 1].s.pack.words)) {
+            words = s[end + 1].s.pack.words;
+            j = end + 2;
+            continue;
+        }
+        return end;
+    }
+}
+
+/* A weights ref relative to the window that starts at lo. */
+static long long mlp_at(const BlobRef *r, uint64_t lo) { return (long long)(r->offset - lo); }
+
+/* The first step from j on (up to last) that is not an affine step. */
+static int mlp_skip_affines(const Lower *L, int j, int last) {
+    while (j <= last && L->steps[j].s.kind == BLOB_STEP_AFFINE)
+        j++;
+    return j;
+}
+
+/* The affine steps from j on, applied to `float v` at element `idx`, one line each. */
+static void put_mlp_affines(Buf *b, const Lower *L, int j, int last, uint64_t lo, const char *idx) {
+    for (int end = mlp_skip_affines(L, j, last); j < end; j++) {
+        const LStep *a = &L->steps[j];
+        buf_printf(b, "                v = bnn_mlp_affine<%lld, %d>((const float *)(wts + %lld), "
+                      "(const float *)(wts + %lld), %s, v);\n",
+                   (long long)a->s.affine.spatial, (int)a->s.affine.div, mlp_at(&a->s.slot[BLOB_SLOT_P0], lo),
+                   mlp_at(&a->s.slot[BLOB_SLOT_P1], lo), idx);
+    }
+}
+
+/* The IR lines of steps first..last as comments: what the fused kernel computes. */
+static void put_mlp_ir_lines(Buf *b, const Lower *L, int first, int last) {
+    const char *prev = NULL;
+    for (int j = first; j <= last; j++) {
+        const char *ir = L->steps[j].k.ir_line;
+        if (!ir || ir == prev)
+            continue;
+        prev = ir;
+        while (*ir == ' ')
+            ir++;
+        int n = (int)strcspn(ir, "\n");
+        /* a trailing backslash would splice the next line into the comment */
+        buf_printf(b, "    // %.*s%s\n", n, ir, n && ir[n - 1] == '\\' ? "(eol)" : "");
+    }
+}
+
+/* Bytes of weight rows the fused kernel reads for steps first..last (16-byte chunks). */
+static int64_t mlp_weight_bytes(const Lower *L, int first, int last) {
+    int64_t bytes = 0;
+    for (int j = first; j <= last; j++)
+        if (L->steps[j].s.kind == BLOB_STEP_BGEMM)
+            bytes += L->steps[j].s.bgemm.n * ((L->steps[j].s.bgemm.k + 127) / 128) * 16;
+    return bytes;
+}
+
+/* The body of the fused kernel for steps first..last (mlp_fused.cu: bnn_mlp_run with its three
+ * lambdas: stage, input, layers); parameters at their offsets in the window that starts at lo;
+ * sm: weight rows staged in shared memory. */
+static char *mlp_kernel_body(const Lower *L, int first, int last, uint64_t lo, bool sm) {
+    const LStep *s = L->steps;
+    Buf b = {0};
+    put_mlp_ir_lines(&b, L, first, last);
+    int pack = mlp_skip_affines(L, first, last); /* the input's pack, or the first layer */
+    bool bits_in = s[pack].s.kind == BLOB_STEP_BGEMM;
+    long long k0 = bits_in ? s[pack].s.bgemm.k : s[pack].s.pack.channels, aw = (k0 + 127) / 128 * 4;
+    long long in_stride = L->bufs[s[first].buf[BLOB_SLOT_IN]].bytes / 4;
+    long long out_stride = L->bufs[s[last].buf[BLOB_SLOT_OUT]].bytes / 4;
+    buf_printf(&b, "    extern __shared__ uint4 bnn_mlp_smem[];\n    bnn_mlp_run<%lld>(batch,\n        [&] {\n", aw);
+    long long soff = 0;
+    for (int j = first; sm && j <= last; j++)
+        if (s[j].s.kind == BLOB_STEP_BGEMM) {
+            const BlobBgemmParams *p = &s[j].s.bgemm;
+            long long kc = (p->k + 127) / 128;
+            buf_printf(&b, "            bnn_mlp_stage<%lld, %lld, %lld>(bnn_mlp_smem + %lld, wts + %lld);\n",
+                       (long long)p->n, kc, (long long)p->words, soff, mlp_at(&s[j].s.slot[BLOB_SLOT_W], lo));
+            soff += p->n * kc;
+        }
+    buf_printf(&b, "        },\n        [&](long long item, unsigned (&a0)[%lld]) {\n", aw);
+    if (bits_in) {
+        buf_printf(&b, "            bnn_mlp_load_bits<%lld>((const unsigned *)in + item * %lld, a0);\n", k0, in_stride);
+    } else {
+        buf_printf(&b, "            bnn_mlp_pack<%lld, %d>((const float *)in + item * %lld, a0, [&](int j, float v) {\n",
+                   k0, s[pack].s.pack.zero > 0, in_stride);
+        put_mlp_affines(&b, L, first, last, lo, "j");
+        buf_puts(&b, "                return v;\n            });\n");
+    }
+    buf_printf(&b, "        },\n        [&](long long item, const unsigned (&a0)[%lld]) {\n", aw);
+    soff = 0;
+    int j = bits_in ? pack : pack + 1;
+    for (int layer = 0; j <= last; layer++) {
+        const LStep *g = &s[j];
+        const BlobBgemmParams *p = &g->s.bgemm;
+        long long n = p->n, k = p->k, ld = p->words, nw = (p->n + 127) / 128 * 4;
+        char w[64], head[160];
+        if (sm)
+            snprintf(w, sizeof w, "bnn_mlp_smem + %lld", soff);
+        else
+            snprintf(w, sizeof w, "(const uint4 *)(wts + %lld)", mlp_at(&g->s.slot[BLOB_SLOT_W], lo));
+        soff += n * ((k + 127) / 128);
+        /* template arguments and the operands every layer function starts with */
+        snprintf(head, sizeof head, "%lld, %lld, %d, %lld", k, n, sm, ld);
+        long long pop = mlp_at(&g->s.slot[BLOB_SLOT_X0], lo), p0 = mlp_at(&g->s.slot[BLOB_SLOT_P0], lo),
+                  p1 = mlp_at(&g->s.slot[BLOB_SLOT_P1], lo);
+        if (g->s.epilogue == BLOB_EPI_THRESHOLD) {
+            buf_printf(&b, "            unsigned a%d[%lld];\n", layer + 1, nw);
+            buf_printf(&b, "            bnn_mlp_threshold<%s>(a%d, %s, (const int *)(wts + %lld), (const int *)(wts + "
+                           "%lld), (const int *)(wts + %lld), a%d);\n",
+                       head, layer, w, pop, p0, p1, layer + 1);
+            if (j == last)
+                buf_printf(&b, "            bnn_mlp_store_bits<%lld, %lld>(a%d, (unsigned *)out + item * %lld);\n", n,
+                           (long long)p->out_words, layer + 1, out_stride);
+            j++;
+            continue;
+        }
+        if (g->s.epilogue == BLOB_EPI_I32) { /* only ever last */
+            buf_printf(&b, "            int *y = (int *)out + item * %lld;\n"
+                           "            bnn_mlp_dense<%s>(a%d, %s, (const int *)(wts + %lld), "
+                           "[&](int, int o, bool ok, int dot) {\n"
+                           "                if (ok)\n                    y[o] = dot;\n            });\n",
+                       out_stride, head, layer, w, pop);
+            j++;
+            continue;
+        }
+        /* the affine epilogue, the float steps after it, then a pack (another layer follows) or
+         * the chain's output */
+        int after = mlp_skip_affines(L, j + 1, last);
+        char scale[128];
+        snprintf(scale, sizeof scale, "bnn_mlp_scale(dot, (const float *)(wts + %lld), (const float *)(wts + %lld), o)",
+                 p0, p1);
+        if (after > last) {
+            buf_printf(&b, "            float *y = (float *)out + item * %lld;\n"
+                           "            bnn_mlp_dense<%s>(a%d, %s, (const int *)(wts + %lld), "
+                           "[&](int, int o, bool ok, int dot) {\n"
+                           "                if (!ok)\n                    return;\n                float v = %s;\n",
+                       out_stride, head, layer, w, pop, scale);
+            put_mlp_affines(&b, L, j + 1, last, lo, "o");
+            buf_puts(&b, "                y[o] = v;\n            });\n");
+        } else {
+            buf_printf(&b, "            unsigned a%d[%lld];\n", layer + 1, nw);
+            buf_printf(&b, "            bnn_mlp_float_bits<%s, %d>(a%d, %s, (const int *)(wts + %lld), "
+                           "[&](int o, int dot) {\n                float v = %s;\n",
+                       head, s[after].s.pack.zero > 0, layer, w, pop, scale);
+            put_mlp_affines(&b, L, j + 1, last, lo, "o");
+            buf_printf(&b, "                return v;\n            }, a%d);\n", layer + 1);
+        }
+        j = after + 1;
+    }
+    buf_puts(&b, "        });\n");
+    return buf_take(&b);
+}
+
+/* Step st with its GPU kernel taken away: the CPU path still runs it. */
+static void make_cpu_only(LStep *st) {
+    st->s.flags |= BLOB_STEP_CPU_ONLY;
+    st->has_kernel = false;
+    memset(st->s.kernel, 0, sizeof st->s.kernel);
+    memset(st->s.grid, 0, sizeof st->s.grid);
+    memset(st->s.block, 0, sizeof st->s.block);
+    memset(st->s.args, 0, sizeof st->s.args);
+    st->s.smem = st->s.nargs = 0;
+    free(st->k.defines);
+    free(st->k.call);
+    st->k.defines = st->k.call = NULL;
+}
+
+/* Fuse steps first..last (match_mlp_chain) into one GPU kernel step inserted after them.
+ * False (nothing changed) when its weights are too big. */
+static bool fuse_mlp_chain(Lower *L, int first, int last) {
+    if (mlp_weight_bytes(L, first, last) > MLP_MAX_WEIGHTS)
+        return false;
+    bool sm = mlp_weight_bytes(L, first, last) <= MLP_SMEM_WEIGHTS;
+    /* The window: every WEIGHTS operand of the chain (they were added one after the other). */
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int j = first; j <= last; j++)
+        for (int i = 0; i < BLOB_MAX_SLOTS; i++) {
+            const BlobRef *r = &L->steps[j].s.slot[i];
+            if (r->space != BLOB_SPACE_WEIGHTS)
+                continue;
+            lo = r->offset < lo ? r->offset : lo;
+            hi = r->offset + r->bytes > hi ? r->offset + r->bytes : hi;
+        }
+    if (hi <= lo)
+        unreachable("fused MLP without weights");
+    char *body = mlp_kernel_body(L, first, last, lo, sm);
+    int in = L->steps[first].buf[BLOB_SLOT_IN], out = L->steps[last].buf[BLOB_SLOT_OUT];
+    const char *ir = NULL;
+    for (int j = first; j <= last; j++) {
+        ir = ir ? ir : L->steps[j].s.kind == BLOB_STEP_BGEMM ? L->steps[j].k.ir_line : NULL;
+        make_cpu_only(&L->steps[j]);
+    }
+    new_step(L, BLOB_STEP_KERNEL); /* appended, then moved to just after the chain */
+    LStep st = L->steps[L->nsteps - 1];
+    memmove(&L->steps[last + 2], &L->steps[last + 1], (size_t)(L->nsteps - 1 - (last + 1)) * sizeof st);
+    LStep *k = &L->steps[last + 1];
+    *k = st;
+    k->k.ir_line = ir;
+    use_arena(L, k, BLOB_SLOT_IN, in);
+    use_arena(L, k, BLOB_SLOT_OUT, out);
+    k->s.slot[BLOB_SLOT_W] = (BlobRef){BLOB_SPACE_WEIGHTS, 0, lo, hi - lo};
+    snprintf(k->k.name, sizeof k->k.name, "s%d_mlp", last + 1);
+    k->has_kernel = true;
+    k->k.family = KERNEL_MLP;
+    k->k.threads = MLP_WARPS * 32;
+    k->k.call = body;
+    BlobGridDim grid[3] = {{0, 1, MLP_WARPS}, {1, 0, 1}, {1, 0, 1}};
+    uint32_t block[3] = {MLP_WARPS * 32, 1, 1};
+    blob_step_set_kernel(&k->s, k->k.name, grid, block, sm ? (uint32_t)mlp_weight_bytes(L, first, last) : 0);
+    blob_step_add_arg(&k->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&k->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
+    blob_step_add_arg(&k->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
+    blob_step_add_arg(&k->s, BLOB_ARG_BATCH, 0, 1);
+    return true;
+}
+
+/* Every chain of small binary dense layers becomes one GPU kernel (the steps stay, CPU-only). */
+static void fuse_mlp_chains(Lower *L) {
+    for (int i = 0; i < L->nsteps; i++) {
+        int last = match_mlp_chain(L, i);
+        if (last > i && fuse_mlp_chain(L, i, last))
+            i = last + 1; /* past the new kernel step */
+    }
+}
+
 typedef struct PoolSpec {
     int64_t k[2], s[2], p[4];
     bool before; /* pool the accumulator, then threshold (else: OR of the bits) */
 } PoolSpec;
 
 /* The float epilogue of a convolution whose pool the kernel cannot fuse: (float)acc, negated
- * on the channels where the pool is a min (an OR of "acc <= t" bits is "min(acc) <= t"). */
-static void put_pool_epilogue(Lower *L, LStep *st, const PoolSpec *ps, const Value *dir, int64_t o) {
+ * on the channels where the pool is a min (an OR of "acc <= t" bits is "min(acc) <= t"); a
+ * one-stage chain writing f32 only. */
+static void pool_epilogue(const PoolSpec *ps, const Value *dir, int64_t o, Epilogue *e) {
+    memset(e, 0, sizeof *e);
+    e->kind = BLOB_EPI_AFFINE;
+    e->need_f32 = true;
     float *s = xmalloc((size_t)o * 4), *b = xmalloc((size_t)o * 4);
     for (int64_t c = 0; c < o; c++) {
         bool down = dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : c) < 0;
         s[c] = !ps->before && down ? -1.0f : 1.0f;
         b[c] = -0.0f;
     }
-    st->s.epilogue = BLOB_EPI_AFFINE;
-    st->s.slot[BLOB_SLOT_P0] = put_weights(L, s, (size_t)o * 4);
-    st->s.slot[BLOB_SLOT_P1] = put_weights(L, b, (size_t)o * 4);
+    push_stage(e, o, s, b, false);
     free(s);
     free(b);
 }
@@ -572,9 +1059,11 @@ static bool fusable_pool(const Node *mp, int64_t oh, int64_t ow) {
            !p[2] && !p[3] && (!ceil_mode || (oh % 2 == 0 && ow % 2 == 0)) && oh >= 2 && ow >= 2;
 }
 
-/* conv2d over b1 x b1 (bconv2d, or conv2d with its threshold / cast) -> a bconv step. The
- * GPU kernel writes integer and float results NHWC only, so for those the CPU runs the
- * bconv step (NCHW out) while the GPU runs the kernel into a scratch buffer and a
+/* conv2d over b1 x b1 (bconv2d, or conv2d with its threshold / cast) -> a bconv step. A
+ * cast to f32 takes the float chain after it (absorb_chain: batchnorms, per-channel constant
+ * ops, a residual add, a binarize) into the same step, f32 written NCHW and bits NHWC by CPU
+ * and GPU alike. The GPU kernel writes integer results NHWC only, so for those the CPU runs
+ * the bconv step (NCHW out) while the GPU runs the kernel into a scratch buffer and a
  * transpose: three steps, the first CPU-only, the other two GPU-only. */
 static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir) {
     const Value *x = n->in[0], *w = n->in[1];
@@ -616,19 +1105,17 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
         pool = !fallback;
     }
     Epilogue e;
-    if (fallback) { /* float accumulators out, pooled and thresholded by later steps */
-        memset(&e, 0, sizeof e);
-        e.kind = BLOB_EPI_AFFINE;
-    } else {
+    if (fallback) /* float accumulators out, pooled and thresholded by later steps */
+        pool_epilogue(&ps, dir, O, &e);
+    else
         choose_epilogue(L, n, t, dir, &e);
-    }
     Node *mp = e.kind == BLOB_EPI_THRESHOLD && !pool ? only_user(L->g, e.out) : NULL;
     if (mp && fusable_pool(mp, OH, OW)) { /* what fuse-binary does at -O2 */
         pool = true;
         e.out = mp->out[0];
         L->done[node_index(L->g, mp)] = true;
     }
-    int64_t owords = 0;
+    int64_t owords = e.bits ? packed_words(&e.bits->type) : 0;
     if (e.kind == BLOB_EPI_THRESHOLD && out_words(L, e.out, &owords))
         return -1;
     if (e.kind == BLOB_EPI_THRESHOLD && !packed_words(&e.out->type) && OH * OW > 1)
@@ -658,29 +1145,39 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     free(wb);
     free(pt);
     int in = buf_of(L, x);
-    int out = fallback ? new_buf(L, O * OH * OW * 4) : def_buf(L, e.out);
-    bool bits = e.kind == BLOB_EPI_THRESHOLD;
+    bool bits = e.kind == BLOB_EPI_THRESHOLD, chain = e.stages > 0;
+    int out, bits_out = -1; /* a chain's bits besides its f32 result */
+    if (fallback)
+        out = new_buf(L, O * OH * OW * 4);
+    else if (chain && !e.need_f32)
+        out = def_buf(L, e.bits);
+    else
+        out = def_buf(L, e.out);
+    if (chain && e.need_f32 && e.bits)
+        bits_out = def_buf(L, e.bits);
     BlobBconvParams bp = {.h = H, .w = W, .c = C, .words = cwp, .o = O, .kh = KH, .kw = KW,
                           .stride_h = s[0], .stride_w = s[1], .pad_top = p[0], .pad_left = p[1],
                           .pad_bottom = p[2], .pad_right = p[3], .pad_value = pad_value,
                           .dil_h = d[0], .dil_w = d[1], .oh = OH, .ow = OW, .pool = pool,
-                          .out_words = owords, .out_layout = bits ? BLOB_LAYOUT_SC : BLOB_LAYOUT_CS};
+                          .out_words = owords, .out_layout = bits ? BLOB_LAYOUT_SC : BLOB_LAYOUT_CS,
+                          .epi_stages = e.stages, .epi_div = e.div, .epi_residual = e.res};
     int64_t pix = pool ? OH / 2 * (OW / 2) * 4 : OH * OW;
-    /* The CPU's step (for bits, also the GPU's). */
+    /* The CPU's step (for bits and chains, also the GPU's). */
     LStep *st = new_step(L, BLOB_STEP_BCONV);
     use_arena(L, st, BLOB_SLOT_IN, in);
     use_arena(L, st, BLOB_SLOT_OUT, out);
+    if (e.residual)
+        use_arena(L, st, BLOB_SLOT_IN2, buf_of(L, e.residual));
+    if (bits_out >= 0)
+        use_arena(L, st, BLOB_SLOT_X1, bits_out);
     st->s.slot[BLOB_SLOT_W] = wref;
     st->s.slot[BLOB_SLOT_X0] = pref;
-    if (fallback)
-        put_pool_epilogue(L, st, &ps, dir, O);
-    else
-        set_epilogue_operands(L, st, &e, O);
+    set_epilogue_operands(L, st, &e, O);
     free_epilogue(&e);
     st->s.bconv = bp;
     BlobRef ep0 = st->s.slot[BLOB_SLOT_P0], ep1 = st->s.slot[BLOB_SLOT_P1];
     int scratch = -1;
-    if (!bits) {
+    if (!bits && !chain) { /* I32 */
         st->s.flags |= BLOB_STEP_CPU_ONLY;
         scratch = new_buf(L, L->bufs[out].bytes);
         st = new_step(L, BLOB_STEP_KERNEL); /* the GPU's convolution, NHWC into scratch */
@@ -701,15 +1198,25 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
         "#define BC_CWP %lld\n#define BC_EPI %s\n#define BC_LDY %lld\n",
         st->k.name, (long long)C, (long long)H, (long long)W, (long long)O, (long long)KH, (long long)KW,
         (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3],
-        (long long)d[0], (long long)d[1], pad_value > 0, pool, (long long)cwp, epi_macro(e.kind),
+        (long long)d[0], (long long)d[1], pad_value > 0, pool, (long long)cwp, epi_macro(&e),
         (long long)(bits ? owords : O));
+    if (chain) {
+        char *head = st->k.defines;
+        st->k.defines = str_printf("%s#define BC_NST %d\n#define BC_DIV %u\n#define BC_RES %d\n#define BC_F32 %d\n"
+                                   "#define BC_LDB %lld\n",
+                                   head, e.stages, e.div, e.res, e.need_f32, (long long)owords);
+        free(head);
+    }
     BlobGridDim grid[3] = {{(uint32_t)((O + BNN_BCONV_BN - 1) / BNN_BCONV_BN), 0, 1},
                            {0, (uint32_t)pix, BNN_BCONV_BM}, {1, 0, 1}};
     uint32_t block[3] = {(uint32_t)bnn_tile_threads(BNN_BCONV_WM, BNN_BCONV_WN), 1, 1};
     blob_step_set_kernel(&st->s, st->k.name, grid, block,
                          (uint32_t)bnn_tile_smem(BNN_BCONV_BM, BNN_BCONV_BN, BNN_BCONV_KC, BNN_BCONV_STAGES));
-    add_family_args(st, 1);
-    if (!bits) {
+    if (chain)
+        add_chain_args(st, e.need_f32, bits_out >= 0 ? BLOB_SLOT_X1 : e.bits ? BLOB_SLOT_OUT : -1);
+    else
+        add_family_args(st, 1);
+    if (!bits && !chain) {
         st = new_step(L, BLOB_STEP_KERNEL); /* NHWC scratch -> the NCHW result */
         use_arena(L, st, BLOB_SLOT_IN, scratch);
         use_arena(L, st, BLOB_SLOT_OUT, out);
@@ -973,6 +1480,45 @@ static int lower_cast(Lower *L, const Node *n) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- tiled float kernels */
+
+#define TILE_STAGE_FLOATS 12288 /* a conv stage's shared memory budget (48 KiB) */
+
+/* A tiled float step's GPU kernel (float_ops.cu bnn_conv2d_tile / bnn_dense_tile): the
+ * config struct `cfg` (its members; the struct is named after the kernel), then a __global__
+ * calling fn<cfg>(total, in, w, p0, out). Arguments as float_kernel's: the six operand slots
+ * and total = batch * rows. */
+static void tile_kernel(Lower *L, LStep *st, const char *tag, char *cfg, const char *fn,
+                        const BlobGridDim grid[3], int threads, int64_t smem, int64_t rows) {
+    name_kernel(L, st, tag);
+    st->k.family = KERNEL_FLOAT_TILE;
+    st->k.threads = threads;
+    st->k.defines = str_printf("struct %s_cfg {\n%s};\n", st->k.name, cfg);
+    st->k.call = str_printf("%s<%s_cfg>(total, (const float *)in, (const float *)w, (const float *)p0, "
+                            "(float *)out)", fn, st->k.name);
+    free(cfg);
+    uint32_t block[3] = {(uint32_t)threads, 1, 1};
+    blob_step_set_kernel(&st->s, st->k.name, grid, block, (uint32_t)smem);
+    add_operand_args(st);
+    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows);
+}
+
+/* The dense step's kernel: bnn_dense_tile, 128 threads a block. Few outputs (a classifier):
+ * 16 or 32 columns and one row per thread, K in chunks of 128, so that small batches still
+ * spread over SMs and each thread's serial k loop is all the latency; more outputs: 64
+ * columns x 4 rows per thread, a block reusing its weight chunk for 8 rows. */
+static void dense_tile_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bias) {
+    int nt = 128, bn = n <= 16 ? 16 : n <= 32 ? 32 : 64, tm = bn == 64 ? 4 : 1, kc = bn == 64 ? 64 : 128;
+    int stages = 3;
+    int bm = nt / bn * tm;
+    int64_t smem = (int64_t)stages * (bm + bn) * (kc + 1) * 4;
+    char *cfg = str_printf("    static constexpr int N = %lld, K = %lld, BIAS = %d, SMEM = %lld;\n"
+                           "    static constexpr int NT = %d, BN = %d, BM = %d, TM = %d, KC = %d, S = %d;\n",
+                           (long long)n, (long long)k, bias, (long long)smem, nt, bn, bm, tm, kc, stages);
+    BlobGridDim grid[3] = {{0, 1, (uint32_t)bm}, {(uint32_t)((n + bn - 1) / bn), 0, 1}, {1, 0, 1}};
+    tile_kernel(L, st, "dense", cfg, "bnn_dense_tile", grid, nt, smem, 1);
+}
+
 /* dense over f32 x f32, or b1 x f32 (bits as +-1: an unpack step into a scratch f32 [N,K],
  * then the float dense step; x * w is exact for x = +-1, the reference's same sums). */
 static int lower_dense_f32(Lower *L, const Node *n) {
@@ -1005,12 +1551,116 @@ static int lower_dense_f32(Lower *L, const Node *n) {
     if (b)
         st->s.slot[BLOB_SLOT_P0] = put_weights(L, b->data, (size_t)o * 4);
     st->s.dense = (BlobDenseParams){.rows = 1, .n = o, .k = k};
-    float_kernel(L, st, "dense", o,
-                 str_printf("bnn_dense(item, j, (const float *)in, (const float *)w, (const float *)p0, "
-                            "(float *)out, 1, %lld, %lld)", (long long)o, (long long)k));
+    dense_tile_kernel(L, st, o, k, b != NULL);
     return 0;
 }
 
+/* The shape of a tiled conv2d kernel (bnn_conv2d_tile in float_ops.cu). */
+typedef struct ConvTile {
+    int64_t h, w, oh, ow; /* the image and output as tiled (a 1x1 convolution: flattened) */
+    int to, bo, bh, bw, tp, cc, pcw, stages;
+    int64_t smem;
+} ConvTile;
+
+/* Words per phase row of a staged input patch: pc columns split into sw phases, padded so
+ * that a warp's 32 pixels (32 / bw rows of bw, bw a power of two) read 32 distinct banks:
+ * the words between two output rows, sh * sw * pcw, must be bw times an odd number mod 32. */
+static int patch_pcw(int pc, int sw, int sh, int bw) {
+    int pcw = (pc + sw - 1) / sw;
+    for (int p = pcw; bw < 32 && p < pcw + 64; p++)
+        if (sh * sw * p % (2 * bw) == bw)
+            return p;
+    return pcw;
+}
+
+/* Pick the tile of a convolution with output oh x ow: 8 channels a thread (fewer if the group
+ * has fewer), up to 8 warps a block, each warp 32 pixels x tp; the pixel tile bh x bw that
+ * wastes least of the edge tiles (ties: the smaller patch), preferring 8 pixels a thread down
+ * to 1 while the waste is above a quarter; then as many input channels a stage as the
+ * budget holds (a divisor of the group's channels if one is near). False when even one
+ * channel does not fit (huge kernels or dilations): the caller uses the simple kernel. */
+static bool choose_conv_tile(const BlobConv2dParams *cp, int64_t oh, int64_t ow, ConvTile *t) {
+    int64_t cg = cp->c / cp->groups, og = cp->o / cp->groups, kk = cp->kh * cp->kw;
+    t->to = og >= 8 ? 8 : (int)og;
+    int64_t nco = (og + t->to - 1) / t->to;
+    t->bo = t->to * (int)(nco < 8 ? nco : 8);
+    double best = -1.0;
+    for (int tp = 8; tp >= 1 && best < 0.75; tp /= 2) {
+        int64_t patch_best = 0;
+        best = -1.0;
+        for (int bw = 1; bw <= 32 * tp; bw *= 2) {
+            int bh = 32 * tp / bw;
+            double eff = (double)(oh * ow) / (double)(((oh + bh - 1) / bh * bh) * ((ow + bw - 1) / bw * bw));
+            int64_t pr = (bh - 1) * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
+            int64_t pc = (bw - 1) * cp->stride_w + (cp->kw - 1) * cp->dil_w + 1;
+            if (pr * pc > TILE_STAGE_FLOATS)
+                continue;
+            int pcw = patch_pcw((int)pc, (int)cp->stride_w, (int)cp->stride_h, bw);
+            int64_t patch = pr * cp->stride_w * pcw;
+            if (eff > best + 1e-9 || (eff > best - 1e-9 && patch < patch_best)) {
+                best = eff, patch_best = patch;
+                t->tp = tp, t->bw = bw, t->bh = bh, t->pcw = pcw;
+            }
+        }
+    }
+    if (best < 0)
+        return false;
+    int64_t pr = (t->bh - 1) * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
+    int64_t wld = t->bo + (t->to % 4 == 0 ? 4 : 0); /* a weight row (BnnConvTile::WLD) */
+    int64_t per_c = pr * cp->stride_w * t->pcw + kk * wld; /* floats a channel stages */
+    if (per_c > TILE_STAGE_FLOATS)
+        return false;
+    int64_t cc = cg * per_c <= 2 * TILE_STAGE_FLOATS ? cg : TILE_STAGE_FLOATS / per_c;
+    for (int64_t d = cc; d * 2 >= cc && cg % cc; d--)
+        if (cg % d == 0)
+            cc = d;
+    t->cc = (int)cc;
+    t->stages = cg > cc ? 2 : 1;
+    t->smem = (int64_t)t->stages * (((cc * pr * cp->stride_w * t->pcw + 3) / 4 * 4) + cc * kk * wld) * 4;
+    return true;
+}
+
+static bool all_finite(const float *v, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return false;
+    return true;
+}
+
+/* The tile of a conv2d step, or false for the one-thread-per-output bnn_conv2d: the tiled
+ * kernel needs finite weights (a zero staged for a padded tap then adds nothing: float_ops.cu).
+ * A 1x1 convolution with unit strides and no padding is the same over the flattened image:
+ * it is tiled as one row of h*w pixels. */
+static bool plan_conv_tile(const BlobConv2dParams *cp, const float *w, ConvTile *t) {
+    memset(t, 0, sizeof *t);
+    t->h = cp->h, t->w = cp->w, t->oh = cp->oh, t->ow = cp->ow;
+    if (cp->kh == 1 && cp->kw == 1 && cp->stride_h == 1 && cp->stride_w == 1 && !cp->pad_top && !cp->pad_left &&
+        !cp->pad_bottom && !cp->pad_right)
+        t->w *= t->h, t->h = 1, t->ow *= t->oh, t->oh = 1;
+    return all_finite(w, cp->o * (cp->c / cp->groups) * cp->kh * cp->kw) && choose_conv_tile(cp, t->oh, t->ow, t);
+}
+
+/* bnn_conv2d_tile for a conv2d step; relu: a relu applied before the store. */
+static void conv2d_tile_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, const ConvTile *t, bool bias,
+                               bool relu) {
+    char *cfg = str_printf(
+        "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
+        "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, G = %lld, OH = %lld, "
+        "OW = %lld, BIAS = %d, RELU = %d;\n    static constexpr int BO = %d, TO = %d, BH = %d, BW = %d, TP = %d, "
+        "CC = %d, PCW = %d, SMEM = %lld;\n",
+        (long long)cp->c, (long long)t->h, (long long)t->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
+        (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
+        (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->groups, (long long)t->oh, (long long)t->ow, bias,
+        relu, t->bo, t->to, t->bh, t->bw, t->tp, t->cc, t->pcw, (long long)t->smem);
+    int64_t og = cp->o / cp->groups;
+    int64_t tiles = cp->groups * ((og + t->bo - 1) / t->bo) * ((t->oh + t->bh - 1) / t->bh) *
+                    ((t->ow + t->bw - 1) / t->bw);
+    BlobGridDim grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
+    tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_tile", grid, t->bo / t->to * 32, t->smem, 1);
+}
+
+/* A float convolution; a relu that is its only reader is fused on the GPU: the conv2d step
+ * writes the relu's value, whose relu step then runs on the CPU path only, in place. */
 static int lower_conv2d_f32(Lower *L, const Node *n) {
     const Value *x = n->in[0], *w = n->in[1], *b = n->nin == 3 ? n->in[2] : NULL;
     if (x->type.dtype != TY_F32 || w->type.dtype != TY_F32 || w->kind != VAL_CONST ||
@@ -1027,7 +1677,11 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
                            .pad_top = p[0], .pad_left = p[1], .pad_bottom = p[2], .pad_right = p[3],
                            .dil_h = d[0], .dil_w = d[1], .groups = attr_int(n, "groups", 1),
                            .oh = y->dim[2], .ow = y->dim[3]};
-    int out = def_buf(L, n->out[0]);
+    ConvTile t;
+    bool tiled = plan_conv_tile(&cp, w->data, &t);
+    Node *r = tiled ? only_user(L->g, n->out[0]) : NULL;
+    bool relu = r && r->op == OP_RELU;
+    int out = def_buf(L, relu ? r->out[0] : n->out[0]);
     LStep *st = new_step(L, BLOB_STEP_CONV2D);
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
@@ -1035,14 +1689,25 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     if (b)
         st->s.slot[BLOB_SLOT_P0] = put_weights(L, b->data, (size_t)cp.o * 4);
     st->s.conv2d = cp;
-    float_kernel(L, st, "conv2d", cp.o * cp.oh * cp.ow,
-                 str_printf("bnn_conv2d(item, j, (const float *)in, (const float *)w, (const float *)p0, "
-                            "(float *)out, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
-                            "%lld, %lld, %lld, %lld)",
-                            (long long)cp.c, (long long)cp.h, (long long)cp.w, (long long)cp.o, (long long)cp.kh,
-                            (long long)cp.kw, (long long)cp.stride_h, (long long)cp.stride_w,
-                            (long long)cp.pad_top, (long long)cp.pad_left, (long long)cp.dil_h,
-                            (long long)cp.dil_w, (long long)cp.groups, (long long)cp.oh, (long long)cp.ow));
+    if (tiled)
+        conv2d_tile_kernel(L, st, &cp, &t, b != NULL, relu);
+    else
+        float_kernel(L, st, "conv2d", cp.o * cp.oh * cp.ow,
+                     str_printf("bnn_conv2d(item, j, (const float *)in, (const float *)w, (const float *)p0, "
+                                "(float *)out, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+                                "%lld, %lld, %lld, %lld)",
+                                (long long)cp.c, (long long)cp.h, (long long)cp.w, (long long)cp.o, (long long)cp.kh,
+                                (long long)cp.kw, (long long)cp.stride_h, (long long)cp.stride_w,
+                                (long long)cp.pad_top, (long long)cp.pad_left, (long long)cp.dil_h,
+                                (long long)cp.dil_w, (long long)cp.groups, (long long)cp.oh, (long long)cp.ow));
+    if (relu) {
+        st = new_step(L, BLOB_STEP_RELU);
+        use_arena(L, st, BLOB_SLOT_IN, out);
+        use_arena(L, st, BLOB_SLOT_OUT, out);
+        st->s.relu = (BlobCountParams){.count = item_numel(&r->out[0]->type)};
+        st->s.flags |= BLOB_STEP_CPU_ONLY;
+        L->done[node_index(L->g, r)] = true;
+    }
     return 0;
 }
 
@@ -1645,6 +2310,7 @@ static int lower_graph(Lower *L, const Graph *g) {
         out_buf[i] = b;
         L->bufs[b].pinned = true;
     }
+    fuse_mlp_chains(L); /* after the outputs are pinned: a graph output is never a chain's inside */
     int64_t arena = plan_arena(L);
     L->arena = arena;
     blob_set_arena(L->w, (uint64_t)arena);
@@ -1675,14 +2341,104 @@ static int lower_graph(Lower *L, const Graph *g) {
     return 0;
 }
 
-static char *generate_source(const Lower *L, const char *file) {
-    KernelSpec *k = xcalloc((size_t)L->nsteps + 1, sizeof *k);
-    int n = 0;
+static bool is_ident_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* text with each occurrence of its kernel's name (starting an identifier: "s5_bconv" in
+ * "BG_NAME s5_bconv" or "s5_bconv_cfg", not in "s15_bconv") as \1, appended to b. */
+static void put_without_name(Buf *b, const char *text, const char *name) {
+    size_t n = strlen(name);
+    char prev = ' ';
+    for (const char *p = text ? text : ""; *p;) {
+        if (!is_ident_char(prev) && !strncmp(p, name, n)) {
+            buf_put(b, "\1", 1);
+            p += n;
+            prev = 'x';
+        } else {
+            prev = *p;
+            buf_put(b, p++, 1);
+        }
+    }
+    buf_put(b, "", 1); /* keeps defines and call apart */
+}
+
+/* Everything that makes a step's kernel and its launch what they are, but its name (*len
+ * bytes: it holds NULs). */
+static char *kernel_identity(const LStep *st, size_t *len) {
+    const KernelSpec *k = &st->k;
+    Buf b = {0};
+    buf_printf(&b, "%d %lld %d %u %u %u %u|", (int)k->family, (long long)k->count, k->threads, st->s.block[0],
+               st->s.block[1], st->s.block[2], st->s.smem);
+    put_without_name(&b, k->defines, k->name);
+    put_without_name(&b, k->call, k->name);
+    *len = b.len;
+    return buf_take(&b);
+}
+
+/* Steps whose kernels are the same but for the name launch one kernel: rep[i] is the first
+ * step with step i's kernel (i itself for the kernel that is emitted), -1 for a step without
+ * one. The identity holds the launch's block and shared memory too, as the runtime sets the
+ * shared memory limit per function. Returns the number of distinct kernels. */
+static int share_kernels(const Lower *L, int *rep) {
+    char **id = xcalloc((size_t)L->nsteps + 1, sizeof *id);
+    size_t *len = xcalloc((size_t)L->nsteps + 1, sizeof *len);
+    uint64_t *hash = xcalloc((size_t)L->nsteps + 1, sizeof *hash);
+    int distinct = 0;
+    for (int i = 0; i < L->nsteps; i++) {
+        rep[i] = -1;
+        if (!L->steps[i].has_kernel)
+            continue;
+        id[i] = kernel_identity(&L->steps[i], &len[i]);
+        hash[i] = blob_fnv1a(BLOB_FNV_INIT, id[i], len[i]);
+        for (int j = 0; j < i && rep[i] < 0; j++)
+            if (rep[j] == j && hash[j] == hash[i] && len[j] == len[i] && !memcmp(id[j], id[i], len[i]))
+                rep[i] = j;
+        if (rep[i] < 0) {
+            rep[i] = i;
+            distinct++;
+        }
+    }
     for (int i = 0; i < L->nsteps; i++)
-        if (L->steps[i].has_kernel)
-            k[n++] = L->steps[i].k;
+        free(id[i]);
+    free(id);
+    free(len);
+    free(hash);
+    return distinct;
+}
+
+/* The CUDA source of L's distinct kernels; a step whose kernel is another's launches that
+ * one (its blob step renamed). *nkernels: how many kernels the source defines. */
+static char *generate_source(Lower *L, const char *file, int *nkernels) {
+    int *rep = xcalloc((size_t)L->nsteps + 1, sizeof *rep);
+    *nkernels = share_kernels(L, rep);
+    KernelSpec *k = xcalloc((size_t)L->nsteps + 1, sizeof *k);
+    Buf *users = xcalloc((size_t)L->nsteps + 1, sizeof *users);
+    for (int i = 0; i < L->nsteps; i++) {
+        if (rep[i] < 0 || rep[i] == i)
+            continue;
+        const char *name = L->steps[rep[i]].k.name;
+        buf_printf(&users[rep[i]], "%s%s", users[rep[i]].len ? ", " : "", L->steps[i].k.name);
+        BlobStep *bs = blob_step_at(L->w, i);
+        if (!bs)
+            unreachable("plan step %d is not in the blob", i);
+        memset(bs->kernel, 0, sizeof bs->kernel);
+        memcpy(bs->kernel, name, strlen(name));
+        memcpy(L->steps[i].s.kernel, bs->kernel, sizeof bs->kernel);
+    }
+    int n = 0;
+    for (int i = 0; i < L->nsteps; i++) {
+        if (rep[i] != i)
+            continue;
+        k[n] = L->steps[i].k;
+        k[n++].shared_by = users[i].data;
+    }
     char *src = emit_cuda_source(file, L->g->name ? L->g->name : "model", k, n);
+    for (int i = 0; i < L->nsteps; i++)
+        buf_free(&users[i]);
+    free(users);
     free(k);
+    free(rep);
     return src;
 }
 
@@ -1734,10 +2490,83 @@ int codegen_parse_targets(const char *list, CodegenOptions *o) {
 char *codegen_cuda_source(const Graph *g) {
     Lower L;
     char *src = NULL;
+    int nkernels;
     if (lower_graph(&L, g) == 0)
-        src = generate_source(&L, "model.cu");
+        src = generate_source(&L, "model.cu", &nkernels);
     free_lower(&L);
     return src;
+}
+
+/* NVRTC failed for arch: keep the source for the user, say where it is. */
+static void report_failed_compile(const CodegenOptions *o, const char *src, const char *arch) {
+    char msg[4096];
+    snprintf(msg, sizeof msg, "%s", diag_message());
+    const char *saved = o->failed_source_path ? o->failed_source_path : "bnncc-failed.cu";
+    if (write_file_atomic(saved, src, strlen(src)) == 0)
+        diag_error("compiling the generated kernels for %s failed: %s\n  the generated source is "
+                   "in %s (bnncc --emit=cuda writes it too)", arch, msg, saved);
+    else
+        diag_error("compiling the generated kernels for %s failed: %s", arch, msg);
+}
+
+/* A CUBIN per target into the blob, in the targets' order: from the cache where it has one,
+ * else from NVRTC, the targets compiled in parallel (nvrtc_compile_jobs). 0 ok; -1 with a
+ * diagnostic. */
+static int compile_targets(Lower *L, const CodegenOptions *o, const char *src, int nkernels) {
+    char arch[CODEGEN_MAX_TARGETS][32];
+    NvrtcJob jobs[CODEGEN_MAX_TARGETS];
+    memset(jobs, 0, sizeof jobs);
+    for (int i = 0; i < o->ntargets; i++) {
+        const char *e = strchr(o->targets[i], ',');
+        size_t len = e ? (size_t)(e - o->targets[i]) : strlen(o->targets[i]);
+        snprintf(arch[i], sizeof arch[i], "%.*s", (int)len, o->targets[i]);
+        jobs[i].name = "model.cu";
+        jobs[i].source = src;
+        jobs[i].arch = arch[i];
+    }
+    char *cache = o->no_cache ? NULL : nvrtc_cache_dir();
+    int misses = nvrtc_cache_lookup(jobs, o->ntargets, cache);
+    if (misses < 0) {
+        free(cache);
+        return -1;
+    }
+    if (misses && o->progress) {
+        Buf which = {0};
+        for (int i = 0; i < o->ntargets; i++)
+            if (!jobs[i].cached)
+                buf_printf(&which, "%s%s", which.len ? ", " : "", arch[i]);
+        fprintf(stderr, "bnncc: compiling %d kernels for %s with NVRTC ...\n", nkernels, which.data);
+        buf_free(&which);
+    }
+    int failed;
+    int compiled = nvrtc_compile_jobs(jobs, o->ntargets, cache, &failed);
+    free(cache);
+    if (compiled != 0) {
+        if (failed >= 0)
+            report_failed_compile(o, src, arch[failed]);
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < o->ntargets; i++) {
+        const NvrtcOutput *out = &jobs[i].out;
+        if (rc == 0 && (!out->cubin || !out->cubin_size)) {
+            diag_error("NVRTC gave no CUBIN for %s", arch[i]);
+            rc = -1;
+        }
+        if (rc == 0) {
+            blob_add_cubin(L->w, arch[i], out->cubin, out->cubin_size);
+            /* Blackwell has no b1 MMA: the AND-popc instructions compile to emulation. */
+            bool emulated = !strncmp(arch[i], "sm_10", 5) || !strncmp(arch[i], "sm_11", 5) ||
+                            !strncmp(arch[i], "sm_12", 5);
+            if (o->report)
+                buf_printf(o->report, "codegen: %s CUBIN %zu bytes%s%s\n", arch[i], out->cubin_size,
+                           jobs[i].cached ? " (from the kernel cache)" : "",
+                           emulated ? " (this architecture has no native b1 MMA: the binary layers run "
+                                      "emulated, much slower)" : "");
+        }
+        nvrtc_output_free(&jobs[i].out);
+    }
+    return rc;
 }
 
 int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path) {
@@ -1746,42 +2575,11 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
     char *src = NULL;
     if (lower_graph(&L, g) != 0)
         goto done;
+    int nkernels = 0;
     if (o->ntargets) {
-        src = generate_source(&L, "model.cu");
-        if (nvrtc_load() != 0)
+        src = generate_source(&L, "model.cu", &nkernels);
+        if (compile_targets(&L, o, src, nkernels) != 0)
             goto done;
-    }
-    for (int i = 0; i < o->ntargets; i++) {
-        char arch[32];
-        const char *e = strchr(o->targets[i], ',');
-        size_t len = e ? (size_t)(e - o->targets[i]) : strlen(o->targets[i]);
-        snprintf(arch, sizeof arch, "%.*s", (int)len, o->targets[i]);
-        NvrtcOutput out;
-        if (nvrtc_compile("model.cu", src, arch, NULL, 0, false, &out) != 0) {
-            char msg[4096];
-            snprintf(msg, sizeof msg, "%s", diag_message());
-            const char *saved = o->failed_source_path ? o->failed_source_path : "bnncc-failed.cu";
-            if (write_file_atomic(saved, src, strlen(src)) == 0)
-                diag_error("compiling the generated kernels for %s failed: %s\n  the generated source is "
-                           "in %s (bnncc --emit=cuda writes it too)", arch, msg, saved);
-            else
-                diag_error("compiling the generated kernels for %s failed: %s", arch, msg);
-            goto done;
-        }
-        if (!out.cubin || !out.cubin_size) {
-            nvrtc_output_free(&out);
-            diag_error("NVRTC gave no CUBIN for %s", arch);
-            goto done;
-        }
-        blob_add_cubin(L.w, arch, out.cubin, out.cubin_size);
-        if (o->report) {
-            /* Blackwell has no b1 MMA: the AND-popc instructions compile to emulation. */
-            bool emulated = !strncmp(arch, "sm_10", 5) || !strncmp(arch, "sm_11", 5) || !strncmp(arch, "sm_12", 5);
-            buf_printf(o->report, "codegen: %s CUBIN %zu bytes%s\n", arch, out.cubin_size,
-                       emulated ? " (this architecture has no native b1 MMA: the binary layers run "
-                                  "emulated, much slower)" : "");
-        }
-        nvrtc_output_free(&out);
     }
     if (o->report) {
         int kernels = 0, cpu_only = 0;
@@ -1797,6 +2595,9 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
         buf_printf(o->report, "codegen: %d plan steps (%d GPU kernels, %d CPU-only), arena %lld bytes per "
                               "batch item, weights %lld bytes\n",
                    L.nsteps, kernels, cpu_only, (long long)L.arena, (long long)weights);
+        if (o->ntargets)
+            buf_printf(o->report, "codegen: %d distinct kernels emitted for the %d GPU kernel steps (steps "
+                                  "whose kernels differ only in name share one)\n", nkernels, kernels);
     }
     char err[512];
     if (blob_write_file(L.w, path, err, sizeof err) != 0) {

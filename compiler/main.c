@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen.h"
 #include "compiler.h"
@@ -23,6 +24,7 @@ typedef struct Args {
     bool report;
     const char *dump_file;
     const char *targets; /* --target=LIST */
+    bool no_cache;       /* --no-cache */
 } Args;
 
 static void usage(FILE *out) {
@@ -38,6 +40,9 @@ static void usage(FILE *out) {
             "  --emit=cuda          write the generated CUDA source of the model's kernels\n"
             "  --target=LIST        GPU architectures to compile for, comma-separated\n"
             "                       (default sm_90a,sm_80; 'cpu' alone: no GPU code)\n"
+            "  --no-cache           compile the kernels even when the CUBIN cache has them, and\n"
+            "                       store nothing there (cache: $BNNCC_CACHE_DIR, else\n"
+            "                       $XDG_CACHE_HOME/bnncc, else ~/.cache/bnncc)\n"
             "  -O0 -O1 -O2 -O3      optimisation level (default -O2; -O0 runs only required passes)\n"
             "  --report, -v         print which layers became binary and which stayed float\n"
             "  --verify-each        verify the IR after every pass\n"
@@ -87,6 +92,8 @@ static int parse_args(int argc, char **argv, Args *a) {
             return bad_arg("unknown --emit kind '%s' (known: bin, ir, cuda)", s + 7);
         } else if (!strncmp(s, "--target=", 9)) {
             a->targets = s + 9;
+        } else if (!strcmp(s, "--no-cache")) {
+            a->no_cache = true;
         } else if (s[0] == '-' && s[1] == 'O' && s[2] >= '0' && s[2] <= '3' && !s[3]) {
             a->copts.opt_level = s[2] - '0';
         } else if (!strcmp(s, "--report") || !strcmp(s, "-v")) {
@@ -148,6 +155,9 @@ static int emit_blob(const Args *a, const Graph *g) {
     o.failed_source_path = failed;
     Buf report = {0};
     o.report = a->report ? &report : NULL;
+    o.no_cache = a->no_cache;
+    /* NVRTC takes seconds on a big model: say so where someone watches, or with -v. */
+    o.progress = a->report || isatty(STDERR_FILENO);
     int rc = codegen_write_blob(g, &o, path);
     if (rc != 0)
         fprintf(stderr, "bnncc: error: %s\n", diag_message());

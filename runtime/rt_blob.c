@@ -343,6 +343,43 @@ static bnn_status check_bgemm(const StepCheck *c) {
     return check_overlap(c, false);
 }
 
+static bool ranges_overlap(const BlobRef *a, const BlobRef *b) {
+    return a->space == BLOB_SPACE_ARENA && b->space == BLOB_SPACE_ARENA && a->offset < b->offset + b->bytes &&
+           b->offset < a->offset + a->bytes;
+}
+
+/* The operands of a bconv's float chain (epi_stages > 0, docs/blob-format.md): p0 the stages,
+ * in2 the residual, out the f32 result and/or x1 (or out) the bits. */
+static bnn_status check_bconv_chain(const StepCheck *c, uint64_t cells) {
+    const BlobBconvParams *p = &c->s->bconv;
+    if (p->epi_stages > BLOB_EPI_MAX_STAGES || p->epi_div < 0 || p->epi_div >= (int64_t)1 << p->epi_stages ||
+        p->epi_residual < 0 || p->epi_residual > 2 || p->out_layout != BLOB_LAYOUT_CS)
+        return bad_step(c, "bad float chain: %lld stages, div mask %lld, residual %lld, layout %lld",
+                        (long long)p->epi_stages, (long long)p->epi_div, (long long)p->epi_residual,
+                        (long long)p->out_layout);
+    uint64_t f32, bits = 0;
+    if (!mul3_ok(cells, (uint64_t)p->o, 4, &f32) ||
+        (p->out_words && !mul3_ok(cells, (uint64_t)p->out_words, 4, &bits)))
+        return bad_step(c, "the output is too large");
+    if (p->out_words && (p->out_words < (int64_t)words_for(p->o) || p->out_words > MAX_DIM))
+        return bad_step(c, "%lld output words cannot hold %lld channels", (long long)p->out_words,
+                        (long long)p->o);
+    bool x1 = c->s->slot[BLOB_SLOT_X1].space != BLOB_SPACE_NONE;
+    if (x1 && !p->out_words)
+        return bad_step(c, "slot x1 is used but the chain writes no bits");
+    TRY(want_slot(c, BLOB_SLOT_IN2, p->epi_residual ? BLOB_SPACE_ARENA : 0, f32, false));
+    TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, x1 || !p->out_words ? f32 : bits, false));
+    TRY(want_slot(c, BLOB_SLOT_X1, BLOB_SPACE_ARENA, bits, true));
+    TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->epi_stages * 2 * (uint64_t)p->o * 4, false));
+    TRY(want_slot(c, BLOB_SLOT_P1, 0, 0, false));
+    const BlobStep *s = c->s;
+    if (ranges_overlap(&s->slot[BLOB_SLOT_X1], &s->slot[BLOB_SLOT_IN]) ||
+        ranges_overlap(&s->slot[BLOB_SLOT_X1], &s->slot[BLOB_SLOT_IN2]) ||
+        ranges_overlap(&s->slot[BLOB_SLOT_X1], &s->slot[BLOB_SLOT_OUT]))
+        return bad_step(c, "the bit output (slot x1) overlaps another operand");
+    return check_overlap(c, false);
+}
+
 static bnn_status check_bconv(const StepCheck *c) {
     const BlobBconvParams *p = &c->s->bconv;
     if (!dim_ok(p->h) || !dim_ok(p->w) || !dim_ok(p->c) || !dim_ok(p->o) || !dim_ok(p->kh) ||
@@ -369,9 +406,13 @@ static bnn_status check_bconv(const StepCheck *c) {
         !mul3_ok(taps, (uint64_t)p->o, 4, &w))
         return bad_step(c, "operands too large");
     TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
-    TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
     TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
     uint64_t cells = (uint64_t)oh * (uint64_t)ow;
+    if (c->s->epilogue == BLOB_EPI_AFFINE && p->epi_stages > 0)
+        return check_bconv_chain(c, cells);
+    if (p->epi_stages || p->epi_div || p->epi_residual)
+        return bad_step(c, "float chain parameters without a float chain");
+    TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
     uint64_t bit_rows = p->pool ? (uint64_t)(oh / 2) * (uint64_t)(ow / 2) : cells;
     TRY(check_epilogue(c, p->o, cells, bit_rows, p->out_words));
     return check_overlap(c, false);

@@ -138,8 +138,62 @@ static int64_t bconv_dot(const BlobBconvParams *p, const uint32_t *in, const uin
     return dot;
 }
 
+/* The float chain of a bconv (epi_stages > 0): v = (float)dot, each stage v * a (or v / a)
+ * then + b, then the residual added on its side; one rounding per op, no FMA (C11 mode does
+ * not contract across statements). */
+static float chain_value(const BlobBconvParams *p, const float *ep, int64_t o, int64_t dot, const float *r) {
+    float v = (float)dot;
+    for (int64_t k = 0; k < p->epi_stages; k++) {
+        float a = ep[2 * k * p->o + o], b = ep[(2 * k + 1) * p->o + o];
+        if (p->epi_div >> k & 1)
+            v = v / a;
+        else
+            v = v * a;
+        v = v + b;
+    }
+    if (p->epi_residual == 1)
+        v = v + *r;
+    else if (p->epi_residual == 2)
+        v = *r + v;
+    return v;
+}
+
+/* A bconv with a float chain: f32 NCHW into out (unless only bits are asked for) and the
+ * bits of v >= 0 (binarize {zero=1}) NHWC-packed into x1, or into out when there is no f32. */
+static void run_bconv_chain(const Ctx *c) {
+    const BlobBconvParams *p = &c->s->bconv;
+    const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
+    const float *ep = slot_ptr(c, BLOB_SLOT_P0, 0);
+    bool x1 = c->s->slot[BLOB_SLOT_X1].space != BLOB_SPACE_NONE, f32 = x1 || p->out_words == 0;
+    int64_t cells = p->oh * p->ow;
+    for (int64_t item = 0; item < c->batch; item++) {
+        const uint32_t *in = slot_ptr(c, BLOB_SLOT_IN, item);
+        const float *r = slot_ptr(c, BLOB_SLOT_IN2, item);
+        float *out = f32 ? slot_ptr(c, BLOB_SLOT_OUT, item) : NULL;
+        uint32_t *bits = p->out_words ? slot_ptr(c, x1 ? BLOB_SLOT_X1 : BLOB_SLOT_OUT, item) : NULL;
+        for (int64_t cell = 0; cell < cells; cell++) {
+            uint32_t *row = bits ? bits + cell * p->out_words : NULL;
+            if (row)
+                memset(row, 0, (size_t)p->out_words * 4);
+            for (int64_t o = 0; o < p->o; o++) {
+                int64_t at = o * cells + cell;
+                float v = chain_value(p, ep, o, bconv_dot(p, in, w, o, cell / p->ow, cell % p->ow),
+                                      r ? r + at : NULL);
+                if (out)
+                    out[at] = v;
+                if (row) /* NaN compares false: -1 */
+                    row[o / 32] |= (uint32_t)(v >= 0.0f) << (o % 32);
+            }
+        }
+    }
+}
+
 static void run_bconv(const Ctx *c) {
     const BlobBconvParams *p = &c->s->bconv;
+    if (c->s->epilogue == BLOB_EPI_AFFINE && p->epi_stages > 0) {
+        run_bconv_chain(c);
+        return;
+    }
     const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
     int64_t f = p->pool ? 2 : 1; /* output cells cover f x f conv positions (OR of bits) */
     int64_t ch = p->oh / f, cw = p->ow / f;

@@ -10,19 +10,28 @@ typedef enum {
     KERNEL_BCONV, /* defines (BC_*) + kernels/bconv.cu */
     KERNEL_FLOAT, /* a __global__ wrapper around one call into kernels/float_ops.cu */
     KERNEL_PLANES, /* defines (PL_*) + kernels/bgemm_planes.cu (the qgemm step) */
+    KERNEL_FLOAT_TILE, /* defines (a config struct) + a __global__ around one tiled float_ops.cu call */
+    KERNEL_MLP, /* a __global__ whose body (call) drives kernels/mlp_fused.cu: a fused binary MLP */
 } KernelFamily;
 
+/* Every field that shapes a kernel's text must be in kernel_identity (lower.c), which decides
+ * which steps can share one kernel. */
 typedef struct KernelSpec {
     KernelFamily family;
     char name[64];       /* the kernel's symbol, unique in the model */
     const char *ir_line; /* the IR line it was generated from (borrowed), or NULL */
-    char *defines;       /* BGEMM/BCONV/PLANES: "#define BG_N 64\n" lines (malloc'ed) */
+    char *defines;       /* BGEMM/BCONV/PLANES: "#define BG_N 64\n" lines; FLOAT_TILE: the
+                          * config struct the call names (malloc'ed) */
     int64_t count;       /* FLOAT: work items per batch item */
-    char *call;          /* FLOAT: the float_ops.cu call (malloc'ed) */
+    char *call;          /* FLOAT, FLOAT_TILE: the float_ops.cu call; MLP: the kernel's body (malloc'ed) */
+    int threads;         /* FLOAT_TILE, MLP: threads per block (the __launch_bounds__) */
+    const char *shared_by; /* the other steps that launch this kernel ("s13_bconv, s21_bconv"):
+                            * their kernels were the same but for the name; or NULL */
 } KernelSpec;
 
 /* The whole CUDA program of a model: the kernel families' common code once, then every
- * kernel, each under a comment with its IR line and with #line directives so that NVRTC's
+ * kernel (one per distinct kernel: the lowering leaves out the copies, see shared_by), each
+ * under a comment with its IR line and with #line directives so that NVRTC's
  * messages point into `file` (the name the source is saved under) or the family's .cu.
  * Deterministic. Returns malloc'ed text. */
 char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k, int n);

@@ -15,6 +15,7 @@ every prediction equal to the reference's. With --device gpu the blob runs on th
 without one (no driver, no device) the test exits 77 (skipped). --quick (the quick suite) leaves
 out the PyTorch models (torch takes seconds to load)."""
 import argparse
+import base64
 import gzip
 import os
 import re
@@ -101,10 +102,17 @@ def random_inputs(ins, batch, rng):
     return xs
 
 
-def compare(name, got, ref):
+def compare(name, got, ref, exact=False):
     if got.shape != ref.shape or got.dtype != ref.dtype:
         return f"{name}: shape/dtype {got.shape} {got.dtype} vs reference {ref.shape} {ref.dtype}"
-    if got.dtype.kind == "f":
+    if got.dtype.kind == "f" and exact:  # bit for bit, any NaN equal to any NaN
+        nan = np.isnan(got)
+        bad = (nan != np.isnan(ref)) | (~nan & (got.view(np.uint32) != ref.view(np.uint32)))
+        if bad.any():
+            i = int(np.flatnonzero(bad.reshape(-1))[0])
+            return (f"{name}: {int(bad.sum())} of {got.size} floats differ from the reference in their bits "
+                    f"(first at flat index {i}: {got.reshape(-1)[i]!r} vs {ref.reshape(-1)[i]!r})")
+    elif got.dtype.kind == "f":
         err = np.abs(got.astype(np.float64) - ref) / np.maximum(1.0, np.abs(ref))
         nan_ok = np.isnan(got) == np.isnan(ref)
         if not nan_ok.all() or np.nanmax(err, initial=0.0) > 1e-5:
@@ -132,7 +140,7 @@ def run_pair(tmp, blob, model, xs, nout, device, tag):
     return [np.load(o) for o in outs], [np.load(r) for r in refs], None
 
 
-def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0"):
+def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0", batches=None, exact=False):
     name = os.path.basename(model)
     rng = np.random.default_rng(zlib.crc32(name.encode()))  # per model: jobs run in threads
     blob = os.path.join(tmp, name + ".bin")
@@ -143,7 +151,7 @@ def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0"):
     if set(cubins) != {"sm_90a", "sm_80"} or min(cubins.values()) == 0:
         return fail(f"{name}: CUBIN sections {cubins}, expected non-empty sm_90a and sm_80")
     ins, nout = signature(model)
-    cases = [(f"batch {b}", random_inputs(ins, b, rng)) for b in BATCHES]
+    cases = [(f"batch {b}", random_inputs(ins, b, rng)) for b in batches or BATCHES]
     if real_inputs is not None:
         cases.append(("real inputs", real_inputs))
     blob0 = os.path.join(tmp, name + ".O0.bin")
@@ -159,7 +167,7 @@ def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0"):
             fail(f"{name} ({what}): {err.strip()}")
             continue
         for i, (g, r) in enumerate(zip(got, ref)):
-            msg = compare(f"{name} ({what}) output {i}", g, r)
+            msg = compare(f"{name} ({what}) output {i}", g, r, exact)
             if msg:
                 fail(msg)
         if expect is not None and what == "real inputs" and not np.array_equal(got[0].reshape(-1), expect):
@@ -235,6 +243,207 @@ def odd_models(tmp, rng):
     return paths
 
 
+def f32_const(name, shape, rng, special=None):
+    """A random f32 constant in base64; special: {flat index: value} (inf, NaN, -0.0 ...)."""
+    v = (rng.standard_normal(int(np.prod(shape))) * 0.5).astype(np.float32)
+    v[rng.random(v.size) < 0.03] = 0.0
+    for i, x in (special or {}).items():
+        v[i] = x
+    dims = ",".join(map(str, shape))
+    return f'const ${name}: f32[{dims}] = base64 "{base64.b64encode(v.astype("<f4").tobytes()).decode()}"\n'
+
+
+def write_models(tmp, models):
+    """Write {name: (consts, args, outputs, body)} as text-format models; their paths."""
+    paths = []
+    for name, (consts, args, outs, body) in models.items():
+        paths.append(os.path.join(tmp, name + ".bnn"))
+        with open(paths[-1], "w") as f:
+            f.write(f"{consts}\ngraph ${name}{args} -> ({', '.join(t for _, t in outs)}) {{\n{body}"
+                    f"    ret {', '.join('%' + v for v, _ in outs)}\n}}\n")
+    return paths
+
+
+def float_models(tmp, rng):
+    """Float convolutions and dense layers of odd shapes (the tiled kernels of float_ops.cu and
+    their fallbacks), checked bit for bit against the reference: the stem's 7x7/2 over C = 3
+    with pads 3 and a fused relu, 1x1 convolutions (flattened) with O = 65 and O = 1, a
+    strided 1x1, dilation 2 with groups 2 and uneven pads, more input channels than one
+    shared-memory stage, a non-finite weight (the one-thread kernel), a conv whose output is
+    also a graph output next to its relu (no fusion), and dense layers with K = 8192, N = 10;
+    N = 1000, K = 512; N = 65; N = 1."""
+    models = {}
+    # (name, C, H, W, [(O, kh, kw, stride, pads t,l,b,r, dil, groups, bias, relu, special weights)])
+    convs = [
+        ("fconv_stem", 3, 23, 19, [(5, 7, 7, 2, (3, 3, 3, 3), 1, 1, True, True, None)]),
+        ("fconv_1x1", 64, 7, 7, [(65, 1, 1, 1, (0, 0, 0, 0), 1, 1, True, False, {0: -0.0}),
+                                 (1, 1, 1, 2, (0, 0, 0, 0), 1, 1, False, True, None)]),
+        ("fconv_dil_groups", 6, 13, 11, [(10, 3, 3, 1, (2, 1, 0, 3), 2, 2, True, True, None),
+                                         (4, 5, 3, 3, (1, 2, 0, 1), 1, 2, False, False, None)]),
+        ("fconv_chunks", 70, 7, 7, [(12, 3, 3, 1, (1, 1, 1, 1), 1, 1, True, False, None),
+                                    (7, 5, 5, 3, (2, 1, 2, 0), 1, 1, True, True, None)]),
+        ("fconv_inf", 2, 6, 5, [(3, 3, 3, 1, (1, 1, 1, 1), 1, 1, True, True, {4: np.inf})]),
+    ]
+    for name, c, h0, w0, layers in convs:
+        consts, body, cur, ch, h, w = "", "", "x", c, h0, w0
+        for li, (o, kh, kw, st, p, d, g, bias, relu, special) in enumerate(layers):
+            consts += f32_const(f"w{li}", (o, ch // g, kh, kw), rng, special)
+            if bias:
+                consts += f32_const(f"b{li}", (o,), rng)
+            h = (h + p[0] + p[2] - d * (kh - 1) - 1) // st + 1
+            w = (w + p[1] + p[3] - d * (kw - 1) - 1) // st + 1
+            body += (f"    %c{li} = f32[N,{o},{h},{w}] conv2d %{cur}, $w{li}{f', $b{li}' if bias else ''} "
+                     f"{{strides=[{st},{st}], pads=[{p[0]},{p[1]},{p[2]},{p[3]}], dilations=[{d},{d}], "
+                     f"groups={g}}}\n")
+            cur, ch = f"c{li}", o
+            if relu:
+                body += f"    %r{li} = f32[N,{o},{h},{w}] relu %{cur}\n"
+                cur = f"r{li}"
+        models[name] = (consts, f"(%x: f32[N,{c},{h0},{w0}])", [(cur, f"f32[N,{ch},{h},{w}]")], body)
+    # a conv read by its relu and also a graph output: not fused
+    consts = f32_const("w0", (4, 3, 3, 3), rng) + f32_const("b0", (4,), rng)
+    body = ("    %c = f32[N,4,5,5] conv2d %x, $w0, $b0 {pads=[1,1,1,1]}\n"
+            "    %r = f32[N,4,5,5] relu %c\n")
+    models["fconv_shared"] = (consts, "(%x: f32[N,3,5,5])", [("c", "f32[N,4,5,5]"), ("r", "f32[N,4,5,5]")], body)
+    dense = [("fdense_8192x10", 8192, [(10, True)]), ("fdense_512x1000", 512, [(1000, True)]),
+             ("fdense_odd", 100, [(65, False), (1, True)])]
+    for name, k, layers in dense:
+        consts, body, cur, kk = "", "", "x", k
+        for li, (n, bias) in enumerate(layers):
+            consts += f32_const(f"w{li}", (n, kk), rng)
+            if bias:
+                consts += f32_const(f"b{li}", (n,), rng)
+            body += f"    %d{li} = f32[N,{n}] dense %{cur}, $w{li}{f', $b{li}' if bias else ''}\n"
+            cur, kk = f"d{li}", n
+        models[name] = (consts, f"(%x: f32[N,{k}])", [(cur, f"f32[N,{kk}]")], body)
+    return write_models(tmp, models)
+
+
+def residual_models(tmp, rng):
+    """Binary convolutions with a float chain after them, the Bi-Real and XNOR ResNet blocks
+    (codegen/lower.c absorb_chain: one bconv step computes cast, batchnorm, constant ops, the
+    residual add and the binarize): odd channel counts (3, 40, 65), strides 1 and 2, the
+    residual on either side of the add, a sum with 3 users (binarize, the next add, an
+    avgpool), a chain that writes bits only, mul / div / sub by constants, zero padding of
+    one. Checked bit for bit against the reference."""
+    def bn(name, c):
+        var = np.abs(rng.standard_normal(c)).astype(np.float32) + np.float32(0.1)
+        return (f32_const(f"{name}g", (c,), rng) + f32_const(f"{name}b", (c,), rng) +
+                f32_const(f"{name}m", (c,), rng) +
+                f'const ${name}v: f32[{c}] = base64 "{base64.b64encode(var.astype("<f4").tobytes()).decode()}"\n')
+
+    def conv(v, src, w, o, hw, s=1, p=1, pv=0):
+        return (f"    %{v} = i32[N,{o},{hw},{hw}] conv2d %{src}, ${w} {{strides=[{s},{s}], pads=[{p},{p},{p},{p}], "
+                f"pad_value={pv}}}\n")
+
+    def cast_bn(v, src, o, hw):
+        t = f"f32[N,{o},{hw},{hw}]"
+        return (f"    %{v}f = {t} cast %{src} {{to=f32}}\n"
+                f"    %{v} = {t} batchnorm %{v}f, ${v}g, ${v}b, ${v}m, ${v}v {{epsilon=0.00001}}\n")
+
+    models = {}
+    # Bi-Real: x f32[N,40,9,9]; s1 = bn1 + x (3 users), s2 = s1 + bn2 (residual first), a
+    # stride-2 block to 65 channels with an avgpool residual of 65 channels, then 3 channels
+    # through mul, div and sub by constants.
+    c = ""
+    c += bits_const("w1", (40, 40, 3, 3), rng) + bn("bn1", 40)
+    c += bits_const("w2", (40, 40, 3, 3), rng) + bn("bn2", 40)
+    c += bits_const("w3", (65, 40, 3, 3), rng) + bn("bn3", 65) + f32_const("wd", (65, 40, 1, 1), rng)
+    c += bits_const("w4", (3, 65, 3, 3), rng) + f32_const("k1", (1, 3, 1, 1), rng)
+    c += f32_const("k2", (3, 1, 1), rng, {0: -0.0}) + f32_const("k3", (3, 1, 1), rng)
+    b = "    %a0 = b1[N,40,9,9] binarize %x {zero=1}\n"
+    b += conv("c1", "a0", "w1", 40, 9) + cast_bn("bn1", "c1", 40, 9)
+    b += "    %s1 = f32[N,40,9,9] add %bn1, %x\n    %a1 = b1[N,40,9,9] binarize %s1 {zero=1}\n"
+    b += conv("c2", "a1", "w2", 40, 9) + cast_bn("bn2", "c2", 40, 9)
+    b += "    %s2 = f32[N,40,9,9] add %s1, %bn2\n    %a2 = b1[N,40,9,9] binarize %s2 {zero=1}\n"
+    b += ("    %p2 = f32[N,40,5,5] avgpool %s2 {kernel=[3,3], strides=[2,2], pads=[1,1,1,1]}\n"
+          "    %d2 = f32[N,65,5,5] conv2d %p2, $wd\n")
+    b += conv("c3", "a2", "w3", 65, 5, s=2) + cast_bn("bn3", "c3", 65, 5)
+    b += "    %s3 = f32[N,65,5,5] add %bn3, %d2\n    %a3 = b1[N,65,5,5] binarize %s3 {zero=1}\n"
+    b += conv("c4", "a3", "w4", 3, 5, pv=1)
+    b += ("    %f4 = f32[N,3,5,5] cast %c4 {to=f32}\n    %m4 = f32[N,3,5,5] mul $k1, %f4\n"
+          "    %q4 = f32[N,3,5,5] div %m4, $k2\n    %y = f32[N,3,5,5] sub $k3, %q4\n")
+    models["resid_bireal"] = (c, "(%x: f32[N,40,9,9])", [("y", "f32[N,3,5,5]"), ("s1", "f32[N,40,9,9]")], b)
+    # XNOR: x f32[N,3,7,7]; the residual is the block input's bits as +-1 (a cast of b1), the
+    # sum's only user a binarize (the step writes bits only); twice, then an f32 output.
+    c = ""
+    for i in (1, 2):
+        c += bits_const(f"w{i}", (3, 3, 3, 3), rng) + bn(f"bn{i}", 3)
+    c += bits_const("w3", (5, 3, 1, 1), rng) + bn("bn3", 5)
+    b = "    %a0 = b1[N,3,7,7] binarize %x {zero=1}\n    %r0 = f32[N,3,7,7] cast %a0 {to=f32}\n"
+    b += conv("c1", "a0", "w1", 3, 7) + cast_bn("bn1", "c1", 3, 7)
+    b += "    %s1 = f32[N,3,7,7] add %bn1, %r0\n    %a1 = b1[N,3,7,7] binarize %s1 {zero=1}\n"
+    b += "    %r1 = f32[N,3,7,7] cast %a1 {to=f32}\n"
+    b += conv("c2", "a1", "w2", 3, 7) + cast_bn("bn2", "c2", 3, 7)
+    b += "    %s2 = f32[N,3,7,7] add %r1, %bn2\n    %a2 = b1[N,3,7,7] binarize %s2 {zero=1}\n"
+    b += conv("c3", "a2", "w3", 5, 4, s=2, p=0) + cast_bn("bn3", "c3", 5, 4)
+    models["resid_xnor"] = (c, "(%x: f32[N,3,7,7])", [("bn3", "f32[N,5,4,4]")], b)
+    # The residual computed after the convolution (no buffer yet when it is lowered): the
+    # chain stops before the add, which stays an add step.
+    c = bits_const("w1", (5, 5, 3, 3), rng) + bn("bn1", 5)
+    b = "    %a0 = b1[N,5,6,6] binarize %x {zero=1}\n" + conv("c1", "a0", "w1", 5, 6) + cast_bn("bn1", "c1", 5, 6)
+    b += "    %r = f32[N,5,6,6] relu %x\n    %y = f32[N,5,6,6] add %bn1, %r\n"
+    models["resid_late"] = (c, "(%x: f32[N,5,6,6])", [("y", "f32[N,5,6,6]")], b)
+    return write_models(tmp, models)
+
+
+def mlp_models(tmp, rng):
+    """Chains of binary dense layers that bnncc fuses into one GPU kernel (codegen/lower.c
+    fuse_mlp_chains, kernels/mlp_fused.cu): widths 1, 33, 65, 200, K not a multiple of 32
+    (45, 5, 70), channels with a decreasing threshold (dir -1) and constant ones, leading float
+    ops before the binarize, a batch-norm after the last layer (div included), an i32 and a b1
+    graph output, and 784-512-512-10 whose 90 KB of weights are read from global memory instead
+    of shared memory. Checked bit for bit against the reference."""
+    def thr(name, n, fan):
+        t = rng.integers(-fan // 3, fan // 3 + 1, n)
+        t[0], t[-1] = -10**6, 10**6  # constant channels (always +1, always -1 for dir +1)
+        d = rng.choice([-1, 1], n)
+        d[n // 2] = -1
+        return list_const(f"t{name}", "i32", t) + list_const(f"d{name}", "i8", d)
+
+    def chain(widths, k0, bits_out=False):
+        """dense layers over %a, each thresholded but the last (all with bits_out)."""
+        consts, body, cur, k = "", "", "a", k0
+        for li, n in enumerate(widths):
+            consts += bits_const(f"w{li}", (n, k), rng)
+            body += f"    %h{li} = i32[N,{n}] dense %{cur}, $w{li}\n"
+            cur = f"h{li}"
+            if li < len(widths) - 1 or bits_out:
+                consts += thr(li, n, k)
+                body += f"    %b{li} = b1[N,{n}] threshold %h{li}, $t{li}, $d{li}\n"
+                cur = f"b{li}"
+            k = n
+        return consts, body, cur
+
+    models = {}
+    # 45 floats * k - 0.25, binarize {zero=-1}, 33 -> 65 -> 200 -> 7, cast, batch-norm
+    consts, body, last = chain([33, 65, 200, 7], 45)
+    var = np.abs(rng.standard_normal(7)).astype(np.float32) + np.float32(0.1)
+    consts += (f32_const("k", (45,), rng) + "const $h: f32[] = [0.25]\n" + f32_const("g", (7,), rng) +
+               f32_const("be", (7,), rng) + f32_const("mu", (7,), rng) +
+               f'const $v: f32[7] = base64 "{base64.b64encode(var.astype("<f4").tobytes()).decode()}"\n')
+    body = ("    %s = f32[N,45] mul %x, $k\n    %c = f32[N,45] sub %s, $h\n"
+            "    %a = b1[N,45] binarize %c {zero=-1}\n" + body +
+            f"    %f = f32[N,7] cast %{last} {{to=f32}}\n"
+            "    %y = f32[N,7] batchnorm %f, $g, $be, $mu, $v {epsilon=0.00001}\n")
+    models["mlp_fuse_odd"] = (consts, "(%x: f32[N,45])", [("y", "f32[N,7]")], body)
+    # width 1: 5 -> 1 -> 3, the i32 accumulators as the output
+    consts, body, last = chain([1, 3], 5)
+    models["mlp_fuse_w1"] = (consts, "(%x: f32[N,5])", [(last, "i32[N,3]")],
+                             "    %a = b1[N,5] binarize %x {zero=1}\n" + body)
+    # bits out: 70 -> 64 -> 96 thresholded, a b1 graph output
+    consts, body, last = chain([64, 96], 70, bits_out=True)
+    models["mlp_fuse_bits"] = (consts, "(%x: f32[N,70])", [(last, "b1[N,96]")],
+                               "    %a = b1[N,70] binarize %x {zero=1}\n" + body)
+    # weights above the shared-memory budget: read from global memory
+    consts, body, last = chain([512, 512, 10], 784)
+    consts += f32_const("sc", (10,), rng)
+    models["mlp_fuse_global"] = (consts, "(%x: f32[N,784])", [("y", "f32[N,10]")],
+                                 "    %a = b1[N,784] binarize %x {zero=1}\n" + body +
+                                 f"    %f = f32[N,10] cast %{last} {{to=f32}}\n    %y = f32[N,10] mul %f, $sc\n")
+    return write_models(tmp, models)
+
+
 def torch_models(tmp):
     """The PyTorch-exported conv nets of export_torch.py; none (with a note) without torch."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "export_torch.py")
@@ -300,7 +509,7 @@ def check_mnist(device, tmp):
           f"predictions equal to the reference")
     if f"{acc:.2f}" != "92.96" or same != len(labels):
         fail(f"MNIST: {acc:.2f} % (want 92.96 %), {same} predictions equal to the reference")
-    msg = compare("MNIST logits", got[0], ref[0])
+    msg = compare("MNIST logits", got[0], ref[0], exact=True)
     if msg:
         fail(msg)
 
@@ -335,7 +544,6 @@ def main():
         models = sorted(os.path.join(SRC, "tests", "text", f)
                         for f in os.listdir(os.path.join(SRC, "tests", "text")) if f.endswith(".bnn"))
         models.append(os.path.join(SRC, "tests", "passes", "mlp_bn.bnn"))
-        models.append(os.path.join(SHARED, "models", "qonnx", "TFC_1W1A.onnx"))
         models += [os.path.join(SHARED, "models", "qonnx", m)
                    for m in ("TFC_1W2A.onnx", "TFC_2W2A.onnx", "kwsmlp_w3a3.onnx", "unsw_nb15-mlp-w2a2.onnx")]
         here = os.path.dirname(os.path.abspath(__file__))
@@ -348,6 +556,19 @@ def main():
         models += odd_models(tmp, np.random.default_rng(1234))
         jobs = [lambda m=m: check_model(m, a.device, tmp) for m in models
                 if not a.only or a.only in os.path.basename(m)]
+        # The float kernels: bit for bit at batch 1, 5 and 67 (67: several dense row tiles).
+        jobs += [lambda m=m: check_model(m, a.device, tmp, batches=(1, 5, 67), exact=True)
+                 for m in float_models(tmp, np.random.default_rng(77))
+                 if not a.only or a.only in os.path.basename(m)]
+        # The fused float chains of binary convolutions (residual blocks): bit for bit.
+        jobs += [lambda m=m: check_model(m, a.device, tmp, batches=(1, 5, 67), exact=True)
+                 for m in residual_models(tmp, np.random.default_rng(88))
+                 if not a.only or a.only in os.path.basename(m)]
+        # Fused binary MLPs (one GPU kernel for the chain): bit for bit at batch 1, 3 and 1000.
+        jobs += [lambda m=m: check_model(m, a.device, tmp, exact=True)
+                 for m in mlp_models(tmp, np.random.default_rng(99)) +
+                 [os.path.join(SHARED, "models", "qonnx", "TFC_1W1A.onnx")]
+                 if not a.only or a.only in os.path.basename(m)]
         if not a.only or "conv_pool" in a.only:  # its explicit pad folds into the conv from -O1
             jobs.append(lambda: check_model(os.path.join(SRC, "tests", "passes", "conv_pool.bnn"), a.device,
                                             tmp, low="-O1"))

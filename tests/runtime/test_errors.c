@@ -413,8 +413,42 @@ static void test_alloc_failures(const Buf *b, bool from_file, const char *path) 
     }
 }
 
+/* The float chain of a bconv (epi_stages, epi_div, epi_residual: params 21..23), on the conv
+ * test model: step 1 is a threshold bconv, step 4 an i32 one. */
+#define BCONV_EPI_STAGES_AT (BLOB_STEP_PARAMS_AT + 8 * 21)
+static void e_chain_on_threshold(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u64(step_at(b, 1) + BCONV_EPI_STAGES_AT, 1);
+}
+static void e_chain_stages(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u32(step_at(b, 4) + 4, BLOB_EPI_AFFINE);
+    blob_put_u64(step_at(b, 4) + BCONV_EPI_STAGES_AT, BLOB_EPI_MAX_STAGES + 1);
+}
+static void e_chain_residual(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u32(step_at(b, 4) + 4, BLOB_EPI_AFFINE);
+    blob_put_u64(step_at(b, 4) + BCONV_EPI_STAGES_AT, 1);
+    blob_put_u64(step_at(b, 4) + BCONV_EPI_STAGES_AT + 16, 3);
+}
+static void e_chain_no_params(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u32(step_at(b, 4) + 4, BLOB_EPI_AFFINE);
+    blob_put_u64(step_at(b, 4) + BCONV_EPI_STAGES_AT, 2);
+}
+
+static void test_bconv_chain(void) {
+    Buf b = {0};
+    TestConv ref;
+    build_conv(5, &b, &ref, NULL, NULL);
+    free_conv(&ref);
+    CHECK_MSG(load_status(b.data, b.len) == BNN_STATUS_OK, "conv model: %s", bnn_last_error());
+    expect(&b, e_chain_on_threshold, true, BNN_STATUS_BAD_BLOB, "without a float chain", "chain on threshold");
+    expect(&b, e_chain_stages, true, BNN_STATUS_BAD_BLOB, "bad float chain: 9 stages", "chain stages");
+    expect(&b, e_chain_residual, true, BNN_STATUS_BAD_BLOB, "residual 3", "chain residual");
+    expect(&b, e_chain_no_params, true, BNN_STATUS_BAD_BLOB, "slot p0", "chain without p0");
+    buf_free(&b);
+}
+
 int main(void) {
     Buf b = {0};
+    test_bconv_chain();
     build_blob(&b);
     test_truncation_and_checksums(&b);
     test_edits(&b);

@@ -5,7 +5,8 @@
 //      bit c%32 of word c/32, bits past C zero; CWP a multiple of 4 (whole 16-byte chunks).
 //   W: [O][KH][KW][CWP] words, same channel packing, rows BC_LDW words apart.
 //   Y: one row per output pixel, NHWC: O int32 / f32, or O bits packed in BC_LDY words, which
-//      is X for a next layer with CWP = BC_LDY.
+//      is X for a next layer with CWP = BC_LDY. BC_EPI BNN_EPI_CHAIN (a float chain after the
+//      dot, common.cu): f32 canonical NCHW in Y and / or bits as above in Yb (BC_LDB words).
 // Zero padding is exact: a padded tap loads as zero words, so it adds nothing to popc(a AND w)
 // nor to popc(a), and the dot over the valid taps only is
 //     dot = 4*popc(a AND w) - 2*popc(a) - 2*popc(w over the valid taps) + C*(valid taps).
@@ -141,6 +142,21 @@ struct BnnConvCorr {
 #define BC_LDY BC_O
 #endif
 #endif
+#ifndef BC_NST // the float chain (BNN_EPI_CHAIN): stages, divide mask, residual, f32 out, bit words
+#define BC_NST 1
+#endif
+#ifndef BC_DIV
+#define BC_DIV 0
+#endif
+#ifndef BC_RES
+#define BC_RES 0
+#endif
+#ifndef BC_F32
+#define BC_F32 1
+#endif
+#ifndef BC_LDB
+#define BC_LDB 0
+#endif
 #ifndef BC_BM
 #define BC_BM 128
 #endif
@@ -163,10 +179,16 @@ struct BnnConvCorr {
 // Grid: (ceil(O/BC_BN), ceil(M/BC_BM)), M = nb*OH*OW (nb*PH*PW*4 with BC_POOL); block: BC_WM*BC_WN*32 threads; dynamic shared
 // memory: BnnTile<...>::SMEM bytes (bnn_tile_smem() in kernels.h), checked on entry.
 // P: the popc(w) prefix table above; ep0/ep1 as in bgemm.cu; nb_rt is the batch unless BC_NB
-// fixes it. OH = (H + PT + PB - DH*(KH-1) - 1)/SH + 1, OW likewise.
+// fixes it. BC_EPI BNN_EPI_CHAIN (common.cu bnn_epilogue_chain): ep0 = the chain's parameters,
+// ep1 = the residual (NCHW f32, or null), Y = the f32 result NCHW (or null), Yb = the bits.
+// OH = (H + PT + PB - DH*(KH-1) - 1)/SH + 1, OW likewise.
 extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
     BC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ Wt, const int *__restrict__ P,
-            const void *__restrict__ ep0, const void *__restrict__ ep1, void *__restrict__ Y, int nb_rt) {
+            const void *__restrict__ ep0, const void *__restrict__ ep1, void *__restrict__ Y,
+#if BC_EPI == BNN_EPI_CHAIN
+            void *__restrict__ Yb,
+#endif
+            int nb_rt) {
     typedef BnnTile<BC_BM, BC_BN, BC_WM, BC_WN, BC_KC, BC_STAGES> Cfg;
     constexpr int C = BC_C, H = BC_H, W = BC_W, O = BC_O, KH = BC_KH, KW = BC_KW, CWP = BC_CWP;
     constexpr int SH = BC_SH, SW = BC_SW, PT = BC_PT, PL = BC_PL, DH = BC_DH, DW = BC_DW;
@@ -229,7 +251,13 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
     int acc[Cfg::MI][Cfg::NI][4];
     bnn_mainloop<Cfg>(bnn_dsmem, (KCH + Cfg::KC - 1) / Cfg::KC, load_a, load_b, acc, rowpop);
     BnnConvCorr<C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW, ONE, POOL> e{P};
+#if BC_EPI == BNN_EPI_CHAIN
+    static_assert(!POOL, "the float chain has no fused pooling");
+    bnn_epilogue_chain<Cfg, O, OH * OW, BC_NST, BC_DIV, BC_RES, BC_F32 != 0, BC_LDB>(
+        acc, rowpop, m0, n0, M, e, (const float *)ep0, (const float *)ep1, (float *)Y, (unsigned *)Yb);
+#else
     bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, POOL>(acc, rowpop, m0, n0, M, e, ep0, ep1, Y);
+#endif
 }
 
 #undef BC_NAME
@@ -254,6 +282,11 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
 #undef BC_LDW
 #undef BC_LDY
 #undef BC_EPI
+#undef BC_NST
+#undef BC_DIV
+#undef BC_RES
+#undef BC_F32
+#undef BC_LDB
 #undef BC_BM
 #undef BC_BN
 #undef BC_WM

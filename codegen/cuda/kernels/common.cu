@@ -10,6 +10,7 @@
 #define BNN_EPI_I32 1       // int32 dot, row-major [M][LDY]
 #define BNN_EPI_THRESHOLD 2 // packed bits, LSB-first, 32-bit words, row stride LDY words
 #define BNN_EPI_AFFINE 3    // f32 (float)dot * scale[n] + bias[n], row-major [M][LDY]
+#define BNN_EPI_CHAIN 4     // bconv's float chain: f32 NCHW and/or packed bits (bnn_epilogue_chain)
 
 // ---------------------------------------------------------------- PTX wrappers
 
@@ -279,6 +280,99 @@ __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][
             for (int i = tid; i < Cfg::BM / DIV * NW; i += Cfg::T) {
                 const int row = m0 / DIV + i / NW;
                 if (row < M / DIV) ((unsigned *)Y)[(long long)row * LDY + W0 + i % NW] = 0u;
+            }
+        }
+    }
+}
+
+// The float chain of a binary convolution (BNN_EPI_CHAIN), per output (pixel row m, channel c):
+//   v = (float)dot; for stage k < NST: v = v * a_k[c] (v / a_k[c] where bit k of DIV), v = v + b_k[c];
+//   then RES 1: v = v + R[i], RES 2: v = R[i] + v, i the NCHW index of (m, c);
+// every op rounded on its own, the reference interpreter's sequence. ep: float [NST][2][N],
+// row 2k = a_k, row 2k+1 = b_k. F32: Y[i] = v, canonical NCHW (PIX pixels an image). LDB > 0:
+// the bits of binarize {zero=1} (v >= 0; NaN gives 0) NHWC-packed into Yb, LDB words a
+// pixel, padding words zeroed as in bnn_epilogue.
+template <int NST, int DIV, int N>
+__device__ __forceinline__ float bnn_chain_value(int dot, const float *__restrict__ ep, int c) {
+    float v = (float)dot;
+#pragma unroll
+    for (int k = 0; k < NST; ++k) {
+        const float a = __ldg(ep + (2 * k) * N + c), b = __ldg(ep + (2 * k + 1) * N + c);
+        v = (DIV >> k) & 1 ? __fdiv_rn(v, a) : __fmul_rn(v, a);
+        v = __fadd_rn(v, b);
+    }
+    return v;
+}
+
+template <class Cfg, int N, int PIX, int NST, int DIV, int RES, bool F32, int LDB, class E>
+__device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg::NI][4], const int *rowpop,
+                                                   int m0, int n0, int M, const E &e, const float *__restrict__ ep,
+                                                   const float *__restrict__ R, float *__restrict__ Y,
+                                                   unsigned *__restrict__ Yb) {
+    constexpr int MI = Cfg::MI, NI = Cfg::NI;
+    static_assert(NST >= 1 && NST <= 8 && RES >= 0 && RES <= 2, "chain: 1..8 stages, residual 0..2");
+    static_assert(F32 || LDB > 0, "chain: no output");
+    static_assert(LDB == 0 || (LDB * 32 >= N && Cfg::WTN % 32 == 0), "chain: bit output words");
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int wm = warp % Cfg::WM, wn = warp / Cfg::WM;
+    const int cw0 = n0 + wn * Cfg::WTN;
+    typename E::Col ci[NI][2];
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const int c = cw0 + ni * 8 + 2 * t + j;
+            ci[ni][j] = c < N ? e.col(c) : typename E::Col();
+        }
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int rl = wm * Cfg::WTM + mi * 16 + g + 8 * h, row = m0 + rl;
+            const bool rok = row < M;
+            const typename E::Row ri = e.row(rok ? row : m0);
+            const int ra = -2 * rowpop[rl];
+            const long long base = (long long)(row / PIX) * N * PIX + row % PIX; // NCHW index of channel 0
+            bool on[NI][2];
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    const int c = cw0 + ni * 8 + 2 * t + j;
+                    on[ni][j] = false;
+                    if (rok && c < N) {
+                        const int d = 4 * acc[mi][ni][2 * h + j] + ra + e.corr(ri, ci[ni][j], c);
+                        float v = bnn_chain_value<NST, DIV, N>(d, ep, c);
+                        const long long i = base + (long long)c * PIX;
+                        if (RES == 1) v = __fadd_rn(v, R[i]);
+                        if (RES == 2) v = __fadd_rn(R[i], v);
+                        if (F32) Y[i] = v;
+                        on[ni][j] = v >= 0.0f;
+                    }
+                }
+            if (LDB > 0) { // as bnn_epilogue's bit store: 4 lanes t of row g make 32 columns
+#pragma unroll
+                for (int q = 0; q < NI / 4; ++q) {
+                    unsigned bits = 0;
+#pragma unroll
+                    for (int u = 0; u < 4; ++u)
+#pragma unroll
+                        for (int j = 0; j < 2; ++j)
+                            if (on[4 * q + u][j]) bits |= 1u << (u * 8 + 2 * t + j);
+                    bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
+                    bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
+                    const int wcol = cw0 / 32 + q;
+                    if (rok && t == (q & 3) && wcol < LDB) Yb[(long long)row * LDB + wcol] = bits;
+                }
+            }
+        }
+    if (LDB > 0) { // words past the last column tile: zeroed once, by the last tile
+        constexpr int NBX = (N + Cfg::BN - 1) / Cfg::BN, W0 = NBX * Cfg::BN / 32;
+        if (LDB > W0 && (int)blockIdx.x == NBX - 1) {
+            constexpr int NW = LDB > W0 ? LDB - W0 : 1;
+            for (int i = tid; i < Cfg::BM * NW; i += Cfg::T) {
+                const int row = m0 + i / NW;
+                if (row < M) Yb[(long long)row * LDB + W0 + i % NW] = 0u;
             }
         }
     }

@@ -5,7 +5,9 @@
 // element: same loop order, every float operation rounded on its own (__fmul_rn /
 // __fadd_rn, never contracted into an FMA), so the GPU matches the CPU path.
 // The generated glue (codegen/cuda/emit.c) wraps one call per plan step in a __global__
-// with the step's shapes as literals. NVRTC has no <cstdint>: built-in types only.
+// with the step's shapes as literals. The float conv2d and dense steps use the tiled
+// kernels at the end of this file instead (a block per tile of outputs, the same float
+// sequence per output). NVRTC has no <cstdint>: built-in types only.
 #ifndef BNN_FLOAT_OPS_CU
 #define BNN_FLOAT_OPS_CU
 
@@ -36,16 +38,7 @@ __device__ __forceinline__ void bnn_unpack(bnn_i64 item, int j, const unsigned *
     y[j] = (x[(bnn_i64)s * words + ch / 32] >> (ch % 32)) & 1u ? 1.0f : -1.0f;
 }
 
-__device__ __forceinline__ void bnn_dense(bnn_i64 item, int j, const float *x, const float *w, const float *b,
-                                          float *y, int rows, int n, int k) {
-    x += item * rows * k;
-    y += item * rows * n;
-    const int r = j / n, o = j % n;
-    float acc = 0.0f;
-    for (int i = 0; i < k; ++i) acc = __fadd_rn(acc, __fmul_rn(x[(bnn_i64)r * k + i], w[(bnn_i64)o * k + i]));
-    y[j] = b ? __fadd_rn(b[o], acc) : acc;
-}
-
+// The convolution when the tiled one does not apply (a non-finite weight, a huge kernel).
 __device__ __forceinline__ void bnn_conv2d(bnn_i64 item, int j, const float *x, const float *w, const float *b,
                                            float *y, int c, int h, int wd, int o_n, int kh, int kw, int sh, int sw,
                                            int pt, int pl, int dh, int dw, int groups, int oh, int ow) {
@@ -220,6 +213,237 @@ __device__ __forceinline__ void bnn_quantize(bnn_i64 item, int j, const float *x
         for (int b = 0; b < bits; ++b) word[b] |= ((n >> b) & 1u) << i;
     }
     for (int b = 0; b < bits; ++b) y[(bnn_i64)b * ld + j] = word[b];
+}
+
+// ---------------------------------------------------------------- tiled float conv2d and dense
+// The fast forms of the conv2d and dense steps (docs/kernels.md "Float kernels"): a block
+// computes a tile of outputs from operands staged in shared memory, each thread several
+// outputs in registers. Every output still sums its products one after the other in the
+// reference order (c, kh, kw for a convolution, k for a dense row), each product and each sum
+// rounded on its own: the tiling changes which thread and when, never the sequence of float
+// operations of an output. A zero staged where the reference skips a tap (padding, channels
+// or K past their end) adds a product of +-0, which leaves any sum the reference can hold
+// unchanged: the running sum starts at +0 and a round-to-nearest sum is -0 only when both
+// operands are, so it is never -0, and s + (+-0) == s for every other s, NaN and inf
+// included. That needs the weight of a padded tap to be finite (0 * inf is NaN): the lowering
+// uses these kernels only for finite weights. The generated glue defines a config struct
+// (static constexpr ints named as below) and calls the template from a __global__.
+
+// 4-byte global->shared copy; ok = false writes a zero and reads nothing.
+__device__ __forceinline__ void bnn_cp4(float *dst, const float *src, bool ok) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src), "r"(ok ? 4u : 0u)
+                 : "memory");
+}
+__device__ __forceinline__ void bnn_fcp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void bnn_fcp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Convolution, NCHW. F: C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, G, OH, OW (the step's
+// shape), BIAS, RELU (a fused relu: v < 0 ? 0 : v after the bias), SMEM (the dynamic shared
+// memory the launch gives, checked below), and the tile: a block computes BO output
+// channels of one group x a BH x BW pixel tile of one image; a thread TO
+// consecutive channels x TP pixels, pixel p = tp + k * NTP of the tile's row-major pixels
+// (NTP = BH*BW/TP = 32: a warp reads 32 neighbouring pixels, one weight for all lanes).
+// Input channels come in chunks of CC (two stages when there are several chunks): the
+// patch of each channel, (BH-1)*SH + (KH-1)*DH + 1 rows, its columns split by phase (column
+// % SW) so that strided taps read consecutive words, PCW words per phase row (padded by the
+// lowering against bank conflicts); the weights as rows [c][kh][kw] of BO (+ 4: WLD).
+// grid.x = batch * tiles.
+template <class F> struct BnnConvTile {
+    static constexpr int CG = F::C / F::G, OG = F::O / F::G, KK = F::KH * F::KW;
+    static constexpr int PR = (F::BH - 1) * F::SH + (F::KH - 1) * F::DH + 1;
+    static constexpr int PC = (F::BW - 1) * F::SW + (F::KW - 1) * F::DW + 1;
+    static constexpr int RS = F::SH * F::SW * F::PCW; // words between two output rows
+    // With float4 weight reads (TO = 8, BO a multiple of 8) a weight row holds BO + 4 words:
+    // the loader's warps write 8 rows x 4 channels, 4 * odd words apart: 32 distinct banks.
+    static constexpr bool V4 = F::TO % 4 == 0;
+    static constexpr int WLD = V4 ? F::BO + 4 : F::BO;
+    static constexpr int XS = (F::CC * PR * F::SW * F::PCW + 3) / 4 * 4, WS = F::CC * KK * WLD;
+    static constexpr int STAGE = XS + WS, NTP = F::BH * F::BW / F::TP, NT = F::BO / F::TO * NTP;
+    static constexpr int OT = (OG + F::BO - 1) / F::BO, RT = (F::OH + F::BH - 1) / F::BH;
+    static constexpr int CT = (F::OW + F::BW - 1) / F::BW, TILES = F::G * OT * RT * CT;
+    static constexpr int NCH = (CG + F::CC - 1) / F::CC, R = F::CC * KK; // weight rows a stage
+    static_assert(F::BH * F::BW % F::TP == 0 && F::BO % F::TO == 0 && F::PCW * F::SW >= PC, "bad tile");
+    static_assert((NCH > 1 ? 2 : 1) * STAGE * 4 == F::SMEM, "the launch's shared memory (lower.c) differs");
+};
+
+template <class F>
+__device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const float *w, const float *b, float *y) {
+    typedef BnnConvTile<F> T;
+    extern __shared__ __align__(128) unsigned char bnn_dsmem[];
+    float *const smem = (float *)bnn_dsmem;
+    int t = blockIdx.x;
+    const bnn_i64 item = t / T::TILES;
+    if (item >= batch) return;
+    t %= T::TILES;
+    const int ct = t % T::CT, rt = t / T::CT % T::RT, ot = t / (T::CT * T::RT) % T::OT, g = t / (T::CT * T::RT * T::OT);
+    const int oy0 = rt * F::BH, ox0 = ct * F::BW, oc0 = ot * F::BO; // oc: channel within the group
+    const int iy0 = oy0 * F::SH - F::PT, ix0 = ox0 * F::SW - F::PL;
+    x += (item * F::C + g * T::CG) * F::H * F::W;
+    w += (bnn_i64)(g * T::OG + oc0) * T::CG * T::KK;
+    const int tid = threadIdx.x, tp = tid % T::NTP, to = tid / T::NTP;
+
+    auto load = [&](int stage, int c0) {
+        float *xs = smem + stage * T::STAGE, *ws = xs + T::XS;
+        for (int i = tid; i < F::CC * T::PR * T::PC; i += T::NT) {
+            const int c = i / (T::PR * T::PC), r = i / T::PC % T::PR, col = i % T::PC;
+            const int iy = iy0 + r, ix = ix0 + col;
+            const bool ok = c0 + c < T::CG && iy >= 0 && iy < F::H && ix >= 0 && ix < F::W;
+            bnn_cp4(xs + ((c * T::PR + r) * F::SW + col % F::SW) * F::PCW + col / F::SW,
+                    ok ? x + ((bnn_i64)(c0 + c) * F::H + iy) * F::W + ix : x, ok);
+        }
+        if (T::V4) { // a warp: 4 channels x 8 consecutive rows (c*KK + tap: contiguous in w)
+            constexpr int RB = (T::R + 7) / 8;
+            for (int i = tid; i < F::BO / 4 * RB * 32; i += T::NT) {
+                const int ol = i / (32 * RB) * 4 + i % 4, r = i / 32 % RB * 8 + i / 4 % 8;
+                if (r >= T::R) continue;
+                const bool ok = oc0 + ol < T::OG && c0 + r / T::KK < T::CG;
+                bnn_cp4(ws + r * T::WLD + ol, ok ? w + ((bnn_i64)ol * T::CG + c0) * T::KK + r : w, ok);
+            }
+        } else {
+            for (int i = tid; i < F::BO * T::R; i += T::NT) { // global order [o][c][tap]
+                const int ol = i / T::R, r = i % T::R;
+                const bool ok = oc0 + ol < T::OG && c0 + r / T::KK < T::CG;
+                bnn_cp4(ws + r * F::BO + ol, ok ? w + ((bnn_i64)ol * T::CG + c0) * T::KK + r : w, ok);
+            }
+        }
+        bnn_fcp_commit();
+    };
+
+    int poff[F::TP]; // each pixel's word in a channel's patch, tap (0, 0)
+#pragma unroll
+    for (int k = 0; k < F::TP; ++k) {
+        const int p = tp + k * T::NTP;
+        poff[k] = p / F::BW * T::RS + p % F::BW;
+    }
+    float acc[F::TO][F::TP];
+#pragma unroll
+    for (int o = 0; o < F::TO; ++o)
+#pragma unroll
+        for (int k = 0; k < F::TP; ++k) acc[o][k] = 0.0f;
+
+    load(0, 0);
+    for (int ch = 0; ch < T::NCH; ++ch) {
+        if (ch + 1 < T::NCH) {
+            load((ch + 1) & 1, (ch + 1) * F::CC);
+            bnn_fcp_wait<1>();
+        } else {
+            bnn_fcp_wait<0>();
+        }
+        __syncthreads();
+        const float *xs = smem + (ch & 1) * T::STAGE, *ws = xs + T::XS;
+#pragma unroll(T::KK == 1 ? 4 : 1) // a 1x1 conv: one tap per channel
+        for (int c = 0; c < F::CC; ++c)
+#pragma unroll 1
+            for (int ky = 0; ky < F::KH; ++ky) {
+                const float *xr = xs + (c * T::PR + ky * F::DH) * F::SW * F::PCW;
+                const float *wr = ws + (c * T::KK + ky * F::KW) * T::WLD + to * F::TO;
+#pragma unroll
+                for (int kx = 0; kx < F::KW; ++kx) {
+                    const float *xt = xr + (kx * F::DW) % F::SW * F::PCW + (kx * F::DW) / F::SW;
+                    float wv[F::TO], xv[F::TP];
+                    if (T::V4) {
+#pragma unroll
+                        for (int o = 0; o < F::TO; o += 4) {
+                            const float4 q = *(const float4 *)(wr + kx * T::WLD + o);
+                            wv[o] = q.x, wv[o + 1] = q.y, wv[o + 2] = q.z, wv[o + 3] = q.w;
+                        }
+                    } else {
+#pragma unroll
+                        for (int o = 0; o < F::TO; ++o) wv[o] = wr[kx * T::WLD + o];
+                    }
+#pragma unroll
+                    for (int k = 0; k < F::TP; ++k) xv[k] = xt[poff[k]];
+#pragma unroll
+                    for (int o = 0; o < F::TO; ++o)
+#pragma unroll
+                        for (int k = 0; k < F::TP; ++k) acc[o][k] = __fadd_rn(acc[o][k], __fmul_rn(xv[k], wv[o]));
+                }
+            }
+        __syncthreads();
+    }
+
+#pragma unroll
+    for (int o = 0; o < F::TO; ++o) {
+        const int oc = oc0 + to * F::TO + o;
+        if (oc >= T::OG) break;
+        const int oo = g * T::OG + oc;
+        float *yo = y + (item * F::O + oo) * F::OH * F::OW;
+#pragma unroll
+        for (int k = 0; k < F::TP; ++k) {
+            const int p = tp + k * T::NTP, oy = oy0 + p / F::BW, ox = ox0 + p % F::BW;
+            if (oy >= F::OH || ox >= F::OW) continue;
+            float v = F::BIAS ? __fadd_rn(b[oo], acc[o][k]) : acc[o][k];
+            if (F::RELU) v = v < 0.0f ? 0.0f : v; // NaN stays NaN, as bnn_relu
+            yo[oy * F::OW + ox] = v;
+        }
+    }
+}
+
+// Dense, y[m][n] = bias[n] + sum_k x[m][k] * w[n][k] over the M = batch * rows rows. F: N, K,
+// BIAS, SMEM, the tile: a block computes BM rows x BN outputs with NT threads, thread (tn = tid %
+// BN, tm = tid / BN) the TM rows tm*TM.. of output column tn; K in chunks of KC through S
+// cp.async stages, x as [BM][KC+1] and w as [BN][KC+1] (the odd stride keeps a warp's 32
+// reads of one k in distinct banks). grid.x = ceil(M / BM), grid.y = ceil(N / BN).
+template <class F> struct BnnDenseTile {
+    static constexpr int LD = F::KC + 1, STAGE = (F::BM + F::BN) * LD, NKC = (F::K + F::KC - 1) / F::KC;
+    static_assert(F::NT % F::BN == 0 && F::NT / F::BN * F::TM == F::BM, "bad tile");
+    static_assert(F::S * STAGE * 4 == F::SMEM, "the launch's shared memory (lower.c) differs");
+};
+
+template <class F>
+__device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, const float *w, const float *b, float *y) {
+    typedef BnnDenseTile<F> T;
+    extern __shared__ __align__(128) unsigned char bnn_dsmem[];
+    float *const smem = (float *)bnn_dsmem;
+    const int m0 = blockIdx.x * F::BM, n0 = blockIdx.y * F::BN, tid = threadIdx.x;
+    const int tn = tid % F::BN, tm = tid / F::BN;
+
+    auto load = [&](int stage, int k0) {
+        float *xs = smem + stage * T::STAGE, *ws = xs + F::BM * T::LD;
+        for (int i = tid; i < F::BM * F::KC; i += F::NT) {
+            const int r = i / F::KC, kk = i % F::KC;
+            const bool ok = m0 + r < m_total && k0 + kk < F::K;
+            bnn_cp4(xs + r * T::LD + kk, ok ? x + (bnn_i64)(m0 + r) * F::K + k0 + kk : x, ok);
+        }
+        for (int i = tid; i < F::BN * F::KC; i += F::NT) {
+            const int r = i / F::KC, kk = i % F::KC;
+            const bool ok = n0 + r < F::N && k0 + kk < F::K;
+            bnn_cp4(ws + r * T::LD + kk, ok ? w + (bnn_i64)(n0 + r) * F::K + k0 + kk : w, ok);
+        }
+    };
+
+    float acc[F::TM];
+#pragma unroll
+    for (int i = 0; i < F::TM; ++i) acc[i] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < F::S - 1; ++s) { // prologue: S - 1 chunks in flight
+        if (s < T::NKC) load(s, s * F::KC);
+        bnn_fcp_commit();
+    }
+    for (int kc = 0; kc < T::NKC; ++kc) {
+        if (kc + F::S - 1 < T::NKC) load((kc + F::S - 1) % F::S, (kc + F::S - 1) * F::KC);
+        bnn_fcp_commit();
+        bnn_fcp_wait<F::S - 1>(); // chunk kc has landed
+        __syncthreads();
+        const float *xs = smem + kc % F::S * T::STAGE + tm * F::TM * T::LD, *ws = smem + kc % F::S * T::STAGE + (F::BM + tn) * T::LD;
+#pragma unroll 8
+        for (int kk = 0; kk < F::KC; ++kk) {
+            const float wv = ws[kk];
+#pragma unroll
+            for (int i = 0; i < F::TM; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(xs[i * T::LD + kk], wv));
+        }
+        __syncthreads(); // before the stage is loaded again
+    }
+    const int n = n0 + tn;
+    if (n >= F::N) return;
+#pragma unroll
+    for (int i = 0; i < F::TM; ++i) {
+        const int m = m0 + tm * F::TM + i;
+        if (m < m_total) y[(bnn_i64)m * F::N + n] = F::BIAS ? __fadd_rn(b[n], acc[i]) : acc[i];
+    }
 }
 
 #endif // BNN_FLOAT_OPS_CU

@@ -1,0 +1,160 @@
+// float_tiles_emu.cc: the tiled float kernels of codegen/cuda/kernels/float_ops.cu
+// (bnn_conv2d_tile, bnn_dense_tile) run without a GPU, driven by float_tiles_emu.py. The
+// kernel templates are compiled as host C++ under a block emulator: one std::thread per CUDA
+// thread, __syncthreads as a std::barrier, cp.async as a plain copy (so it checks indexing,
+// tiling, staging and the float sequence, not the asynchrony: the GPU run does that), then
+// every output is compared bit for bit with a plain loop in the reference order
+// (ir/interp.c, runtime/rt_cpu.c). float_tiles_emu.py writes tile.inc (the kernels' source)
+// and cfgs.inc (bnncc's config structs for a set of models, and run_all).
+#include <atomic>
+#include <barrier>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#define __device__
+#define __forceinline__ inline
+#define __align__(n)
+#define __shared__
+struct Dim {
+    unsigned x, y, z;
+};
+static thread_local Dim threadIdx;
+static Dim blockIdx;
+static std::barrier<> *block_barrier;
+static inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+// volatile: each product and sum rounded to float on its own, never contracted
+static inline float __fmul_rn(float a, float b) {
+    volatile float r = a * b;
+    return r;
+}
+static inline float __fadd_rn(float a, float b) {
+    volatile float r = a + b;
+    return r;
+}
+struct float4 {
+    float x, y, z, w;
+};
+typedef long long bnn_i64;
+alignas(128) unsigned char bnn_dsmem[1 << 22]; // the dynamic shared memory of the running block
+static std::atomic<size_t> smem_end;           // one past the highest byte a copy wrote
+static inline void bnn_cp4(float *dst, const float *src, bool ok) {
+    const size_t end = (size_t)((unsigned char *)dst - bnn_dsmem) + 4;
+    size_t seen = smem_end.load();
+    while (end > seen && !smem_end.compare_exchange_weak(seen, end)) {
+    }
+    *dst = ok ? *src : 0.0f;
+}
+static inline void bnn_fcp_commit() {}
+template <int N> static inline void bnn_fcp_wait() {}
+#include "tile.inc"
+
+template <class Fn> static void launch(unsigned grid_x, unsigned grid_y, int threads, Fn fn) {
+    for (unsigned by = 0; by < grid_y; by++)
+        for (unsigned bx = 0; bx < grid_x; bx++) {
+            blockIdx = {bx, by, 0};
+            std::barrier<> b(threads);
+            block_barrier = &b;
+            std::vector<std::thread> ts;
+            for (int t = 0; t < threads; t++)
+                ts.emplace_back([&fn, t] {
+                    threadIdx = {(unsigned)t, 0, 0};
+                    fn();
+                });
+            for (auto &t : ts) t.join();
+        }
+}
+
+// Normal values with exact +0 and -0; with specials, one NaN, -inf and +inf somewhere.
+static std::vector<float> random_floats(size_t n, std::mt19937 &g, bool specials) {
+    std::normal_distribution<float> d(0.0f, 0.7f);
+    std::uniform_real_distribution<float> u(0, 1);
+    std::vector<float> v(n);
+    for (auto &x : v) {
+        const float r = u(g);
+        x = r < 0.04f ? 0.0f : r < 0.06f ? -0.0f : d(g);
+    }
+    if (specials && n > 16) {
+        v[g() % n] = NAN;
+        v[g() % n] = -INFINITY;
+        v[g() % n] = INFINITY;
+    }
+    return v;
+}
+
+static int compare(const char *name, const std::vector<float> &got, const std::vector<float> &ref, size_t smem,
+                   size_t smem_given) {
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < got.size(); i++) {
+        const bool same = std::isnan(got[i]) ? std::isnan(ref[i]) : memcmp(&got[i], &ref[i], 4) == 0;
+        if (!same && bad++ == 0) first = i;
+    }
+    printf("%s %-44s %8zu outputs, %zu differ", bad || smem > smem_given ? "FAIL" : "ok  ", name, got.size(), bad);
+    if (bad) printf(" (first at %zu: %a, reference %a)", first, got[first], ref[first]);
+    if (smem > smem_given) printf("; shared memory written up to %zu bytes, the launch gives %zu", smem, smem_given);
+    printf("\n");
+    return bad || smem > smem_given;
+}
+
+template <class F> static int run_conv2d(const char *name, int batch) {
+    typedef BnnConvTile<F> T;
+    std::mt19937 g(1);
+    const int CG = F::C / F::G, OG = F::O / F::G;
+    const auto x = random_floats((size_t)batch * F::C * F::H * F::W, g, true);
+    const auto w = random_floats((size_t)F::O * CG * F::KH * F::KW, g, false), b = random_floats(F::O, g, false);
+    std::vector<float> y((size_t)batch * F::O * F::OH * F::OW, 12345.0f), ref(y.size());
+    for (int n = 0; n < batch; n++)
+        for (int o = 0; o < F::O; o++)
+            for (int oy = 0; oy < F::OH; oy++)
+                for (int ox = 0; ox < F::OW; ox++) {
+                    float acc = 0.0f;
+                    for (int c = 0; c < CG; c++)
+                        for (int ky = 0; ky < F::KH; ky++) {
+                            const int iy = oy * F::SH - F::PT + ky * F::DH;
+                            if (iy < 0 || iy >= F::H) continue;
+                            for (int kx = 0; kx < F::KW; kx++) {
+                                const int ix = ox * F::SW - F::PL + kx * F::DW;
+                                if (ix < 0 || ix >= F::W) continue;
+                                acc = __fadd_rn(acc, __fmul_rn(x[(((size_t)n * F::C + o / OG * CG + c) * F::H + iy) * F::W + ix],
+                                                               w[(((size_t)o * CG + c) * F::KH + ky) * F::KW + kx]));
+                            }
+                        }
+                    float v = F::BIAS ? __fadd_rn(b[o], acc) : acc;
+                    if (F::RELU) v = v < 0.0f ? 0.0f : v;
+                    ref[(((size_t)n * F::O + o) * F::OH + oy) * F::OW + ox] = v;
+                }
+    smem_end = 0;
+    launch(batch * T::TILES, 1, T::NT,
+           [&] { bnn_conv2d_tile<F>(batch, x.data(), w.data(), F::BIAS ? b.data() : nullptr, y.data()); });
+    return compare(name, y, ref, smem_end, F::SMEM);
+}
+
+template <class F> static int run_dense(const char *name, int batch) {
+    std::mt19937 g(2);
+    const auto x = random_floats((size_t)batch * F::K, g, true);
+    const auto w = random_floats((size_t)F::N * F::K, g, false), b = random_floats(F::N, g, false);
+    std::vector<float> y((size_t)batch * F::N, 12345.0f), ref(y.size());
+    for (int m = 0; m < batch; m++)
+        for (int n = 0; n < F::N; n++) {
+            float acc = 0.0f;
+            for (int k = 0; k < F::K; k++) acc = __fadd_rn(acc, __fmul_rn(x[(size_t)m * F::K + k], w[(size_t)n * F::K + k]));
+            ref[(size_t)m * F::N + n] = F::BIAS ? __fadd_rn(b[n], acc) : acc;
+        }
+    smem_end = 0;
+    launch((batch + F::BM - 1) / F::BM, (F::N + F::BN - 1) / F::BN, F::NT,
+           [&] { bnn_dense_tile<F>(batch, x.data(), w.data(), F::BIAS ? b.data() : nullptr, y.data()); });
+    return compare(name, y, ref, smem_end, F::SMEM);
+}
+
+#include "cfgs.inc" // the config structs and run_all(batch)
+
+int main(int argc, char **argv) {
+    int bad = 0;
+    for (int i = 1; i < argc; i++) bad += run_all(atoi(argv[i]));
+    printf("%s\n", bad ? "FAILED" : "all bit-identical");
+    return bad != 0;
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""The tiled float kernels (float_ops.cu) without a GPU: bnncc --emit=cuda on the float models
+of test_e2e.py (float_models) and on ResNet-18's float layers (the 7x7/2 stem with its relu at
+224x224, the 1x1 downsample convs, the 512 -> 1000 head), their config structs collected, the
+kernels compiled as host C++ under float_tiles_emu.cc's block emulator and run at batch 1 and
+5 (the stem at 1): every output must equal the reference loop bit for bit, and no stage may
+write past the shared memory the launch gives. Exit 77 (skipped) without a C++20 compiler.
+
+    float_tiles_emu.py"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("BNN_SOURCE_ROOT", os.path.join(HERE, "..", ".."))
+BUILD = os.environ.get("BNN_BUILD_ROOT", os.path.join(SRC, "build"))
+sys.path.insert(0, HERE)
+import test_e2e  # noqa: E402  (float_models, f32_const)
+
+
+def resnet_models(tmp, rng):
+    """ResNet-18's float layers, one model each (big: emulated at batch 1 only)."""
+    specs = {"resnet_stem": ("(%x: f32[N,3,224,224])", "f32[N,64,112,112]",
+                             test_e2e.f32_const("w", (64, 3, 7, 7), rng) + test_e2e.f32_const("b", (64,), rng),
+                             "    %c = f32[N,64,112,112] conv2d %x, $w, $b {strides=[2,2], pads=[3,3,3,3]}\n"
+                             "    %r = f32[N,64,112,112] relu %c\n", "r")}
+    for c, hw in ((64, 28), (128, 14), (256, 7)):
+        specs[f"resnet_down{c}"] = (f"(%x: f32[N,{c},{hw},{hw}])", f"f32[N,{2 * c},{hw},{hw}]",
+                                    test_e2e.f32_const("w", (2 * c, c, 1, 1), rng) +
+                                    test_e2e.f32_const("b", (2 * c,), rng),
+                                    f"    %c = f32[N,{2 * c},{hw},{hw}] conv2d %x, $w, $b\n", "c")
+    paths = []
+    for name, (args, out, consts, body, ret) in specs.items():
+        paths.append(os.path.join(tmp, name + ".bnn"))
+        with open(paths[-1], "w") as f:
+            f.write(f"{consts}\ngraph ${name}{args} -> ({out}) {{\n{body}    ret %{ret}\n}}\n")
+    return paths
+
+
+def main():
+    cxx = next((c for c in (os.environ.get("CXX"), "c++", "g++", "clang++") if c and shutil.which(c)), None)
+    if not cxx:
+        print("skipped: no C++ compiler")
+        sys.exit(77)
+    src = open(os.path.join(SRC, "codegen", "cuda", "kernels", "float_ops.cu")).read()
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "tile.inc"), "w") as f:
+            f.write(src[src.index("// Convolution, NCHW."):src.index("#endif // BNN_FLOAT_OPS_CU")])
+        rng = np.random.default_rng(5)
+        big = resnet_models(tmp, rng)
+        structs, small_runs, big_runs = [], [], []
+        for model in test_e2e.float_models(tmp, rng) + big:
+            name = os.path.basename(model)[:-4]
+            p = subprocess.run([os.path.join(BUILD, "compiler", "bnncc"), "-O3", model, "--emit=cuda", "-o", "-"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            if p.returncode:
+                sys.exit(f"FAIL: bnncc {model}: {p.stderr.strip()}")
+            for m in re.finditer(r"struct (s\d+_(conv2d|dense))_cfg \{(.*?)\};", p.stdout, re.S):
+                tag = f"{name}_{m.group(1)}"
+                structs.append(f"struct {tag} {{{m.group(3)}}};")
+                (big_runs if model in big else small_runs).append(f'run_{m.group(2)}<{tag}>("{tag}", batch)')
+        if len(structs) < 15:
+            sys.exit(f"FAIL: only {len(structs)} tiled float kernels in the models (the lowering stopped tiling?)")
+        with open(os.path.join(tmp, "cfgs.inc"), "w") as f:
+            f.write("\n".join(structs) + "\nstatic int run_all(int batch) {\n    int bad = 0;\n" +
+                    "".join(f"    bad += {r};\n" for r in small_runs) +
+                    "    if (batch == 1) {\n" + "".join(f"        bad += {r};\n" for r in big_runs) +
+                    "    }\n    return bad;\n}\n")
+        exe = os.path.join(tmp, "emu")
+        p = subprocess.run([cxx, "-std=c++20", "-O2", "-ffp-contract=off", "-Wno-unknown-pragmas", "-pthread",
+                            "-I", tmp, os.path.join(HERE, "float_tiles_emu.cc"), "-o", exe],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if p.returncode:
+            if "barrier" in p.stderr and "No such file" in p.stderr:
+                print(f"skipped: {cxx} has no C++20 <barrier>")
+                sys.exit(77)
+            sys.exit(f"FAIL: compiling the emulator:\n{p.stderr[-3000:]}")
+        p = subprocess.run([exe, "1", "5"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        print(p.stdout, end="")
+        sys.exit(p.returncode)
+
+
+if __name__ == "__main__":
+    main()
