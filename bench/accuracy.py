@@ -3,7 +3,8 @@
 
     bench/accuracy.py MODEL [--dataset mnist|fashion-mnist|cifar10] [--scale 255|1]
                       [--limit N] [--bnnrun PATH] [--mnist DIR] [--fashion-mnist DIR]
-                      [--cifar10 DIR] [--bin | --compile [--bnncc PATH] [--target LIST]]
+                      [--cifar10 DIR] [--bin | --compile [--bnncc PATH] [--target LIST]
+                      [--bnncc-flags "OPTIONS"]]
                       [--device cpu|gpu|auto] [--compare-reference SOURCE]
                       [--compare-logits FILE.npy] [--save-predictions FILE.npy] [--chunk N] [--jobs N]
                       [--save-outputs PREFIX]
@@ -128,6 +129,8 @@ def main():
                          "with the reference interpreter on MODEL")
     ap.add_argument("--bnncc", default=os.path.join(here, "..", "build", "compiler", "bnncc"))
     ap.add_argument("--target", help="with --compile: bnncc --target (e.g. sm_90a or cpu)")
+    ap.add_argument("--bnncc-flags", default="", help="with --compile: more bnncc options, e.g. "
+                    "--float-convs=fp16")
     ap.add_argument("--device", default="cpu",
                     help="with --bin/--compile: cpu (default), gpu, auto, or a list (gpu,cpu) to run "
                          "the model.bin on each")
@@ -154,11 +157,12 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         if a.compile:
             source, a.model = a.model, os.path.join(tmp, "model.bin")
-            cmd = [a.bnncc, source, "-O3", "-o", a.model] + ([f"--target={a.target}"] if a.target else [])
+            cmd = [a.bnncc, source, "-O3", "-o", a.model] + ([f"--target={a.target}"] if a.target else []) + \
+                a.bnncc_flags.split()
             t0 = time.time()
             if subprocess.run(cmd).returncode != 0:
                 sys.exit(f"accuracy.py: bnncc failed on {source}")
-            print(f"compiled {os.path.basename(source)} with bnncc -O3 in {time.time() - t0:.1f} s")
+            print(f"compiled {os.path.basename(source)} with bnncc -O3 {a.bnncc_flags} in {time.time() - t0:.1f} s")
             a.bin = True
             a.compare_reference = a.compare_reference or source
         evaluate(a)

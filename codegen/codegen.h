@@ -26,15 +26,21 @@ typedef struct CodegenOptions {
      * ~/.cache/bnncc) when it has them, and new ones go there; no_cache: neither. */
     bool no_cache;
     bool progress; /* say on stderr what NVRTC compiles before a compile (not on a cache hit) */
+    /* --float-convs: how float convolutions run on the GPU. EXACT: the reference's float
+     * sums, bit for bit; FP16 / FP16X3: on the tensor cores with inputs and weights as fp16 (or
+     * as hi + lo fp16 pairs, three products per term), f32 sums in the tensor cores' order:
+     * no longer bit-identical to the reference. The CPU path stays exact in every mode. */
+    enum { FLOAT_CONVS_EXACT, FLOAT_CONVS_FP16, FLOAT_CONVS_FP16X3 } float_convs;
 } CodegenOptions;
 
 /* Parse "sm_90a,sm_80,cpu" into o->targets ("cpu" adds no GPU target; targets point into
  * list, which must outlive o). 0 ok; -1 with a diagnostic naming the bad entry. */
 int codegen_parse_targets(const char *list, CodegenOptions *o);
 
-/* The CUDA source of g's kernels, as NVRTC compiles it (bnncc --emit=cuda). NULL with a
- * diagnostic when an op has no code generator. */
-char *codegen_cuda_source(const Graph *g);
+/* The CUDA source of g's kernels, as NVRTC compiles it (bnncc --emit=cuda); o (may be NULL)
+ * for the options that change kernels (float_convs). NULL with a diagnostic when an op has no
+ * code generator. */
+char *codegen_cuda_source(const Graph *g, const CodegenOptions *o);
 
 /* Lower g, compile its kernels for every target and write the blob to path atomically
  * (nothing is written on failure). 0 ok; -1 with a diagnostic. */

@@ -51,6 +51,8 @@ typedef struct Lower {
     int64_t arena;    /* bytes per batch item */
     const Node *node; /* being lowered, for messages */
     int node_index;
+    int float_convs;  /* CodegenOptions.float_convs: float convs on fp16 tensor cores (GPU only) */
+    int nfp16_convs;  /* how many got that kernel, for --report */
 } Lower;
 
 /* ---------------------------------------------------------------- small helpers */
@@ -1483,19 +1485,19 @@ static int lower_cast(Lower *L, const Node *n) {
 /* ---------------------------------------------------------------- tiled float kernels */
 
 #define TILE_STAGE_FLOATS 12288 /* a conv stage's shared memory budget (48 KiB) */
+#define TILE_OPERANDS "(const float *)in, (const float *)w, (const float *)p0, (float *)out"
 
-/* A tiled float step's GPU kernel (float_ops.cu bnn_conv2d_tile / bnn_dense_tile): the
- * config struct `cfg` (its members; the struct is named after the kernel), then a __global__
- * calling fn<cfg>(total, in, w, p0, out). Arguments as float_kernel's: the six operand slots
- * and total = batch * rows. */
-static void tile_kernel(Lower *L, LStep *st, const char *tag, char *cfg, const char *fn,
+/* A tiled float step's GPU kernel (float_ops.cu bnn_conv2d_tile / bnn_dense_tile /
+ * bnn_conv2d_mma): the config struct `cfg` (its members; the struct is named after the
+ * kernel), then a __global__ calling fn<cfg>(total, operands). Arguments as float_kernel's:
+ * the six operand slots and total = batch * rows. */
+static void tile_kernel(Lower *L, LStep *st, const char *tag, char *cfg, const char *fn, const char *operands,
                         const BlobGridDim grid[3], int threads, int64_t smem, int64_t rows) {
     name_kernel(L, st, tag);
     st->k.family = KERNEL_FLOAT_TILE;
     st->k.threads = threads;
     st->k.defines = str_printf("struct %s_cfg {\n%s};\n", st->k.name, cfg);
-    st->k.call = str_printf("%s<%s_cfg>(total, (const float *)in, (const float *)w, (const float *)p0, "
-                            "(float *)out)", fn, st->k.name);
+    st->k.call = str_printf("%s<%s_cfg>(total, %s)", fn, st->k.name, operands);
     free(cfg);
     uint32_t block[3] = {(uint32_t)threads, 1, 1};
     blob_step_set_kernel(&st->s, st->k.name, grid, block, (uint32_t)smem);
@@ -1516,7 +1518,7 @@ static void dense_tile_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bi
                            "    static constexpr int NT = %d, BN = %d, BM = %d, TM = %d, KC = %d, S = %d;\n",
                            (long long)n, (long long)k, bias, (long long)smem, nt, bn, bm, tm, kc, stages);
     BlobGridDim grid[3] = {{0, 1, (uint32_t)bm}, {(uint32_t)((n + bn - 1) / bn), 0, 1}, {1, 0, 1}};
-    tile_kernel(L, st, "dense", cfg, "bnn_dense_tile", grid, nt, smem, 1);
+    tile_kernel(L, st, "dense", cfg, "bnn_dense_tile", TILE_OPERANDS, grid, nt, smem, 1);
 }
 
 /* dense over f32 x f32, or b1 x f32 (bits as +-1: an unpack step into a scratch f32 [N,K],
@@ -1656,7 +1658,77 @@ static void conv2d_tile_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, 
     int64_t tiles = cp->groups * ((og + t->bo - 1) / t->bo) * ((t->oh + t->bh - 1) / t->bh) *
                     ((t->ow + t->bw - 1) / t->bw);
     BlobGridDim grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
-    tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_tile", grid, t->bo / t->to * 32, t->smem, 1);
+    tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_tile", TILE_OPERANDS, grid, t->bo / t->to * 32, t->smem, 1);
+}
+
+/* The value of IEEE binary16 bits h (finite). */
+static float f16_to_f32(uint16_t h) {
+    float m = (float)(h & 0x3ffu), v = (h & 0x7c00u) ? ldexpf(m + 1024.0f, ((h >> 10) & 0x1f) - 25)
+                                                     : ldexpf(m, -24);
+    return h & 0x8000u ? -v : v;
+}
+
+/* IEEE binary16 bits of f, rounded to nearest even (the host's side of cvt.rn.f16.f32). */
+static uint16_t f32_to_f16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return sign | 0x7e00u; /* NaN */
+    if (a >= 0x47800000u)
+        return sign | 0x7c00u; /* 2^16 and above, inf: infinity */
+    if (a < 0x38800000u)       /* below 2^-14: a multiple of 2^-24, exact scaling, rint is to even */
+        return sign | (uint16_t)lrintf(fabsf(f) * 16777216.0f);
+    uint32_t h = ((a >> 23) - 112) << 10 | (a & 0x7fffffu) >> 13, rest = a & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+        h++; /* a carry rounds into the exponent, up to infinity */
+    return sign | (uint16_t)h;
+}
+
+/* bnn_conv2d_mma takes ungrouped convolutions whose weights fp16 holds (finite, at most its
+ * largest value 65504); the others keep the exact kernels under --float-convs=fp16 too. */
+static bool fp16_conv_ok(const BlobConv2dParams *cp, const float *w) {
+    if (cp->groups != 1)
+        return false;
+    for (int64_t i = 0; i < cp->o * cp->c * cp->kh * cp->kw; i++)
+        if (!(fabsf(w[i]) <= 65504.0f))
+            return false;
+    return true;
+}
+
+/* --float-convs=fp16|fp16x3: the conv2d step's GPU kernel on fp16 tensor cores
+ * (bnn_conv2d_mma), the weights as fp16 [planes][OP][KP] in slot P1 (docs/blob-format.md):
+ * rounded (fp16), or hi = fp16(w) then lo = fp16(w - hi) (fp16x3); the CPU path keeps the
+ * exact loop over W. */
+static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, const float *w, bool bias,
+                              bool relu) {
+    int64_t k = cp->c * cp->kh * cp->kw, kp = (k + 15) / 16 * 16, op = (cp->o + 63) / 64 * 64;
+    int split = L->float_convs == FLOAT_CONVS_FP16X3, planes = 1 + split;
+    uint16_t *w16 = xcalloc((size_t)(planes * op * kp), 2);
+    for (int64_t o = 0; o < cp->o; o++)
+        for (int64_t i = 0; i < k; i++) {
+            uint16_t hi = f32_to_f16(w[o * k + i]);
+            w16[o * kp + i] = hi;
+            if (split)
+                w16[(op + o) * kp + i] = f32_to_f16(w[o * k + i] - f16_to_f32(hi));
+        }
+    st->s.slot[BLOB_SLOT_P1] = put_weights(L, w16, (size_t)(planes * op * kp) * 2);
+    free(w16);
+    int64_t smem = 2 * planes * (128 + 64) * 48, tiles = (cp->oh * cp->ow + 127) / 128 * (op / 64);
+    char *cfg = str_printf(
+        "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
+        "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, OH = %lld, OW = %lld, "
+        "BIAS = %d, RELU = %d;\n    static constexpr int SPLIT = %d, KP = %lld, OP = %lld, SMEM = %lld;\n",
+        (long long)cp->c, (long long)cp->h, (long long)cp->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
+        (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
+        (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->oh, (long long)cp->ow, bias, relu, split,
+        (long long)kp, (long long)op, (long long)smem);
+    BlobGridDim grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
+    tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_mma",
+                "(const float *)in, (const unsigned short *)p1, (const float *)p0, (float *)out", grid, 256, smem,
+                1);
+    L->nfp16_convs++;
 }
 
 /* A float convolution; a relu that is its only reader is fused on the GPU: the conv2d step
@@ -1678,8 +1750,8 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
                            .dil_h = d[0], .dil_w = d[1], .groups = attr_int(n, "groups", 1),
                            .oh = y->dim[2], .ow = y->dim[3]};
     ConvTile t;
-    bool tiled = plan_conv_tile(&cp, w->data, &t);
-    Node *r = tiled ? only_user(L->g, n->out[0]) : NULL;
+    bool mma = L->float_convs != FLOAT_CONVS_EXACT && fp16_conv_ok(&cp, w->data), tiled = !mma && plan_conv_tile(&cp, w->data, &t);
+    Node *r = tiled || mma ? only_user(L->g, n->out[0]) : NULL; /* both kernels fuse a relu */
     bool relu = r && r->op == OP_RELU;
     int out = def_buf(L, relu ? r->out[0] : n->out[0]);
     LStep *st = new_step(L, BLOB_STEP_CONV2D);
@@ -1689,7 +1761,9 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     if (b)
         st->s.slot[BLOB_SLOT_P0] = put_weights(L, b->data, (size_t)cp.o * 4);
     st->s.conv2d = cp;
-    if (tiled)
+    if (mma)
+        conv2d_mma_kernel(L, st, &cp, w->data, b != NULL, relu);
+    else if (tiled)
         conv2d_tile_kernel(L, st, &cp, &t, b != NULL, relu);
     else
         float_kernel(L, st, "conv2d", cp.o * cp.oh * cp.ow,
@@ -2238,9 +2312,10 @@ static int io_dims(const Value *v, const char *what, int64_t *dims) {
 }
 
 /* Lower g into L (steps, buffers, META, weights). 0 ok; -1 with a diagnostic. */
-static int lower_graph(Lower *L, const Graph *g) {
+static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     memset(L, 0, sizeof *L);
     L->g = g;
+    L->float_convs = o ? (int)o->float_convs : FLOAT_CONVS_EXACT;
     L->w = blob_new();
     for (int i = 0; i < g->nvalues; i++)
         if (g->values[i]->id != i)
@@ -2487,11 +2562,11 @@ int codegen_parse_targets(const char *list, CodegenOptions *o) {
     return 0;
 }
 
-char *codegen_cuda_source(const Graph *g) {
+char *codegen_cuda_source(const Graph *g, const CodegenOptions *o) {
     Lower L;
     char *src = NULL;
     int nkernels;
-    if (lower_graph(&L, g) == 0)
+    if (lower_graph(&L, g, o) == 0)
         src = generate_source(&L, "model.cu", &nkernels);
     free_lower(&L);
     return src;
@@ -2573,7 +2648,7 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
     Lower L;
     int rc = -1;
     char *src = NULL;
-    if (lower_graph(&L, g) != 0)
+    if (lower_graph(&L, g, o) != 0)
         goto done;
     int nkernels = 0;
     if (o->ntargets) {
@@ -2598,6 +2673,12 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
         if (o->ntargets)
             buf_printf(o->report, "codegen: %d distinct kernels emitted for the %d GPU kernel steps (steps "
                                   "whose kernels differ only in name share one)\n", nkernels, kernels);
+        if (o->float_convs != FLOAT_CONVS_EXACT)
+            buf_printf(o->report, "codegen: --float-convs=%s: %d float convolutions on fp16 tensor cores "
+                                  "(GPU results differ from the reference by %s; the CPU path stays exact)\n",
+                       o->float_convs == FLOAT_CONVS_FP16 ? "fp16" : "fp16x3", L.nfp16_convs,
+                       o->float_convs == FLOAT_CONVS_FP16 ? "fp16 rounding (about 1e-3)"
+                                                          : "about 2^-21 of each product");
     }
     char err[512];
     if (blob_write_file(L.w, path, err, sizeof err) != 0) {

@@ -25,6 +25,7 @@ typedef struct Args {
     const char *dump_file;
     const char *targets; /* --target=LIST */
     bool no_cache;       /* --no-cache */
+    int float_convs;     /* --float-convs: CodegenOptions.float_convs */
 } Args;
 
 static void usage(FILE *out) {
@@ -40,6 +41,12 @@ static void usage(FILE *out) {
             "  --emit=cuda          write the generated CUDA source of the model's kernels\n"
             "  --target=LIST        GPU architectures to compile for, comma-separated\n"
             "                       (default sm_90a,sm_80; 'cpu' alone: no GPU code)\n"
+            "  --float-convs=MODE   float convolutions on the GPU: exact (default: the same float\n"
+            "                       sums as the reference, bit for bit, on CUDA cores); fp16\n"
+            "                       (inputs and weights rounded to fp16, f32 sums on the tensor\n"
+            "                       cores: fastest, about 1e-3 off, so a sign after them may\n"
+            "                       flip); fp16x3 (hi + lo fp16 pairs, three products a term:\n"
+            "                       about 2^-21 off). The CPU path stays exact in every mode\n"
             "  --no-cache           compile the kernels even when the CUBIN cache has them, and\n"
             "                       store nothing there (cache: $BNNCC_CACHE_DIR, else\n"
             "                       $XDG_CACHE_HOME/bnncc, else ~/.cache/bnncc)\n"
@@ -94,6 +101,14 @@ static int parse_args(int argc, char **argv, Args *a) {
             a->targets = s + 9;
         } else if (!strcmp(s, "--no-cache")) {
             a->no_cache = true;
+        } else if (!strcmp(s, "--float-convs=exact")) {
+            a->float_convs = FLOAT_CONVS_EXACT;
+        } else if (!strcmp(s, "--float-convs=fp16")) {
+            a->float_convs = FLOAT_CONVS_FP16;
+        } else if (!strcmp(s, "--float-convs=fp16x3")) {
+            a->float_convs = FLOAT_CONVS_FP16X3;
+        } else if (!strncmp(s, "--float-convs", 13)) {
+            return bad_arg("unknown '%s' (--float-convs=exact, fp16 or fp16x3)", s);
         } else if (s[0] == '-' && s[1] == 'O' && s[2] >= '0' && s[2] <= '3' && !s[3]) {
             a->copts.opt_level = s[2] - '0';
         } else if (!strcmp(s, "--report") || !strcmp(s, "-v")) {
@@ -156,6 +171,7 @@ static int emit_blob(const Args *a, const Graph *g) {
     Buf report = {0};
     o.report = a->report ? &report : NULL;
     o.no_cache = a->no_cache;
+    o.float_convs = a->float_convs;
     /* NVRTC takes seconds on a big model: say so where someone watches, or with -v. */
     o.progress = a->report || isatty(STDERR_FILENO);
     int rc = codegen_write_blob(g, &o, path);
@@ -196,7 +212,8 @@ static int compile(Args *a) {
         rc = emit_text(a->out, text) == 0 ? 0 : 1;
         free(text);
     } else if (a->emit == EMIT_CUDA) {
-        char *text = codegen_cuda_source(g);
+        CodegenOptions o = {.float_convs = a->float_convs};
+        char *text = codegen_cuda_source(g, &o);
         if (!text)
             fprintf(stderr, "bnncc: error: %s\n", diag_message());
         else

@@ -430,17 +430,22 @@ static bnn_status check_conv2d(const StepCheck *c) {
     if (oh < 1 || ow < 1 || p->oh != oh || p->ow != ow)
         return bad_step(c, "output %lldx%lld, the shape gives %lldx%lld", (long long)p->oh,
                         (long long)p->ow, (long long)oh, (long long)ow);
-    uint64_t in, w, out;
+    uint64_t in, w, out, k, w16;
     if (!mul3_ok((uint64_t)p->c, (uint64_t)p->h, (uint64_t)p->w, &in) || !mul_ok(in, 4, &in) ||
         !mul3_ok((uint64_t)p->o, (uint64_t)(p->c / p->groups), (uint64_t)p->kh, &w) ||
         !mul3_ok(w, (uint64_t)p->kw, 4, &w) ||
-        !mul3_ok((uint64_t)p->o, (uint64_t)oh, (uint64_t)ow, &out) || !mul_ok(out, 4, &out))
+        !mul3_ok((uint64_t)p->o, (uint64_t)oh, (uint64_t)ow, &out) || !mul_ok(out, 4, &out) ||
+        !mul3_ok((uint64_t)p->c, (uint64_t)p->kh, (uint64_t)p->kw, &k) ||
+        !mul3_ok(((uint64_t)p->o + 63) / 64 * 64, (k + 15) / 16 * 16, 2, &w16))
         return bad_step(c, "operands too large");
     TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
     TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
     TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
     TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 4, true));
-    TRY(want_slot(c, BLOB_SLOT_P1, 0, 0, false));
+    /* the weights as fp16 [1 or 2 planes][O up to 64s][C*KH*KW up to 16s] for the GPU
+     * (bnncc --float-convs=fp16 or fp16x3) */
+    TRY(want_slot(c, BLOB_SLOT_P1, BLOB_SPACE_WEIGHTS,
+                  c->s->slot[BLOB_SLOT_P1].bytes == 2 * w16 ? 2 * w16 : w16, true));
     TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
     return check_overlap(c, false);
 }

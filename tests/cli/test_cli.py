@@ -100,6 +100,8 @@ with tempfile.TemporaryDirectory() as tmp:
     expect_error([BNNCC], "no model given", "bnncc without a model")
     expect_error([BNNCC, TINY, "--bogus"], "unknown option '--bogus'", "bad flag")
     expect_error([BNNCC, TINY, "--emit=elf"], "unknown --emit kind 'elf'", "bad --emit")
+    expect_error([BNNCC, TINY, "--float-convs=fast", "-o", path("fc.bin")], "--float-convs=exact, fp16 or fp16x3",
+                 "bad --float-convs", path("fc.bin"))
     expect_error([BNNCC, TINY, "--dump-after=nosuchpass"], "unknown pass", "bad --dump-after")
     expect_error([BNNCC, path("missing.bnn"), "--emit=ir", "-o", path("o.ir")],
                  "missing.bnn", "missing model", path("o.ir"))

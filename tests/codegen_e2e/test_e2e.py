@@ -102,10 +102,19 @@ def random_inputs(ins, batch, rng):
     return xs
 
 
-def compare(name, got, ref, exact=False):
+def compare(name, got, ref, exact=False, tol=None):
     if got.shape != ref.shape or got.dtype != ref.dtype:
         return f"{name}: shape/dtype {got.shape} {got.dtype} vs reference {ref.shape} {ref.dtype}"
-    if got.dtype.kind == "f" and exact:  # bit for bit, any NaN equal to any NaN
+    if got.dtype.kind == "f" and tol is not None:  # within tol of the output's largest finite magnitude
+        g, r = got.astype(np.float64), ref.astype(np.float64)
+        fin = np.isfinite(r)
+        scale = max(float(np.abs(r[fin]).max(initial=0.0)), 1e-30)
+        diff = np.where(fin, np.abs(g - np.where(fin, r, 0.0)), 0.0)  # NaN where got is not finite
+        same_special = np.array_equal(g[~fin], r[~fin], equal_nan=True)
+        err = float(np.max(diff, initial=0.0)) / scale
+        if not same_special or not err <= tol:
+            return f"{name}: error {err:.3g} of the largest output (bound {tol:g})"
+    elif got.dtype.kind == "f" and exact:  # bit for bit, any NaN equal to any NaN
         nan = np.isnan(got)
         bad = (nan != np.isnan(ref)) | (~nan & (got.view(np.uint32) != ref.view(np.uint32)))
         if bad.any():
@@ -140,11 +149,15 @@ def run_pair(tmp, blob, model, xs, nout, device, tag):
     return [np.load(o) for o in outs], [np.load(r) for r in refs], None
 
 
-def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0", batches=None, exact=False):
-    name = os.path.basename(model)
+def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0", batches=None, exact=False,
+                flags=(), tol=None):
+    """flags: more bnncc options; tol: floats within tol of the largest output (else exact or
+    1e-5 relative)."""
+    name = os.path.basename(model) + "".join(f.replace("=", "_") for f in flags)
     rng = np.random.default_rng(zlib.crc32(name.encode()))  # per model: jobs run in threads
     blob = os.path.join(tmp, name + ".bin")
-    p = run([BNNCC, "-O3", "--target=sm_90a,sm_80", model, "-o", blob])
+    flags = list(flags)
+    p = run([BNNCC, "-O3", "--target=sm_90a,sm_80", model, "-o", blob] + flags)
     if p.returncode:
         return fail(f"{name}: bnncc failed: {p.stderr.strip()}")
     cubins = cubin_sections(blob)
@@ -155,7 +168,7 @@ def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0", ba
     if real_inputs is not None:
         cases.append(("real inputs", real_inputs))
     blob0 = os.path.join(tmp, name + ".O0.bin")
-    p = run([BNNCC, low, "--target=cpu" if device == "cpu" else "--target=sm_90a,sm_80", model, "-o", blob0])
+    p = run([BNNCC, low, "--target=cpu" if device == "cpu" else "--target=sm_90a,sm_80", model, "-o", blob0] + flags)
     if p.returncode:
         fail(f"{name}: bnncc {low} failed: {p.stderr.strip()}")
     else:
@@ -167,7 +180,7 @@ def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0", ba
             fail(f"{name} ({what}): {err.strip()}")
             continue
         for i, (g, r) in enumerate(zip(got, ref)):
-            msg = compare(f"{name} ({what}) output {i}", g, r, exact)
+            msg = compare(f"{name} ({what}) output {i}", g, r, exact, tol)
             if msg:
                 fail(msg)
         if expect is not None and what == "real inputs" and not np.array_equal(got[0].reshape(-1), expect):
@@ -560,6 +573,16 @@ def main():
         jobs += [lambda m=m: check_model(m, a.device, tmp, batches=(1, 5, 67), exact=True)
                  for m in float_models(tmp, np.random.default_rng(77))
                  if not a.only or a.only in os.path.basename(m)]
+        # --float-convs=fp16 / fp16x3: the GPU's float convs on fp16 tensor cores, within fp16
+        # rounding of the reference (4e-3 of the largest output: fp16 keeps 11 bits) or of the
+        # hi + lo split (2e-5); the CPU path stays bit for bit. The grouped and the non-finite
+        # ones keep the exact kernels.
+        jobs += [lambda m=m, mode=mode, tol=tol: check_model(
+                     m, a.device, tmp, batches=(1, 5, 67), exact=True, flags=(f"--float-convs={mode}",),
+                     tol=tol if a.device == "gpu" else None)
+                 for mode, tol in (("fp16", 4e-3), ("fp16x3", 2e-5))
+                 for m in float_models(tmp, np.random.default_rng(78))
+                 if "fconv" in os.path.basename(m) and (not a.only or a.only in os.path.basename(m))]
         # The fused float chains of binary convolutions (residual blocks): bit for bit.
         jobs += [lambda m=m: check_model(m, a.device, tmp, batches=(1, 5, 67), exact=True)
                  for m in residual_models(tmp, np.random.default_rng(88))

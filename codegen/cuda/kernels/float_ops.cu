@@ -446,4 +446,171 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, cons
     }
 }
 
+// ---------------- fp16 tensor-core conv2d
+// The conv2d step's GPU kernel under `bnncc --float-convs=fp16|fp16x3` (docs/kernels.md
+// "Float kernels"). Unlike everything above it does NOT keep the reference's float sequence:
+// the products are summed in f32 by mma.sync m16n8k16 in the tensor cores' order. SPLIT 0
+// (fp16): input and weights rounded to fp16, about 1e-3 relative error. SPLIT 1 (fp16x3):
+// each value v as hi = fp16(v) plus lo = fp16(v - hi), and x*w as hi*hi + hi*lo + lo*hi, three
+// MMAs, products good to about 2^-21 (lo parts below fp16's normal range lose bits). Implicit
+// GEMM, groups = 1: row = output pixel of one image, column = output channel, k = (c, ky, kx),
+// the weights' own order. F: C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW, BIAS, RELU
+// (as bnn_conv2d_tile), SPLIT, KP (K rounded up to 16), OP (O rounded up to 64), SMEM. w16:
+// the weights as fp16 [1 + SPLIT][OP][KP] (hi, then lo), zero padded (the lowering writes
+// them). 256 threads, a block computes 128 pixels x 64 channels, warp (wm, wn) 32 pixels x 32
+// channels; K in steps of 16 through two stages: each thread gathers 8 values of one pixel's
+// patch into registers while the tensor cores work on the other stage, then stores them
+// rounded as that pixel's row(s) of halves; the weight rows come by cp.async. Rows are 48
+// bytes apart, so ldmatrix's 8 rows of 16 bytes hit 32 distinct banks. A stage: the pixels'
+// hi rows [, lo rows], the weights' hi rows [, lo rows]. grid.x = batch * MT * NT.
+template <class F> struct BnnConvMma {
+    static constexpr int K = F::C * F::KH * F::KW, KK = F::KH * F::KW, P = F::OH * F::OW;
+    static constexpr int BM = 128, BN = 64, NK = F::KP / 16, ROW = 48, PL = 1 + F::SPLIT;
+    static constexpr int MT = (P + BM - 1) / BM, NT = F::OP / BN, BROW = PL * BM, STAGE = PL * (BM + BN) * ROW;
+    static_assert(F::KP % 16 == 0 && F::KP >= K && F::OP % BN == 0 && F::OP >= F::O, "bad padding");
+    static_assert(2 * STAGE == F::SMEM, "the launch's shared memory (lower.c) differs");
+};
+
+// Two floats rounded to fp16 (to nearest even) in one word, lo in the low half.
+__device__ __forceinline__ unsigned bnn_f16x2(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+// v - fp16(v), exact in f32: what the hi half of v leaves for the lo half.
+__device__ __forceinline__ float bnn_f16_rest(float v) {
+    float h;
+    asm("{\n .reg .f16 t;\n cvt.rn.f16.f32 t, %1;\n cvt.f32.f16 %0, t;\n}\n" : "=f"(h) : "f"(v));
+    return v - h;
+}
+__device__ __forceinline__ void bnn_ldsm_x4(unsigned addr, unsigned (&r)[4]) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+template <class F>
+__device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const unsigned short *w16, const float *b,
+                                               float *y) {
+    typedef BnnConvMma<F> T;
+    extern __shared__ __align__(128) unsigned char bnn_dsmem[];
+    if (bnn_dyn_smem_size() < (unsigned)F::SMEM) __trap(); // launched with too little shared memory
+    const unsigned sbase = (unsigned)__cvta_generic_to_shared(bnn_dsmem);
+    int t = blockIdx.x;
+    const bnn_i64 item = t / (T::MT * T::NT);
+    if (item >= batch) return;
+    t %= T::MT * T::NT;
+    const int p0 = t % T::MT * T::BM, o0 = t / T::MT * T::BN;
+    x += item * F::C * F::H * F::W;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp & 3, wn = warp >> 2;
+    // The staging thread's pixel and which 8 of the step's 16 k values it gathers.
+    const int sm = tid & 127, sk = (tid >> 7) * 8, sp = p0 + sm;
+    const bool spok = sp < T::P;
+    const int iy0 = (spok ? sp / F::OW : 0) * F::SH - F::PT, ix0 = (spok ? sp % F::OW : 0) * F::SW - F::PL;
+    float v[8];
+    auto gather = [&](int k0) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const int k = k0 + sk + j, c = k / T::KK, r = k % T::KK;
+            const int iy = iy0 + r / F::KW * F::DH, ix = ix0 + r % F::KW * F::DW;
+            const bool ok = spok && k < T::K && (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
+            v[j] = ok ? x[((bnn_i64)c * F::H + iy) * F::W + ix] : 0.0f;
+        }
+    };
+    auto put = [&](int stage) {
+        const unsigned a = sbase + stage * T::STAGE + sm * T::ROW + sk * 2;
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(bnn_f16x2(v[0], v[1])),
+                     "r"(bnn_f16x2(v[2], v[3])), "r"(bnn_f16x2(v[4], v[5])), "r"(bnn_f16x2(v[6], v[7]))
+                     : "memory");
+        if (F::SPLIT) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v[j] = bnn_f16_rest(v[j]);
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a + T::BM * T::ROW),
+                         "r"(bnn_f16x2(v[0], v[1])), "r"(bnn_f16x2(v[2], v[3])), "r"(bnn_f16x2(v[4], v[5])),
+                         "r"(bnn_f16x2(v[6], v[7]))
+                         : "memory");
+        }
+    };
+    auto weights = [&](int stage, int k0) { // PL x 64 rows of 32 bytes: a 16-byte copy each
+        if (tid < 128 * T::PL) {
+            const int pl = tid >> 7, n = (tid & 127) >> 1, h = tid & 1;
+            const unsigned dst = sbase + stage * T::STAGE + (T::BROW + pl * T::BN + n) * T::ROW + h * 16;
+            const unsigned short *src = w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + k0 + h * 8;
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+        }
+        bnn_fcp_commit();
+    };
+
+    float acc[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+    gather(0);
+    weights(0, 0);
+    put(0);
+    bnn_fcp_wait<0>();
+    __syncthreads();
+    for (int kc = 0; kc < T::NK; ++kc) {
+        const int st = kc & 1;
+        const bool more = kc + 1 < T::NK;
+        if (more) { // the next step's loads fly while this one's MMAs run
+            gather((kc + 1) * 16);
+            weights(st ^ 1, (kc + 1) * 16);
+        }
+        const unsigned s0 = sbase + st * T::STAGE;
+        unsigned a[T::PL][2][4], bw[T::PL][2][4];
+#pragma unroll
+        for (int pl = 0; pl < T::PL; ++pl) {
+#pragma unroll
+            for (int mi = 0; mi < 2; ++mi) // A 16x16: rows = lane & 15, k half = lane >> 4
+                bnn_ldsm_x4(s0 + (pl * T::BM + wm * 32 + mi * 16 + (lane & 15)) * T::ROW + (lane >> 4) * 16,
+                            a[pl][mi]);
+#pragma unroll
+            for (int nj = 0; nj < 2; ++nj) // two n8 tiles x k16: b0, b1 of tile 2nj, then of 2nj + 1
+                bnn_ldsm_x4(s0 + (T::BROW + pl * T::BN + wn * 32 + nj * 16 + (lane & 7) + (lane >> 4) * 8) * T::ROW +
+                                (lane >> 3 & 1) * 16,
+                            bw[pl][nj]);
+        }
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+                for (int term = 0; term < (F::SPLIT ? 3 : 1); ++term) { // lo*hi, hi*lo, then hi*hi
+                    const int pa = term == 0 && F::SPLIT, pb = term == 1;
+                    float *d = acc[mi][ni];
+                    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                                 : "r"(a[pa][mi][0]), "r"(a[pa][mi][1]), "r"(a[pa][mi][2]), "r"(a[pa][mi][3]),
+                                   "r"(bw[pb][ni >> 1][(ni & 1) * 2]), "r"(bw[pb][ni >> 1][(ni & 1) * 2 + 1]));
+                }
+        if (more) {
+            put(st ^ 1);
+            bnn_fcp_wait<0>();
+        }
+        __syncthreads();
+    }
+    // d[e]: pixel row g (+8 for e >= 2), channels 2t and 2t + 1 (e & 1) of the n8 tile.
+    const int g = lane >> 2, tq = lane & 3;
+    float *yi = y + item * F::O * T::P;
+#pragma unroll
+    for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int p = p0 + wm * 32 + mi * 16 + g + (e >> 1) * 8;
+                const int o = o0 + wn * 32 + ni * 8 + 2 * tq + (e & 1);
+                if (p >= T::P || o >= F::O) continue;
+                float r = acc[mi][ni][e];
+                if (F::BIAS) r = __fadd_rn(b[o], r);
+                if (F::RELU) r = r < 0.0f ? 0.0f : r;
+                yi[(bnn_i64)o * T::P + p] = r;
+            }
+}
+
 #endif // BNN_FLOAT_OPS_CU
