@@ -1687,9 +1687,11 @@ static uint16_t f32_to_f16(float f) {
 }
 
 /* bnn_conv2d_mma takes ungrouped convolutions whose weights fp16 holds (finite, at most its
- * largest value 65504); the others keep the exact kernels under --float-convs=fp16 too. */
+ * largest value 65504) and whose image its int tap table can address; the others keep the
+ * exact kernels under --float-convs=fp16 too. */
 static bool fp16_conv_ok(const BlobConv2dParams *cp, const float *w) {
-    if (cp->groups != 1)
+    if (cp->groups != 1 || cp->c * cp->h * cp->w >= (1ll << 31) || cp->h >= 32768 ||
+        (cp->kh - 1) * cp->dil_h >= 32768 || (cp->kw - 1) * cp->dil_w >= 32768) /* the kernel's tap table */
         return false;
     for (int64_t i = 0; i < cp->o * cp->c * cp->kh * cp->kw; i++)
         if (!(fabsf(w[i]) <= 65504.0f))
@@ -1715,7 +1717,7 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         }
     st->s.slot[BLOB_SLOT_P1] = put_weights(L, w16, (size_t)(planes * op * kp) * 2);
     free(w16);
-    int64_t smem = 2 * planes * (128 + 64) * 48, tiles = (cp->oh * cp->ow + 127) / 128 * (op / 64);
+    int64_t smem = 2 * planes * (128 + 64) * 48 + 8 * kp, tiles = (cp->oh * cp->ow + 127) / 128 * (op / 64);
     char *cfg = str_printf(
         "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
         "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, OH = %lld, OW = %lld, "

@@ -462,13 +462,17 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, cons
 // patch into registers while the tensor cores work on the other stage, then stores them
 // rounded as that pixel's row(s) of halves; the weight rows come by cp.async. Rows are 48
 // bytes apart, so ldmatrix's 8 rows of 16 bytes hit 32 distinct banks. A stage: the pixels'
-// hi rows [, lo rows], the weights' hi rows [, lo rows]. grid.x = batch * MT * NT.
+// hi rows [, lo rows], the weights' hi rows [, lo rows]. After the two stages, a table of KP
+// taps (the input offset of k and its (dy, dx)), so a gathered value costs no divisions.
+// grid.x = batch * MT * NT.
 template <class F> struct BnnConvMma {
     static constexpr int K = F::C * F::KH * F::KW, KK = F::KH * F::KW, P = F::OH * F::OW;
     static constexpr int BM = 128, BN = 64, NK = F::KP / 16, ROW = 48, PL = 1 + F::SPLIT;
     static constexpr int MT = (P + BM - 1) / BM, NT = F::OP / BN, BROW = PL * BM, STAGE = PL * (BM + BN) * ROW;
     static_assert(F::KP % 16 == 0 && F::KP >= K && F::OP % BN == 0 && F::OP >= F::O, "bad padding");
-    static_assert(2 * STAGE == F::SMEM, "the launch's shared memory (lower.c) differs");
+    static_assert(2 * STAGE + 8 * F::KP == F::SMEM, "the launch's shared memory (lower.c) differs");
+    static_assert((F::KH - 1) * F::DH < 32768 && (F::KW - 1) * F::DW < 32768 && F::H < 32768 &&
+                      (long long)F::C * F::H * F::W < (1ll << 31), "tap table: int offsets, 16-bit dy and dx");
 };
 
 // Two floats rounded to fp16 (to nearest even) in one word, lo in the low half.
@@ -507,14 +511,22 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
     const int sm = tid & 127, sk = (tid >> 7) * 8, sp = p0 + sm;
     const bool spok = sp < T::P;
     const int iy0 = (spok ? sp / F::OW : 0) * F::SH - F::PT, ix0 = (spok ? sp % F::OW : 0) * F::SW - F::PL;
+    // Tap k: its word offset from the patch origin, and dy << 16 | dx (k >= K: dy past any row).
+    int2 *const taps = (int2 *)(bnn_dsmem + 2 * T::STAGE);
+    for (int k = tid; k < F::KP; k += 256) {
+        const int c = k / T::KK, r = k % T::KK, dy = r / F::KW * F::DH, dx = r % F::KW * F::DW;
+        taps[k] = k < T::K ? make_int2((c * F::H + dy) * F::W + dx, dy << 16 | dx) : make_int2(0, 0x7fff0000);
+    }
+    __syncthreads();
+    const int base = iy0 * F::W + ix0; // the patch origin's offset: negative at the top left border
     float v[8];
     auto gather = [&](int k0) {
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-            const int k = k0 + sk + j, c = k / T::KK, r = k % T::KK;
-            const int iy = iy0 + r / F::KW * F::DH, ix = ix0 + r % F::KW * F::DW;
-            const bool ok = spok && k < T::K && (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
-            v[j] = ok ? x[((bnn_i64)c * F::H + iy) * F::W + ix] : 0.0f;
+            const int2 tap = taps[k0 + sk + j];
+            const int iy = iy0 + (tap.y >> 16), ix = ix0 + (tap.y & 0xffff);
+            const bool ok = spok && (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
+            v[j] = ok ? x[base + tap.x] : 0.0f;
         }
     };
     auto put = [&](int stage) {
