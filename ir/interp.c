@@ -984,6 +984,44 @@ static int run_qconv2d(const Node *n, Tensor **in, Tensor *y) {
     return 0;
 }
 
+/* The float epilogue of bconv2d_chain, one element at a time, in the order the unfused ops
+ * ran: (float)acc, per stage v*a + b or v/a + b (then relu where asked), the residual add,
+ * the binarize. Each step is one float32 operation, as cast, mul/div, add and relu do. */
+static int run_bconv2d_chain(const Node *n, Tensor **in, Tensor *y, Tensor *bits) {
+    Tensor a;
+    Type at = y->type;
+    at.dtype = TY_I32;
+    alloc_tensor(&a, &at);
+    Node acc = *n;
+    acc.op = OP_CONV2D;
+    acc.nin = 2;
+    int rc = run_conv2d(&acc, in, &a);
+    int64_t O = at.dim[1], HW = at.dim[2] * at.dim[3], S = in[2]->type.dim[0];
+    const float *chain = f32s(in[2]), *res = n->nin == 4 ? f32s(in[3]) : NULL;
+    int64_t div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
+    attr_ints(n, "div", div, (int)S, 0, NULL);
+    attr_ints(n, "relu", relu, (int)S, 0, NULL);
+    bool res_first = attr_int(n, "residual_first", 0) != 0;
+    int zero_bit = attr_int(n, "zero", 1) == 1;
+    for (int64_t i = 0; rc == 0 && i < numel(y); i++) {
+        int64_t c = (i / HW) % O;
+        float v = (float)i32s(&a)[i];
+        for (int64_t s = 0; s < S; s++) {
+            float k = chain[(2 * s) * O + c], b = chain[(2 * s + 1) * O + c];
+            v = div[s] ? v / k : v * k;
+            v = v + b;
+            if (relu[s])
+                v = v < 0.0f ? 0.0f : v;
+        }
+        if (res)
+            v = res_first ? res[i] + v : v + res[i];
+        f32s(y)[i] = v;
+        bit_set(bits->data, i, v > 0 || (v == 0 && zero_bit)); /* NaN: 0 */
+    }
+    free_tensor(&a);
+    return rc;
+}
+
 static int run_repack(const Node *n, Tensor **in, Tensor *y) {
     (void)n; /* interpreter tensors are canonical: a layout change is a copy */
     memcpy(y->data, in[0]->data, y->nbytes);
@@ -1021,6 +1059,7 @@ static int run_node(const Node *n, Tensor **in, Tensor *out) {
     case OP_TOPK: return run_topk(n, in, &out[0], &out[1]);
     case OP_BDENSE: return run_bdense(n, in, &out[0]);
     case OP_BCONV2D: return run_bconv2d(n, in, &out[0]);
+    case OP_BCONV2D_CHAIN: return run_bconv2d_chain(n, in, &out[0], &out[1]);
     case OP_REPACK: return run_repack(n, in, &out[0]);
     case OP_QUANTIZE: return run_quantize(n, in, &out[0]);
     case OP_QDENSE: return run_qdense(n, in, &out[0]);

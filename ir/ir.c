@@ -252,6 +252,13 @@ static const AttrSpec spec_bconv2d[] = {{"strides", ATTR_INTS}, {"pads", ATTR_IN
                                         {"pool_ceil_mode", ATTR_INT}, {"pool_before", ATTR_INT},
                                         SPEC_END};
 
+/* bconv2d_chain: conv2d's attributes, then its float epilogue's (docs/ir.md). */
+static const AttrSpec spec_bconv2d_chain[] = {{"strides", ATTR_INTS}, {"pads", ATTR_INTS},
+                                              {"dilations", ATTR_INTS}, {"groups", ATTR_INT},
+                                              {"pad_value", ATTR_INT}, {"div", ATTR_INTS},
+                                              {"relu", ATTR_INTS}, {"residual_first", ATTR_INT},
+                                              {"zero", ATTR_INT}, SPEC_END};
+
 /* qdense: the bit width of its unsigned input codes (docs/ir.md). */
 static const AttrSpec spec_qdense[] = {{"xbits", ATTR_INT}, SPEC_END};
 /* qconv2d: conv2d's geometry, the input code width and the code that padding stands for. */
@@ -280,6 +287,7 @@ const AttrSpec *op_attr_specs(Op op) {
     case OP_ARGMAX: return spec_argmax;
     case OP_TOPK: return spec_topk;
     case OP_BCONV2D: return spec_bconv2d;
+    case OP_BCONV2D_CHAIN: return spec_bconv2d_chain;
     case OP_BDENSE:
     case OP_REPACK: return spec_none;
     case OP_DENSE: case OP_MATMUL: case OP_SIGN: case OP_THRESHOLD: case OP_GLOBALAVGPOOL:

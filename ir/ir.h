@@ -167,6 +167,8 @@ typedef struct Value {
 } Value;
 
 #define MAX_OUTPUTS 2
+/* Stages of a bconv2d_chain's float epilogue (docs/ir.md): what one kernel epilogue holds. */
+#define CHAIN_MAX_STAGES 8
 
 struct Node {
     Op op;
