@@ -26,6 +26,7 @@ int run_sign_to_binarize(Graph *g, PassContext *ctx);
 int run_padding(Graph *g, PassContext *ctx);
 int run_fold_thresholds(Graph *g, PassContext *ctx);
 int run_fuse_binary(Graph *g, PassContext *ctx);
+int run_fuse_epilogue(Graph *g, PassContext *ctx);
 int run_choose_formats(Graph *g, PassContext *ctx);
 int run_plan_memory(Graph *g, PassContext *ctx);
 int run_lowbit(Graph *g, PassContext *ctx); /* lowbit.c */
