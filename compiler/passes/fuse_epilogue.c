@@ -256,9 +256,9 @@ static bool fuse_layer(Graph *g, PassContext *ctx, Node *conv) {
         remove_node(g, gone[i]);
     remove_node(g, conv);
     char lname[160];
-    report_line(ctx, "layer %s (conv2d, K=%lld, %lld channels): %s -> bconv2d_chain (%d stages%s)",
+    report_line(ctx, "layer %s (conv2d, K=%lld, %lld channels): %s -> bconv2d_chain (%d stage%s%s)",
                 layer_name(f, lname, sizeof lname), (long long)binary_layer_fan_in(f),
-                (long long)e.o, e.what.data, e.stages, residual ? ", residual" : "");
+                (long long)e.o, e.what.data, e.stages, e.stages == 1 ? "" : "s", residual ? ", residual" : "");
     free(e.what.data);
     free(e.data);
     return true;
