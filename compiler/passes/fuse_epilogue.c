@@ -163,6 +163,16 @@ static Node *binarize_of(const Graph *g, const Value *v) {
     return NULL;
 }
 
+/* Whether v is a graph input or the result of a node before n. */
+static bool defined_before(const Graph *g, const Value *v, const Node *n) {
+    if (v->kind != VAL_NODE)
+        return true;
+    for (int i = 0; i < g->nnodes && g->nodes[i] != n; i++)
+        if (g->nodes[i] == v->def)
+            return true;
+    return false;
+}
+
 #define MAX_ABSORBED 64
 
 static bool fuse_layer(Graph *g, PassContext *ctx, Node *conv) {
@@ -193,14 +203,16 @@ static bool fuse_layer(Graph *g, PassContext *ctx, Node *conv) {
         free(one);
         free(zero);
     }
-    /* The real-valued shortcut: v + r or r + v, r computed earlier, of v's type. */
+    /* The real-valued shortcut: v + r or r + v, r of v's type computed before the layer (the
+     * fused op takes the layer's place; of two branches meeting in an add, the later one
+     * takes it). */
     Value *residual = NULL;
     bool res_first = false;
     m = single_user(g, v);
     if (m && m->op == OP_ADD) {
         Value *r = m->in[0] == v ? m->in[1] : m->in[0];
         if (r != v && r->kind != VAL_CONST && type_equal(&r->type, &v->type) &&
-            type_equal(&m->out[0]->type, &v->type)) {
+            type_equal(&m->out[0]->type, &v->type) && defined_before(g, r, conv)) {
             residual = r;
             res_first = m->in[1] == v;
             buf_puts(&e.what, res_first ? "+add(shortcut first)" : "+add(shortcut)");
@@ -211,7 +223,7 @@ static bool fuse_layer(Graph *g, PassContext *ctx, Node *conv) {
     Node *bin = binarize_of(g, v);
     if (bin)
         buf_puts(&e.what, "+binarize");
-    Node *end = gone[ngone - 1];
+    Node *end = gone[ngone - 1];  /* the op whose result the fused op's f32 result takes over */
 
     int64_t cd[3] = {e.stages, 2, e.o};
     char base[256];
@@ -232,7 +244,7 @@ static bool fuse_layer(Graph *g, PassContext *ctx, Node *conv) {
     Node *f = add_node(g, OP_BCONV2D_CHAIN, residual ? 4 : 3, in, names, types);
     free(tmp0);
     free(tmp1);
-    move_node_before(g, f, end);
+    move_node_before(g, f, conv);
     f->loc = conv->loc;
     node_set_src(f, conv->src_name, conv->src_op);
     copy_int_attrs(f, conv);
@@ -265,7 +277,7 @@ static bool fuse_layer(Graph *g, PassContext *ctx, Node *conv) {
 }
 
 int run_fuse_epilogue(Graph *g, PassContext *ctx) {
-    /* A fused node lands after its layer (before the op it ends with): visited, not matched. */
+    /* A fused node takes its layer's place (the layer moves one on): visited, not matched. */
     for (int i = 0; i < g->nnodes; i++)
         if (!g->nodes[i]->dead)
             fuse_layer(g, ctx, g->nodes[i]);

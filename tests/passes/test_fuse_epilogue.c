@@ -74,16 +74,30 @@ static Graph *build_block(uint64_t seed) {
     if (pads[0] + pads[1] && rng_int(&r, 0, 2) == 0)
         set_attr_int(conv, "pad_value", 1);
     Value *acc = hfinish(conv);
+    int res = rng_int(&r, 0, 3); /* 0: none; 1, 2: a graph input; 3: a value computed before */
+    Value *shortcut = NULL;
+    if (res) {
+        Type st4 = acc->type;
+        st4.dtype = TY_F32;
+        shortcut = add_input(g, "shortcut", st4);
+        if (res == 3) /* computed before the conv, as a block's input is */
+            shortcut = h1(g, OP_RELU, shortcut, "shortcut_relu");
+    }
+    if (res == 3) { /* the relu was appended after the conv: put it first */
+        int at = g->nnodes - 1;
+        while (g->nodes[at - 1] != conv)
+            at--;
+        Node *relu = g->nodes[g->nnodes - 1];
+        memmove(&g->nodes[at], &g->nodes[at - 1], (size_t)(g->nnodes - at) * sizeof *g->nodes);
+        g->nodes[at - 1] = relu;
+    }
     Value *v = hcast_f32(g, acc, "acc_f");
     /* Mostly short chains (they fit one op); sometimes one longer than its stages. */
     int nops = rng_int(&r, 0, 9) == 0 ? rng_int(&r, 4, 6) : rng_int(&r, 0, 3), stages = 0;
     for (int i = 0; i < nops; i++)
         v = random_chain_op(g, &r, v, i, &stages);
-    int res = rng_int(&r, 0, 3); /* 0: none; 1, 2: a graph input; 3: a computed value */
     if (res) {
-        Value *s = add_input(g, "shortcut", v->type);
-        if (res == 3)
-            s = h1(g, OP_RELU, s, "shortcut_relu");
+        Value *s = shortcut;
         if (rng_int(&r, 0, 3) == 0) /* the shortcut has another reader */
             add_output(g, s);
         v = rng_int(&r, 0, 1) ? h2(g, OP_ADD, v, s, "sum") : h2(g, OP_ADD, s, v, "sum");
