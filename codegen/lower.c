@@ -1051,10 +1051,10 @@ static int lower_chain_rest(Lower *L, const Node *n, int cur, int rest_from, boo
     return 0;
 }
 
-/* conv2d over b1 x b1 (bconv2d, or conv2d with its threshold / cast) -> a bconv step. A
- * cast to f32 takes the float chain after it (absorb_chain: batchnorms, per-channel constant
- * ops, a residual add, a binarize) into the same step, f32 written NCHW and bits NHWC by CPU
- * and GPU alike. The GPU kernel writes integer results NHWC only, so for those the CPU runs
+/* conv2d over b1 x b1 (bconv2d, bconv2d_chain, or conv2d with its threshold / cast) -> a bconv
+ * step. A bconv2d_chain's float chain (chain_epilogue: stages, a residual add, the bits) runs in
+ * the same step, f32 written NCHW and bits NHWC by CPU and GPU alike; a conv2d's cast is a
+ * one-stage chain. The GPU kernel writes integer results NHWC only, so for those the CPU runs
  * the bconv step (NCHW out) while the GPU runs the kernel into a scratch buffer and a
  * transpose: three steps, the first CPU-only, the other two GPU-only. */
 static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir) {

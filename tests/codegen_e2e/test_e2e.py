@@ -321,8 +321,8 @@ def float_models(tmp, rng):
 
 def residual_models(tmp, rng):
     """Binary convolutions with a float chain after them, the Bi-Real and XNOR ResNet blocks
-    (codegen/lower.c absorb_chain: one bconv step computes cast, batchnorm, constant ops, the
-    residual add and the binarize): odd channel counts (3, 40, 65), strides 1 and 2, the
+    (fuse-epilogue's bconv2d_chain, lowered by codegen/lower.c chain_epilogue: one bconv step
+    computes cast, batchnorm, constant ops, the residual add and the binarize): odd channel counts (3, 40, 65), strides 1 and 2, the
     residual on either side of the add, a sum with 3 users (binarize, the next add, an
     avgpool), a chain that writes bits only, mul / div / sub by constants, zero padding of
     one. Checked bit for bit against the reference."""
