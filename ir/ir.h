@@ -227,6 +227,11 @@ int attr_ints(const Node *n, const char *key, int64_t *out, int max, int def_cou
               const int64_t *def);
 const char *attr_str(const Node *n, const char *key, const char *def);
 
+/* The max-pool a conv2d_chain holds in its pool_* attributes, as a stand-alone maxpool node
+ * over *in (attrs: room for 4; the node borrows n's attribute data). For its checks and its
+ * interpreter. */
+Node fused_pool_node(const Node *n, Value **in, Attr *attrs);
+
 /* Rewiring for passes. */
 void replace_all_uses(Graph *g, Value *old, Value *with);
 int count_uses(const Graph *g, const Value *v);
