@@ -935,6 +935,19 @@ static void pool_epilogue(const PoolSpec *ps, const Value *dir, int64_t o, Epilo
     free(b);
 }
 
+/* The parameters of pool node n (maxpool or avgpool, no dilation) from x to y. */
+static BlobPoolParams pool_params(const Node *n, const Type *x, const Type *y) {
+    int64_t k[2], s[2] = {1, 1}, p[4] = {0, 0, 0, 0};
+    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+    attr_ints(n, "kernel", k, 2, 2, one2);
+    attr_ints(n, "strides", s, 2, 2, one2);
+    attr_ints(n, "pads", p, 4, 4, zero4);
+    return (BlobPoolParams){.c = x->dim[1], .h = x->dim[2], .w = x->dim[3], .kh = k[0], .kw = k[1],
+                            .stride_h = s[0], .stride_w = s[1], .pad_top = p[0], .pad_left = p[1],
+                            .pad_bottom = p[2], .pad_right = p[3], .oh = y->dim[2], .ow = y->dim[3],
+                            .count_include_pad = n->op == OP_MAXPOOL ? 0 : attr_int(n, "count_include_pad", 0) != 0};
+}
+
 static void emit_pool(Lower *L, int in, int out, const BlobPoolParams *pp, bool max) {
     LStep *st = new_step(L, max ? BLOB_STEP_MAXPOOL : BLOB_STEP_AVGPOOL);
     use_arena(L, st, BLOB_SLOT_IN, in);
@@ -1011,34 +1024,54 @@ static bool fusable_pool(const Node *mp, int64_t oh, int64_t ow) {
 static void add_relu(Lower *L, int in, int out, int64_t count);
 static void add_sum(Lower *L, int a, int b, int out, const Type *t);
 
-/* What a bconv2d_chain's step did not compute (chain_epilogue): from the stage rest_from on
- * (-1: none), each stage an affine step and each relu a relu step, then the residual add,
- * all on the f32 value in buffer cur; then the bits by a pack step where pack_bits. */
-static int lower_chain_rest(Lower *L, const Node *n, int cur, int rest_from, bool pack_bits) {
+/* Whether stage s of a chain [S][2][o] is v*1 + -0, which is v for every float: no step. */
+static bool identity_stage(const float *k, int64_t s, int64_t o, bool div) {
+    bool id = !div;
+    for (int64_t c = 0; id && c < o; c++)
+        id = k[2 * s * o + c] == 1.0f && k[(2 * s + 1) * o + c] == 0.0f && signbit(k[(2 * s + 1) * o + c]);
+    return id;
+}
+
+/* What the step of a bconv2d_chain (chain_epilogue) or a conv2d_chain (lower_conv2d_f32) did not
+ * compute, on the f32 value t in buffer cur: the relu of stage first - 1 where relu_due, then
+ * from stage first on each stage an affine step and each relu a relu step, then a
+ * bconv2d_chain's residual add or a conv2d_chain's max-pool; then the bits by a pack step
+ * where pack_bits. first < 0: nothing but the pack. */
+static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int first, bool relu_due,
+                            bool pack_bits) {
     const Value *y = n->out[0], *bits = n->out[1], *chain = n->in[2];
-    int64_t o = y->type.dim[1], sp = spatial_of(&y->type), S = chain->type.dim[0];
-    if (rest_from >= 0) {
+    int64_t o = t->dim[1], sp = spatial_of(t), S = chain->type.dim[0];
+    if (first >= 0) {
         int64_t div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
         attr_ints(n, "div", div, CHAIN_MAX_STAGES, 0, NULL);
         attr_ints(n, "relu", relu, CHAIN_MAX_STAGES, 0, NULL);
         const float *k = chain->data;
-        for (int64_t s = rest_from - 1; s < S; s++) {
+        for (int64_t s = first - 1; s < S; s++) {
             int next;
-            if (s >= rest_from) {
-                next = new_buf(L, value_bytes(&y->type));
+            if (s >= first && !identity_stage(k, s, o, div[s] != 0)) {
+                next = new_buf(L, value_bytes(t));
                 add_affine(L, cur, next, k + 2 * s * o, k + (2 * s + 1) * o, o, sp, div[s] != 0);
                 cur = next;
             }
-            if (relu[s]) {
-                next = new_buf(L, value_bytes(&y->type));
-                add_relu(L, cur, next, item_numel(&y->type));
+            if (s >= 0 && relu[s] && (s >= first || relu_due)) {
+                next = new_buf(L, value_bytes(t));
+                add_relu(L, cur, next, item_numel(t));
                 cur = next;
             }
         }
-        if (n->nin == 4) {
-            int r = buf_of(L, n->in[3]), next = new_buf(L, value_bytes(&y->type));
-            bool first = attr_int(n, "residual_first", 0) != 0;
-            add_sum(L, first ? r : cur, first ? cur : r, next, &y->type);
+        if (n->op == OP_BCONV2D_CHAIN && n->nin == 4) {
+            int r = buf_of(L, n->in[3]), next = new_buf(L, value_bytes(t));
+            bool res_first = attr_int(n, "residual_first", 0) != 0;
+            add_sum(L, res_first ? r : cur, res_first ? cur : r, next, t);
+            cur = next;
+        }
+        if (n->op == OP_CONV2D_CHAIN && get_attr(n, "pool_kernel")) {
+            Attr attrs[4];
+            Value *pin[1] = {NULL};
+            Node pool = fused_pool_node(n, pin, attrs);
+            BlobPoolParams pp = pool_params(&pool, t, &y->type);
+            int next = new_buf(L, value_bytes(&y->type));
+            emit_pool(L, cur, next, &pp, true);
             cur = next;
         }
         L->vbuf[y->id] = cur;
@@ -1221,7 +1254,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     if (fallback)
         return pool_and_threshold(L, n, out, O, OH, OW, &ps, t, dir);
     if (n->op == OP_BCONV2D_CHAIN)
-        return lower_chain_rest(L, n, out, rest_from, pack_bits);
+        return lower_chain_rest(L, n, out, &n->out[0]->type, rest_from, true, pack_bits);
     return 0;
 }
 
@@ -1660,19 +1693,32 @@ static void conv2d_tile_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, 
     tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_tile", grid, t->bo / t->to * 32, t->smem, 1);
 }
 
+/* Whether a conv2d_chain's first stage is v*1 + -0 followed by a relu: the relu the tiled
+ * float conv applies before its store. */
+static bool identity_relu_stage(const Node *n) {
+    int64_t div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
+    attr_ints(n, "div", div, CHAIN_MAX_STAGES, 0, NULL);
+    attr_ints(n, "relu", relu, CHAIN_MAX_STAGES, 0, NULL);
+    return relu[0] && identity_stage(n->in[2]->data, 0, n->in[2]->type.dim[2], div[0] != 0);
+}
+
 /* A float convolution; a relu that is its only reader is fused on the GPU: the conv2d step
  * writes the relu's value, whose relu step then runs on the CPU path only, in place. */
 static int lower_conv2d_f32(Lower *L, const Node *n) {
-    const Value *x = n->in[0], *w = n->in[1], *b = n->nin == 3 ? n->in[2] : NULL;
+    bool fused = n->op == OP_CONV2D_CHAIN;
+    const Value *x = n->in[0], *w = n->in[1], *b = n->nin == (fused ? 4 : 3) ? n->in[n->nin - 1] : NULL;
     if (x->type.dtype != TY_F32 || w->type.dtype != TY_F32 || w->kind != VAL_CONST ||
         (b && (b->kind != VAL_CONST || b->type.dtype != TY_F32)))
         return unsupported(L, "a convolution of this form (float activations, constant float weights expected)");
-    const Type *y = &n->out[0]->type;
     int64_t s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
     static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
     attr_ints(n, "strides", s, 2, 2, one2);
     attr_ints(n, "dilations", d, 2, 2, one2);
     attr_ints(n, "pads", p, 4, 4, zero4);
+    Type conv_t = n->out[0]->type; /* a conv2d_chain's pool comes after the conv */
+    for (int i = 0; i < 2; i++)
+        conv_t.dim[2 + i] = (x->type.dim[2 + i] + p[i] + p[i + 2] - d[i] * (w->type.dim[2 + i] - 1) - 1) / s[i] + 1;
+    const Type *y = &conv_t;
     BlobConv2dParams cp = {.c = x->type.dim[1], .h = x->type.dim[2], .w = x->type.dim[3], .o = y->dim[1],
                            .kh = w->type.dim[2], .kw = w->type.dim[3], .stride_h = s[0], .stride_w = s[1],
                            .pad_top = p[0], .pad_left = p[1], .pad_bottom = p[2], .pad_right = p[3],
@@ -1680,9 +1726,9 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
                            .oh = y->dim[2], .ow = y->dim[3]};
     ConvTile t;
     bool tiled = plan_conv_tile(&cp, w->data, &t);
-    Node *r = tiled ? only_user(L->g, n->out[0]) : NULL;
-    bool relu = r && r->op == OP_RELU;
-    int out = def_buf(L, relu ? r->out[0] : n->out[0]);
+    Node *r = tiled && !fused ? only_user(L->g, n->out[0]) : NULL;
+    bool relu = (r && r->op == OP_RELU) || (tiled && fused && identity_relu_stage(n));
+    int out = fused ? new_buf(L, value_bytes(y)) : def_buf(L, relu ? r->out[0] : n->out[0]);
     LStep *st = new_step(L, BLOB_STEP_CONV2D);
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
@@ -1705,10 +1751,13 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
         st = new_step(L, BLOB_STEP_RELU);
         use_arena(L, st, BLOB_SLOT_IN, out);
         use_arena(L, st, BLOB_SLOT_OUT, out);
-        st->s.relu = (BlobCountParams){.count = item_numel(&r->out[0]->type)};
+        st->s.relu = (BlobCountParams){.count = item_numel(y)};
         st->s.flags |= BLOB_STEP_CPU_ONLY;
-        L->done[node_index(L->g, r)] = true;
+        if (r)
+            L->done[node_index(L->g, r)] = true;
     }
+    if (fused) /* the stages (after a relu done above), the pool, the bits */
+        return lower_chain_rest(L, n, out, y, relu ? 1 : 0, false, count_uses(L->g, n->out[1]) > 0);
     return 0;
 }
 
@@ -1718,20 +1767,13 @@ static int lower_pool(Lower *L, const Node *n) {
     const Value *x = n->in[0];
     const Type *y = &n->out[0]->type;
     bool max = n->op == OP_MAXPOOL, bits = x->type.dtype == TY_B1;
-    int64_t k[2], s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
-    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
-    attr_ints(n, "kernel", k, 2, 2, one2);
-    attr_ints(n, "strides", s, 2, 2, one2);
-    attr_ints(n, "dilations", d, 2, 2, one2);
-    attr_ints(n, "pads", p, 4, 4, zero4);
+    int64_t d[2] = {1, 1};
+    attr_ints(n, "dilations", d, 2, 2, d);
     if (d[0] != 1 || d[1] != 1)
         return unsupported(L, "a dilated pool");
     if (bits && (!packed_words(&x->type) || !stored_words(y) || (!packed_words(y) && y->dim[2] * y->dim[3] > 1)))
         return unsupported(L, "a max-pool of bits in this format");
-    BlobPoolParams pp = {.c = x->type.dim[1], .h = x->type.dim[2], .w = x->type.dim[3], .kh = k[0], .kw = k[1],
-                         .stride_h = s[0], .stride_w = s[1], .pad_top = p[0], .pad_left = p[1],
-                         .pad_bottom = p[2], .pad_right = p[3], .oh = y->dim[2], .ow = y->dim[3],
-                         .count_include_pad = max ? 0 : attr_int(n, "count_include_pad", 0) != 0};
+    BlobPoolParams pp = pool_params(n, &x->type, y);
     if (!bits) {
         emit_pool(L, buf_of(L, x), def_buf(L, n->out[0]), &pp, max);
         return 0;
@@ -2100,6 +2142,7 @@ static int lower_node(Lower *L, const Node *n) {
     case OP_BDENSE: return lower_bgemm(L, n, n->in[2], n->in[3]);
     case OP_BCONV2D: return lower_bconv(L, n, n->in[2], n->in[3]);
     case OP_BCONV2D_CHAIN: return lower_bconv(L, n, NULL, NULL);
+    case OP_CONV2D_CHAIN: return lower_conv2d_f32(L, n);
     case OP_DENSE:
         if (n->in[0]->type.dtype == TY_B1 && n->in[1]->type.dtype == TY_B1)
             return lower_bgemm(L, n, NULL, NULL);

@@ -1,7 +1,8 @@
 /* fuse-epilogue: requires result types; runs after fold-thresholds / fuse-binary, on what they
  * left float. Changes: a binary conv2d -> cast to f32 -> per-channel float ops (batchnorm,
  * mul/div/add/sub by a constant, relu) -> [add of a real-valued shortcut] -> [binarize] becomes
- * one bconv2d_chain computing the very same float32 operations (docs/ir.md). */
+ * one bconv2d_chain, and a float conv2d (the stem) -> the same float ops -> [maxpool] ->
+ * [binarize] one conv2d_chain, each computing the very same float32 operations (docs/ir.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,112 +176,190 @@ static bool defined_before(const Graph *g, const Value *v, const Node *n) {
 
 #define MAX_ABSORBED 64
 
-static bool fuse_layer(Graph *g, PassContext *ctx, Node *conv) {
-    if (!is_binary_layer(conv) || conv->op != OP_CONV2D)
-        return false;
-    Value *acc = conv->out[0];
-    Node *cast = single_user(g, acc);
-    if (!cast || cast->op != OP_CAST || cast->out[0]->type.dtype != TY_F32)
-        return false;
-    Epi e = {.o = acc->type.dim[1]};
-    e.data = xcalloc((size_t)(2 * CHAIN_MAX_STAGES * e.o), sizeof *e.data);
+/* A match: the layer, the ops absorbed after it (in order; the last one's result, else the
+ * layer's, is the fused op's f32 result), the epilogue, the binarize that reads it, if any. */
+typedef struct Match {
+    Node *layer;
     Node *gone[MAX_ABSORBED];
-    int ngone = 0;
-    gone[ngone++] = cast;
-    buf_puts(&e.what, "cast");
-    Value *v = cast->out[0];
+    int ngone;
+    Value *v; /* the float value the fused op's f32 result takes over */
+    Epi e;
+    Node *bin;
+} Match;
+
+static void start_match(Match *mt, Node *layer, int64_t o) {
+    memset(mt, 0, sizeof *mt);
+    mt->layer = layer;
+    mt->v = layer->out[0];
+    mt->e.o = o;
+    mt->e.data = xcalloc((size_t)(2 * CHAIN_MAX_STAGES * o), sizeof *mt->e.data);
+}
+
+static void take_op(Match *mt, Node *m, const char *what) {
+    buf_printf(&mt->e.what, "%s%s", mt->ngone ? "+" : "", what);
+    mt->gone[mt->ngone++] = m;
+    mt->v = m->out[0];
+}
+
+/* The per-channel float ops after mt->v, each its value's only reader; at least one stage
+ * (the identity v*1 + -0 when none). */
+static void absorb_chain(Graph *g, Match *mt) {
     Node *m;
-    while (ngone < MAX_ABSORBED - 2 && (m = single_user(g, v)) && absorb(&e, m, v)) {
-        buf_printf(&e.what, "+%s", op_info(m->op)->name);
-        gone[ngone++] = m;
-        v = m->out[0];
-    }
-    if (!e.stages) { /* a bare cast: the identity stage v*1 + -0 */
-        float *one = xmalloc((size_t)e.o * 4), *zero = xmalloc((size_t)e.o * 4);
-        for (int64_t c = 0; c < e.o; c++)
+    while (mt->ngone < MAX_ABSORBED - 2 && (m = single_user(g, mt->v)) && absorb(&mt->e, m, mt->v))
+        take_op(mt, m, op_info(m->op)->name);
+    if (!mt->e.stages) {
+        float *one = xmalloc((size_t)mt->e.o * 4), *zero = xmalloc((size_t)mt->e.o * 4);
+        for (int64_t c = 0; c < mt->e.o; c++)
             one[c] = 1.0f, zero[c] = -0.0f;
-        push_stage(&e, one, zero, false);
+        push_stage(&mt->e, one, zero, false);
         free(one);
         free(zero);
     }
+}
+
+/* Replace the match by one op over in[0..nin-1] (the chain constant goes in at chain_at), in
+ * the layer's place, with the layer's int attributes and the epilogue's; returns it. */
+static Node *replace_match(Graph *g, Match *mt, Op op, Value **in, int nin, int chain_at) {
+    Epi *e = &mt->e;
+    int64_t cd[3] = {e->stages, 2, e->o};
+    char base[256];
+    snprintf(base, sizeof base, "%s.chain", mt->v->name);
+    in[chain_at] = add_const_copy(g, base, make_type(TY_F32, 3, cd), e->data,
+                                  (size_t)(2 * e->stages * e->o) * sizeof *e->data);
+    Type types[2] = {mt->v->type, mt->v->type};
+    types[1].dtype = TY_B1;
+    memset(&types[1].pack, 0, sizeof types[1].pack);
+    if (mt->bin)
+        types[1] = mt->bin->out[0]->type;
+    /* Result 0 takes over v, result 1 the binarize's value; without one it is named after v. */
+    char *tmp0 = graph_unique_name(g, "chain.y");
+    snprintf(base, sizeof base, "%s.bits", mt->v->name);
+    char *tmp1 = graph_unique_name(g, mt->bin ? "chain.bits" : base);
+    const char *names[2] = {tmp0, tmp1};
+    Node *f = add_node(g, op, nin, in, names, types);
+    free(tmp0);
+    free(tmp1);
+    move_node_before(g, f, mt->layer);
+    f->loc = mt->layer->loc;
+    node_set_src(f, mt->layer->src_name, mt->layer->src_op);
+    copy_int_attrs(f, mt->layer);
+    bool any_div = false, any_relu = false;
+    for (int s = 0; s < e->stages; s++)
+        any_div |= e->div[s] != 0, any_relu |= e->relu[s] != 0;
+    if (any_div)
+        set_attr_ints(f, "div", e->stages, e->div);
+    if (any_relu)
+        set_attr_ints(f, "relu", e->stages, e->relu);
+    take_result(f, 0, mt->ngone ? mt->gone[mt->ngone - 1] : mt->layer);
+    if (mt->bin) {
+        if (attr_int(mt->bin, "zero", 1) != 1)
+            set_attr_int(f, "zero", attr_int(mt->bin, "zero", 1));
+        take_result(f, 1, mt->bin);
+        remove_node(g, mt->bin);
+    }
+    for (int i = 0; i < mt->ngone; i++)
+        remove_node(g, mt->gone[i]);
+    remove_node(g, mt->layer);
+    return f;
+}
+
+static void report_match(PassContext *ctx, const Match *mt, const Node *f, const char *kind,
+                         bool residual) {
+    char lname[160];
+    report_line(ctx, "layer %s (%s, K=%lld, %lld channels): %s -> %s (%d stage%s%s)",
+                layer_name(f, lname, sizeof lname), kind, (long long)binary_layer_fan_in(f),
+                (long long)mt->e.o, mt->e.what.data, op_info(f->op)->name, mt->e.stages,
+                mt->e.stages == 1 ? "" : "s", residual ? ", residual" : "");
+}
+
+static void free_match(Match *mt) {
+    free(mt->e.what.data);
+    free(mt->e.data);
+}
+
+/* A binary conv2d -> cast -> chain -> [shortcut add] -> [binarize]: bconv2d_chain. */
+static bool fuse_binary_conv(Graph *g, PassContext *ctx, Node *conv) {
+    if (!is_binary_layer(conv) || conv->op != OP_CONV2D)
+        return false;
+    Node *cast = single_user(g, conv->out[0]);
+    if (!cast || cast->op != OP_CAST || cast->out[0]->type.dtype != TY_F32)
+        return false;
+    Match mt;
+    start_match(&mt, conv, conv->out[0]->type.dim[1]);
+    take_op(&mt, cast, "cast");
+    absorb_chain(g, &mt);
     /* The real-valued shortcut: v + r or r + v, r of v's type computed before the layer (the
      * fused op takes the layer's place; of two branches meeting in an add, the later one
      * takes it). */
-    Value *residual = NULL;
+    Value *v = mt.v, *residual = NULL;
     bool res_first = false;
-    m = single_user(g, v);
+    Node *m = single_user(g, v);
     if (m && m->op == OP_ADD) {
         Value *r = m->in[0] == v ? m->in[1] : m->in[0];
         if (r != v && r->kind != VAL_CONST && type_equal(&r->type, &v->type) &&
             type_equal(&m->out[0]->type, &v->type) && defined_before(g, r, conv)) {
             residual = r;
             res_first = m->in[1] == v;
-            buf_puts(&e.what, res_first ? "+add(shortcut first)" : "+add(shortcut)");
-            gone[ngone++] = m;
-            v = m->out[0];
+            take_op(&mt, m, res_first ? "add(shortcut first)" : "add(shortcut)");
         }
     }
-    Node *bin = binarize_of(g, v);
-    if (bin)
-        buf_puts(&e.what, "+binarize");
-    Node *end = gone[ngone - 1];  /* the op whose result the fused op's f32 result takes over */
-
-    int64_t cd[3] = {e.stages, 2, e.o};
-    char base[256];
-    snprintf(base, sizeof base, "%s.chain", v->name);
-    Value *chain = add_const_copy(g, base, make_type(TY_F32, 3, cd), e.data,
-                                  (size_t)(2 * e.stages * e.o) * sizeof *e.data);
-    Value *in[4] = {conv->in[0], conv->in[1], chain, residual};
-    Type types[2] = {v->type, v->type};
-    types[1].dtype = TY_B1;
-    memset(&types[1].pack, 0, sizeof types[1].pack);
-    if (bin)
-        types[1] = bin->out[0]->type;
-    /* Result 0 takes over v, result 1 the binarize's value; without one it is named after v. */
-    char *tmp0 = graph_unique_name(g, "chain.y");
-    snprintf(base, sizeof base, "%s.bits", v->name);
-    char *tmp1 = graph_unique_name(g, bin ? "chain.bits" : base);
-    const char *names[2] = {tmp0, tmp1};
-    Node *f = add_node(g, OP_BCONV2D_CHAIN, residual ? 4 : 3, in, names, types);
-    free(tmp0);
-    free(tmp1);
-    move_node_before(g, f, conv);
-    f->loc = conv->loc;
-    node_set_src(f, conv->src_name, conv->src_op);
-    copy_int_attrs(f, conv);
-    bool any_div = false, any_relu = false;
-    for (int s = 0; s < e.stages; s++)
-        any_div |= e.div[s] != 0, any_relu |= e.relu[s] != 0;
-    if (any_div)
-        set_attr_ints(f, "div", e.stages, e.div);
-    if (any_relu)
-        set_attr_ints(f, "relu", e.stages, e.relu);
+    if ((mt.bin = binarize_of(g, mt.v)))
+        buf_puts(&mt.e.what, "+binarize");
+    Value *in[4] = {conv->in[0], conv->in[1], NULL, residual};
+    Node *f = replace_match(g, &mt, OP_BCONV2D_CHAIN, in, residual ? 4 : 3, 2);
     if (res_first)
         set_attr_int(f, "residual_first", 1);
-    take_result(f, 0, end);
-    if (bin) {
-        if (attr_int(bin, "zero", 1) != 1)
-            set_attr_int(f, "zero", attr_int(bin, "zero", 1));
-        take_result(f, 1, bin);
-        remove_node(g, bin);
+    report_match(ctx, &mt, f, "conv2d", residual != NULL);
+    free_match(&mt);
+    return true;
+}
+
+/* A max-pool of v without dilation, v's only reader. */
+static Node *pool_of(const Graph *g, const Value *v) {
+    Node *m = single_user(g, v);
+    if (!m || m->op != OP_MAXPOOL)
+        return NULL;
+    int64_t dil[2] = {1, 1};
+    attr_ints(m, "dilations", dil, 2, 2, dil);
+    return dil[0] == 1 && dil[1] == 1 ? m : NULL;
+}
+
+/* A float conv2d (the stem) -> chain -> [maxpool] -> [binarize], with at least one of them:
+ * conv2d_chain. */
+static bool fuse_float_conv(Graph *g, PassContext *ctx, Node *conv) {
+    if (conv->dead || conv->op != OP_CONV2D || conv->in[0]->type.dtype != TY_F32 ||
+        conv->in[1]->type.dtype != TY_F32 || conv->in[1]->kind != VAL_CONST ||
+        (conv->nin == 3 && conv->in[2]->kind != VAL_CONST) || conv->out[0]->type.rank != 4)
+        return false;
+    Match mt;
+    start_match(&mt, conv, conv->out[0]->type.dim[1]);
+    absorb_chain(g, &mt);
+    Node *pool = pool_of(g, mt.v);
+    PoolAttrs pa;
+    if (pool) {
+        pa = read_pool_attrs(pool);
+        take_op(&mt, pool, "maxpool");
     }
-    for (int i = 0; i < ngone; i++)
-        remove_node(g, gone[i]);
-    remove_node(g, conv);
-    char lname[160];
-    report_line(ctx, "layer %s (conv2d, K=%lld, %lld channels): %s -> bconv2d_chain (%d stage%s%s)",
-                layer_name(f, lname, sizeof lname), (long long)binary_layer_fan_in(f),
-                (long long)e.o, e.what.data, e.stages, e.stages == 1 ? "" : "s", residual ? ", residual" : "");
-    free(e.what.data);
-    free(e.data);
+    if ((mt.bin = binarize_of(g, mt.v)))
+        buf_puts(&mt.e.what, mt.ngone ? "+binarize" : "binarize");
+    if (!mt.ngone && !mt.bin) {
+        free_match(&mt);
+        return false;
+    }
+    Value *in[4] = {conv->in[0], conv->in[1], NULL, conv->nin == 3 ? conv->in[2] : NULL};
+    Node *f = replace_match(g, &mt, OP_CONV2D_CHAIN, in, conv->nin == 3 ? 4 : 3, 2);
+    if (pool)
+        set_fused_pool_attrs(f, &pa);
+    report_match(ctx, &mt, f, "float conv2d", false);
+    free_match(&mt);
     return true;
 }
 
 int run_fuse_epilogue(Graph *g, PassContext *ctx) {
     /* A fused node takes its layer's place (the layer moves one on): visited, not matched. */
     for (int i = 0; i < g->nnodes; i++)
-        if (!g->nodes[i]->dead)
-            fuse_layer(g, ctx, g->nodes[i]);
+        if (!g->nodes[i]->dead && !fuse_binary_conv(g, ctx, g->nodes[i]))
+            fuse_float_conv(g, ctx, g->nodes[i]);
     graph_compact(g);
     return 0;
 }
