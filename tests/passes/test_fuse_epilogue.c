@@ -121,6 +121,64 @@ static Graph *build_block(uint64_t seed) {
     return g;
 }
 
+/* A float stem: conv2d f32 (with or without a bias) -> a random chain -> [maxpool] ->
+ * [binarize] -> [a binary conv]. */
+static Graph *build_stem(uint64_t seed) {
+    Rng r = rng_seed(seed);
+    Graph *g = new_graph("stem");
+    static const int64_t in_choices[] = {1, 3, 5};
+    int64_t c = in_choices[rng_int(&r, 0, 2)], h = rng_int(&r, 4, 9), w = rng_int(&r, 4, 9);
+    int64_t xd[4] = {DIM_BATCH, c, h, w};
+    Value *x = add_input(g, "x", make_type(TY_F32, 4, xd));
+    int64_t o = channel_choices[rng_int(&r, 0, 2)], k = rng_int(&r, 1, 3);
+    int64_t wd[4] = {o, c, k, k}, n = o * c * k * k;
+    float *wv = xmalloc((size_t)n * 4), *bv = xmalloc((size_t)o * 4);
+    for (int64_t i = 0; i < n; i++)
+        wv[i] = rng_int(&r, 0, 7) == 0 ? 0.0f : rng_float(&r, -1.0f, 1.0f);
+    for (int64_t i = 0; i < o; i++)
+        bv[i] = rng_float(&r, -0.5f, 0.5f);
+    Value *in[3] = {x, hconst_f32(g, "w", 4, wd, wv), hconst_f32(g, "b", 1, &o, bv)};
+    free(wv);
+    free(bv);
+    Node *conv = hnode(g, OP_CONV2D, rng_int(&r, 0, 1) ? 3 : 2, in, "conv");
+    int64_t st[2] = {rng_int(&r, 1, 2), rng_int(&r, 1, 2)}, p = k > 1 ? rng_int(&r, 0, 1) : 0;
+    int64_t pads[4] = {p, p, p, p};
+    set_attr_ints(conv, "strides", 2, st);
+    set_attr_ints(conv, "pads", 4, pads);
+    Value *v = hfinish(conv);
+    int nops = rng_int(&r, 0, 3), stages = 0;
+    for (int i = 0; i < nops; i++)
+        v = random_chain_op(g, &r, v, i, &stages);
+    bool pool = v->type.dim[2] >= 3 && v->type.dim[3] >= 3 && rng_int(&r, 0, 2) > 0;
+    if (pool) {
+        Value *pin[1] = {v};
+        Node *mp = hnode(g, OP_MAXPOOL, 1, pin, "pool");
+        int64_t pk = rng_int(&r, 2, 3), ps = rng_int(&r, 1, 2), pp = rng_int(&r, 0, 1);
+        int64_t kk[2] = {pk, pk}, ss[2] = {ps, ps}, pd[4] = {pp, pp, pp, pp};
+        set_attr_ints(mp, "kernel", 2, kk);
+        set_attr_ints(mp, "strides", 2, ss);
+        set_attr_ints(mp, "pads", 4, pd);
+        if (rng_int(&r, 0, 1))
+            set_attr_int(mp, "ceil_mode", 1);
+        v = hfinish(mp);
+    }
+    int bin = rng_int(&r, 0, 2);
+    if (!bin || rng_int(&r, 0, 2) == 0)
+        add_output(g, v);
+    if (bin) {
+        Value *b = hbinarize(g, v, bin == 1 ? 1 : -1, "bits");
+        if (rng_int(&r, 0, 1)) {
+            int64_t w2d[4] = {5, o, 1, 1};
+            Value *in2[2] = {b, hconst_b1_random(g, "w2", 4, w2d, &r)};
+            add_output(g, hcast_f32(g, hfinish(hnode(g, OP_CONV2D, 2, in2, "conv2")), "out2"));
+        } else {
+            add_output(g, b);
+        }
+    }
+    built_fusable = (nops || pool || bin) && stages <= CHAIN_MAX_STAGES;
+    return g;
+}
+
 /* Outputs equal bit for bit, floats included (NaN compares by its bits too). */
 static bool same_bits(const Graph *ref, const Graph *opt, uint64_t seed, char *why, size_t len) {
     Tensor in[8], a[8], b[8];
@@ -146,46 +204,66 @@ static bool same_bits(const Graph *ref, const Graph *opt, uint64_t seed, char *w
     return ok;
 }
 
-static void test_random_blocks(int count) {
+/* The float ops a fused graph may still hold. */
+static int float_ops_left(const Graph *g) {
+    static const Op ops[] = {OP_BATCHNORM, OP_ADD, OP_RELU, OP_MUL, OP_DIV, OP_SUB, OP_BINARIZE, OP_MAXPOOL};
+    int left = 0;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        left += count_ops(g, ops[i]);
+    return left;
+}
+
+/* The stems at -O1+: one conv2d_chain, no float op left. */
+static void check_stem_fused(const Graph *opt, uint64_t seed, int level) {
+    CHECK_MSG(count_ops(opt, OP_CONV2D_CHAIN) == 1 && float_ops_left(opt) == 0,
+              "stem seed %llu -O%d: %d conv2d_chain, %d float ops left (want 1, 0)",
+              (unsigned long long)seed, level, count_ops(opt, OP_CONV2D_CHAIN), float_ops_left(opt));
+}
+
+/* The blocks at -O1+: one bconv2d_chain for the block (and one for the second conv's cast),
+ * nothing left but the input's binarize and a computed shortcut's relu. */
+static void check_block_fused(const Graph *opt, uint64_t seed, int level) {
+    int allowed = 1 + (graph_find_value((Graph *)opt, "shortcut_relu") != NULL);
+    int want = 1 + (graph_find_value((Graph *)opt, "out2") != NULL);
+    CHECK_MSG(count_ops(opt, OP_BCONV2D_CHAIN) == want && float_ops_left(opt) == allowed,
+              "block seed %llu -O%d: %d bconv2d_chain, %d float ops left (want %d, %d)",
+              (unsigned long long)seed, level, count_ops(opt, OP_BCONV2D_CHAIN), float_ops_left(opt), want,
+              allowed);
+}
+
+/* build(seed) for count seeds at -O0, -O1, -O3 against the graph as built, bit for bit; the
+ * fused shape checked where the build says it is fusable. */
+static void test_random(const char *what, BuildFn build, void (*check_fused)(const Graph *, uint64_t, int),
+                        uint64_t first, int count) {
     int failures = 0, fused = 0;
     for (int s = 0; s < count; s++) {
-        uint64_t seed = 1000 + (uint64_t)s;
-        Graph *ref = build_block(seed);
+        uint64_t seed = first + (uint64_t)s;
+        Graph *ref = build(seed);
         bool fusable = built_fusable;
         for (size_t li = 0; li < sizeof levels / sizeof levels[0]; li++) {
-            Graph *opt = compile_copy(build_block, seed, levels[li], NULL);
-            CHECK_MSG(opt != NULL, "seed %llu -O%d failed to compile", (unsigned long long)seed,
+            Graph *opt = compile_copy(build, seed, levels[li], NULL);
+            CHECK_MSG(opt != NULL, "%s seed %llu -O%d failed to compile", what, (unsigned long long)seed,
                       levels[li]);
             if (!opt)
                 continue;
             char why[256] = "";
             bool ok = same_bits(ref, opt, seed, why, sizeof why);
             if (!ok && failures++ < 5)
-                CHECK_MSG(ok, "seed %llu -O%d: %s", (unsigned long long)seed, levels[li], why);
+                CHECK_MSG(ok, "%s seed %llu -O%d: %s", what, (unsigned long long)seed, levels[li], why);
             if (levels[li] > 0 && fusable) {
-                int left = count_ops(opt, OP_BATCHNORM) + count_ops(opt, OP_ADD) +
-                           count_ops(opt, OP_RELU) + count_ops(opt, OP_MUL) +
-                           count_ops(opt, OP_DIV) + count_ops(opt, OP_SUB) +
-                           count_ops(opt, OP_BINARIZE);
-                /* The input's binarize and a computed shortcut's relu stay. */
-                int allowed = 1 + (graph_find_value(opt, "shortcut_relu") != NULL);
-                /* The second conv (its bare cast) is a bconv2d_chain too. */
-                int want = 1 + (graph_find_value(opt, "out2") != NULL);
-                CHECK_MSG(count_ops(opt, OP_BCONV2D_CHAIN) == want && left == allowed,
-                          "seed %llu -O%d: %d bconv2d_chain, %d float ops left (want %d, %d)",
-                          (unsigned long long)seed, levels[li],
-                          count_ops(opt, OP_BCONV2D_CHAIN), left, want, allowed);
+                check_fused(opt, seed, levels[li]);
                 fused++;
             }
             free_graph(opt);
         }
         free_graph(ref);
     }
-    CHECK_MSG(failures == 0, "random blocks: %d mismatches", failures);
-    CHECK_MSG(fused > count / 4, "only %d fused blocks checked", fused);
+    CHECK_MSG(failures == 0, "random %s: %d mismatches", what, failures);
+    CHECK_MSG(fused > count / 4, "random %s: only %d fused graphs checked", what, fused);
 }
 
 int main(void) {
-    test_random_blocks(400);
+    test_random("blocks", build_block, check_block_fused, 1000, 400);
+    test_random("stems", build_stem, check_stem_fused, 5000, 300);
     return check_report("test_fuse_epilogue");
 }
