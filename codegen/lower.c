@@ -440,12 +440,34 @@ static void chain_epilogue(Lower *L, const Node *n, Epilogue *e) {
     e->need_f32 = !e->bits || count_uses(L->g, y) > 0;
 }
 
+/* The epilogue of a bdense_chain: bgemm's affine epilogue computes its first stage when that
+ * multiplies (v*a + b, rounded as the op does), else the cast (1, -0); lower_chain_rest the
+ * rest from rest_from on. */
+static void dense_chain_epilogue(const Node *n, Epilogue *e) {
+    const Value *chain = n->in[2];
+    int64_t o = chain->type.dim[2], div[CHAIN_MAX_STAGES] = {0};
+    attr_ints(n, "div", div, CHAIN_MAX_STAGES, 0, NULL);
+    e->kind = BLOB_EPI_AFFINE;
+    e->out = n->out[0];
+    e->scale = xmalloc((size_t)o * 4);
+    e->bias = xmalloc((size_t)o * 4);
+    for (int64_t c = 0; c < o; c++) {
+        e->scale[c] = div[0] ? 1.0f : ((const float *)chain->data)[c];
+        e->bias[c] = div[0] ? -0.0f : ((const float *)chain->data)[o + c];
+    }
+    e->rest_from = div[0] ? 0 : 1;
+}
+
 static int choose_epilogue(Lower *L, const Node *layer, const Value *t, const Value *dir, Epilogue *e) {
     const Graph *g = L->g;
     memset(e, 0, sizeof *e);
     e->rest_from = -1;
     if (layer->op == OP_BCONV2D_CHAIN) {
         chain_epilogue(L, layer, e);
+        return 0;
+    }
+    if (layer->op == OP_BDENSE_CHAIN) {
+        dense_chain_epilogue(layer, e);
         return 0;
     }
     e->out = layer->out[0];
@@ -540,7 +562,11 @@ static void add_chain_args(LStep *st, bool f32, int bits_slot) {
     blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, 1);
 }
 
-/* dense over b1 x b1 (bdense, or dense with its threshold / cast) -> one bgemm step. */
+static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int first, bool relu_due,
+                            bool pack_bits);
+
+/* dense over b1 x b1 (bdense, bdense_chain, or dense with its threshold / cast) -> one bgemm
+ * step (a bdense_chain's further stages, residual and bits: lower_chain_rest's steps). */
 static int lower_bgemm(Lower *L, const Node *n, const Value *t, const Value *dir) {
     const Value *x = n->in[0], *w = n->in[1];
     if (w->kind != VAL_CONST)
@@ -563,7 +589,8 @@ static int lower_bgemm(Lower *L, const Node *n, const Value *t, const Value *dir
                 wpop[r]++;
             }
     int in = buf_of(L, x);
-    int out = def_buf(L, e.out);
+    int rest_from = e.rest_from; /* a bdense_chain: the value goes on to lower_chain_rest */
+    int out = n->op == OP_BDENSE_CHAIN ? new_buf(L, value_bytes(&e.out->type)) : def_buf(L, e.out);
     LStep *st = new_step(L, BLOB_STEP_BGEMM);
     use_arena(L, st, BLOB_SLOT_IN, in);
     use_arena(L, st, BLOB_SLOT_OUT, out);
@@ -585,6 +612,8 @@ static int lower_bgemm(Lower *L, const Node *n, const Value *t, const Value *dir
     blob_step_set_kernel(&st->s, st->k.name, grid, block,
                          (uint32_t)bnn_tile_smem(BNN_BGEMM_BM, BNN_BGEMM_BN, BNN_BGEMM_KC, BNN_BGEMM_STAGES));
     add_family_args(st, 1);
+    if (n->op == OP_BDENSE_CHAIN)
+        return lower_chain_rest(L, n, out, &n->out[0]->type, rest_from, true, count_uses(L->g, n->out[1]) > 0);
     return 0;
 }
 
@@ -1059,7 +1088,7 @@ static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int
                 cur = next;
             }
         }
-        if (n->op == OP_BCONV2D_CHAIN && n->nin == 4) {
+        if (n->op != OP_CONV2D_CHAIN && n->nin == 4) { /* a binary chain's residual */
             int r = buf_of(L, n->in[3]), next = new_buf(L, value_bytes(t));
             bool res_first = attr_int(n, "residual_first", 0) != 0;
             add_sum(L, res_first ? r : cur, res_first ? cur : r, next, t);
@@ -2142,6 +2171,7 @@ static int lower_node(Lower *L, const Node *n) {
     case OP_BDENSE: return lower_bgemm(L, n, n->in[2], n->in[3]);
     case OP_BCONV2D: return lower_bconv(L, n, n->in[2], n->in[3]);
     case OP_BCONV2D_CHAIN: return lower_bconv(L, n, NULL, NULL);
+    case OP_BDENSE_CHAIN: return lower_bgemm(L, n, NULL, NULL);
     case OP_CONV2D_CHAIN: return lower_conv2d_f32(L, n);
     case OP_DENSE:
         if (n->in[0]->type.dtype == TY_B1 && n->in[1]->type.dtype == TY_B1)

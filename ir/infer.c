@@ -821,10 +821,10 @@ static int check_chain(const Node *n, int64_t o) {
     return 0;
 }
 
-/* bconv2d_chain (x: b1, w: b1, chain: f32[S,2,O], [residual: f32 like y]) -> y: f32 (the
- * conv2d's shape), bits: b1 of the same shape. */
-static int infer_bconv2d_chain(const Node *n, Type *out) {
-    if (infer_fused_acc(n, OP_CONV2D, out))
+/* bconv2d_chain / bdense_chain (x: b1, w: b1, chain: f32[S,2,O], [residual: f32 like y]) ->
+ * y: f32 (the conv2d's / dense's shape), bits: b1 of the same shape. */
+static int infer_binary_chain(const Node *n, Type *out) {
+    if (infer_fused_acc(n, n->op == OP_BDENSE_CHAIN ? OP_DENSE : OP_CONV2D, out))
         return -1;
     out[0].dtype = TY_F32;
     out[1] = out[0];
@@ -921,7 +921,8 @@ static int infer_logical_types(const Node *n, Type *out) {
     case OP_TOPK: return infer_topk(n, out);
     case OP_BDENSE: return infer_bdense(n, out);
     case OP_BCONV2D: return infer_bconv2d(n, out);
-    case OP_BCONV2D_CHAIN: return infer_bconv2d_chain(n, out);
+    case OP_BCONV2D_CHAIN:
+    case OP_BDENSE_CHAIN: return infer_binary_chain(n, out);
     case OP_CONV2D_CHAIN: return infer_conv2d_chain(n, out);
     case OP_REPACK: return infer_repack(n, out);
     case OP_QUANTIZE: return infer_quantize(n, out);

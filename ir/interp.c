@@ -988,7 +988,9 @@ static int run_qconv2d(const Node *n, Tensor **in, Tensor *y) {
  * elements), element by element: v*a + b or v/a + b, then relu where asked, each one float32
  * operation as mul/div, add and relu do. */
 static void apply_chain(const Node *n, const Tensor *chain, Tensor *v) {
-    int64_t O = v->type.dim[1], HW = v->type.dim[2] * v->type.dim[3], S = chain->type.dim[0];
+    int64_t O = v->type.dim[1], HW = 1, S = chain->type.dim[0];
+    for (int d = 2; d < v->type.rank; d++)
+        HW *= v->type.dim[d];
     int64_t div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
     attr_ints(n, "div", div, (int)S, 0, NULL);
     attr_ints(n, "relu", relu, (int)S, 0, NULL);
@@ -1014,17 +1016,17 @@ static void binarize_into(const Node *n, const Tensor *y, Tensor *bits) {
     }
 }
 
-/* bconv2d_chain, in the order the unfused ops ran: (float)acc, the stages, the residual add,
- * the binarize. */
-static int run_bconv2d_chain(const Node *n, Tensor **in, Tensor *y, Tensor *bits) {
+/* bconv2d_chain / bdense_chain, in the order the unfused ops ran: (float)acc, the stages, the
+ * residual add, the binarize. */
+static int run_binary_chain(const Node *n, Tensor **in, Tensor *y, Tensor *bits) {
     Tensor a;
     Type at = y->type;
     at.dtype = TY_I32;
     alloc_tensor(&a, &at);
     Node acc = *n;
-    acc.op = OP_CONV2D;
+    acc.op = n->op == OP_BDENSE_CHAIN ? OP_DENSE : OP_CONV2D;
     acc.nin = 2;
-    int rc = run_conv2d(&acc, in, &a);
+    int rc = acc.op == OP_DENSE ? run_dense(&acc, in, &a) : run_conv2d(&acc, in, &a);
     for (int64_t i = 0; i < numel(y); i++)
         f32s(y)[i] = (float)i32s(&a)[i];
     free_tensor(&a);
@@ -1107,7 +1109,8 @@ static int run_node(const Node *n, Tensor **in, Tensor *out) {
     case OP_TOPK: return run_topk(n, in, &out[0], &out[1]);
     case OP_BDENSE: return run_bdense(n, in, &out[0]);
     case OP_BCONV2D: return run_bconv2d(n, in, &out[0]);
-    case OP_BCONV2D_CHAIN: return run_bconv2d_chain(n, in, &out[0], &out[1]);
+    case OP_BCONV2D_CHAIN:
+    case OP_BDENSE_CHAIN: return run_binary_chain(n, in, &out[0], &out[1]);
     case OP_CONV2D_CHAIN: return run_conv2d_chain(n, in, &out[0], &out[1]);
     case OP_REPACK: return run_repack(n, in, &out[0]);
     case OP_QUANTIZE: return run_quantize(n, in, &out[0]);

@@ -259,6 +259,11 @@ static const AttrSpec spec_bconv2d_chain[] = {{"strides", ATTR_INTS}, {"pads", A
                                               {"relu", ATTR_INTS}, {"residual_first", ATTR_INT},
                                               {"zero", ATTR_INT}, SPEC_END};
 
+/* bdense_chain: the float epilogue's attributes (docs/ir.md). */
+static const AttrSpec spec_bdense_chain[] = {{"div", ATTR_INTS}, {"relu", ATTR_INTS},
+                                             {"residual_first", ATTR_INT}, {"zero", ATTR_INT},
+                                             SPEC_END};
+
 /* conv2d_chain: conv2d's geometry, the float epilogue's, the max-pool's, binarize's zero. */
 static const AttrSpec spec_conv2d_chain[] = {{"strides", ATTR_INTS}, {"pads", ATTR_INTS},
                                              {"dilations", ATTR_INTS}, {"groups", ATTR_INT},
@@ -297,6 +302,7 @@ const AttrSpec *op_attr_specs(Op op) {
     case OP_BCONV2D: return spec_bconv2d;
     case OP_BCONV2D_CHAIN: return spec_bconv2d_chain;
     case OP_CONV2D_CHAIN: return spec_conv2d_chain;
+    case OP_BDENSE_CHAIN: return spec_bdense_chain;
     case OP_BDENSE:
     case OP_REPACK: return spec_none;
     case OP_DENSE: case OP_MATMUL: case OP_SIGN: case OP_THRESHOLD: case OP_GLOBALAVGPOOL:

@@ -1,7 +1,7 @@
 /* fuse-epilogue: requires result types; runs after fold-thresholds / fuse-binary, on what they
- * left float. Changes: a binary conv2d -> cast to f32 -> per-channel float ops (batchnorm,
- * mul/div/add/sub by a constant, relu) -> [add of a real-valued shortcut] -> [binarize] becomes
- * one bconv2d_chain, and a float conv2d (the stem) -> the same float ops -> [maxpool] ->
+ * left float. Changes: a binary conv2d (dense) -> cast to f32 -> per-channel float ops
+ * (batchnorm, mul/div/add/sub by a constant, relu) -> [add of a real-valued shortcut] ->
+ * [binarize] becomes one bconv2d_chain (bdense_chain), and a float conv2d (the stem) -> the same float ops -> [maxpool] ->
  * [binarize] one conv2d_chain, each computing the very same float32 operations (docs/ir.md). */
 #include <math.h>
 #include <stdlib.h>
@@ -277,9 +277,10 @@ static void free_match(Match *mt) {
     free(mt->e.data);
 }
 
-/* A binary conv2d -> cast -> chain -> [shortcut add] -> [binarize]: bconv2d_chain. */
-static bool fuse_binary_conv(Graph *g, PassContext *ctx, Node *conv) {
-    if (!is_binary_layer(conv) || conv->op != OP_CONV2D)
+/* A binary conv2d / dense -> cast -> chain -> [shortcut add] -> [binarize]: bconv2d_chain /
+ * bdense_chain. */
+static bool fuse_binary_layer(Graph *g, PassContext *ctx, Node *conv) {
+    if (!is_binary_layer(conv))
         return false;
     Node *cast = single_user(g, conv->out[0]);
     if (!cast || cast->op != OP_CAST || cast->out[0]->type.dtype != TY_F32)
@@ -306,10 +307,11 @@ static bool fuse_binary_conv(Graph *g, PassContext *ctx, Node *conv) {
     if ((mt.bin = binarize_of(g, mt.v)))
         buf_puts(&mt.e.what, "+binarize");
     Value *in[4] = {conv->in[0], conv->in[1], NULL, residual};
-    Node *f = replace_match(g, &mt, OP_BCONV2D_CHAIN, in, residual ? 4 : 3, 2);
+    bool dense = conv->op == OP_DENSE;
+    Node *f = replace_match(g, &mt, dense ? OP_BDENSE_CHAIN : OP_BCONV2D_CHAIN, in, residual ? 4 : 3, 2);
     if (res_first)
         set_attr_int(f, "residual_first", 1);
-    report_match(ctx, &mt, f, "conv2d", residual != NULL);
+    report_match(ctx, &mt, f, dense ? "dense" : "conv2d", residual != NULL);
     free_match(&mt);
     return true;
 }
@@ -358,7 +360,7 @@ static bool fuse_float_conv(Graph *g, PassContext *ctx, Node *conv) {
 int run_fuse_epilogue(Graph *g, PassContext *ctx) {
     /* A fused node takes its layer's place (the layer moves one on): visited, not matched. */
     for (int i = 0; i < g->nnodes; i++)
-        if (!g->nodes[i]->dead && !fuse_binary_conv(g, ctx, g->nodes[i]))
+        if (!g->nodes[i]->dead && !fuse_binary_layer(g, ctx, g->nodes[i]))
             fuse_float_conv(g, ctx, g->nodes[i]);
     graph_compact(g);
     return 0;

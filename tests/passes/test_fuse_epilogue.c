@@ -1,4 +1,5 @@
-/* test_fuse_epilogue: the fuse-epilogue pass (bconv2d_chain) on random Bi-Real-style blocks:
+/* test_fuse_epilogue: the fuse-epilogue pass on random Bi-Real-style blocks (bconv2d_chain; the
+ * same with dense layers, bdense_chain) and float stems (conv2d_chain):
  * binarize -> binary conv2d -> cast -> a random float chain (batch-norms with negative and zero
  * gammas, mul/div/add/sub by per-channel constants on either side, relu) -> [shortcut add, either
  * operand order, the shortcut sometimes read twice] -> [binarize, zero +-1] -> [a second conv].
@@ -10,8 +11,8 @@
 static const int levels[] = {0, 1, 3};
 static const int64_t channel_choices[] = {3, 65, 130};
 
-/* A per-channel f32 constant for x: [C,1,1] or [1,C,1,1], or one scalar [1] for every
- * channel; some entries negative, some zero when allowed (not for divisors). */
+/* A per-channel f32 constant for x: [C,1,1] or [1,C,1,1] ([C] for a rank-2 x), or one scalar
+ * [1] for every channel; some entries negative, some zero when allowed (not for divisors). */
 static Value *channel_const(Graph *g, Rng *r, const Type *x, const char *name, bool allow_zero) {
     int64_t c = x->dim[1];
     int shape = rng_int(r, 0, 4);
@@ -22,7 +23,7 @@ static Value *channel_const(Graph *g, Rng *r, const Type *x, const char *name, b
         if (v[i] == 0.0f && !allow_zero)
             v[i] = 0.5f;
     }
-    Value *k = hconst_per_channel(g, name, x, shape == 0 ? 0 : shape <= 2 ? 2 : 3, v);
+    Value *k = hconst_per_channel(g, name, x, shape == 0 ? 0 : x->rank == 2 ? 1 : shape <= 2 ? 2 : 3, v);
     free(v);
     return k;
 }
@@ -50,18 +51,21 @@ static Value *random_chain_op(Graph *g, Rng *r, Value *v, int i, int *stages) {
 /* What the last build made, for the structural checks. */
 static bool built_fusable;
 
+/* Whether build_block makes a dense block (bdense_chain) instead of a conv block. */
+static bool block_dense;
+
 static Graph *build_block(uint64_t seed) {
     Rng r = rng_seed(seed);
     Graph *g = new_graph("block");
     int64_t c = channel_choices[rng_int(&r, 0, 2)], h = rng_int(&r, 3, 7), w = rng_int(&r, 3, 7);
     int64_t xd[4] = {DIM_BATCH, c, h, w};
-    Value *x = add_input(g, "x", make_type(TY_F32, 4, xd));
+    Value *x = add_input(g, "x", make_type(TY_F32, block_dense ? 2 : 4, xd));
     Value *bits = hbinarize(g, x, rng_int(&r, 0, 1) ? 1 : -1, "xb");
     int64_t o = channel_choices[rng_int(&r, 0, 2)];
     int64_t kh = rng_int(&r, 1, 3), kw = rng_int(&r, 1, 3);
     int64_t wd[4] = {o, c, kh, kw};
-    Value *in[2] = {bits, hconst_b1_random(g, "w", 4, wd, &r)};
-    Node *conv = hnode(g, OP_CONV2D, 2, in, "conv");
+    Value *in[2] = {bits, hconst_b1_random(g, "w", block_dense ? 2 : 4, wd, &r)};
+    Node *conv = hnode(g, block_dense ? OP_DENSE : OP_CONV2D, 2, in, "conv");
     int64_t st[2] = {rng_int(&r, 1, 2), rng_int(&r, 1, 2)};
     int64_t pads[4] = {rng_int(&r, 0, 1), rng_int(&r, 0, 1), rng_int(&r, 0, 1), rng_int(&r, 0, 1)};
     pads[2] = pads[0], pads[3] = pads[1];
@@ -69,10 +73,12 @@ static Graph *build_block(uint64_t seed) {
         pads[0] = pads[2] = 0;
     if (kw == 1)
         pads[1] = pads[3] = 0;
-    set_attr_ints(conv, "strides", 2, st);
-    set_attr_ints(conv, "pads", 4, pads);
-    if (pads[0] + pads[1] && rng_int(&r, 0, 2) == 0)
-        set_attr_int(conv, "pad_value", 1);
+    if (!block_dense) {
+        set_attr_ints(conv, "strides", 2, st);
+        set_attr_ints(conv, "pads", 4, pads);
+        if (pads[0] + pads[1] && rng_int(&r, 0, 2) == 0)
+            set_attr_int(conv, "pad_value", 1);
+    }
     Value *acc = hfinish(conv);
     int res = rng_int(&r, 0, 3); /* 0: none; 1, 2: a graph input; 3: a value computed before */
     Value *shortcut = NULL;
@@ -110,8 +116,8 @@ static Graph *build_block(uint64_t seed) {
         Value *b = hbinarize(g, v, bin == 1 ? 1 : -1, "yb");
         if (rng_int(&r, 0, 1)) { /* the bits feed the next binary layer */
             int64_t w2d[4] = {5, o, 1, 1};
-            Value *in2[2] = {b, hconst_b1_random(g, "w2", 4, w2d, &r)};
-            Value *acc2 = hfinish(hnode(g, OP_CONV2D, 2, in2, "conv2"));
+            Value *in2[2] = {b, hconst_b1_random(g, "w2", block_dense ? 2 : 4, w2d, &r)};
+            Value *acc2 = hfinish(hnode(g, block_dense ? OP_DENSE : OP_CONV2D, 2, in2, "conv2"));
             add_output(g, hcast_f32(g, acc2, "out2"));
         } else {
             add_output(g, b);
@@ -225,10 +231,10 @@ static void check_stem_fused(const Graph *opt, uint64_t seed, int level) {
 static void check_block_fused(const Graph *opt, uint64_t seed, int level) {
     int allowed = 1 + (graph_find_value((Graph *)opt, "shortcut_relu") != NULL);
     int want = 1 + (graph_find_value((Graph *)opt, "out2") != NULL);
-    CHECK_MSG(count_ops(opt, OP_BCONV2D_CHAIN) == want && float_ops_left(opt) == allowed,
-              "block seed %llu -O%d: %d bconv2d_chain, %d float ops left (want %d, %d)",
-              (unsigned long long)seed, level, count_ops(opt, OP_BCONV2D_CHAIN), float_ops_left(opt), want,
-              allowed);
+    Op op = block_dense ? OP_BDENSE_CHAIN : OP_BCONV2D_CHAIN;
+    CHECK_MSG(count_ops(opt, op) == want && float_ops_left(opt) == allowed,
+              "block seed %llu -O%d: %d %s, %d float ops left (want %d, %d)", (unsigned long long)seed,
+              level, count_ops(opt, op), op_info(op)->name, float_ops_left(opt), want, allowed);
 }
 
 /* build(seed) for count seeds at -O0, -O1, -O3 against the graph as built, bit for bit; the
@@ -264,6 +270,8 @@ static void test_random(const char *what, BuildFn build, void (*check_fused)(con
 
 int main(void) {
     test_random("blocks", build_block, check_block_fused, 1000, 400);
+    block_dense = true;
+    test_random("dense blocks", build_block, check_block_fused, 3000, 300);
     test_random("stems", build_stem, check_stem_fused, 5000, 300);
     return check_report("test_fuse_epilogue");
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """fuse-epilogue on whole models: the Bi-Real-style net exported from PyTorch
-(tests/onnx/torch2/birealish.onnx), tests/passes/bireal_block.bnn and tests/passes/stem.bnn. At
--O1 and -O3 every binary block is one bconv2d_chain (conv, batch-norm or scale/relu/bias,
+(tests/onnx/torch2/birealish.onnx), tests/passes/bireal_block.bnn, stem.bnn and dense_chain.bnn.
+At -O1 and -O3 every binary block is one bconv2d_chain or bdense_chain (conv, batch-norm or scale/relu/bias,
 shortcut add, binarize) and the float stem one conv2d_chain (conv, batch-norm, relu, max-pool,
 binarize), with no batchnorm, add, relu, mul, sub, sign, maxpool or cast left and no binarize
 but of a graph input; the optimized IR reads back to itself; its reference outputs equal the imported model's bit for bit
@@ -69,8 +69,8 @@ def check_model(path, shape, nout, want_chains, want_stems, want_binarize, level
           f"{name} {level}: report lines {r.stderr.count('fuse-epilogue: layer')}, want {want_chains + want_stems}")
     text = open(opt).read()
     ops = body_ops(text)
-    check(ops.count("bconv2d_chain") == want_chains,
-          f"{name} {level}: {ops.count('bconv2d_chain')} bconv2d_chain, want {want_chains}: {ops}")
+    chains = ops.count("bconv2d_chain") + ops.count("bdense_chain")
+    check(chains == want_chains, f"{name} {level}: {chains} bconv2d_chain / bdense_chain, want {want_chains}: {ops}")
     for op in ("batchnorm", "add", "relu", "mul", "sub", "div", "sign", "cast"):
         check(op not in ops, f"{name} {level}: {op} left: {ops}")
     check(ops.count("binarize") == want_binarize, f"{name} {level}: binarize left: {ops}")
@@ -81,10 +81,13 @@ def check_model(path, shape, nout, want_chains, want_stems, want_binarize, level
     check(r.returncode == 0 and open(again).read() == text, f"{name} {level}: the IR does not read back to itself")
     rng = np.random.default_rng(5)
     for batch in (1, 4):
-        x = rng.standard_normal((batch,) + shape).astype(np.float32)
-        x.reshape(-1)[::7] = 0.0  # exact zeros: binarize's rule and v + r == 0
-        ref = reference(path, [x], tmp, "ref", nout)
-        got = reference(opt, [x], tmp, "got", nout)
+        xs = []
+        for sh in shape if isinstance(shape, list) else [shape]:
+            x = rng.standard_normal((batch,) + sh).astype(np.float32)
+            x.reshape(-1)[::7] = 0.0  # exact zeros: binarize's rule and v + r == 0
+            xs.append(x)
+        ref = reference(path, xs, tmp, "ref", nout)
+        got = reference(opt, xs, tmp, "got", nout)
         if ref is not None and got is not None:
             check(ref == got, f"{name} {level} batch {batch}: outputs differ")
 
@@ -120,6 +123,7 @@ def main():
         check_model(os.path.join(SRC, "tests", "onnx", "torch2", "birealish.onnx"), (3, 16, 16), 1, 2, 1, 0, level)
         check_model(os.path.join(SRC, "tests", "passes", "bireal_block.bnn"), (5, 6, 6), 2, 3, 0, 1, level)
         check_model(os.path.join(SRC, "tests", "passes", "stem.bnn"), (3, 9, 9), 2, 1, 1, 0, level)
+        check_model(os.path.join(SRC, "tests", "passes", "dense_chain.bnn"), [(40,), (20,)], 2, 2, 0, 1, level)
     check_errors()
     print(f"test_fuse_epilogue_models: {checks - failures} of {checks} checks passed")
     return 1 if failures else 0
