@@ -22,6 +22,7 @@
 
 #define ARENA_ALIGN 256 /* every arena offset; item n of a tensor sits at B*offset + n*bytes */
 #define FLOAT_BLOCK 256 /* threads per block of the float kernels */
+_Static_assert(CHAIN_MAX_STAGES == BLOB_EPI_MAX_STAGES, "a bconv2d_chain's stages fit one bconv epilogue");
 
 typedef struct LBuf {
     int64_t bytes; /* per batch item */
@@ -329,6 +330,10 @@ typedef struct Epilogue {
     float *chain;
     const Value *residual, *bits;
     bool need_f32;
+    /* bconv2d_chain: the stage after which a relu ends the kernel's part (the rest runs as
+     * later steps, lower_chain_rest), or -1; pack_bits: its bits come from a pack step. */
+    int rest_from;
+    bool pack_bits;
 } Epilogue;
 
 static float *broadcast_const(const Value *k, const Type *x, int64_t *channels, int64_t *spatial);
@@ -403,108 +408,70 @@ static bool push_stage(Epilogue *e, int64_t o, const float *a, const float *b, b
     return true;
 }
 
-/* A batchnorm of v with constant per-channel parameters as the three stages lower_batchnorm
- * emits: v*1 + (-mean), v / sqrtf(var + eps) + (-0), v*scale + bias. */
-static bool push_batchnorm(Epilogue *e, const Node *m, int64_t o) {
-    for (int i = 1; i < 5; i++)
-        if (m->in[i]->kind != VAL_CONST || m->in[i]->type.dtype != TY_F32 || m->in[i]->type.rank != 1 ||
-            m->in[i]->type.dim[0] != o)
-            return false;
-    if (e->stages + 3 > BLOB_EPI_MAX_STAGES)
-        return false;
-    const float *scale = m->in[1]->data, *bias = m->in[2]->data, *mean = m->in[3]->data, *var = m->in[4]->data;
-    float eps = attr_float(m, "epsilon", 1e-5f);
-    float *one = xmalloc((size_t)o * 4), *nmean = xmalloc((size_t)o * 4), *den = xmalloc((size_t)o * 4),
-          *zero = xmalloc((size_t)o * 4);
-    for (int64_t c = 0; c < o; c++) {
-        one[c] = 1.0f;
-        nmean[c] = -mean[c];
-        den[c] = sqrtf(var[c] + eps);
-        zero[c] = -0.0f;
-    }
-    bool ok = push_stage(e, o, one, nmean, false) && push_stage(e, o, den, zero, true) &&
-              push_stage(e, o, scale, bias, false);
-    free(one);
-    free(nmean);
-    free(den);
-    free(zero);
-    return ok;
-}
-
-/* mul, div, add or sub of v and a per-channel constant k as one stage: v*k, v/k, v + k,
- * v + (-k) (= v - k), k - v as v*(-1) + k; all exact rewrites of the interpreter's op. */
-static bool push_elementwise(Epilogue *e, const Node *m, const Value *v, int64_t o, int64_t sp) {
-    if (m->op != OP_MUL && m->op != OP_DIV && m->op != OP_ADD && m->op != OP_SUB)
-        return false;
-    if ((m->op == OP_DIV && m->in[0] != v) || e->stages == BLOB_EPI_MAX_STAGES)
-        return false; /* k / v is no stage */
-    float *k = affine_operand(m, v, o, sp);
-    if (!k)
-        return false;
-    float *a = xmalloc((size_t)o * 4), *b = xmalloc((size_t)o * 4);
-    for (int64_t c = 0; c < o; c++) {
-        bool mul = m->op == OP_MUL || m->op == OP_DIV;
-        a[c] = mul ? k[c] : m->op == OP_SUB && m->in[1] == v ? -1.0f : 1.0f;
-        b[c] = mul ? -0.0f : m->op == OP_SUB && m->in[0] == v ? -k[c] : k[c];
-    }
-    bool ok = push_stage(e, o, a, b, m->op == OP_DIV);
-    free(k);
-    free(a);
-    free(b);
-    return ok;
-}
-
-/* The add that may end the chain: v + r or r + v, r an f32 value of v's shape computed before
- * this layer (it has its buffer). Returns the add's output, or NULL. */
-static const Value *absorb_residual(Lower *L, const Value *v, Epilogue *e) {
-    Node *m = only_user(L->g, v);
-    if (!m || m->op != OP_ADD || m->nin != 2)
-        return NULL;
-    const Value *r = m->in[0] == v ? m->in[1] : m->in[0];
-    if (r == v || r->kind == VAL_CONST || L->vbuf[r->id] < 0 || !type_equal(&r->type, &v->type) ||
-        !type_equal(&m->out[0]->type, &v->type))
-        return NULL;
-    e->residual = r;
-    e->res = m->in[0] == v ? 1 : 2;
-    L->done[node_index(L->g, m)] = true;
-    return m->out[0];
-}
-
-/* A binarize {zero=1} of v into NHWC-packed bits, which the chain's epilogue can write too. */
-static const Value *absorb_binarize(Lower *L, const Value *v) {
-    for (int i = 0; i < L->g->nnodes; i++) {
-        const Node *n = L->g->nodes[i];
-        if (!n->dead && !L->done[i] && n->op == OP_BINARIZE && n->in[0] == v && attr_int(n, "zero", 1) == 1 &&
-            packed_words(&n->out[0]->type)) {
-            L->done[i] = true;
-            return n->out[0];
-        }
-    }
-    return NULL;
-}
-
-/* The float chain after a convolution's cast (e->out, its first stage from absorb_affine in
- * e->scale / e->bias): batchnorms and per-channel constant ops while each value has one user,
- * then an optional residual add, then an optional binarize of the result. */
-static void absorb_chain(Lower *L, Epilogue *e, int64_t o, int64_t sp) {
-    push_stage(e, o, e->scale, e->bias, false);
-    const Value *v = e->out;
-    for (Node *m; (m = only_user(L->g, v)) && type_equal(&m->out[0]->type, &v->type);) {
-        bool bn = m->op == OP_BATCHNORM && m->in[0] == v;
-        if (!(bn ? push_batchnorm(e, m, o) : push_elementwise(e, m, v, o, sp)))
+/* The epilogue of a bconv2d_chain (docs/ir.md), read from the op: its stages up to the first
+ * relu in the kernel's chain, then (when nothing follows in the op) the residual add and the
+ * bits. A relu, and what comes after it, run as later steps (the kernel has no relu stage). */
+static void chain_epilogue(Lower *L, const Node *n, Epilogue *e) {
+    const Value *chain = n->in[2], *y = n->out[0], *bits = n->out[1];
+    int64_t o = y->type.dim[1], S = chain->type.dim[0];
+    int64_t div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
+    attr_ints(n, "div", div, CHAIN_MAX_STAGES, 0, NULL);
+    attr_ints(n, "relu", relu, CHAIN_MAX_STAGES, 0, NULL);
+    int kernel_stages = (int)S;
+    for (int s = 0; s < S; s++)
+        if (relu[s]) {
+            kernel_stages = s + 1;
             break;
-        L->done[node_index(L->g, m)] = true;
-        v = m->out[0];
+        }
+    e->kind = BLOB_EPI_AFFINE;
+    e->out = y;
+    e->stages = kernel_stages;
+    e->chain = xmalloc((size_t)(2 * kernel_stages * o) * 4);
+    memcpy(e->chain, chain->data, (size_t)(2 * kernel_stages * o) * 4);
+    for (int s = 0; s < kernel_stages; s++)
+        e->div |= div[s] ? 1u << s : 0;
+    e->rest_from = relu[kernel_stages - 1] ? kernel_stages : -1;
+    bool bits_used = count_uses(L->g, bits) > 0;
+    if (e->rest_from < 0) {
+        e->residual = n->nin == 4 ? n->in[3] : NULL;
+        e->res = e->residual ? (attr_int(n, "residual_first", 0) ? 2 : 1) : 0;
+        if (bits_used && attr_int(n, "zero", 1) == 1 && packed_words(&bits->type))
+            e->bits = bits;
     }
-    const Value *r = absorb_residual(L, v, e);
-    e->out = r ? r : v;
-    e->bits = absorb_binarize(L, e->out);
-    e->need_f32 = !e->bits || count_uses(L->g, e->out) > 1;
+    e->pack_bits = bits_used && !e->bits;
+    e->need_f32 = !e->bits || count_uses(L->g, y) > 0;
+}
+
+/* The epilogue of a bdense_chain: bgemm's affine epilogue computes its first stage when that
+ * multiplies (v*a + b, rounded as the op does), else the cast (1, -0); lower_chain_rest the
+ * rest from rest_from on. */
+static void dense_chain_epilogue(const Node *n, Epilogue *e) {
+    const Value *chain = n->in[2];
+    int64_t o = chain->type.dim[2], div[CHAIN_MAX_STAGES] = {0};
+    attr_ints(n, "div", div, CHAIN_MAX_STAGES, 0, NULL);
+    e->kind = BLOB_EPI_AFFINE;
+    e->out = n->out[0];
+    e->scale = xmalloc((size_t)o * 4);
+    e->bias = xmalloc((size_t)o * 4);
+    for (int64_t c = 0; c < o; c++) {
+        e->scale[c] = div[0] ? 1.0f : ((const float *)chain->data)[c];
+        e->bias[c] = div[0] ? -0.0f : ((const float *)chain->data)[o + c];
+    }
+    e->rest_from = div[0] ? 0 : 1;
 }
 
 static int choose_epilogue(Lower *L, const Node *layer, const Value *t, const Value *dir, Epilogue *e) {
     const Graph *g = L->g;
     memset(e, 0, sizeof *e);
+    e->rest_from = -1;
+    if (layer->op == OP_BCONV2D_CHAIN) {
+        chain_epilogue(L, layer, e);
+        return 0;
+    }
+    if (layer->op == OP_BDENSE_CHAIN) {
+        dense_chain_epilogue(layer, e);
+        return 0;
+    }
     e->out = layer->out[0];
     if (layer->op == OP_BDENSE || layer->op == OP_BCONV2D) {
         e->kind = BLOB_EPI_THRESHOLD;
@@ -530,8 +497,10 @@ static int choose_epilogue(Lower *L, const Node *layer, const Value *t, const Va
         for (int64_t c = 0; c < o; c++)
             e->scale[c] = 1.0f, e->bias[c] = -0.0f;
         e->out = absorb_affine(L, u->out[0], e->scale, e->bias, o, sp, true);
-        if (layer->op == OP_CONV2D)
-            absorb_chain(L, e, o, sp);
+        if (layer->op == OP_CONV2D) { /* a one-stage chain (fuse-epilogue makes longer ones) */
+            push_stage(e, o, e->scale, e->bias, false);
+            e->need_f32 = true;
+        }
     }
     return 0;
 }
@@ -595,7 +564,11 @@ static void add_chain_args(LStep *st, bool f32, int bits_slot) {
     blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, 1);
 }
 
-/* dense over b1 x b1 (bdense, or dense with its threshold / cast) -> one bgemm step. */
+static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int first, bool relu_due,
+                            bool pack_bits);
+
+/* dense over b1 x b1 (bdense, bdense_chain, or dense with its threshold / cast) -> one bgemm
+ * step (a bdense_chain's further stages, residual and bits: lower_chain_rest's steps). */
 static int lower_bgemm(Lower *L, const Node *n, const Value *t, const Value *dir) {
     const Value *x = n->in[0], *w = n->in[1];
     if (w->kind != VAL_CONST)
@@ -618,7 +591,8 @@ static int lower_bgemm(Lower *L, const Node *n, const Value *t, const Value *dir
                 wpop[r]++;
             }
     int in = buf_of(L, x);
-    int out = def_buf(L, e.out);
+    int rest_from = e.rest_from; /* a bdense_chain: the value goes on to lower_chain_rest */
+    int out = n->op == OP_BDENSE_CHAIN ? new_buf(L, value_bytes(&e.out->type)) : def_buf(L, e.out);
     LStep *st = new_step(L, BLOB_STEP_BGEMM);
     use_arena(L, st, BLOB_SLOT_IN, in);
     use_arena(L, st, BLOB_SLOT_OUT, out);
@@ -640,6 +614,8 @@ static int lower_bgemm(Lower *L, const Node *n, const Value *t, const Value *dir
     blob_step_set_kernel(&st->s, st->k.name, grid, block,
                          (uint32_t)bnn_tile_smem(BNN_BGEMM_BM, BNN_BGEMM_BN, BNN_BGEMM_KC, BNN_BGEMM_STAGES));
     add_family_args(st, 1);
+    if (n->op == OP_BDENSE_CHAIN)
+        return lower_chain_rest(L, n, out, &n->out[0]->type, rest_from, true, count_uses(L->g, n->out[1]) > 0);
     return 0;
 }
 
@@ -978,6 +954,7 @@ static void pool_epilogue(const PoolSpec *ps, const Value *dir, int64_t o, Epilo
     memset(e, 0, sizeof *e);
     e->kind = BLOB_EPI_AFFINE;
     e->need_f32 = true;
+    e->rest_from = -1;
     float *s = xmalloc((size_t)o * 4), *b = xmalloc((size_t)o * 4);
     for (int64_t c = 0; c < o; c++) {
         bool down = dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : c) < 0;
@@ -987,6 +964,19 @@ static void pool_epilogue(const PoolSpec *ps, const Value *dir, int64_t o, Epilo
     push_stage(e, o, s, b, false);
     free(s);
     free(b);
+}
+
+/* The parameters of pool node n (maxpool or avgpool, no dilation) from x to y. */
+static BlobPoolParams pool_params(const Node *n, const Type *x, const Type *y) {
+    int64_t k[2], s[2] = {1, 1}, p[4] = {0, 0, 0, 0};
+    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+    attr_ints(n, "kernel", k, 2, 2, one2);
+    attr_ints(n, "strides", s, 2, 2, one2);
+    attr_ints(n, "pads", p, 4, 4, zero4);
+    return (BlobPoolParams){.c = x->dim[1], .h = x->dim[2], .w = x->dim[3], .kh = k[0], .kw = k[1],
+                            .stride_h = s[0], .stride_w = s[1], .pad_top = p[0], .pad_left = p[1],
+                            .pad_bottom = p[2], .pad_right = p[3], .oh = y->dim[2], .ow = y->dim[3],
+                            .count_include_pad = n->op == OP_MAXPOOL ? 0 : attr_int(n, "count_include_pad", 0) != 0};
 }
 
 static void emit_pool(Lower *L, int in, int out, const BlobPoolParams *pp, bool max) {
@@ -1005,6 +995,7 @@ static void emit_pool(Lower *L, int in, int out, const BlobPoolParams *pp, bool 
 }
 
 static void add_pack(Lower *L, int in, const Type *xt, const Value *out, int zero);
+static int check_pack_target(Lower *L, const Type *xt, const Value *out);
 static void add_affine(Lower *L, int in, int out, const float *scale, const float *bias, int64_t channels,
                        int64_t spatial, bool div);
 
@@ -1061,10 +1052,73 @@ static bool fusable_pool(const Node *mp, int64_t oh, int64_t ow) {
            !p[2] && !p[3] && (!ceil_mode || (oh % 2 == 0 && ow % 2 == 0)) && oh >= 2 && ow >= 2;
 }
 
-/* conv2d over b1 x b1 (bconv2d, or conv2d with its threshold / cast) -> a bconv step. A
- * cast to f32 takes the float chain after it (absorb_chain: batchnorms, per-channel constant
- * ops, a residual add, a binarize) into the same step, f32 written NCHW and bits NHWC by CPU
- * and GPU alike. The GPU kernel writes integer results NHWC only, so for those the CPU runs
+static void add_relu(Lower *L, int in, int out, int64_t count);
+static void add_sum(Lower *L, int a, int b, int out, const Type *t);
+
+/* Whether stage s of a chain [S][2][o] is v*1 + -0, which is v for every float: no step. */
+static bool identity_stage(const float *k, int64_t s, int64_t o, bool div) {
+    bool id = !div;
+    for (int64_t c = 0; id && c < o; c++)
+        id = k[2 * s * o + c] == 1.0f && k[(2 * s + 1) * o + c] == 0.0f && signbit(k[(2 * s + 1) * o + c]);
+    return id;
+}
+
+/* What the step of a bconv2d_chain (chain_epilogue) or a conv2d_chain (lower_conv2d_f32) did not
+ * compute, on the f32 value t in buffer cur: the relu of stage first - 1 where relu_due, then
+ * from stage first on each stage an affine step and each relu a relu step, then a
+ * bconv2d_chain's residual add or a conv2d_chain's max-pool; then the bits by a pack step
+ * where pack_bits. first < 0: nothing but the pack. */
+static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int first, bool relu_due,
+                            bool pack_bits) {
+    const Value *y = n->out[0], *bits = n->out[1], *chain = n->in[2];
+    int64_t o = t->dim[1], sp = spatial_of(t), S = chain->type.dim[0];
+    if (first >= 0) {
+        int64_t div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
+        attr_ints(n, "div", div, CHAIN_MAX_STAGES, 0, NULL);
+        attr_ints(n, "relu", relu, CHAIN_MAX_STAGES, 0, NULL);
+        const float *k = chain->data;
+        for (int64_t s = first - 1; s < S; s++) {
+            int next;
+            if (s >= first && !identity_stage(k, s, o, div[s] != 0)) {
+                next = new_buf(L, value_bytes(t));
+                add_affine(L, cur, next, k + 2 * s * o, k + (2 * s + 1) * o, o, sp, div[s] != 0);
+                cur = next;
+            }
+            if (s >= 0 && relu[s] && (s >= first || relu_due)) {
+                next = new_buf(L, value_bytes(t));
+                add_relu(L, cur, next, item_numel(t));
+                cur = next;
+            }
+        }
+        if (n->op != OP_CONV2D_CHAIN && n->nin == 4) { /* a binary chain's residual */
+            int r = buf_of(L, n->in[3]), next = new_buf(L, value_bytes(t));
+            bool res_first = attr_int(n, "residual_first", 0) != 0;
+            add_sum(L, res_first ? r : cur, res_first ? cur : r, next, t);
+            cur = next;
+        }
+        if (n->op == OP_CONV2D_CHAIN && get_attr(n, "pool_kernel")) {
+            Attr attrs[4];
+            Value *pin[1] = {NULL};
+            Node pool = fused_pool_node(n, pin, attrs);
+            BlobPoolParams pp = pool_params(&pool, t, &y->type);
+            int next = new_buf(L, value_bytes(&y->type));
+            emit_pool(L, cur, next, &pp, true);
+            cur = next;
+        }
+        L->vbuf[y->id] = cur;
+    }
+    if (pack_bits) {
+        if (check_pack_target(L, &y->type, bits))
+            return -1;
+        add_pack(L, buf_of(L, y), &y->type, bits, (int)attr_int(n, "zero", 1));
+    }
+    return 0;
+}
+
+/* conv2d over b1 x b1 (bconv2d, bconv2d_chain, or conv2d with its threshold / cast) -> a bconv
+ * step. A bconv2d_chain's float chain (chain_epilogue: stages, a residual add, the bits) runs in
+ * the same step, f32 written NCHW and bits NHWC by CPU and GPU alike; a conv2d's cast is a
+ * one-stage chain. The GPU kernel writes integer results NHWC only, so for those the CPU runs
  * the bconv step (NCHW out) while the GPU runs the kernel into a scratch buffer and a
  * transpose: three steps, the first CPU-only, the other two GPU-only. */
 static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir) {
@@ -1149,7 +1203,9 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     int in = buf_of(L, x);
     bool bits = e.kind == BLOB_EPI_THRESHOLD, chain = e.stages > 0;
     int out, bits_out = -1; /* a chain's bits besides its f32 result */
-    if (fallback)
+    int rest_from = e.rest_from;
+    bool pack_bits = e.pack_bits;
+    if (fallback || rest_from >= 0) /* f32 for later steps */
         out = new_buf(L, O * OH * OW * 4);
     else if (chain && !e.need_f32)
         out = def_buf(L, e.bits);
@@ -1228,6 +1284,8 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     }
     if (fallback)
         return pool_and_threshold(L, n, out, O, OH, OW, &ps, t, dir);
+    if (n->op == OP_BCONV2D_CHAIN)
+        return lower_chain_rest(L, n, out, &n->out[0]->type, rest_from, true, pack_bits);
     return 0;
 }
 
@@ -1329,6 +1387,21 @@ static float *broadcast_const(const Value *k, const Type *x, int64_t *channels, 
     return v;
 }
 
+/* out = a + b, elementwise over equal shapes t (f32 or i32). */
+static void add_sum(Lower *L, int a, int b, int out, const Type *t) {
+    LStep *st = new_step(L, BLOB_STEP_ADD);
+    use_arena(L, st, BLOB_SLOT_IN, a);
+    use_arena(L, st, BLOB_SLOT_IN2, b);
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    int64_t count = item_numel(t);
+    bool f = t->dtype == TY_F32;
+    st->s.add = (BlobAddParams){.count = count, .dtype = f ? BLOB_DTYPE_F32 : BLOB_DTYPE_I32};
+    float_kernel(L, st, "add", count,
+                 str_printf(f ? "bnn_add_f32(item, j, (const float *)in, (const float *)in2, (float *)out, %lld, %lld)"
+                              : "bnn_add_i32(item, j, (const int *)in, (const int *)in2, (int *)out, %lld, %lld)",
+                            (long long)count, (long long)count));
+}
+
 /* add, sub, mul, div with one constant operand: one affine step, exact (x*1, x + -0 are x). */
 static int lower_elementwise(Lower *L, const Node *n) {
     const Value *a = n->in[0], *b = n->in[1], *y = n->out[0];
@@ -1337,18 +1410,8 @@ static int lower_elementwise(Lower *L, const Node *n) {
         if (n->op != OP_ADD || !type_equal(&a->type, &b->type) || !type_equal(&a->type, &y->type) ||
             (y->type.dtype != TY_F32 && y->type.dtype != TY_I32))
             return unsupported(L, "an elementwise op of two computed tensors other than add of equal shapes");
-        int out = def_buf(L, y);
-        LStep *st = new_step(L, BLOB_STEP_ADD);
-        use_arena(L, st, BLOB_SLOT_IN, buf_of(L, a));
-        use_arena(L, st, BLOB_SLOT_IN2, buf_of(L, b));
-        use_arena(L, st, BLOB_SLOT_OUT, out);
-        int64_t count = item_numel(&y->type);
-        bool f = y->type.dtype == TY_F32;
-        st->s.add = (BlobAddParams){.count = count, .dtype = f ? BLOB_DTYPE_F32 : BLOB_DTYPE_I32};
-        float_kernel(L, st, "add", count,
-                     str_printf(f ? "bnn_add_f32(item, j, (const float *)in, (const float *)in2, (float *)out, %lld, %lld)"
-                                  : "bnn_add_i32(item, j, (const int *)in, (const int *)in2, (int *)out, %lld, %lld)",
-                                (long long)count, (long long)count));
+        int ab = buf_of(L, a), bb = buf_of(L, b);
+        add_sum(L, ab, bb, def_buf(L, y), &y->type);
         return 0;
     }
     if (ca && cb)
@@ -1733,29 +1796,44 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     L->nfp16_convs++;
 }
 
+/* Whether a conv2d_chain's first stage is v*1 + -0 followed by a relu: the relu the tiled
+ * float conv applies before its store. */
+static bool identity_relu_stage(const Node *n) {
+    int64_t div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
+    attr_ints(n, "div", div, CHAIN_MAX_STAGES, 0, NULL);
+    attr_ints(n, "relu", relu, CHAIN_MAX_STAGES, 0, NULL);
+    return relu[0] && identity_stage(n->in[2]->data, 0, n->in[2]->type.dim[2], div[0] != 0);
+}
+
 /* A float convolution; a relu that is its only reader is fused on the GPU: the conv2d step
  * writes the relu's value, whose relu step then runs on the CPU path only, in place. */
 static int lower_conv2d_f32(Lower *L, const Node *n) {
-    const Value *x = n->in[0], *w = n->in[1], *b = n->nin == 3 ? n->in[2] : NULL;
+    bool fused = n->op == OP_CONV2D_CHAIN;
+    const Value *x = n->in[0], *w = n->in[1], *b = n->nin == (fused ? 4 : 3) ? n->in[n->nin - 1] : NULL;
     if (x->type.dtype != TY_F32 || w->type.dtype != TY_F32 || w->kind != VAL_CONST ||
         (b && (b->kind != VAL_CONST || b->type.dtype != TY_F32)))
         return unsupported(L, "a convolution of this form (float activations, constant float weights expected)");
-    const Type *y = &n->out[0]->type;
     int64_t s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
     static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
     attr_ints(n, "strides", s, 2, 2, one2);
     attr_ints(n, "dilations", d, 2, 2, one2);
     attr_ints(n, "pads", p, 4, 4, zero4);
+    Type conv_t = n->out[0]->type; /* a conv2d_chain's pool comes after the conv */
+    for (int i = 0; i < 2; i++)
+        conv_t.dim[2 + i] = (x->type.dim[2 + i] + p[i] + p[i + 2] - d[i] * (w->type.dim[2 + i] - 1) - 1) / s[i] + 1;
+    const Type *y = &conv_t;
     BlobConv2dParams cp = {.c = x->type.dim[1], .h = x->type.dim[2], .w = x->type.dim[3], .o = y->dim[1],
                            .kh = w->type.dim[2], .kw = w->type.dim[3], .stride_h = s[0], .stride_w = s[1],
                            .pad_top = p[0], .pad_left = p[1], .pad_bottom = p[2], .pad_right = p[3],
                            .dil_h = d[0], .dil_w = d[1], .groups = attr_int(n, "groups", 1),
                            .oh = y->dim[2], .ow = y->dim[3]};
     ConvTile t;
-    bool mma = L->float_convs != FLOAT_CONVS_EXACT && fp16_conv_ok(&cp, w->data), tiled = !mma && plan_conv_tile(&cp, w->data, &t);
-    Node *r = tiled || mma ? only_user(L->g, n->out[0]) : NULL; /* both kernels fuse a relu */
-    bool relu = r && r->op == OP_RELU;
-    int out = def_buf(L, relu ? r->out[0] : n->out[0]);
+    bool mma = L->float_convs != FLOAT_CONVS_EXACT && fp16_conv_ok(&cp, w->data);
+    bool tiled = !mma && plan_conv_tile(&cp, w->data, &t);
+    /* both the tiled and the tensor-core kernel apply a relu before their store */
+    Node *r = (tiled || mma) && !fused ? only_user(L->g, n->out[0]) : NULL;
+    bool relu = (r && r->op == OP_RELU) || ((tiled || mma) && fused && identity_relu_stage(n));
+    int out = fused ? new_buf(L, value_bytes(y)) : def_buf(L, relu ? r->out[0] : n->out[0]);
     LStep *st = new_step(L, BLOB_STEP_CONV2D);
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
@@ -1780,10 +1858,13 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
         st = new_step(L, BLOB_STEP_RELU);
         use_arena(L, st, BLOB_SLOT_IN, out);
         use_arena(L, st, BLOB_SLOT_OUT, out);
-        st->s.relu = (BlobCountParams){.count = item_numel(&r->out[0]->type)};
+        st->s.relu = (BlobCountParams){.count = item_numel(y)};
         st->s.flags |= BLOB_STEP_CPU_ONLY;
-        L->done[node_index(L->g, r)] = true;
+        if (r)
+            L->done[node_index(L->g, r)] = true;
     }
+    if (fused) /* the stages (after a relu done above), the pool, the bits */
+        return lower_chain_rest(L, n, out, y, relu ? 1 : 0, false, count_uses(L->g, n->out[1]) > 0);
     return 0;
 }
 
@@ -1793,20 +1874,13 @@ static int lower_pool(Lower *L, const Node *n) {
     const Value *x = n->in[0];
     const Type *y = &n->out[0]->type;
     bool max = n->op == OP_MAXPOOL, bits = x->type.dtype == TY_B1;
-    int64_t k[2], s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
-    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
-    attr_ints(n, "kernel", k, 2, 2, one2);
-    attr_ints(n, "strides", s, 2, 2, one2);
-    attr_ints(n, "dilations", d, 2, 2, one2);
-    attr_ints(n, "pads", p, 4, 4, zero4);
+    int64_t d[2] = {1, 1};
+    attr_ints(n, "dilations", d, 2, 2, d);
     if (d[0] != 1 || d[1] != 1)
         return unsupported(L, "a dilated pool");
     if (bits && (!packed_words(&x->type) || !stored_words(y) || (!packed_words(y) && y->dim[2] * y->dim[3] > 1)))
         return unsupported(L, "a max-pool of bits in this format");
-    BlobPoolParams pp = {.c = x->type.dim[1], .h = x->type.dim[2], .w = x->type.dim[3], .kh = k[0], .kw = k[1],
-                         .stride_h = s[0], .stride_w = s[1], .pad_top = p[0], .pad_left = p[1],
-                         .pad_bottom = p[2], .pad_right = p[3], .oh = y->dim[2], .ow = y->dim[3],
-                         .count_include_pad = max ? 0 : attr_int(n, "count_include_pad", 0) != 0};
+    BlobPoolParams pp = pool_params(n, &x->type, y);
     if (!bits) {
         emit_pool(L, buf_of(L, x), def_buf(L, n->out[0]), &pp, max);
         return 0;
@@ -1842,17 +1916,20 @@ static int lower_gap(Lower *L, const Node *n) {
     return 0;
 }
 
-static int lower_relu(Lower *L, const Node *n) {
-    if (n->op == OP_CLIP)
-        return unsupported_op(L);
-    int64_t count = item_numel(&n->out[0]->type);
-    int out = def_buf(L, n->out[0]);
+static void add_relu(Lower *L, int in, int out, int64_t count) {
     LStep *st = new_step(L, BLOB_STEP_RELU);
-    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, n->in[0]));
+    use_arena(L, st, BLOB_SLOT_IN, in);
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.relu = (BlobCountParams){.count = count};
     float_kernel(L, st, "relu", count,
                  str_printf("bnn_relu(item, j, (const float *)in, (float *)out, %lld)", (long long)count));
+}
+
+static int lower_relu(Lower *L, const Node *n) {
+    if (n->op == OP_CLIP)
+        return unsupported_op(L);
+    int in = buf_of(L, n->in[0]);
+    add_relu(L, in, def_buf(L, n->out[0]), item_numel(&n->out[0]->type));
     return 0;
 }
 
@@ -2171,6 +2248,9 @@ static int lower_node(Lower *L, const Node *n) {
     switch (n->op) {
     case OP_BDENSE: return lower_bgemm(L, n, n->in[2], n->in[3]);
     case OP_BCONV2D: return lower_bconv(L, n, n->in[2], n->in[3]);
+    case OP_BCONV2D_CHAIN: return lower_bconv(L, n, NULL, NULL);
+    case OP_BDENSE_CHAIN: return lower_bgemm(L, n, NULL, NULL);
+    case OP_CONV2D_CHAIN: return lower_conv2d_f32(L, n);
     case OP_DENSE:
         if (n->in[0]->type.dtype == TY_B1 && n->in[1]->type.dtype == TY_B1)
             return lower_bgemm(L, n, NULL, NULL);

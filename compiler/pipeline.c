@@ -36,6 +36,9 @@ static const Pass passes[] = {
      "with exact multi-level integer thresholds"},
     {"fuse-binary", run_fuse_binary, 2,
      "binary conv2d/dense + threshold (+ maxpool of its bits) becomes one bconv2d/bdense"},
+    {"fuse-epilogue", run_fuse_epilogue, 1,
+     "binary conv2d -> cast -> batchnorm/scale/bias/relu -> [shortcut add] -> [binarize] "
+     "becomes one bconv2d_chain"},
     {"cleanup", run_cleanup, 1, "(again) drop what folding and fusion left unused"},
     {"choose-formats", run_choose_formats, 0,
      "give every b1 tensor a packed format (NHWC-packed along C, 32-bit words, pad 256)"},

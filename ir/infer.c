@@ -740,26 +740,26 @@ static int infer_qconv2d(const Node *n, Type *out) {
     return check_qthreshold(n, in_type(n, 1)->dim[0]);
 }
 
-static int infer_bdense(const Node *n, Type *out) {
+/* The accumulator of a fused binary layer: `op` (dense or conv2d) over its first two
+ * operands, both b1. */
+static int infer_fused_acc(const Node *n, Op op, Type *out) {
     if (need_dtype(n, 0, TY_B1, "input") || need_dtype(n, 1, TY_B1, "weights"))
         return -1;
-    /* The accumulator is dense's over the first two operands. */
     Node acc = *n;
-    acc.op = OP_DENSE;
+    acc.op = op;
     acc.nin = 2;
-    if (infer_dense(&acc, out) || check_fused_threshold(n, in_type(n, 1)->dim[0]))
+    return op == OP_DENSE ? infer_dense(&acc, out) : infer_conv2d(&acc, out);
+}
+
+static int infer_bdense(const Node *n, Type *out) {
+    if (infer_fused_acc(n, OP_DENSE, out) || check_fused_threshold(n, in_type(n, 1)->dim[0]))
         return -1;
     out[0].dtype = TY_B1;
     return 0;
 }
 
 static int infer_bconv2d(const Node *n, Type *out) {
-    if (need_dtype(n, 0, TY_B1, "input") || need_dtype(n, 1, TY_B1, "weights"))
-        return -1;
-    Node acc = *n;
-    acc.op = OP_CONV2D;
-    acc.nin = 2;
-    if (infer_conv2d(&acc, out) || check_fused_threshold(n, in_type(n, 1)->dim[0]) ||
+    if (infer_fused_acc(n, OP_CONV2D, out) || check_fused_threshold(n, in_type(n, 1)->dim[0]) ||
         need_flag(n, "pool_before", 0) || need_flag(n, "pool_ceil_mode", 0))
         return -1;
     out[0].dtype = TY_B1;
@@ -787,6 +787,87 @@ static int infer_bconv2d(const Node *n, Type *out) {
                     (long long)k[0], (long long)k[1], tstr(&out[0]));
     out[0].dim[2] = oh;
     out[0].dim[3] = ow;
+    return 0;
+}
+
+/* A 0/1 ints attribute with one entry per chain stage, or absent. */
+static int check_stage_flags(const Node *n, const char *key, int64_t stages) {
+    const Attr *a = get_attr(n, key);
+    if (!a)
+        return 0;
+    if (a->n != stages)
+        return fail(n, "attribute '%s' needs one entry per stage (%lld), got %d", key,
+                    (long long)stages, a->n);
+    for (int i = 0; i < a->n; i++)
+        if (a->ints[i] != 0 && a->ints[i] != 1)
+            return fail(n, "attribute '%s' entries must be 0 or 1, got %lld", key,
+                        (long long)a->ints[i]);
+    return 0;
+}
+
+/* Operand 2 of bconv2d_chain / conv2d_chain, chain: f32[S,2,o], and the attributes of its
+ * stages and of the bits (zero). */
+static int check_chain(const Node *n, int64_t o) {
+    const Type *c = in_type(n, 2);
+    if (c->dtype != TY_F32 || c->rank != 3 || c->dim[0] < 1 || c->dim[0] > CHAIN_MAX_STAGES ||
+        c->dim[1] != 2 || c->dim[2] != o)
+        return fail(n, "chain must be f32[S,2,%lld] with 1 <= S <= %d stages, got %s",
+                    (long long)o, CHAIN_MAX_STAGES, tstr(c));
+    if (check_stage_flags(n, "div", c->dim[0]) || check_stage_flags(n, "relu", c->dim[0]))
+        return -1;
+    int64_t z = attr_int(n, "zero", 1);
+    if (z != 1 && z != -1)
+        return fail(n, "attribute 'zero' must be 1 or -1, got %lld", (long long)z);
+    return 0;
+}
+
+/* bconv2d_chain / bdense_chain (x: b1, w: b1, chain: f32[S,2,O], [residual: f32 like y]) ->
+ * y: f32 (the conv2d's / dense's shape), bits: b1 of the same shape. */
+static int infer_binary_chain(const Node *n, Type *out) {
+    if (infer_fused_acc(n, n->op == OP_BDENSE_CHAIN ? OP_DENSE : OP_CONV2D, out))
+        return -1;
+    out[0].dtype = TY_F32;
+    out[1] = out[0];
+    out[1].dtype = TY_B1;
+    if (check_chain(n, out[0].dim[1]))
+        return -1;
+    if (n->nin == 4 && (in_type(n, 3)->dtype != TY_F32 || !type_equal(in_type(n, 3), &out[0])))
+        return fail(n, "residual must be %s like the result, got %s", tstr(&out[0]),
+                    tstr(in_type(n, 3)));
+    if (need_flag(n, "residual_first", 0))
+        return -1;
+    if (n->nin == 3 && attr_int(n, "residual_first", 0))
+        return fail(n, "attribute 'residual_first' without a residual operand");
+    return 0;
+}
+
+/* conv2d_chain (x: f32, w: f32, chain: f32[S,2,O], [b: f32[O]]) {pool_*} -> y: f32 (the
+ * conv's shape, or its max-pool's), bits: b1 of y's shape. */
+static int infer_conv2d_chain(const Node *n, Type *out) {
+    if (need_dtype(n, 0, TY_F32, "input") || need_dtype(n, 1, TY_F32, "weights"))
+        return -1;
+    if (n->nin == 4 && need_dtype(n, 3, TY_F32, "bias"))
+        return -1;
+    Value *conv_in[3] = {n->in[0], n->in[1], n->nin == 4 ? n->in[3] : NULL};
+    Node conv = *n;
+    conv.op = OP_CONV2D;
+    conv.in = conv_in;
+    conv.nin = n->nin == 4 ? 3 : 2;
+    if (infer_conv2d(&conv, out) || check_chain(n, out[0].dim[1]))
+        return -1;
+    if (get_attr(n, "pool_kernel")) {
+        Value acc = {.kind = VAL_NODE, .name = n->out[0]->name, .type = out[0]};
+        Value *pin[1] = {&acc};
+        Attr attrs[4];
+        Node pool = fused_pool_node(n, pin, attrs);
+        if (infer_pool(&pool, out))
+            return -1;
+    } else if (get_attr(n, "pool_strides") || get_attr(n, "pool_pads") ||
+               get_attr(n, "pool_ceil_mode")) {
+        return fail(n, "pool attributes without 'pool_kernel'");
+    }
+    out[1] = out[0];
+    out[1].dtype = TY_B1;
     return 0;
 }
 
@@ -840,6 +921,9 @@ static int infer_logical_types(const Node *n, Type *out) {
     case OP_TOPK: return infer_topk(n, out);
     case OP_BDENSE: return infer_bdense(n, out);
     case OP_BCONV2D: return infer_bconv2d(n, out);
+    case OP_BCONV2D_CHAIN:
+    case OP_BDENSE_CHAIN: return infer_binary_chain(n, out);
+    case OP_CONV2D_CHAIN: return infer_conv2d_chain(n, out);
     case OP_REPACK: return infer_repack(n, out);
     case OP_QUANTIZE: return infer_quantize(n, out);
     case OP_QDENSE: return infer_qdense(n, out);

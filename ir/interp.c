@@ -984,6 +984,94 @@ static int run_qconv2d(const Node *n, Tensor **in, Tensor *y) {
     return 0;
 }
 
+/* The stages of a bconv2d_chain / conv2d_chain's float epilogue on v (NCHW, o channels of hw
+ * elements), element by element: v*a + b or v/a + b, then relu where asked, each one float32
+ * operation as mul/div, add and relu do. */
+static void apply_chain(const Node *n, const Tensor *chain, Tensor *v) {
+    int64_t O = v->type.dim[1], HW = 1, S = chain->type.dim[0];
+    for (int d = 2; d < v->type.rank; d++)
+        HW *= v->type.dim[d];
+    int64_t div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
+    attr_ints(n, "div", div, (int)S, 0, NULL);
+    attr_ints(n, "relu", relu, (int)S, 0, NULL);
+    const float *k = f32s(chain);
+    for (int64_t i = 0; i < numel(v); i++) {
+        int64_t c = (i / HW) % O;
+        float x = f32s(v)[i];
+        for (int64_t s = 0; s < S; s++) {
+            x = div[s] ? x / k[(2 * s) * O + c] : x * k[(2 * s) * O + c];
+            x = x + k[(2 * s + 1) * O + c];
+            if (relu[s])
+                x = x < 0.0f ? 0.0f : x;
+        }
+        f32s(v)[i] = x;
+    }
+}
+
+static void binarize_into(const Node *n, const Tensor *y, Tensor *bits) {
+    int zero_bit = attr_int(n, "zero", 1) == 1;
+    for (int64_t i = 0; i < numel(y); i++) {
+        float v = f32s(y)[i];
+        bit_set(bits->data, i, v > 0 || (v == 0 && zero_bit)); /* NaN: 0 */
+    }
+}
+
+/* bconv2d_chain / bdense_chain, in the order the unfused ops ran: (float)acc, the stages, the
+ * residual add, the binarize. */
+static int run_binary_chain(const Node *n, Tensor **in, Tensor *y, Tensor *bits) {
+    Tensor a;
+    Type at = y->type;
+    at.dtype = TY_I32;
+    alloc_tensor(&a, &at);
+    Node acc = *n;
+    acc.op = n->op == OP_BDENSE_CHAIN ? OP_DENSE : OP_CONV2D;
+    acc.nin = 2;
+    int rc = acc.op == OP_DENSE ? run_dense(&acc, in, &a) : run_conv2d(&acc, in, &a);
+    for (int64_t i = 0; i < numel(y); i++)
+        f32s(y)[i] = (float)i32s(&a)[i];
+    free_tensor(&a);
+    apply_chain(n, in[2], y);
+    if (n->nin == 4) {
+        const float *r = f32s(in[3]);
+        bool first = attr_int(n, "residual_first", 0) != 0;
+        for (int64_t i = 0; i < numel(y); i++)
+            f32s(y)[i] = first ? r[i] + f32s(y)[i] : f32s(y)[i] + r[i];
+    }
+    binarize_into(n, y, bits);
+    return rc;
+}
+
+/* conv2d_chain: the float conv2d (bias in[3]), the stages, the max-pool, the binarize. */
+static int run_conv2d_chain(const Node *n, Tensor **in, Tensor *y, Tensor *bits) {
+    const Attr *pk = get_attr(n, "pool_kernel");
+    Tensor v = *y;
+    if (pk) { /* the conv's own output, before the pool */
+        int64_t strides[2], pads[4], dil[2];
+        conv_attrs(n, strides, pads, dil);
+        Type vt = y->type;
+        for (int d = 0; d < 2; d++)
+            vt.dim[2 + d] = (in[0]->type.dim[2 + d] + pads[d] + pads[d + 2] -
+                             dil[d] * (in[1]->type.dim[2 + d] - 1) - 1) / strides[d] + 1;
+        alloc_tensor(&v, &vt);
+    }
+    Tensor *conv_in[3] = {in[0], in[1], n->nin == 4 ? in[3] : NULL};
+    Node conv = *n;
+    conv.op = OP_CONV2D;
+    conv.nin = n->nin == 4 ? 3 : 2;
+    int rc = run_conv2d(&conv, conv_in, &v);
+    apply_chain(n, in[2], &v);
+    if (pk) {
+        Attr attrs[4];
+        Node pool = fused_pool_node(n, n->in, attrs);
+        Tensor *pin[1] = {&v};
+        if (rc == 0)
+            rc = run_maxpool(&pool, pin, y);
+        free_tensor(&v);
+    }
+    binarize_into(n, y, bits);
+    return rc;
+}
+
 static int run_repack(const Node *n, Tensor **in, Tensor *y) {
     (void)n; /* interpreter tensors are canonical: a layout change is a copy */
     memcpy(y->data, in[0]->data, y->nbytes);
@@ -1021,6 +1109,9 @@ static int run_node(const Node *n, Tensor **in, Tensor *out) {
     case OP_TOPK: return run_topk(n, in, &out[0], &out[1]);
     case OP_BDENSE: return run_bdense(n, in, &out[0]);
     case OP_BCONV2D: return run_bconv2d(n, in, &out[0]);
+    case OP_BCONV2D_CHAIN:
+    case OP_BDENSE_CHAIN: return run_binary_chain(n, in, &out[0], &out[1]);
+    case OP_CONV2D_CHAIN: return run_conv2d_chain(n, in, &out[0], &out[1]);
     case OP_REPACK: return run_repack(n, in, &out[0]);
     case OP_QUANTIZE: return run_quantize(n, in, &out[0]);
     case OP_QDENSE: return run_qdense(n, in, &out[0]);

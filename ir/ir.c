@@ -252,6 +252,26 @@ static const AttrSpec spec_bconv2d[] = {{"strides", ATTR_INTS}, {"pads", ATTR_IN
                                         {"pool_ceil_mode", ATTR_INT}, {"pool_before", ATTR_INT},
                                         SPEC_END};
 
+/* bconv2d_chain: conv2d's attributes, then its float epilogue's (docs/ir.md). */
+static const AttrSpec spec_bconv2d_chain[] = {{"strides", ATTR_INTS}, {"pads", ATTR_INTS},
+                                              {"dilations", ATTR_INTS}, {"groups", ATTR_INT},
+                                              {"pad_value", ATTR_INT}, {"div", ATTR_INTS},
+                                              {"relu", ATTR_INTS}, {"residual_first", ATTR_INT},
+                                              {"zero", ATTR_INT}, SPEC_END};
+
+/* bdense_chain: the float epilogue's attributes (docs/ir.md). */
+static const AttrSpec spec_bdense_chain[] = {{"div", ATTR_INTS}, {"relu", ATTR_INTS},
+                                             {"residual_first", ATTR_INT}, {"zero", ATTR_INT},
+                                             SPEC_END};
+
+/* conv2d_chain: conv2d's geometry, the float epilogue's, the max-pool's, binarize's zero. */
+static const AttrSpec spec_conv2d_chain[] = {{"strides", ATTR_INTS}, {"pads", ATTR_INTS},
+                                             {"dilations", ATTR_INTS}, {"groups", ATTR_INT},
+                                             {"pad_value", ATTR_INT}, {"div", ATTR_INTS},
+                                             {"relu", ATTR_INTS}, {"pool_kernel", ATTR_INTS}, {"pool_strides", ATTR_INTS},
+                                             {"pool_pads", ATTR_INTS}, {"pool_ceil_mode", ATTR_INT},
+                                             {"zero", ATTR_INT}, SPEC_END};
+
 /* qdense: the bit width of its unsigned input codes (docs/ir.md). */
 static const AttrSpec spec_qdense[] = {{"xbits", ATTR_INT}, SPEC_END};
 /* qconv2d: conv2d's geometry, the input code width and the code that padding stands for. */
@@ -280,6 +300,9 @@ const AttrSpec *op_attr_specs(Op op) {
     case OP_ARGMAX: return spec_argmax;
     case OP_TOPK: return spec_topk;
     case OP_BCONV2D: return spec_bconv2d;
+    case OP_BCONV2D_CHAIN: return spec_bconv2d_chain;
+    case OP_CONV2D_CHAIN: return spec_conv2d_chain;
+    case OP_BDENSE_CHAIN: return spec_bdense_chain;
     case OP_BDENSE:
     case OP_REPACK: return spec_none;
     case OP_DENSE: case OP_MATMUL: case OP_SIGN: case OP_THRESHOLD: case OP_GLOBALAVGPOOL:
@@ -605,6 +628,21 @@ void graph_compact(Graph *g) {
             g->consts[k++] = g->values[i];
         }
     g->nconsts = k;
+}
+
+Node fused_pool_node(const Node *n, Value **in, Attr *attrs) {
+    static const char *const keys[4][2] = {{"pool_kernel", "kernel"}, {"pool_strides", "strides"},
+                                           {"pool_pads", "pads"}, {"pool_ceil_mode", "ceil_mode"}};
+    Node pool = {.op = OP_MAXPOOL, .nin = 1, .in = in, .nout = 1, .out = {n->out[0]}, .attrs = attrs,
+                 .loc = n->loc, .src_name = n->src_name, .src_op = n->src_op};
+    for (int i = 0; i < 4; i++) {
+        const Attr *a = get_attr(n, keys[i][0]);
+        if (a) {
+            attrs[pool.nattrs] = *a;
+            attrs[pool.nattrs++].key = (char *)keys[i][1];
+        }
+    }
+    return pool;
 }
 
 const char *node_where(const Node *n, char *buf, size_t len) {

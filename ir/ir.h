@@ -167,6 +167,8 @@ typedef struct Value {
 } Value;
 
 #define MAX_OUTPUTS 2
+/* Stages of a bconv2d_chain's float epilogue (docs/ir.md): what one kernel epilogue holds. */
+#define CHAIN_MAX_STAGES 8
 
 struct Node {
     Op op;
@@ -224,6 +226,11 @@ float attr_float(const Node *n, const char *key, float def);
 int attr_ints(const Node *n, const char *key, int64_t *out, int max, int def_count,
               const int64_t *def);
 const char *attr_str(const Node *n, const char *key, const char *def);
+
+/* The max-pool a conv2d_chain holds in its pool_* attributes, as a stand-alone maxpool node
+ * over *in (attrs: room for 4; the node borrows n's attribute data). For its checks and its
+ * interpreter. */
+Node fused_pool_node(const Node *n, Value **in, Attr *attrs);
 
 /* Rewiring for passes. */
 void replace_all_uses(Graph *g, Value *old, Value *with);

@@ -40,6 +40,11 @@
     /* fused binary layers (compiler/passes/fuse_binary.c) */       \
     X(OP_BDENSE,        "bdense",        4, 4, 1, 0)                \
     X(OP_BCONV2D,       "bconv2d",       4, 4, 1, 0)                \
+    /* binary conv + its float epilogue (compiler/passes/fuse_epilogue.c) */ \
+    X(OP_BCONV2D_CHAIN, "bconv2d_chain", 3, 4, 2, 0)                \
+    X(OP_BDENSE_CHAIN,  "bdense_chain",  3, 4, 2, 0)                \
+    /* float conv + epilogue, max-pool, binarize: the stem (same pass) */ \
+    X(OP_CONV2D_CHAIN,  "conv2d_chain",  3, 4, 2, 0)                \
     /* layout change of a b1 tensor (compiler/passes/choose_formats.c) */ \
     X(OP_REPACK,        "repack",        1, 1, 1, 0)                \
     /* low-bit layers over integer codes (compiler/passes/lowbit.c) */ \

@@ -446,16 +446,8 @@ static void emit_pool_before(FoldContext *fc, Chain *ch, const int32_t *t, const
     Value *in[4] = {conv->in[0], conv->in[1], tv, dv};
     rewrite_node(end, OP_BCONV2D, 4, in);
     copy_int_attrs(end, conv);
-    int64_t k[2] = {1, 1}, s[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
-    attr_ints(pool, "kernel", k, 2, 2, k);
-    attr_ints(pool, "strides", s, 2, 2, s);
-    attr_ints(pool, "pads", pads, 4, 4, pads);
-    set_attr_ints(end, "pool_kernel", 2, k);
-    set_attr_ints(end, "pool_strides", 2, s);
-    if (pads[0] || pads[1] || pads[2] || pads[3])
-        set_attr_ints(end, "pool_pads", 4, pads);
-    if (attr_int(pool, "ceil_mode", 0))
-        set_attr_int(end, "pool_ceil_mode", 1);
+    PoolAttrs pa = read_pool_attrs(pool);
+    set_fused_pool_attrs(end, &pa);
     set_attr_int(end, "pool_before", 1);
     node_set_src(end, conv->src_name, conv->src_op);
     drop_unused_chain(g, ch);

@@ -81,24 +81,15 @@ static bool fuse_pool(Graph *g, PassContext *ctx, Node *pool) {
     attr_ints(pool, "dilations", dil, 2, 2, dil);
     if (dil[0] != 1 || dil[1] != 1) /* the fused op pools without dilation */
         return false;
-    int64_t k[2], s[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
-    attr_ints(pool, "kernel", k, 2, 0, NULL);
-    attr_ints(pool, "strides", s, 2, 2, s);
-    attr_ints(pool, "pads", pads, 4, 4, pads);
-    int64_t ceil_mode = attr_int(pool, "ceil_mode", 0);
+    PoolAttrs pa = read_pool_attrs(pool);
     rewrite_node(pool, OP_BCONV2D, conv->nin, conv->in);
     copy_int_attrs(pool, conv);
-    set_attr_ints(pool, "pool_kernel", 2, k);
-    set_attr_ints(pool, "pool_strides", 2, s);
-    if (pads[0] || pads[1] || pads[2] || pads[3])
-        set_attr_ints(pool, "pool_pads", 4, pads);
-    if (ceil_mode)
-        set_attr_int(pool, "pool_ceil_mode", 1);
+    set_fused_pool_attrs(pool, &pa);
     node_set_src(pool, conv->src_name, conv->src_op);
     remove_node(g, conv);
     char lname[160];
     report_line(ctx, "layer %s: maxpool %lldx%lld of its bits fused (OR of bits)",
-                layer_name(pool, lname, sizeof lname), (long long)k[0], (long long)k[1]);
+                layer_name(pool, lname, sizeof lname), (long long)pa.k[0], (long long)pa.k[1]);
     return true;
 }
 

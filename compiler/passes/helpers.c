@@ -140,3 +140,20 @@ void copy_int_attrs(Node *to, const Node *from) {
             set_attr_int(to, a->key, a->i);
     }
 }
+
+PoolAttrs read_pool_attrs(const Node *pool) {
+    PoolAttrs p = {{1, 1}, {1, 1}, {0, 0, 0, 0}, attr_int(pool, "ceil_mode", 0) != 0};
+    attr_ints(pool, "kernel", p.k, 2, 2, p.k);
+    attr_ints(pool, "strides", p.s, 2, 2, p.s);
+    attr_ints(pool, "pads", p.pads, 4, 4, p.pads);
+    return p;
+}
+
+void set_fused_pool_attrs(Node *to, const PoolAttrs *p) {
+    set_attr_ints(to, "pool_kernel", 2, p->k);
+    set_attr_ints(to, "pool_strides", 2, p->s);
+    if (p->pads[0] || p->pads[1] || p->pads[2] || p->pads[3])
+        set_attr_ints(to, "pool_pads", 4, p->pads);
+    if (p->ceil_mode)
+        set_attr_int(to, "pool_ceil_mode", 1);
+}

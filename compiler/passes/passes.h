@@ -26,6 +26,7 @@ int run_sign_to_binarize(Graph *g, PassContext *ctx);
 int run_padding(Graph *g, PassContext *ctx);
 int run_fold_thresholds(Graph *g, PassContext *ctx);
 int run_fuse_binary(Graph *g, PassContext *ctx);
+int run_fuse_epilogue(Graph *g, PassContext *ctx);
 int run_choose_formats(Graph *g, PassContext *ctx);
 int run_plan_memory(Graph *g, PassContext *ctx);
 int run_lowbit(Graph *g, PassContext *ctx); /* lowbit.c */
@@ -59,6 +60,14 @@ void move_node_before(Graph *g, Node *n, const Node *before);
  * 1: fills idx[c] with the element index for channel c. False if it varies on another
  * axis or would grow x. */
 bool const_per_channel(const Value *k, const Type *x, int64_t *idx);
+/* A maxpool's window (kernel, strides, pads, ceil_mode), read from a maxpool node and written
+ * as a fused op's pool_* attributes (pool_pads and pool_ceil_mode only when not the default). */
+typedef struct PoolAttrs {
+    int64_t k[2], s[2], pads[4];
+    bool ceil_mode;
+} PoolAttrs;
+PoolAttrs read_pool_attrs(const Node *pool);
+void set_fused_pool_attrs(Node *to, const PoolAttrs *p);
 /* Element i of an f32/i32/i8/i64 constant as double (b1: +1/-1). */
 double const_elem(const Value *k, int64_t i);
 

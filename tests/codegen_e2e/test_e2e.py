@@ -334,8 +334,8 @@ def float_models(tmp, rng):
 
 def residual_models(tmp, rng):
     """Binary convolutions with a float chain after them, the Bi-Real and XNOR ResNet blocks
-    (codegen/lower.c absorb_chain: one bconv step computes cast, batchnorm, constant ops, the
-    residual add and the binarize): odd channel counts (3, 40, 65), strides 1 and 2, the
+    (fuse-epilogue's bconv2d_chain, lowered by codegen/lower.c chain_epilogue: one bconv step
+    computes cast, batchnorm, constant ops, the residual add and the binarize): odd channel counts (3, 40, 65), strides 1 and 2, the
     residual on either side of the add, a sum with 3 users (binarize, the next add, an
     avgpool), a chain that writes bits only, mul / div / sub by constants, zero padding of
     one. Checked bit for bit against the reference."""
@@ -585,7 +585,8 @@ def main():
                  if "fconv" in os.path.basename(m) and (not a.only or a.only in os.path.basename(m))]
         # The fused float chains of binary convolutions (residual blocks): bit for bit.
         jobs += [lambda m=m: check_model(m, a.device, tmp, batches=(1, 5, 67), exact=True)
-                 for m in residual_models(tmp, np.random.default_rng(88))
+                 for m in residual_models(tmp, np.random.default_rng(88)) +
+                 [os.path.join(SRC, "tests", "passes", m) for m in ("bireal_block.bnn", "stem.bnn", "dense_chain.bnn")]
                  if not a.only or a.only in os.path.basename(m)]
         # Fused binary MLPs (one GPU kernel for the chain): bit for bit at batch 1, 3 and 1000.
         jobs += [lambda m=m: check_model(m, a.device, tmp, exact=True)

@@ -123,6 +123,17 @@ static inline Value *hreshape(Graph *g, Value *x, int rank, const int64_t *dim, 
     return hfinish(n);
 }
 
+/* A constant of per-channel values v[0..c-1] (or one value, shape 0) that broadcasts over
+ * x's channel axis 1. shape: 0 [1], 1 [C] (rank-2 x only), 2 [C,1,1], 3 [1,C,1,1]. */
+static inline Value *hconst_per_channel(Graph *g, const char *name, const Type *x, int shape,
+                                        const float *v) {
+    int64_t c = x->dim[1];
+    int64_t d1[1] = {shape == 0 ? 1 : c}, d3[3] = {c, 1, 1}, d4[4] = {1, c, 1, 1};
+    if (shape <= 1)
+        return hconst_f32(g, name, 1, d1, v);
+    return shape == 2 ? hconst_f32(g, name, 3, d3, v) : hconst_f32(g, name, 4, d4, v);
+}
+
 /* Per-channel batch-norm parameters; gamma_kind: 0 random sign, 1 positive, 2 negative,
  * 3 zero. */
 static inline Value *hbatchnorm(Graph *g, Value *x, const float *scale, const float *bias,
@@ -141,6 +152,36 @@ static inline Value *hbatchnorm(Graph *g, Value *x, const float *scale, const fl
     if (eps != 1e-5f)
         set_attr_float(n, "epsilon", eps);
     return hfinish(n);
+}
+
+/* ---------------------------------------------------------------- batch-norm parameters */
+
+/* kind: 0 mixed, 1 all positive gammas, 2 all negative, 3 all zero. Some channels land an
+ * integer accumulator exactly on the boundary (integer mean, unit scale, zero bias). */
+static inline void random_bn(Rng *r, int64_t c, int kind, float *scale, float *bias, float *mean,
+                      float *var) {
+    for (int64_t i = 0; i < c; i++) {
+        int k = kind ? kind : rng_int(r, 1, 7);
+        float mag = rng_int(r, 0, 3) == 0 ? 1.0f : rng_float(r, 0.05f, 3.0f);
+        scale[i] = k == 2 || k == 4 ? -mag : k == 3 || k == 5 ? 0.0f : mag;
+        bias[i] = rng_int(r, 0, 2) == 0 ? 0.0f : rng_float(r, -2.0f, 2.0f);
+        mean[i] = rng_int(r, 0, 1) ? (float)rng_int(r, -6, 6) : rng_float(r, -6.0f, 6.0f);
+        var[i] = rng_int(r, 0, 3) == 0 ? 1.0f : rng_float(r, 0.01f, 4.0f);
+    }
+}
+
+static inline Value *random_bn_node(Graph *g, Rng *r, Value *x, const char *name) {
+    int64_t c = x->type.dim[1];
+    float *s = xmalloc((size_t)c * 4), *b = xmalloc((size_t)c * 4), *m = xmalloc((size_t)c * 4),
+          *v = xmalloc((size_t)c * 4);
+    random_bn(r, c, rng_int(r, 0, 4) == 0 ? rng_int(r, 1, 3) : 0, s, b, m, v);
+    static const float eps_choices[] = {1e-5f, 1e-3f, 0.1f, 0.0f, 2e-5f};
+    Value *y = hbatchnorm(g, x, s, b, m, v, eps_choices[rng_int(r, 0, 4)], name);
+    free(s);
+    free(b);
+    free(m);
+    free(v);
+    return y;
 }
 
 /* ---------------------------------------------------------------- running */

@@ -11,36 +11,6 @@ static const int levels[] = {0, 1, 3};
 /* Whether random nets may give a hidden layer's float value a second reader. */
 static bool allow_shortcuts = true;
 
-/* ---------------------------------------------------------------- batch-norm parameters */
-
-/* kind: 0 mixed, 1 all positive gammas, 2 all negative, 3 all zero. Some channels land an
- * integer accumulator exactly on the boundary (integer mean, unit scale, zero bias). */
-static void random_bn(Rng *r, int64_t c, int kind, float *scale, float *bias, float *mean,
-                      float *var) {
-    for (int64_t i = 0; i < c; i++) {
-        int k = kind ? kind : rng_int(r, 1, 7);
-        float mag = rng_int(r, 0, 3) == 0 ? 1.0f : rng_float(r, 0.05f, 3.0f);
-        scale[i] = k == 2 || k == 4 ? -mag : k == 3 || k == 5 ? 0.0f : mag;
-        bias[i] = rng_int(r, 0, 2) == 0 ? 0.0f : rng_float(r, -2.0f, 2.0f);
-        mean[i] = rng_int(r, 0, 1) ? (float)rng_int(r, -6, 6) : rng_float(r, -6.0f, 6.0f);
-        var[i] = rng_int(r, 0, 3) == 0 ? 1.0f : rng_float(r, 0.01f, 4.0f);
-    }
-}
-
-static Value *random_bn_node(Graph *g, Rng *r, Value *x, const char *name) {
-    int64_t c = x->type.dim[1];
-    float *s = xmalloc((size_t)c * 4), *b = xmalloc((size_t)c * 4), *m = xmalloc((size_t)c * 4),
-          *v = xmalloc((size_t)c * 4);
-    random_bn(r, c, rng_int(r, 0, 4) == 0 ? rng_int(r, 1, 3) : 0, s, b, m, v);
-    static const float eps_choices[] = {1e-5f, 1e-3f, 0.1f, 0.0f, 2e-5f};
-    Value *y = hbatchnorm(g, x, s, b, m, v, eps_choices[rng_int(r, 0, 4)], name);
-    free(s);
-    free(b);
-    free(m);
-    free(v);
-    return y;
-}
-
 /* A per-channel f32 constant shaped to broadcast over x ([C] for rank 2, [C,1,1] or
  * [1,C,1,1] for rank 4), some entries negative or zero when allowed. */
 static Value *per_channel_const(Graph *g, Rng *r, const Type *x, const char *name,
@@ -52,16 +22,7 @@ static Value *per_channel_const(Graph *g, Rng *r, const Type *x, const char *nam
         if (allow_neg && rng_int(r, 0, 3) == 0)
             v[i] = -v[i];
     }
-    Value *k;
-    if (x->rank == 2) {
-        k = hconst_f32(g, name, 1, &c, v);
-    } else if (rng_int(r, 0, 1)) {
-        int64_t d[3] = {c, 1, 1};
-        k = hconst_f32(g, name, 3, d, v);
-    } else {
-        int64_t d[4] = {1, c, 1, 1};
-        k = hconst_f32(g, name, 4, d, v);
-    }
+    Value *k = hconst_per_channel(g, name, x, x->rank == 2 ? 1 : rng_int(r, 2, 3), v);
     free(v);
     return k;
 }

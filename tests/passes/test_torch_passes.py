@@ -96,7 +96,7 @@ def reference(model, x_path, y_path):
     return np.load(y_path) if r.returncode == 0 else None
 
 
-def run_case(name, net, want_fused, want_bn, want_report):
+def run_case(name, net, want_fused, want_bn, want_report, want_chains=0):
     torch.manual_seed(1)
     random_bn(net)
     net.eval()
@@ -119,6 +119,10 @@ def run_case(name, net, want_fused, want_bn, want_report):
     body = text[text.index("graph $"):]
     fused = body.count(" bconv2d ") + body.count(" bdense ")
     check(fused == want_fused, f"{name}: {fused} fused binary layers, want {want_fused}")
+    chains = body.count(" bconv2d_chain ")
+    check(chains == want_chains, f"{name}: {chains} bconv2d_chain, want {want_chains}")
+    if want_chains:
+        check(" add " not in body, f"{name}: a shortcut add left")
     check(body.count(" batchnorm ") <= want_bn,
           f"{name}: {body.count(' batchnorm ')} batchnorm left, want at most {want_bn}")
     for line in want_report:
@@ -141,9 +145,10 @@ def main():
     # max-pool before their batch-norm (negative gammas pool as AND).
     run_case("vgg", Vgg(), 2, 2, ["bconv2d with the maxpool before an integer threshold"])
     # Bi-Real: each binarize reads bn(conv) + shortcut, a sum of two real streams, which no
-    # per-channel threshold can express (residual fusion is not implemented): the layers
-    # stay conv2d + float epilogue, exactly, and the report says why.
-    run_case("bireal", BiReal(), 0, 3, ["add of two computed values"])
+    # per-channel threshold can express (the report says why); fuse-epilogue makes each block
+    # one bconv2d_chain (batch-norm, shortcut add and binarize inside); the stem's batch-norm stays.
+    run_case("bireal", BiReal(), 0, 1, ["add of two computed values",
+                                        "+batchnorm+add(shortcut)+binarize -> bconv2d_chain"], 2)
     print(f"test_torch_passes: {checks - failures} of {checks} checks passed")
     return 1 if failures else 0
 
