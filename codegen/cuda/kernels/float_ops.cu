@@ -14,11 +14,15 @@
 typedef long long bnn_i64;
 
 // Bits LSB-first in 32-bit words; layout 0 reads x channel-major [C][S], 1 channel-minor [S][C].
+// Work item j is word wi of pixel s: for layout 0 word-major (j = wi * spatial + s), so a
+// warp's 32 lanes read 32 consecutive pixels of one channel at each of their 32 loads (one
+// 128-byte line) and the padding words of wide rows are whole idle warps; pixel-major for
+// layout 1, where a pixel's channels are contiguous.
 __device__ __forceinline__ void bnn_pack(bnn_i64 item, int j, const float *x, unsigned *y, int channels,
                                          int spatial, int words, int zero, int layout) {
     x += item * channels * spatial;
     y += item * spatial * words;
-    const int s = j / words, wi = j % words;
+    const int s = layout == 0 ? j % spatial : j / words, wi = layout == 0 ? j / spatial : j % words;
     unsigned bits = 0;
     for (int b = 0; b < 32; ++b) {
         const int ch = wi * 32 + b;
@@ -27,7 +31,7 @@ __device__ __forceinline__ void bnn_pack(bnn_i64 item, int j, const float *x, un
         const bool bit = v > 0.0f || (v == 0.0f && zero > 0); // NaN packs as -1
         bits |= (unsigned)bit << b;
     }
-    y[j] = bits;
+    y[(bnn_i64)s * words + wi] = bits;
 }
 
 __device__ __forceinline__ void bnn_unpack(bnn_i64 item, int j, const unsigned *x, float *y, int channels,
