@@ -1265,11 +1265,27 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
                                    head, e.stages, e.div, e.res, e.need_f32, (long long)owords);
         free(head);
     }
-    BlobGridDim grid[3] = {{(uint32_t)((O + BNN_BCONV_BN - 1) / BNN_BCONV_BN), 0, 1},
-                           {0, (uint32_t)pix, BNN_BCONV_BM}, {1, 0, 1}};
-    uint32_t block[3] = {(uint32_t)bnn_tile_threads(BNN_BCONV_WM, BNN_BCONV_WN), 1, 1};
-    blob_step_set_kernel(&st->s, st->k.name, grid, block,
-                         (uint32_t)bnn_tile_smem(BNN_BCONV_BM, BNN_BCONV_BN, BNN_BCONV_KC, BNN_BCONV_STAGES));
+    /* The halo-tile kernel (bconv.cu BC_HALO) wherever its shared memory fits, its tile from
+     * the cost model of bnn_halo_choose (kernels.h); else the implicit GEMM's default tile. */
+    BnnHaloCfg hc;
+    if (bnn_halo_choose((int)C, (int)OH, (int)OW, (int)O, (int)KH, (int)KW, (int)s[0], (int)s[1], (int)d[0],
+                        (int)d[1], pool, -1, &hc) == 0) {
+        char *head = st->k.defines;
+        st->k.defines = str_printf("%s#define BC_HALO 1\n#define BC_TH %d\n#define BC_TW %d\n#define BC_BN %d\n"
+                                   "#define BC_WM %d\n#define BC_WN %d\n#define BC_MINB %d\n",
+                                   head, hc.th, hc.tw, hc.bn, hc.wm, hc.wn, hc.minb);
+        free(head);
+        BlobGridDim grid[3] = {{(uint32_t)((O + hc.bn - 1) / hc.bn), 0, 1},
+                               {hc.grid_base, hc.grid_per_batch, hc.grid_div}, {1, 0, 1}};
+        uint32_t block[3] = {(uint32_t)bnn_tile_threads(hc.wm, hc.wn), 1, 1};
+        blob_step_set_kernel(&st->s, st->k.name, grid, block, (uint32_t)hc.smem);
+    } else {
+        BlobGridDim grid[3] = {{(uint32_t)((O + BNN_BCONV_BN - 1) / BNN_BCONV_BN), 0, 1},
+                               {0, (uint32_t)pix, BNN_BCONV_BM}, {1, 0, 1}};
+        uint32_t block[3] = {(uint32_t)bnn_tile_threads(BNN_BCONV_WM, BNN_BCONV_WN), 1, 1};
+        blob_step_set_kernel(&st->s, st->k.name, grid, block,
+                             (uint32_t)bnn_tile_smem(BNN_BCONV_BM, BNN_BCONV_BN, BNN_BCONV_KC, BNN_BCONV_STAGES));
+    }
     if (chain)
         add_chain_args(st, e.need_f32, bits_out >= 0 ? BLOB_SLOT_X1 : e.bits ? BLOB_SLOT_OUT : -1);
     else

@@ -35,6 +35,93 @@ static inline int bnn_tile_smem(int bm, int bn, int kc, int stages) {
     return stages * kc * ((bm + bn) * 16 + 2 * (128 / kc)) + bm * 4;
 }
 
+/* The halo-tile bconv (BC_HALO 1, bconv.cu): a block's dynamic shared memory, which it checks
+ * on entry. Its weight slice (KH*KW taps x ceil(C/128) 16-byte chunks x BN rows), two input
+ * halos of a TH x TW output tile (HH rows of HWS 16-byte slots per chunk), a zero line, the
+ * popcount of each halo slot and of each tile row. Mirrors the kernel's constexprs. */
+static inline int bnn_halo_ws(int hw, int want) { return hw + ((want - hw) % 8 + 8) % 8; }
+static inline int bnn_halo_smem(int c, int kh, int kw, int sh, int sw, int dh, int dw, int th, int tw, int bn,
+                                int pool) {
+    int she = kh == 1 ? 1 : sh, swe = kw == 1 ? 1 : sw; /* a 1-wide kernel reads every stride-th pixel only */
+    int ccr = (c + 127) / 128, hh = (th - 1) * she + (kh - 1) * dh + 1, hwd = (tw - 1) * swe + (kw - 1) * dw + 1;
+    int hws = she == 1 ? bnn_halo_ws(hwd, pool ? 4 : tw * swe) : hwd, nhp = hh * hws;
+    return kh * kw * ccr * bn * 16 + 2 * ccr * nhp * 16 + 16 + 4 * nhp + 4 * th * tw;
+}
+
+/* A halo-tile configuration of one convolution (BC_TH, BC_TW, BC_BN, BC_WM, BC_WN), chosen by
+ * bnn_halo_choose: the grid is (ceil(O/bn), grid_base + ceil(batch*grid_per_batch/grid_div)),
+ * bnn_halo_threads(wm, wn) threads, smem bytes of dynamic shared memory. */
+typedef struct BnnHaloCfg {
+    int th, tw, bn, wm, wn, smem;
+    int minb;                                    /* BC_MINB: blocks per SM the registers allow */
+    int tiles;                                   /* tiles per image (TY*TX) */
+    unsigned grid_base, grid_per_batch, grid_div; /* grid.y as the runtime computes it */
+} BnnHaloCfg;
+
+/* grid.y of the halo kernel = base + ceil(batch * tiles / div): at least 3 blocks per SM of
+ * 132 (so a small batch runs one tile a block), and about 8 tiles a block when the batch is
+ * large (a block keeps its weights in shared memory and prefetches the next tile's halo);
+ * div grows with the tiles so that grid.y stays below 65536 up to batch 16384. */
+static inline void bnn_halo_grid(int tiles, int nbx, unsigned *base, unsigned *div) {
+    *base = (unsigned)((3 * 132 + nbx - 1) / nbx);
+    *div = tiles / 4 > 8 ? (unsigned)(tiles / 4) : 8u;
+}
+
+/* The largest shared memory a halo block may take: two blocks still fit on an SM. */
+enum { BNN_HALO_SMEM_MAX = 110 * 1024 };
+
+/* Picks the tile of the halo kernel for a convolution; 0, or -1 when it does not apply (its
+ * shared memory would exceed BNN_HALO_SMEM_MAX: very wide C). Cost model: among output tiles
+ * 8x16, 8x8, 4x8, 4x4 (pixels; BM = th*tw rows) the first whose padding waste is small (at
+ * least 3/4 of its rows are real pixels) and that gives at least min_blocks blocks for one
+ * image; failing that, the one with the most blocks at one image among those at least half
+ * full. BN = 64 output channels (32 when O <= 32), 2x2 warps (1x2 for 16-row tiles).
+ * min_blocks < 0: the rule lower.c uses, from the layer table of docs/kernels.md (H100,
+ * batch 1, 8 and 256): C <= 128 (one 16-byte chunk per pixel, little work per tile): small
+ * tiles, min_blocks 66, BC_MINB 2; wider C: the large tiles (min_blocks 0) with BC_MINB 3
+ * (168 registers, 3 blocks per SM). grid.y: bnn_halo_grid. */
+static inline int bnn_halo_choose(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh, int dw,
+                                  int pool, int min_blocks, BnnHaloCfg *cfg) {
+    static const int cand[4][2] = {{8, 16}, {8, 8}, {4, 8}, {4, 4}};
+    cfg->minb = 2;
+    if (min_blocks < 0) {
+        min_blocks = c <= 128 ? 66 : 0;
+        cfg->minb = c <= 128 ? 2 : 3;
+    }
+    int ohe = pool ? oh / 2 * 2 : oh, owe = pool ? ow / 2 * 2 : ow;
+    int bn = o <= 32 ? 32 : 64, nbx = (o + bn - 1) / bn, best = -1, best_blocks = -1;
+    for (int i = 0; i < 4; i++) {
+        int th = cand[i][0], tw = cand[i][1];
+        int tiles = ((ohe + th - 1) / th) * ((owe + tw - 1) / tw);
+        long real = (long)ohe * owe, rows = (long)tiles * th * tw;
+        if (4 * real >= 3 * rows && tiles * nbx >= min_blocks) {
+            best = i;
+            break;
+        }
+        if (2 * real >= rows && tiles * nbx > best_blocks)
+            best = i, best_blocks = tiles * nbx;
+    }
+    if (best < 0)
+        best = 3;
+    cfg->th = cand[best][0];
+    cfg->tw = cand[best][1];
+    cfg->bn = bn;
+    cfg->wm = cfg->th * cfg->tw >= 32 ? 2 : 1;
+    cfg->wn = bn / 32;
+    cfg->smem = bnn_halo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, bn, pool);
+    if (cfg->smem > BNN_HALO_SMEM_MAX && bn > 32) {
+        cfg->bn = bn = 32;
+        cfg->wn = 1;
+        cfg->smem = bnn_halo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, bn, pool);
+    }
+    if (cfg->smem > BNN_HALO_SMEM_MAX)
+        return -1;
+    cfg->tiles = ((ohe + cfg->th - 1) / cfg->th) * ((owe + cfg->tw - 1) / cfg->tw);
+    bnn_halo_grid(cfg->tiles, (o + cfg->bn - 1) / cfg->bn, &cfg->grid_base, &cfg->grid_div);
+    cfg->grid_per_batch = (unsigned)cfg->tiles;
+    return 0;
+}
+
 /* Threads per block of a tile: one warp per (WM x WN) warp tile. */
 static inline int bnn_tile_threads(int wm, int wn) { return wm * wn * 32; }
 

@@ -28,6 +28,10 @@ typedef struct BconvSpec {
     int epi;
     int cwp, ldw, ldy; /* 0: the default, filled in by bconv_resolve */
     Tile tile;
+    /* th > 0: the halo-tile kernel (BC_HALO 1) with TH x TW output tiles; tile.bn, wm, wn are
+     * its BN and warps (tile.bm, kc, stages unused); minb: BC_MINB (0: the default); gy > 0:
+     * launch that many blocks along y instead of the runtime's grid (tests the tile loop). */
+    int th, tw, minb, gy;
 } BconvSpec;
 
 static inline int kdiv_up(int a, int b) { return (a + b - 1) / b; }
@@ -70,6 +74,20 @@ static inline void bconv_resolve(BconvSpec *s) {
     if (!s->ldy)
         s->ldy = s->epi == BNN_EPI_THRESHOLD ? kdiv_up(s->O, 32) : s->O;
     tile_resolve(&s->tile, true);
+}
+
+/* The halo kernel's tile and BC_MINB from bnn_halo_choose, min_blocks as given (-1: what
+ * lower.c emits). */
+static inline bool bconv_halo_auto(BconvSpec *s, int oh, int ow, int min_blocks) {
+    BnnHaloCfg h;
+    if (bnn_halo_choose(s->C, oh, ow, s->O, s->KH, s->KW, s->SH ? s->SH : 1, s->SW ? s->SW : 1, s->DH ? s->DH : 1,
+                        s->DW ? s->DW : 1, s->pool, min_blocks, &h) != 0)
+        return false;
+    s->th = h.th;
+    s->tw = h.tw;
+    s->minb = h.minb;
+    s->tile = (Tile){h.th * h.tw, h.bn, h.wm, h.wn, 8, 2};
+    return true;
 }
 
 static inline int bconv_oh(const BconvSpec *s) { return bnn_conv_out(s->H, s->KH, s->SH, s->PT, s->PB, s->DH); }
@@ -118,6 +136,10 @@ static inline void bconv_append(Buf *b, const char *name, const BconvSpec *s) {
         if (opt[i].v)
             buf_printf(b, "#define %s %d\n", opt[i].m, opt[i].v);
     tile_defines(b, "BC", &s->tile);
+    if (s->th)
+        buf_printf(b, "#define BC_HALO 1\n#define BC_TH %d\n#define BC_TW %d\n", s->th, s->tw);
+    if (s->minb)
+        buf_printf(b, "#define BC_MINB %d\n", s->minb);
     buf_put(b, bnn_bconv_cu, bnn_bconv_cu_len);
 }
 

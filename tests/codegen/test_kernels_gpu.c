@@ -101,39 +101,46 @@ static int cmp_float(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Median milliseconds of `reps` launches after 3 warm-ups. */
+/* Median milliseconds of `reps` launches. Warm-up: launches for at least 30 ms of wall time
+ * (the GPU leaves its idle clock), then the timed launches go back to back, each between its
+ * own pair of events, with one synchronization at the end: no host gap between kernels. */
 static double time_ms(CUfunction f, unsigned gx, unsigned gy, unsigned threads, unsigned smem, void **args,
                       int reps) {
-    CUevent e0, e1;
-    CU(cu.EventCreate(&e0, 0));
-    CU(cu.EventCreate(&e1, 0));
-    for (int i = 0; i < 3; i++)
-        launch(f, gx, gy, threads, smem, args);
-    CU(cu.CtxSynchronize());
-    float *v = xcalloc((size_t)reps, sizeof *v);
+    double t0 = now_s();
+    do {
+        for (int i = 0; i < 16; i++)
+            launch(f, gx, gy, threads, smem, args);
+        CU(cu.CtxSynchronize());
+    } while (now_s() - t0 < 0.03);
+    CUevent *ev = xcalloc(2 * (size_t)reps, sizeof *ev);
+    for (int i = 0; i < 2 * reps; i++)
+        CU(cu.EventCreate(&ev[i], 0));
     for (int i = 0; i < reps; i++) {
-        CU(cu.EventRecord(e0, NULL));
+        CU(cu.EventRecord(ev[2 * i], NULL));
         launch(f, gx, gy, threads, smem, args);
-        CU(cu.EventRecord(e1, NULL));
-        CU(cu.EventSynchronize(e1));
-        CU(cu.EventElapsedTime(&v[i], e0, e1));
+        CU(cu.EventRecord(ev[2 * i + 1], NULL));
     }
+    CU(cu.EventSynchronize(ev[2 * reps - 1]));
+    float *v = xcalloc((size_t)reps, sizeof *v);
+    for (int i = 0; i < reps; i++)
+        CU(cu.EventElapsedTime(&v[i], ev[2 * i], ev[2 * i + 1]));
     qsort(v, (size_t)reps, sizeof *v, cmp_float);
     double med = v[reps / 2];
     free(v);
-    CU(cu.EventDestroy(e0));
-    CU(cu.EventDestroy(e1));
+    for (int i = 0; i < 2 * reps; i++)
+        CU(cu.EventDestroy(ev[i]));
+    free(ev);
     return med;
 }
 
 /* ---------------------------------------------------------------- results table */
 
 typedef struct Row {
-    char shape[64], variant[64];
+    char shape[64], variant[112];
     bool ok;
     double ms, tops, compile_s;
 } Row;
-static Row table[128];
+static Row table[256];
 static int ntable;
 
 static void record(const char *shape, const char *variant, bool ok, double ms, double ops, double compile_s) {
@@ -438,22 +445,33 @@ static const int *conv_dots(void *vctx, int m) {
 
 /* Fused 2x2 / 2 max pool (floor mode): output row (n, ph, pw), word j = OR of the expected
  * words of output pixels (2ph+dy, 2pw+dx); all[] holds the dots of every pixel in NHW order. */
+/* With all = NULL: only the pooled rows sample[0..65] (taken modulo their count), dots from
+ * conv_dots(cx). */
 static size_t check_pooled(const uint32_t *y, size_t ywords, int nb, int OH, int OW, const Epi *e, const int *all,
-                           const char *what) {
+                           const int *sample, void *cx, const char *what) {
     const int PH = OH / 2, PW = OW / 2;
     size_t bad = 0, mo = (size_t)nb * (size_t)PH * (size_t)PW;
-    for (int n = 0; n < nb; n++)
-        for (int ph = 0; ph < PH; ph++)
-            for (int pw = 0; pw < PW; pw++) {
-                size_t r = ((size_t)n * (size_t)PH + (size_t)ph) * (size_t)PW + (size_t)pw;
+    int *dots = xcalloc(4 * (size_t)e->n, sizeof(int));
+    for (size_t i = 0; i < (sample ? 66 : mo); i++) {
+        size_t r = sample ? (size_t)sample[i] % mo : i;
+        int n = (int)(r / ((size_t)PH * (size_t)PW)), ph = (int)(r / (size_t)PW % (size_t)PH), pw = (int)(r % (size_t)PW);
+        {
+            {
+                const int *d4[4];
+                for (int q = 0; q < 4; q++) {
+                    size_t m = ((size_t)n * (size_t)OH + (size_t)(2 * ph + q / 2)) * (size_t)OW + (size_t)(2 * pw + q % 2);
+                    if (all)
+                        d4[q] = all + m * (size_t)e->n;
+                    else {
+                        memcpy(dots + (size_t)q * (size_t)e->n, conv_dots(cx, (int)m), (size_t)e->n * sizeof(int));
+                        d4[q] = dots + (size_t)q * (size_t)e->n;
+                    }
+                }
                 for (int j = 0; j < e->ldy; j++) {
                     uint32_t want = 0;
                     bool poison;
-                    for (int q = 0; q < 4; q++) {
-                        size_t m = ((size_t)n * (size_t)OH + (size_t)(2 * ph + q / 2)) * (size_t)OW +
-                                   (size_t)(2 * pw + q % 2);
-                        want |= expect_word(e, all + m * (size_t)e->n, j, &poison);
-                    }
+                    for (int q = 0; q < 4; q++)
+                        want |= expect_word(e, d4[q], j, &poison);
                     uint32_t got = y[r * (size_t)e->ldy + (size_t)j];
                     if (got != want) {
                         if (bad < 5)
@@ -463,6 +481,9 @@ static size_t check_pooled(const uint32_t *y, size_t ywords, int nb, int OH, int
                     }
                 }
             }
+        }
+    }
+    free(dots);
     for (size_t i = mo * (size_t)e->ldy; i < ywords; i++)
         if (y[i] != POISON32) {
             if (bad < 5)
@@ -472,6 +493,9 @@ static size_t check_pooled(const uint32_t *y, size_t ywords, int nb, int OH, int
     return bad;
 }
 
+static double last_conv_ms; /* of the last test_bconv, for the bench table */
+static bool last_conv_ok;
+
 /* `full` checks every output pixel; otherwise 64 sampled pixels plus the first and last.
  * With s.pool every output is checked (full is implied). */
 static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
@@ -479,16 +503,39 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
     const int OH = bconv_oh(&s), OW = bconv_ow(&s), O = s.O, C = s.C;
     /* M: output pixels (GEMM rows); MO: output rows (pooled windows with s.pool). */
     const int M = nb * OH * OW, MO = s.pool ? nb * (OH / 2) * (OW / 2) : M, MG = s.pool ? 4 * MO : M;
-    char shape[64], variant[64];
+    char shape[64], variant[112];
     snprintf(shape, sizeof shape, "conv n%d %dx%dx%d->%d k%dx%d", nb, s.H, s.W, C, O, s.KH, s.KW);
-    snprintf(variant, sizeof variant, "%s s%d p%d%s%s d%d %s %dx%d%s%s", epi_name(s.epi), s.SH, s.PT,
+    char tilestr[48];
+    if (s.th)
+        snprintf(tilestr, sizeof tilestr, "halo %dx%d bn%d%s", s.th, s.tw, s.tile.bn, s.gy ? " loop" : "");
+    else
+        snprintf(tilestr, sizeof tilestr, "%dx%d", s.tile.bm, s.tile.bn);
+    snprintf(variant, sizeof variant, "%s s%d p%d%s%s d%d %s %s%s%s", epi_name(s.epi), s.SH, s.PT,
              s.PB != s.PT ? "/" : "", s.PB != s.PT ? (s.PB ? "1" : "0") : "", s.DH, s.pad_one ? "one" : "zero",
-             s.tile.bm, s.tile.bn, s.nb ? " nb=const" : "", s.pool ? " pool" : "");
+             tilestr, s.nb ? " nb=const" : "", s.pool ? " pool" : "");
     Buf src = {0};
     buf_put(&src, bnn_common_cu, bnn_common_cu_len);
     bconv_append(&src, "bconv_t", &s);
     Kern k = {0};
-    bool ok = load_kernel(&k, src.data, "bconv_t", &s.tile);
+    bool ok;
+    static char *cached_src; /* the last kernel stays loaded: the bench runs it at several batches */
+    static Kern cached;
+    if (cached_src && !compile_only && strcmp(cached_src, src.data) == 0) {
+        k = cached;
+        k.compile_s = 0;
+        ok = true;
+    } else {
+        if (cached_src) {
+            CU(cu.ModuleUnload(cached.mod));
+            free(cached_src);
+            cached_src = NULL;
+        }
+        ok = load_kernel(&k, src.data, "bconv_t", &s.tile);
+        if (ok) {
+            cached_src = xstrdup(src.data);
+            cached = k;
+        }
+    }
     buf_free(&src);
     if (!ok && compile_only) {
         CHECK_MSG(k.compile_s > 0, "%s %s: compile", shape, variant);
@@ -499,6 +546,11 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
         CHECK_MSG(false, "%s %s: compile", shape, variant);
         record(shape, variant, false, 0, 0, 0);
         return;
+    }
+    if (s.th) { /* the halo kernel's own shared memory */
+        k.smem = bnn_halo_smem(C, s.KH, s.KW, s.SH, s.SW, s.DH, s.DW, s.th, s.tw, s.tile.bn, s.pool);
+        CU(cu.FuncSetAttribute(k.fn, CU_FUNC_MAX_DYNAMIC_SMEM, k.smem));
+        cached.smem = k.smem;
     }
     size_t npix = (size_t)nb * (size_t)s.H * (size_t)s.W, ntap = (size_t)s.KH * (size_t)s.KW;
     uint8_t *x = xmalloc(npix * (size_t)C), *w = xmalloc((size_t)O * ntap * (size_t)C);
@@ -516,7 +568,7 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
                     pw[(size_t)o * (size_t)s.ldw + t * (size_t)s.cwp + (size_t)(c / 32)] |= 1u << (c % 32);
     ConvCtx cx = {&s, OH, OW, x, w, xcalloc((size_t)O, sizeof(int))};
     int *all = NULL;
-    if (full || s.pool) {
+    if (full) {
         all = xmalloc((size_t)M * (size_t)O * sizeof(int));
         for (int m = 0; m < M; m++)
             memcpy(all + (size_t)m * (size_t)O, conv_dots(&cx, m), (size_t)O * sizeof(int));
@@ -553,15 +605,24 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
     int nbr = nb;
     void *args[] = {&dX, &dW, &dP, &dp0, &dp1, &dY, &nbr};
     unsigned gx = (unsigned)kdiv_up(O, s.tile.bn), gy = (unsigned)kdiv_up(MG, s.tile.bm);
+    if (s.th) { /* the runtime's grid (lower.c), or the test's smaller one */
+        int ohe = s.pool ? OH / 2 * 2 : OH, owe = s.pool ? OW / 2 * 2 : OW;
+        int tiles = kdiv_up(ohe, s.th) * kdiv_up(owe, s.tw);
+        unsigned base, div;
+        bnn_halo_grid(tiles, kdiv_up(O, s.tile.bn), &base, &div);
+        gy = s.gy ? (unsigned)s.gy : base + ((unsigned)(nb * tiles) + div - 1) / div;
+    }
     launch(k.fn, gx, gy, (unsigned)k.threads, (unsigned)k.smem, args);
     CU(cu.CtxSynchronize());
     CU(cu.MemcpyDtoH(y, dY, ywords * 4));
-    size_t bad = s.pool ? check_pooled(y, ywords, nb, OH, OW, &e, all, shape)
+    size_t bad = s.pool ? check_pooled(y, ywords, nb, OH, OW, &e, all, full ? NULL : sample, &cx, shape)
                  : full ? check_output(y, ywords, M, &e, NULL, 0, gemm_dots, &g, shape)
                         : check_output(y, ywords, M, &e, sample, 66, conv_dots, &cx, shape);
     CHECK_MSG(bad == 0, "%s %s: %zu wrong words", shape, variant, bad);
     double ms = reps > 0 ? time_ms(k.fn, gx, gy, (unsigned)k.threads, (unsigned)k.smem, args, reps) : 0;
     record(shape, variant, bad == 0, ms, 2.0 * MG * O * (double)C * (double)ntap, k.compile_s);
+    last_conv_ms = ms;
+    last_conv_ok = bad == 0;
 
     CU(cu.MemFree(dX));
     CU(cu.MemFree(dW));
@@ -571,7 +632,7 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
         CU(cu.MemFree(dp1));
     }
     CU(cu.MemFree(dY));
-    CU(cu.ModuleUnload(k.mod));
+    /* k stays loaded (cached above) */
     epi_free(&e);
     free(y);
     free(all);
@@ -582,6 +643,93 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
     free(w);
 }
 
+/* ---------------------------------------------------------------- bconv bench */
+
+static bool bconv_bench; /* --bconv-bench: the layers of binary ResNet-18 and VGG-small */
+static bool halo_only;   /* --halo-only: only the halo-kernel cases (for compute-sanitizer) */
+
+/* Each layer at batch 1, 8 and 256: the implicit-GEMM kernel with lower.c's old tile (128x64)
+ * against the halo kernel with the tile bnn_halo_choose picks (min_blocks 0, as lower.c
+ * does) and with min_blocks 132 (small tiles: more blocks at batch 1). Threshold epilogue,
+ * activations and outputs in the compiler's format (words per pixel: ceil(C/256)*8), random
+ * inputs; every run checks 66 output rows (pooled rows with a pool) against the reference.
+ * Times: median of 20 device-event-timed launches after 3 warm-ups. */
+static void run_bconv_bench(void) {
+    struct {
+        const char *name;
+        int C, HW, O, K, S, P, pool;
+    } L[] = {
+        {"r18 56x56 64-64 3x3", 64, 56, 64, 3, 1, 1, 0},
+        {"r18 56>28 64-128 3x3/2", 64, 56, 128, 3, 2, 1, 0},
+        {"r18 56>28 64-128 1x1/2", 64, 56, 128, 1, 2, 0, 0},
+        {"r18 28x28 128-128 3x3", 128, 28, 128, 3, 1, 1, 0},
+        {"r18 28>14 128-256 3x3/2", 128, 28, 256, 3, 2, 1, 0},
+        {"r18 28>14 128-256 1x1/2", 128, 28, 256, 1, 2, 0, 0},
+        {"r18 14x14 256-256 3x3", 256, 14, 256, 3, 1, 1, 0},
+        {"r18 14>7 256-512 3x3/2", 256, 14, 512, 3, 2, 1, 0},
+        {"r18 14>7 256-512 1x1/2", 256, 14, 512, 1, 2, 0, 0},
+        {"r18 7x7 512-512 3x3", 512, 7, 512, 3, 1, 1, 0},
+        {"vgg 32x32 128-128 +pool", 128, 32, 128, 3, 1, 1, 1},
+        {"vgg 16x16 128-256", 128, 16, 256, 3, 1, 1, 0},
+        {"vgg 16x16 256-256 +pool", 256, 16, 256, 3, 1, 1, 1},
+        {"vgg 8x8 256-512", 256, 8, 512, 3, 1, 1, 0},
+        {"vgg 8x8 512-512 +pool", 512, 8, 512, 3, 1, 1, 1},
+    };
+    static const int batches[3] = {1, 8, 256};
+    /* halo variants: bnn_halo_choose's min_blocks, BC_MINB (0: the chooser's); the first is
+     * what lower.c emits */
+    static const int var[][2] = {{-1, 0}, {0, 2}, {66, 2}, {0, 3}};
+    enum { NV = 1 + sizeof var / sizeof *var };
+    struct {
+        double ms[NV];
+        bool ok;
+        char tile[NV][12];
+    } res[15][3];
+    memset(res, 0, sizeof res);
+    for (size_t l = 0; l < sizeof L / sizeof *L; l++) {
+        BconvSpec base = {.C = L[l].C, .H = L[l].HW, .W = L[l].HW, .O = L[l].O, .KH = L[l].K, .KW = L[l].K,
+                          .SH = L[l].S, .SW = L[l].S, .PT = L[l].P, .PL = L[l].P, .PB = L[l].P, .PR = L[l].P,
+                          .pool = L[l].pool != 0, .epi = BNN_EPI_THRESHOLD, .cwp = kdiv_up(L[l].C, 256) * 8,
+                          .ldy = kdiv_up(L[l].O, 256) * 8};
+        bconv_resolve(&base);
+        for (int v = 0; v < NV; v++)
+            for (int b = 0; b < 3; b++) {
+                BconvSpec s = base;
+                if (b == 0 && v == 0)
+                    for (int i = 0; i < 3; i++)
+                        res[l][i].ok = true;
+                if (v > 0 && !bconv_halo_auto(&s, bconv_oh(&s), bconv_ow(&s), var[v - 1][0])) {
+                    res[l][b].ms[v] = -1;
+                    continue;
+                }
+                if (v > 0) {
+                    if (var[v - 1][1])
+                        s.minb = var[v - 1][1];
+                    snprintf(res[l][b].tile[v], sizeof res[l][b].tile[v], "%dx%d", s.th, s.tw);
+                }
+                test_bconv(batches[b], s, false, 20);
+                res[l][b].ms[v] = last_conv_ms;
+                res[l][b].ok &= last_conv_ok;
+            }
+    }
+    printf("\nbconv layers, threshold epilogue, times in us (median of 20), POPS = 2*M*O*K_real / time\n"
+           "old = implicit GEMM 128x64 (lower.c before); h1 = halo kernel as lower.c emits it (bnn_halo_choose\n"
+           "min_blocks -1: C <= 128 as h3, else as h4); h2: min_blocks 0, BC_MINB 2; h3: min_blocks 66, BC_MINB 2;\n"
+           "h4: min_blocks 0, BC_MINB 3\n");
+    printf("%-25s %5s %8s %8s %8s %8s %8s %6s %6s %7s %-5s %-5s %-5s %s\n", "layer", "batch", "old", "h1", "h2", "h3",
+           "h4", "old_P", "h1_P", "old/h1", "t1", "t2", "t3", "exact");
+    for (size_t l = 0; l < sizeof L / sizeof *L; l++)
+        for (int b = 0; b < 3; b++) {
+            int nb = batches[b], oh = bnn_conv_out(L[l].HW, L[l].K, L[l].S, L[l].P, L[l].P, 1);
+            double ops = 2.0 * nb * oh * oh * L[l].O * (double)L[l].C * L[l].K * L[l].K;
+            double *ms = res[l][b].ms;
+            printf("%-25s %5d %8.2f %8.2f %8.2f %8.2f %8.2f %6.3f %6.3f %6.2fx %-5s %-5s %-5s %s\n", L[l].name, nb,
+                   1e3 * ms[0], 1e3 * ms[1], 1e3 * ms[2], 1e3 * ms[3], 1e3 * ms[4], ms[0] > 0 ? ops / ms[0] * 1e-12 : 0,
+                   ms[1] > 0 ? ops / ms[1] * 1e-12 : 0, ms[1] > 0 ? ms[0] / ms[1] : 0, res[l][b].tile[1],
+                   res[l][b].tile[2], res[l][b].tile[3], res[l][b].ok ? "yes" : "NO");
+        }
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv) {
@@ -589,6 +737,10 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--bench") == 0)
             bench = true;
+        else if (strcmp(argv[i], "--halo-only") == 0)
+            halo_only = true;
+        else if (strcmp(argv[i], "--bconv-bench") == 0)
+            bconv_bench = true;
         else if (strcmp(argv[i], "--compile-only") == 0)
             compile_only = true;
         else
@@ -638,7 +790,7 @@ int main(int argc, char **argv) {
         {200, {.N = 72, .K = 1000, .epi = BNN_EPI_THRESHOLD, .ldy = 4, .tile = big}},
         {1, {.N = 1, .K = 1, .epi = BNN_EPI_I32, .lda = 4, .ldw = 4, .tile = small}},
     };
-    for (size_t i = 0; i < sizeof gemms / sizeof *gemms; i++)
+    for (size_t i = 0; !bconv_bench && !halo_only && i < sizeof gemms / sizeof *gemms; i++)
         test_bgemm(gemms[i].M, gemms[i].s, true, reps);
 
     const Tile ct = {128, 128, 2, 2, 4, 3};
@@ -673,8 +825,68 @@ int main(int argc, char **argv) {
              .ldy = 8, .tile = {64, 128, 1, 4, 2, 4}}},
 #undef P1
     };
-    for (size_t i = 0; i < sizeof convs / sizeof *convs; i++)
-        test_bconv(convs[i].nb, convs[i].s, true, reps);
+    if (!bconv_bench) {
+        for (size_t i = 0; !halo_only && i < sizeof convs / sizeof *convs; i++)
+            test_bconv(convs[i].nb, convs[i].s, true, reps);
+        /* The halo kernel on the same cases: the tile lower.c picks, then forced small tiles
+         * with few blocks (several tiles per block) and 1x2 / 2x1 warps. */
+        for (size_t i = 0; i < sizeof convs / sizeof *convs; i++) {
+            BconvSpec h = convs[i].s;
+            bconv_resolve(&h);
+            if (bconv_halo_auto(&h, bconv_oh(&h), bconv_ow(&h), -1))
+                test_bconv(convs[i].nb, h, true, reps);
+            h = convs[i].s;
+            bconv_resolve(&h);
+            if (bconv_halo_auto(&h, bconv_oh(&h), bconv_ow(&h), 1000)) {
+                h.gy = 2;
+                h.minb = 2;
+                test_bconv(convs[i].nb, h, true, 0);
+            }
+        }
+#define P1 .PT = 1, .PL = 1, .PB = 1, .PR = 1
+        struct {
+            int nb;
+            BconvSpec s;
+        } halos[] = {
+            /* odd item counts (9 taps x 1 chunk, 27), channels 3, 64 in 256-bit words, 130, 300 */
+            {2, {.C = 64, .H = 56, .W = 56, .O = 64, .KH = 3, .KW = 3, P1, .cwp = 8, .epi = BNN_EPI_THRESHOLD, .ldy = 8,
+                 .tile = {128, 64, 2, 2, 8, 2}, .th = 8, .tw = 16}},
+            {2, {.C = 3, .H = 17, .W = 19, .O = 40, .KH = 3, .KW = 3, P1, .epi = BNN_EPI_I32,
+                 .tile = {64, 64, 2, 2, 8, 2}, .th = 8, .tw = 8}},
+            {3, {.C = 300, .H = 9, .W = 11, .O = 70, .KH = 3, .KW = 3, P1, .epi = BNN_EPI_THRESHOLD,
+                 .tile = {32, 64, 2, 2, 8, 2}, .th = 4, .tw = 8}},
+            {2, {.C = 130, .H = 13, .W = 13, .O = 200, .KH = 3, .KW = 3, .SH = 2, .SW = 2, P1, .pad_one = true,
+                 .epi = BNN_EPI_AFFINE, .tile = {16, 64, 1, 2, 8, 2}, .th = 4, .tw = 4}},
+            /* 1x1 stride 2 (one item, the hi half is the zero line), 5x5 dilation 2, uneven pads */
+            {2, {.C = 64, .H = 56, .W = 56, .O = 128, .KH = 1, .KW = 1, .SH = 2, .SW = 2, .cwp = 8,
+                 .epi = BNN_EPI_THRESHOLD, .tile = {128, 64, 2, 2, 8, 2}, .th = 8, .tw = 16}},
+            {2, {.C = 65, .H = 12, .W = 10, .O = 33, .KH = 5, .KW = 3, .PT = 3, .PL = 0, .PB = 1, .PR = 2, .DH = 2,
+                 .epi = BNN_EPI_I32, .tile = {32, 64, 2, 2, 8, 2}, .th = 4, .tw = 8}},
+            /* 1-wide kernels with strides: the halo keeps every stride-th row / column only */
+            {2, {.C = 65, .H = 13, .W = 12, .O = 40, .KH = 1, .KW = 3, .SH = 2, .SW = 2, P1, .pad_one = true,
+                 .epi = BNN_EPI_I32, .tile = {32, 64, 2, 2, 8, 2}, .th = 4, .tw = 8}},
+            {2, {.C = 32, .H = 15, .W = 16, .O = 64, .KH = 1, .KW = 1, .SH = 2, .SW = 3, .PT = 1, .PL = 0, .PB = 0,
+                 .PR = 2, .epi = BNN_EPI_THRESHOLD, .tile = {16, 64, 1, 2, 8, 2}, .th = 4, .tw = 4, .gy = 3}},
+            {2, {.C = 200, .H = 14, .W = 14, .O = 96, .KH = 3, .KW = 1, .SH = 2, .SW = 2, .PT = 1, .PL = 0, .PB = 1,
+                 .PR = 0, .DH = 2, .pad_one = true, .epi = BNN_EPI_THRESHOLD, .tile = {64, 32, 2, 1, 8, 2}, .th = 8,
+                 .tw = 8}},
+            {1, {.C = 65, .H = 12, .W = 10, .O = 33, .KH = 5, .KW = 3, .PT = 3, .PL = 0, .PB = 1, .PR = 2, .DH = 2,
+                 .pad_one = true, .epi = BNN_EPI_THRESHOLD, .tile = {32, 32, 2, 1, 8, 2}, .th = 4, .tw = 8}},
+            /* pools: odd output, tiles that overhang it, one padding, padded LDY */
+            {2, {.C = 256, .H = 15, .W = 15, .O = 64, .KH = 3, .KW = 3, P1, .pool = true, .pad_one = true,
+                 .epi = BNN_EPI_THRESHOLD, .ldy = 8, .tile = {64, 64, 2, 2, 8, 2}, .th = 8, .tw = 8}},
+            {3, {.C = 128, .H = 32, .W = 32, .O = 128, .KH = 3, .KW = 3, P1, .pool = true, .epi = BNN_EPI_THRESHOLD,
+                 .cwp = 8, .ldy = 8, .tile = {128, 64, 2, 2, 8, 2}, .th = 8, .tw = 16, .gy = 5}},
+            {1, {.C = 512, .H = 8, .W = 8, .O = 512, .KH = 3, .KW = 3, P1, .pool = true, .epi = BNN_EPI_THRESHOLD,
+                 .tile = {16, 64, 1, 2, 8, 2}, .th = 4, .tw = 4}},
+            {4, {.C = 512, .H = 7, .W = 7, .O = 512, .KH = 3, .KW = 3, P1, .epi = BNN_EPI_THRESHOLD,
+                 .tile = {64, 64, 2, 2, 8, 2}, .th = 8, .tw = 8, .nb = 4}},
+        };
+#undef P1
+        for (size_t i = 0; i < sizeof halos / sizeof *halos; i++)
+            test_bconv(halos[i].nb, halos[i].s, true, reps);
+    } else
+        run_bconv_bench();
 
     if (bench) {
         const int S = 8192;

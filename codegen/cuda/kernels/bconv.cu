@@ -88,6 +88,35 @@ struct BnnConvCorr {
         return C * (r.h1 - r.h0) * (r.w1 - r.w0) - 2 * s;
     }
 };
+// Halo tiles (BC_HALO 1): tile row r -> output pixel (th, tw) inside a TH x TW tile. With POOL
+// the rows go window by window (4 consecutive rows = one 2x2 window), else row-major.
+template <int TH, int TW, bool POOL> __device__ __forceinline__ void bnn_tile_rc(int r, int &th, int &tw) {
+    if (POOL) {
+        const int wi = r >> 2, q = r & 3;
+        th = wi / (TW / 2) * 2 + (q >> 1);
+        tw = wi % (TW / 2) * 2 + (q & 1);
+    } else {
+        th = r / TW;
+        tw = r % TW;
+    }
+}
+// Halo row stride in 16-byte slots: the smallest >= hw congruent to `want` mod 8 (ldmatrix
+// reads 8 rows; 8 slots apart mod 8 are 8 different bank groups). kernels.h mirrors it.
+__host__ __device__ constexpr int bnn_halo_ws(int hw, int want) { return hw + ((want - hw) % 8 + 8) % 8; }
+// The epilogue's row map of one halo tile (image n, output origin oh0, ow0): GEMM row of tile
+// row rl in bconv's row order, or -1 outside the output (OHE x OWE: the pooled part with POOL).
+template <int TH, int TW, int OH, int OW, bool POOL> struct BnnHaloRows {
+    int n, oh0, ow0;
+    __device__ __forceinline__ int operator()(int rl) const {
+        constexpr int OHE = POOL ? OH / 2 * 2 : OH, OWE = POOL ? OW / 2 * 2 : OW;
+        int th, tw;
+        bnn_tile_rc<TH, TW, POOL>(rl, th, tw);
+        const int oh = oh0 + th, ow = ow0 + tw;
+        if (oh >= OHE || ow >= OWE) return -1;
+        if (POOL) return ((n * (OH / 2) + (oh >> 1)) * (OW / 2) + (ow >> 1)) * 4 + (oh & 1) * 2 + (ow & 1);
+        return (n * OH + oh) * OW + ow;
+    }
+};
 #endif
 
 #if !defined(BC_C) || !defined(BC_H) || !defined(BC_W) || !defined(BC_O) || !defined(BC_KH) || !defined(BC_KW)
@@ -175,7 +204,190 @@ struct BnnConvCorr {
 #ifndef BC_STAGES
 #define BC_STAGES 3
 #endif
+#ifndef BC_HALO // 1: the halo-tile kernel below (tiles of BC_TH x BC_TW output pixels)
+#define BC_HALO 0
+#endif
+#ifndef BC_MINB // halo kernel: blocks per SM the registers must allow
+#define BC_MINB 3
+#endif
+#ifndef BC_TH
+#define BC_TH 8
+#endif
+#ifndef BC_TW
+#define BC_TW 16
+#endif
 
+#if BC_HALO
+// The halo-tile kernel. A block owns BN output channels (blockIdx.x) and walks tiles of TH x TW
+// output pixels of one image (tile t = blockIdx.y, + gridDim.y, ... < nb*TY*TX; any grid.y
+// works). Its weight slice, all KH*KW taps x CCR = ceil(C/128) real 16-byte channel chunks of
+// BN rows, is loaded into shared memory once; per tile, the input halo the tile's taps touch,
+// HH x HWD pixels x CCR chunks, is loaded once (one 16-byte cp.async per pixel chunk instead
+// of one per pixel, tap and chunk: 6x fewer for a 3x3 stride-1 conv with 8x16 tiles), into
+// one of two buffers while the previous tile computes, and every tap reads it through
+// ldmatrix with per-lane row addresses. K runs over the items
+// (tap, chunk) of real chunks only, two per m16n8k256 MMA (k128 halves from different taps):
+// C = 64 costs 5 MMAs per 9 taps, not 9. An odd last item is paired with a zero line of B.
+// popc(a) of a row = the sum over its taps of each halo pixel's popcount (two small passes).
+// Padding (zero / one), the correction table P, the epilogues and the fused pool are those of
+// the kernel below; only the row order inside a tile differs (bnn_tile_rc), the epilogue
+// maps tile rows to GEMM rows (BnnHaloRows). Shared memory: bnn_halo_smem() in kernels.h.
+// A block loads, then computes: latency is hidden by BC_MINB resident blocks per SM.
+extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, BC_MINB)
+    BC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ Wt, const int *__restrict__ P,
+            const void *__restrict__ ep0, const void *__restrict__ ep1, void *__restrict__ Y,
+#if BC_EPI == BNN_EPI_CHAIN
+            void *__restrict__ Yb,
+#endif
+            int nb_rt) {
+    constexpr int C = BC_C, H = BC_H, W = BC_W, O = BC_O, KH = BC_KH, KW = BC_KW, CWP = BC_CWP;
+    constexpr int SH = BC_SH, SW = BC_SW, PT = BC_PT, PL = BC_PL, DH = BC_DH, DW = BC_DW;
+    constexpr int OH = (H + BC_PT + BC_PB - DH * (KH - 1) - 1) / SH + 1;
+    constexpr int OW = (W + BC_PL + BC_PR - DW * (KW - 1) - 1) / SW + 1;
+    constexpr int LDW = BC_LDW;
+    constexpr bool ONE = BC_PAD_ONE != 0, POOL = BC_POOL != 0;
+    constexpr int TH = BC_TH, TW = BC_TW, BM = TH * TW, BN = BC_BN, WM = BC_WM, WN = BC_WN, T = WM * WN * 32;
+    typedef BnnTile<BM, BN, WM, WN, 8, 2> Cfg; // the epilogue's view of the tile (KC, S unused)
+    constexpr int WTM = Cfg::WTM, WTN = Cfg::WTN, MI = Cfg::MI, NI = Cfg::NI;
+    constexpr int CCR = (C + 127) / 128, KK = KH * KW, NIT = KK * CCR, NPAIR = (NIT + 1) / 2;
+    // The halo grid: along an axis with a 1-wide kernel only every stride-th input row / column
+    // is read, so the halo keeps those (FH, FW input rows / columns per halo step, stride SHE,
+    // SWE inside the halo); otherwise every input pixel of the footprint (FH = 1, SHE = SH).
+    constexpr int FH = KH == 1 ? SH : 1, FW = KW == 1 ? SW : 1, SHE = SH / FH, SWE = SW / FW;
+    constexpr int HH = (TH - 1) * SHE + (KH - 1) * DH + 1, HWD = (TW - 1) * SWE + (KW - 1) * DW + 1;
+    constexpr int HWS = SHE == 1 ? bnn_halo_ws(HWD, POOL ? 4 : TW * SWE) : HWD, NHP = HH * HWS;
+    constexpr int OHE = POOL ? OH / 2 * 2 : OH, OWE = POOL ? OW / 2 * 2 : OW;
+    constexpr int TX = (OWE + TW - 1) / TW, TYX = (OHE + TH - 1) / TH * TX;
+    // Two halo buffers: the next tile's halo loads while this one computes.
+    constexpr unsigned BSZ = NIT * BN * 16, ASZ = CCR * NHP * 16, SMEM = BSZ + 2 * ASZ + 16 + 4 * NHP + 4 * BM;
+    static_assert(CWP % 4 == 0 && CWP * 32 >= C, "BC_CWP: a multiple of 4 words holding C bits");
+    static_assert(LDW % 4 == 0 && LDW >= KH * KW * CWP, "BC_LDW");
+    static_assert(OH >= 1 && OW >= 1, "empty output");
+    static_assert(!POOL || (OH >= 2 && OW >= 2 && TH % 2 == 0 && TW % 2 == 0), "pooling: 2x2 output, even tile");
+    static_assert(BM % (16 * WM) == 0, "BC_TH*BC_TW: a multiple of 16*BC_WM");
+    constexpr int PIX = POOL ? OH / 2 * (OW / 2) * 4 : OH * OW; // GEMM rows per image
+#ifdef BC_NB
+    const int nb = BC_NB;
+#else
+    const int nb = nb_rt;
+#endif
+    const int M = nb * PIX, NMT = nb * TYX;
+    extern __shared__ __align__(128) unsigned char bnn_dsmem[];
+    if (bnn_dyn_smem_size() < SMEM) __trap(); // launched with too little shared memory
+    if ((int)blockIdx.y >= NMT) return;
+    const unsigned sB = bnn_smem(bnn_dsmem), sA0 = sB + BSZ, sZ = sA0 + 2 * ASZ;
+    int *hpop = (int *)(bnn_dsmem + BSZ + 2 * ASZ + 16), *rowpop = hpop + NHP;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp % WM, wn = warp / WM;
+    const int n0 = blockIdx.x * BN;
+
+    // The block's weight slice, item-major: item j = tap*CCR + chunk, BN rows of 16 bytes each.
+    for (int i = tid; i < BN * NIT; i += T) {
+        const int j = i % NIT, ol = i / NIT, o = n0 + ol, tap = j / CCR, cc = j % CCR;
+        const bool ok = o < O;
+        bnn_cp16(sB + (j * BN + ol) * 16, Wt + (ok ? (long long)o * LDW + tap * CWP + cc * 4 : 0), ok ? 16u : 0u);
+    }
+    if (tid == 0) bnn_st16(sZ, 0u, 0u, 0u, 0u);
+    // The halo of tile t into buffer dst, chunk-major: chunk cc of slot s at (cc*NHP + s)*16.
+    auto load_halo = [&](int t, unsigned dst) {
+        const int n = t / TYX, ih0 = t % TYX / TX * TH * SH - PT, iw0 = t % TX * TW * SW - PL;
+        for (int i = tid; i < HH * HWD * CCR; i += T) {
+            const int cc = i % CCR, p = i / CCR, hy = p / HWD, hx = p % HWD, ih = ih0 + hy * FH, iw = iw0 + hx * FW;
+            const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
+            const unsigned d = dst + (cc * NHP + hy * HWS + hx) * 16;
+            if (ONE && !inside)
+                bnn_st16(d, bnn_chmask(C, 4 * cc), bnn_chmask(C, 4 * cc + 1), bnn_chmask(C, 4 * cc + 2),
+                         bnn_chmask(C, 4 * cc + 3));
+            else
+                bnn_cp16(d, X + (inside ? (((long long)n * H + ih) * W + iw) * CWP + cc * 4 : 0), inside ? 16u : 0u);
+        }
+    };
+    load_halo(blockIdx.y, sA0);
+    bnn_cp_commit(); // with the weights
+
+    int abase[MI]; // halo slot of this lane's ldmatrix row at tap (0, 0), per m16 tile
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+        int th, tw;
+        bnn_tile_rc<TH, TW, POOL>(wm * WTM + mi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7), th, tw);
+        abase[mi] = (th * SHE * HWS + tw * SWE) * 16;
+    }
+    BnnConvCorr<C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW, ONE, POOL> e{P};
+
+    int buf = 0;
+    for (int t = blockIdx.y; t < NMT; t += gridDim.y, buf ^= 1) {
+        const int n = t / TYX, oh0 = t % TYX / TX * TH, ow0 = t % TX * TW;
+        const unsigned sA = sA0 + buf * ASZ;
+        // The other buffer was last read by the previous tile, which every thread has finished.
+        if (t + (int)gridDim.y < NMT) load_halo(t + gridDim.y, sA0 + (buf ^ 1) * ASZ);
+        bnn_cp_commit();
+        bnn_cp_wait<1>(); // this tile's halo (and the first time the weights) are in
+        __syncthreads();
+        for (int p = tid; p < HH * HWD; p += T) {
+            const int s = p / HWD * HWS + p % HWD;
+            int c = 0;
+#pragma unroll
+            for (int cc = 0; cc < CCR; ++cc) {
+                unsigned v[4];
+                bnn_ld16(sA + (cc * NHP + s) * 16, v);
+                c += __popc(v[0]) + __popc(v[1]) + __popc(v[2]) + __popc(v[3]);
+            }
+            hpop[s] = c;
+        }
+        __syncthreads();
+        for (int r = tid; r < BM; r += T) { // popc(a) of each tile row: its taps' pixels
+            int th, tw;
+            bnn_tile_rc<TH, TW, POOL>(r, th, tw);
+            const int b = th * SHE * HWS + tw * SWE;
+            int c = 0;
+#pragma unroll
+            for (int kh = 0; kh < KH; ++kh)
+#pragma unroll
+                for (int kw = 0; kw < KW; ++kw) c += hpop[b + kh * DH * HWS + kw * DW];
+            rowpop[r] = c;
+        }
+
+        int acc[MI][NI][4];
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+            for (int j = 0; j < NI; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0;
+#pragma unroll
+        for (int q = 0; q < NPAIR; ++q) {
+            // Items 2q (k128 half lo) and 2q+1 (hi; past NIT: B is the zero line, A any row).
+            const int jl = 2 * q, jh = 2 * q + 1 < NIT ? 2 * q + 1 : 2 * q;
+            const int offl = ((jl % CCR) * NHP + (jl / CCR) / KW * DH * HWS + (jl / CCR) % KW * DW) * 16;
+            const int offh = ((jh % CCR) * NHP + (jh / CCR) / KW * DH * HWS + (jh / CCR) % KW * DW) * 16;
+            const unsigned ao = sA + ((lane >> 4) ? offh : offl);
+            unsigned a[MI][4], b[NI][2];
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) bnn_ldsm4(ao + abase[mi], a[mi][0], a[mi][1], a[mi][2], a[mi][3]);
+            const bool bhi = (lane >> 3) & 1;
+#pragma unroll
+            for (int nj = 0; nj < NI / 2; ++nj) {
+                const int br = wn * WTN + nj * 16 + (lane >> 4) * 8 + (lane & 7);
+                const unsigned ba = !bhi ? sB + (jl * BN + br) * 16
+                                    : 2 * q + 1 < NIT ? sB + ((2 * q + 1) * BN + br) * 16
+                                                      : sZ;
+                bnn_ldsm4(ba, b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1]);
+            }
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int ni = 0; ni < NI; ++ni) bnn_bmma(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
+        }
+        __syncthreads(); // rowpop is complete
+        const BnnHaloRows<TH, TW, OH, OW, POOL> rows{n, oh0, ow0};
+#if BC_EPI == BNN_EPI_CHAIN
+        static_assert(!POOL, "the float chain has no fused pooling");
+        bnn_epilogue_chain<Cfg, O, OH * OW, BC_NST, BC_DIV, BC_RES, BC_F32 != 0, BC_LDB>(
+            acc, rowpop, rows, n0, M, e, (const float *)ep0, (const float *)ep1, (float *)Y, (unsigned *)Yb);
+#else
+        bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, POOL>(acc, rowpop, rows, n0, M, e, ep0, ep1, Y);
+#endif
+        __syncthreads(); // the halo, hpop and rowpop are free for the next tile
+    }
+}
+#else
 // Grid: (ceil(O/BC_BN), ceil(M/BC_BM)), M = nb*OH*OW (nb*PH*PW*4 with BC_POOL); block: BC_WM*BC_WN*32 threads; dynamic shared
 // memory: BnnTile<...>::SMEM bytes (bnn_tile_smem() in kernels.h), checked on entry.
 // P: the popc(w) prefix table above; ep0/ep1 as in bgemm.cu; nb_rt is the batch unless BC_NB
@@ -259,6 +471,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
     bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, POOL>(acc, rowpop, m0, n0, M, e, ep0, ep1, Y);
 #endif
 }
+#endif // BC_HALO
 
 #undef BC_NAME
 #undef BC_NB
@@ -293,3 +506,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
 #undef BC_WN
 #undef BC_KC
 #undef BC_STAGES
+#undef BC_HALO
+#undef BC_MINB
+#undef BC_TH
+#undef BC_TW

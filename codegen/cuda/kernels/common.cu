@@ -163,6 +163,12 @@ __device__ __forceinline__ void bnn_mainloop(unsigned char *smem, int nkt, const
 
 // ---------------------------------------------------------------- epilogue
 
+// Row map of the epilogues: tile row rl -> GEMM row, or -1 for a row that is not stored. The
+// plain tiles pass their first row m0 (rows m0 + rl); bconv's halo tiles (BC_HALO) pass a
+// functor, since a rectangle of output pixels is not a range of GEMM rows.
+__device__ __forceinline__ int bnn_row_of(int m0, int rl) { return m0 + rl; }
+template <class RM> __device__ __forceinline__ int bnn_row_of(const RM &rm, int rl) { return rm(rl); }
+
 // dot(row, col) = 4*acc - 2*popc(a row) + corr, where the kernel family supplies corr through
 // E: E::Col col(c) once per column (c < N), E::Row row(m) once per row, and
 // int corr(const Row&, const Col&, c). Columns >= N and rows >= M are never stored, except
@@ -174,8 +180,8 @@ __device__ __forceinline__ void bnn_mainloop(unsigned char *smem, int nkt, const
 // POOL (bit output only): tile rows come in groups of 4 that form one 2x2 pooling window
 // (the row order of bconv with BC_POOL); the 4 bits are ORed, which is the max of the
 // +-1 outputs, and window r/4 is written as output row r/4.
-template <class Cfg, int EPI, int N, int LDY, bool POOL, class E>
-__device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][4], const int *rowpop, int m0,
+template <class Cfg, int EPI, int N, int LDY, bool POOL, class E, class RM>
+__device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][4], const int *rowpop, const RM &m0,
                                              int n0, int M, const E &e, const void *__restrict__ ep0,
                                              const void *__restrict__ ep1, void *__restrict__ Y) {
     constexpr int MI = Cfg::MI, NI = Cfg::NI;
@@ -207,9 +213,9 @@ __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int rl = wm * Cfg::WTM + mi * 16 + g + 8 * h, row = m0 + rl;
-            const bool rok = row < M;
-            const typename E::Row ri = e.row(rok ? row : m0);
+            const int rl = wm * Cfg::WTM + mi * 16 + g + 8 * h, row = bnn_row_of(m0, rl);
+            const bool rok = row >= 0 && row < M;
+            const typename E::Row ri = e.row(rok ? row : 0);
             const int ra = -2 * rowpop[rl];
             int d[NI][2];
 #pragma unroll
@@ -221,7 +227,7 @@ __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][
                 }
             if (EPI == BNN_EPI_THRESHOLD) {
                 static_assert(EPI != BNN_EPI_THRESHOLD || Cfg::WTN % 32 == 0, "bit output needs WTN % 32 == 0");
-                unsigned *y = (unsigned *)Y + (long long)(POOL ? row >> 2 : row) * LDY;
+                unsigned *y = (unsigned *)Y + (long long)(rok ? (POOL ? row >> 2 : row) : 0) * LDY;
 #pragma unroll
                 for (int q = 0; q < NI / 4; ++q) {
                     unsigned bits = 0;
@@ -278,8 +284,8 @@ __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][
         if (LDY > W0 && (int)blockIdx.x == NBX - 1) {
             constexpr int NW = LDY > W0 ? LDY - W0 : 1;
             for (int i = tid; i < Cfg::BM / DIV * NW; i += Cfg::T) {
-                const int row = m0 / DIV + i / NW;
-                if (row < M / DIV) ((unsigned *)Y)[(long long)row * LDY + W0 + i % NW] = 0u;
+                const int row = bnn_row_of(m0, i / NW * DIV); // the first row of an output row
+                if (row >= 0 && row < M) ((unsigned *)Y)[(long long)(row / DIV) * LDY + W0 + i % NW] = 0u;
             }
         }
     }
@@ -304,9 +310,9 @@ __device__ __forceinline__ float bnn_chain_value(int dot, const float *__restric
     return v;
 }
 
-template <class Cfg, int N, int PIX, int NST, int DIV, int RES, bool F32, int LDB, class E>
+template <class Cfg, int N, int PIX, int NST, int DIV, int RES, bool F32, int LDB, class E, class RM>
 __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg::NI][4], const int *rowpop,
-                                                   int m0, int n0, int M, const E &e, const float *__restrict__ ep,
+                                                   const RM &m0, int n0, int M, const E &e, const float *__restrict__ ep,
                                                    const float *__restrict__ R, float *__restrict__ Y,
                                                    unsigned *__restrict__ Yb) {
     constexpr int MI = Cfg::MI, NI = Cfg::NI;
@@ -328,9 +334,9 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int rl = wm * Cfg::WTM + mi * 16 + g + 8 * h, row = m0 + rl;
-            const bool rok = row < M;
-            const typename E::Row ri = e.row(rok ? row : m0);
+            const int rl = wm * Cfg::WTM + mi * 16 + g + 8 * h, row = bnn_row_of(m0, rl);
+            const bool rok = row >= 0 && row < M;
+            const typename E::Row ri = e.row(rok ? row : 0);
             const int ra = -2 * rowpop[rl];
             const long long base = (long long)(row / PIX) * N * PIX + row % PIX; // NCHW index of channel 0
             bool on[NI][2];
@@ -371,8 +377,8 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
         if (LDB > W0 && (int)blockIdx.x == NBX - 1) {
             constexpr int NW = LDB > W0 ? LDB - W0 : 1;
             for (int i = tid; i < Cfg::BM * NW; i += Cfg::T) {
-                const int row = m0 + i / NW;
-                if (row < M) Yb[(long long)row * LDB + W0 + i % NW] = 0u;
+                const int row = bnn_row_of(m0, i / NW);
+                if (row >= 0 && row < M) Yb[(long long)row * LDB + W0 + i % NW] = 0u;
             }
         }
     }
