@@ -2,7 +2,7 @@
 """Top-1 accuracy of a model on a test set (MNIST, Fashion-MNIST or CIFAR-10), run through bnnrun.
 
     bench/accuracy.py MODEL [--dataset mnist|fashion-mnist|cifar10] [--scale 255|1]
-                      [--limit N] [--bnnrun PATH] [--mnist DIR] [--fashion-mnist DIR]
+                      [--offset N] [--limit N] [--bnnrun PATH] [--mnist DIR] [--fashion-mnist DIR]
                       [--cifar10 DIR] [--bin | --compile [--bnncc PATH] [--target LIST]
                       [--bnncc-flags "OPTIONS"]]
                       [--device cpu|gpu|auto] [--compare-reference SOURCE]
@@ -70,13 +70,17 @@ def load_cifar10_test(folder, limit=0):
 
 
 def load_dataset(name, a):
+    """The test set's images a.offset .. a.offset + a.limit - 1 (all from a.offset if no limit)."""
+    end = a.offset + a.limit if a.limit else 0
     if name == "mnist":
-        return load_idx_test(a.mnist, a.limit)
-    if name == "fashion-mnist":
-        return load_idx_test(a.fashion_mnist, a.limit)
-    if name == "cifar10":
-        return load_cifar10_test(a.cifar10, a.limit)
-    raise SystemExit(f"accuracy.py: unknown dataset '{name}'")
+        images, labels = load_idx_test(a.mnist, end)
+    elif name == "fashion-mnist":
+        images, labels = load_idx_test(a.fashion_mnist, end)
+    elif name == "cifar10":
+        images, labels = load_cifar10_test(a.cifar10, end)
+    else:
+        raise SystemExit(f"accuracy.py: unknown dataset '{name}'")
+    return images[a.offset:], labels[a.offset:]
 
 
 def run_bnnrun(bnnrun, how, x, chunk, jobs=1):
@@ -118,7 +122,8 @@ def main():
     ap.add_argument("--dataset", default="mnist", choices=["mnist", "fashion-mnist", "cifar10"])
     ap.add_argument("--scale", type=float, default=1.0,
                     help="pixel range the model expects: 1 for [0,1] (default), 255 for 0..255")
-    ap.add_argument("--limit", type=int, default=0, help="only the first N images")
+    ap.add_argument("--limit", type=int, default=0, help="only N images (from --offset)")
+    ap.add_argument("--offset", type=int, default=0, help="start at this test image (split a long run)")
     ap.add_argument("--bnnrun", default=os.path.join(here, "..", "build", "runtime", "bnnrun"))
     ap.add_argument("--mnist", default=os.path.join(shared, "data", "mnist"))
     ap.add_argument("--fashion-mnist", default="/usr/share/datasets/fashion-mnist")
