@@ -1143,6 +1143,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     int64_t OH = (H + p[0] + p[2] - d[0] * (KH - 1) - 1) / s[0] + 1;
     int64_t OW = (W + p[1] + p[3] - d[1] * (KW - 1) - 1) / s[1] + 1;
     bool pool = get_attr(n, "pool_kernel") != NULL, fallback = false;
+    int pool_mode = 0; /* the step's pool: 1 OR of the bits, 2 OR / AND by dir (bconv.cu BC_POOL) */
     PoolSpec ps = {{2, 2}, {2, 2}, {0, 0, 0, 0}, false};
     if (pool) {
         attr_ints(n, "pool_kernel", ps.k, 2, 2, one2);
@@ -1151,14 +1152,14 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
         ps.before = attr_int(n, "pool_before", 0) != 0;
         bool ceil_mode = attr_int(n, "pool_ceil_mode", 0) != 0;
         /* Pooling the accumulator before the threshold is the OR of the bits the epilogue
-         * computes where dir = +1; where dir = -1 it is their AND, which it cannot do. */
+         * computes where dir = +1 and their AND where dir = -1: pool mode 2. */
         bool down = false;
         for (int64_t c = 0; dir && c < dir->type.dim[0]; c++)
             down = down || const_at(dir, c) < 0;
         fallback = ps.k[0] != 2 || ps.k[1] != 2 || ps.s[0] != 2 || ps.s[1] != 2 || ps.p[0] || ps.p[1] ||
-                   ps.p[2] || ps.p[3] || (ceil_mode && (OH % 2 || OW % 2)) || OH < 2 || OW < 2 ||
-                   (ps.before && down);
+                   ps.p[2] || ps.p[3] || (ceil_mode && (OH % 2 || OW % 2)) || OH < 2 || OW < 2;
         pool = !fallback;
+        pool_mode = pool ? (ps.before && down ? 2 : 1) : 0;
     }
     Epilogue e;
     if (fallback) /* float accumulators out, pooled and thresholded by later steps */
@@ -1168,6 +1169,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     Node *mp = e.kind == BLOB_EPI_THRESHOLD && !pool ? only_user(L->g, e.out) : NULL;
     if (mp && fusable_pool(mp, OH, OW)) { /* what fuse-binary does at -O2 */
         pool = true;
+        pool_mode = 1;
         e.out = mp->out[0];
         L->done[node_index(L->g, mp)] = true;
     }
@@ -1216,7 +1218,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     BlobBconvParams bp = {.h = H, .w = W, .c = C, .words = cwp, .o = O, .kh = KH, .kw = KW,
                           .stride_h = s[0], .stride_w = s[1], .pad_top = p[0], .pad_left = p[1],
                           .pad_bottom = p[2], .pad_right = p[3], .pad_value = pad_value,
-                          .dil_h = d[0], .dil_w = d[1], .oh = OH, .ow = OW, .pool = pool,
+                          .dil_h = d[0], .dil_w = d[1], .oh = OH, .ow = OW, .pool = pool_mode,
                           .out_words = owords, .out_layout = bits ? BLOB_LAYOUT_SC : BLOB_LAYOUT_CS,
                           .epi_stages = e.stages, .epi_div = e.div, .epi_residual = e.res};
     int64_t pix = pool ? OH / 2 * (OW / 2) * 4 : OH * OW;
@@ -1256,7 +1258,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
         "#define BC_CWP %lld\n#define BC_EPI %s\n#define BC_LDY %lld\n",
         st->k.name, (long long)C, (long long)H, (long long)W, (long long)O, (long long)KH, (long long)KW,
         (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3],
-        (long long)d[0], (long long)d[1], pad_value > 0, pool, (long long)cwp, epi_macro(&e),
+        (long long)d[0], (long long)d[1], pad_value > 0, pool_mode, (long long)cwp, epi_macro(&e),
         (long long)(bits ? owords : O));
     if (chain) {
         char *head = st->k.defines;

@@ -395,7 +395,7 @@ static bnn_status check_bconv(const StepCheck *c) {
     if (oh < 1 || ow < 1 || p->oh != oh || p->ow != ow)
         return bad_step(c, "output %lldx%lld, the shape gives %lldx%lld", (long long)p->oh,
                         (long long)p->ow, (long long)oh, (long long)ow);
-    if (p->pool != 0 && (p->pool != 1 || c->s->epilogue != BLOB_EPI_THRESHOLD || oh < 2 || ow < 2))
+    if (p->pool != 0 && ((p->pool != 1 && p->pool != 2) || c->s->epilogue != BLOB_EPI_THRESHOLD || oh < 2 || ow < 2))
         return bad_step(c, "pool %lld needs the threshold epilogue and an output of 2x2 or more",
                         (long long)p->pool);
     if (p->out_layout != BLOB_LAYOUT_CS && p->out_layout != BLOB_LAYOUT_SC)

@@ -195,7 +195,10 @@ static void run_bconv(const Ctx *c) {
         return;
     }
     const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
-    int64_t f = p->pool ? 2 : 1; /* output cells cover f x f conv positions (OR of bits) */
+    const int32_t *dir = slot_ptr(c, BLOB_SLOT_P1, 0);
+    /* Output cells cover f x f conv positions: the OR of their bits (a max-pool of +-1), or with
+     * pool 2 (a max-pool of the accumulators, then the threshold) their AND where dir < 0. */
+    int64_t f = p->pool ? 2 : 1;
     int64_t ch = p->oh / f, cw = p->ow / f;
     for (int64_t item = 0; item < c->batch; item++) {
         const uint32_t *in = slot_ptr(c, BLOB_SLOT_IN, item);
@@ -212,9 +215,9 @@ static void run_bconv(const Ctx *c) {
                 uint32_t *bits = (uint32_t *)out + cell * p->out_words;
                 memset(bits, 0, (size_t)p->out_words * 4);
                 for (int64_t o = 0; o < p->o; o++) {
-                    bool bit = false;
-                    for (int64_t dy = 0; dy < f && !bit; dy++)
-                        for (int64_t dx = 0; dx < f && !bit; dx++)
+                    bool all = p->pool == 2 && dir[o] < 0, bit = all;
+                    for (int64_t dy = 0; dy < f && bit == all; dy++)
+                        for (int64_t dx = 0; dx < f && bit == all; dx++)
                             bit = threshold_bit(c, o, bconv_dot(p, in, w, o, y * f + dy, x * f + dx));
                     bits[o / 32] |= (uint32_t)bit << (o % 32);
                 }

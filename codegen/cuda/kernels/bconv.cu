@@ -15,10 +15,12 @@
 // computes it on the device; the host may too), 4 lookups for a border pixel, 1 inside.
 // One padding (BC_PAD_ONE 1): a padded tap loads as C one-bits, i.e. +1 everywhere, so every
 // pixel sees all KH*KW taps and only P[KH][KW] is needed.
-// Fused 2x2 / stride 2 max pooling (BC_POOL 1, bit epilogue only, floor mode: an odd last
+// Fused 2x2 / stride 2 max pooling (BC_POOL 1 or 2, bit epilogue only, floor mode: an odd last
 // output row / column is dropped): GEMM rows are ordered window by window, m = ((n*PH + ph)*PW
 // + pw)*4 + 2*dy + dx for output pixel (2ph+dy, 2pw+dx), and the epilogue ORs the 4 bits (the
-// max of the +-1 outputs) into output row (n, ph, pw); Y then has nb*PH*PW rows.
+// max of the +-1 outputs) into output row (n, ph, pw); Y then has nb*PH*PW rows. BC_POOL 2 is
+// a max-pool of the accumulators before the threshold: the same OR where dir >= 0, an AND of
+// the bits where dir < 0 (common.cu bnn_epilogue).
 // Each inclusion defines one kernel named BC_NAME and #undefs its BC_* macros at the end.
 #ifndef BNN_COMMON_CU
 #include "common.cu"
@@ -382,7 +384,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, BC_MINB)
         bnn_epilogue_chain<Cfg, O, OH * OW, BC_NST, BC_DIV, BC_RES, BC_F32 != 0, BC_LDB>(
             acc, rowpop, rows, n0, M, e, (const float *)ep0, (const float *)ep1, (float *)Y, (unsigned *)Yb);
 #else
-        bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, POOL>(acc, rowpop, rows, n0, M, e, ep0, ep1, Y);
+        bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, BC_POOL>(acc, rowpop, rows, n0, M, e, ep0, ep1, Y);
 #endif
         __syncthreads(); // the halo, hpop and rowpop are free for the next tile
     }
@@ -468,7 +470,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
     bnn_epilogue_chain<Cfg, O, OH * OW, BC_NST, BC_DIV, BC_RES, BC_F32 != 0, BC_LDB>(
         acc, rowpop, m0, n0, M, e, (const float *)ep0, (const float *)ep1, (float *)Y, (unsigned *)Yb);
 #else
-    bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, POOL>(acc, rowpop, m0, n0, M, e, ep0, ep1, Y);
+    bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, BC_POOL>(acc, rowpop, m0, n0, M, e, ep0, ep1, Y);
 #endif
 }
 #endif // BC_HALO

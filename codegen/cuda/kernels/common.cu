@@ -178,9 +178,11 @@ template <class RM> __device__ __forceinline__ int bnn_row_of(const RM &rm, int 
 // ep0/ep1: THRESHOLD: int t[N], int dir[N] (+1: bit = dot >= t; -1: bit = dot <= t);
 // AFFINE: float scale[N], float bias[N], y = (float)dot * scale + bias rounded after each op.
 // POOL (bit output only): tile rows come in groups of 4 that form one 2x2 pooling window
-// (the row order of bconv with BC_POOL); the 4 bits are ORed, which is the max of the
-// +-1 outputs, and window r/4 is written as output row r/4.
-template <class Cfg, int EPI, int N, int LDY, bool POOL, class E, class RM>
+// (the row order of bconv with BC_POOL); POOL 1: the 4 bits are ORed, which is the max of the
+// +-1 outputs; POOL 2 (the pool comes before the threshold: a max of the accumulators) ORs
+// them where dir >= 0 (max(acc) >= t) and ANDs them where dir < 0 (max(acc) <= t). Window r/4
+// is written as output row r/4.
+template <class Cfg, int EPI, int N, int LDY, int POOL, class E, class RM>
 __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][4], const int *rowpop, const RM &m0,
                                              int n0, int M, const E &e, const void *__restrict__ ep0,
                                              const void *__restrict__ ep1, void *__restrict__ Y) {
@@ -209,6 +211,20 @@ __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][
                 ci[ni][j] = typename E::Col();
             }
         }
+    // POOL 2: bit b of and_cols[q] marks column cw0 + 32q + b, whose pool is an AND (dir < 0).
+    unsigned and_cols[NI / 4 > 0 ? NI / 4 : 1];
+#pragma unroll
+    for (int q = 0; q < NI / 4; ++q) {
+        unsigned m = 0;
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+                if (POOL == 2 && cw0 + (4 * q + u) * 8 + 2 * t + j < N && p1[4 * q + u][j] < 0)
+                    m |= 1u << (u * 8 + 2 * t + j);
+        m |= __shfl_xor_sync(0xffffffffu, m, 1);
+        and_cols[q] = m | __shfl_xor_sync(0xffffffffu, m, 2);
+    }
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
@@ -243,8 +259,14 @@ __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][
                     bits |= __shfl_xor_sync(0xffffffffu, bits, 1); // the 4 lanes t of row g
                     bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
                     if (POOL) { // rows g = 4j..4j+3 (lane bits 2, 3) are one window
-                        bits |= __shfl_xor_sync(0xffffffffu, bits, 4);
-                        bits |= __shfl_xor_sync(0xffffffffu, bits, 8);
+                        unsigned any = bits | __shfl_xor_sync(0xffffffffu, bits, 4);
+                        any |= __shfl_xor_sync(0xffffffffu, any, 8);
+                        if (POOL == 2) { // max of the accumulators: AND of "acc <= t" bits where dir < 0
+                            unsigned all = bits & __shfl_xor_sync(0xffffffffu, bits, 4);
+                            all &= __shfl_xor_sync(0xffffffffu, all, 8);
+                            any = (any & ~and_cols[q]) | (all & and_cols[q]);
+                        }
+                        bits = any;
                     }
                     const int wcol = cw0 / 32 + q;
                     if (rok && t == (q & 3) && (!POOL || (g & 3) == 0) && wcol < LDY) y[wcol] = bits;
