@@ -586,7 +586,8 @@ def main():
         # The fused float chains of binary convolutions (residual blocks): bit for bit.
         jobs += [lambda m=m: check_model(m, a.device, tmp, batches=(1, 5, 67), exact=True)
                  for m in residual_models(tmp, np.random.default_rng(88)) +
-                 [os.path.join(SRC, "tests", "passes", m) for m in ("bireal_block.bnn", "stem.bnn", "dense_chain.bnn")]
+                 [os.path.join(SRC, "tests", "passes", m + s) for m in ("bireal_block", "stem", "dense_chain")
+                  for s in (".bnn", "_fused.bnn")]
                  if not a.only or a.only in os.path.basename(m)]
         # Fused binary MLPs (one GPU kernel for the chain): bit for bit at batch 1, 3 and 1000.
         jobs += [lambda m=m: check_model(m, a.device, tmp, exact=True)
