@@ -1121,6 +1121,8 @@ static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int
  * one-stage chain. The GPU kernel writes integer results NHWC only, so for those the CPU runs
  * the bconv step (NCHW out) while the GPU runs the kernel into a scratch buffer and a
  * transpose: three steps, the first CPU-only, the other two GPU-only. */
+static int64_t residual_bit_words(const Lower *L, const Value *r);
+
 static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir) {
     const Value *x = n->in[0], *w = n->in[1];
     if (w->kind != VAL_CONST)
@@ -1221,13 +1223,16 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
                           .dil_h = d[0], .dil_w = d[1], .oh = OH, .ow = OW, .pool = pool_mode,
                           .out_words = owords, .out_layout = bits ? BLOB_LAYOUT_SC : BLOB_LAYOUT_CS,
                           .epi_stages = e.stages, .epi_div = e.div, .epi_residual = e.res};
+    /* A shortcut of +-1 bits: the chain reads the packed bits (epi_residual's words field). */
+    int64_t res_words = e.residual && rest_from < 0 ? residual_bit_words(L, e.residual) : 0;
+    bp.epi_residual |= res_words << 2;
     int64_t pix = pool ? OH / 2 * (OW / 2) * 4 : OH * OW;
     /* The CPU's step (for bits and chains, also the GPU's). */
     LStep *st = new_step(L, BLOB_STEP_BCONV);
     use_arena(L, st, BLOB_SLOT_IN, in);
     use_arena(L, st, BLOB_SLOT_OUT, out);
     if (e.residual)
-        use_arena(L, st, BLOB_SLOT_IN2, buf_of(L, e.residual));
+        use_arena(L, st, BLOB_SLOT_IN2, buf_of(L, res_words ? e.residual->def->in[0] : e.residual));
     if (bits_out >= 0)
         use_arena(L, st, BLOB_SLOT_X1, bits_out);
     st->s.slot[BLOB_SLOT_W] = wref;
@@ -1263,8 +1268,9 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     if (chain) {
         char *head = st->k.defines;
         st->k.defines = str_printf("%s#define BC_NST %d\n#define BC_DIV %u\n#define BC_RES %d\n#define BC_F32 %d\n"
-                                   "#define BC_LDB %lld\n",
-                                   head, e.stages, e.div, e.res, e.need_f32, (long long)owords);
+                                   "#define BC_LDB %lld\n#define BC_RESW %lld\n",
+                                   head, e.stages, e.div, e.res, e.need_f32, (long long)owords,
+                                   (long long)res_words);
         free(head);
     }
     /* The halo-tile kernel (bconv.cu BC_HALO) wherever its shared memory fits, its tile from
@@ -1531,11 +1537,33 @@ static int lower_threshold(Lower *L, const Node *n) {
     return 0;
 }
 
+/* Words per pixel of the NHWC-packed bits that a bconv2d_chain reads as its shortcut directly
+ * (an XNOR block's identity shortcut: the block input's bits as +-1), or 0. r qualifies when it
+ * is a cast of packed bits to f32 read by nothing but that chain's residual add, and the chain
+ * adds it in its kernel (no relu stage, so no later add step). Then no unpack is lowered. */
+static int64_t residual_bit_words(const Lower *L, const Value *r) {
+    const Node *cast = r->kind == VAL_NODE ? r->def : NULL;
+    if (!cast || cast->op != OP_CAST || cast->in[0]->type.dtype != TY_B1 || r->type.dtype != TY_F32 ||
+        r->type.rank != 4 || count_uses(L->g, r) != 1)
+        return 0;
+    const Node *u = only_user(L->g, r);
+    if (!u || u->op != OP_BCONV2D_CHAIN || u->nin != 4 || u->in[3] != r || u->in[0] == r)
+        return 0;
+    int64_t relu[CHAIN_MAX_STAGES] = {0};
+    attr_ints(u, "relu", relu, CHAIN_MAX_STAGES, 0, NULL);
+    for (int s = 0; s < CHAIN_MAX_STAGES; s++)
+        if (relu[s])
+            return 0;
+    return packed_words(&cast->in[0]->type);
+}
+
 static int lower_cast(Lower *L, const Node *n) {
     const Value *x = n->in[0], *y = n->out[0];
     DType from = x->type.dtype;
     if (y->type.dtype != TY_F32)
         return unsupported(L, "a cast to anything but f32");
+    if (from == TY_B1 && residual_bit_words(L, y))
+        return 0; /* the chain reads x's bits itself */
     if (from == TY_B1) {
         int64_t C = x->type.dim[1], S = spatial_of(&x->type), words = packed_words(&x->type);
         if (x->type.rank < 2 || !words)

@@ -352,8 +352,11 @@ static bool ranges_overlap(const BlobRef *a, const BlobRef *b) {
  * in2 the residual, out the f32 result and/or x1 (or out) the bits. */
 static bnn_status check_bconv_chain(const StepCheck *c, uint64_t cells) {
     const BlobBconvParams *p = &c->s->bconv;
+    int64_t res_side = p->epi_residual & 3, res_words = p->epi_residual >> 2; /* words: a shortcut of bits */
     if (p->epi_stages > BLOB_EPI_MAX_STAGES || p->epi_div < 0 || p->epi_div >= (int64_t)1 << p->epi_stages ||
-        p->epi_residual < 0 || p->epi_residual > 2 || p->out_layout != BLOB_LAYOUT_CS)
+        p->epi_residual < 0 || res_side > 2 || (res_words && (!res_side || res_words < (int64_t)words_for(p->o) ||
+                                                            res_words > MAX_DIM)) ||
+        p->out_layout != BLOB_LAYOUT_CS)
         return bad_step(c, "bad float chain: %lld stages, div mask %lld, residual %lld, layout %lld",
                         (long long)p->epi_stages, (long long)p->epi_div, (long long)p->epi_residual,
                         (long long)p->out_layout);
@@ -367,7 +370,10 @@ static bnn_status check_bconv_chain(const StepCheck *c, uint64_t cells) {
     bool x1 = c->s->slot[BLOB_SLOT_X1].space != BLOB_SPACE_NONE;
     if (x1 && !p->out_words)
         return bad_step(c, "slot x1 is used but the chain writes no bits");
-    TRY(want_slot(c, BLOB_SLOT_IN2, p->epi_residual ? BLOB_SPACE_ARENA : 0, f32, false));
+    uint64_t res_bits = 0;
+    if (res_words && !mul3_ok(cells, (uint64_t)res_words, 4, &res_bits))
+        return bad_step(c, "the residual is too large");
+    TRY(want_slot(c, BLOB_SLOT_IN2, res_side ? BLOB_SPACE_ARENA : 0, res_words ? res_bits : f32, false));
     TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, x1 || !p->out_words ? f32 : bits, false));
     TRY(want_slot(c, BLOB_SLOT_X1, BLOB_SPACE_ARENA, bits, true));
     TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->epi_stages * 2 * (uint64_t)p->o * 4, false));

@@ -151,9 +151,9 @@ static float chain_value(const BlobBconvParams *p, const float *ep, int64_t o, i
             v = v * a;
         v = v + b;
     }
-    if (p->epi_residual == 1)
+    if ((p->epi_residual & 3) == 1)
         v = v + *r;
-    else if (p->epi_residual == 2)
+    else if ((p->epi_residual & 3) == 2)
         v = *r + v;
     return v;
 }
@@ -169,6 +169,8 @@ static void run_bconv_chain(const Ctx *c) {
     for (int64_t item = 0; item < c->batch; item++) {
         const uint32_t *in = slot_ptr(c, BLOB_SLOT_IN, item);
         const float *r = slot_ptr(c, BLOB_SLOT_IN2, item);
+        const uint32_t *rbits = (const uint32_t *)r; /* a shortcut of bits: +-1, res_words a pixel */
+        int64_t res_words = p->epi_residual >> 2;
         float *out = f32 ? slot_ptr(c, BLOB_SLOT_OUT, item) : NULL;
         uint32_t *bits = p->out_words ? slot_ptr(c, x1 ? BLOB_SLOT_X1 : BLOB_SLOT_OUT, item) : NULL;
         for (int64_t cell = 0; cell < cells; cell++) {
@@ -177,8 +179,8 @@ static void run_bconv_chain(const Ctx *c) {
                 memset(row, 0, (size_t)p->out_words * 4);
             for (int64_t o = 0; o < p->o; o++) {
                 int64_t at = o * cells + cell;
-                float v = chain_value(p, ep, o, bconv_dot(p, in, w, o, cell / p->ow, cell % p->ow),
-                                      r ? r + at : NULL);
+                float rv = !r ? 0.0f : !res_words ? r[at] : rbits[cell * res_words + o / 32] >> (o % 32) & 1 ? 1.0f : -1.0f;
+                float v = chain_value(p, ep, o, bconv_dot(p, in, w, o, cell / p->ow, cell % p->ow), r ? &rv : NULL);
                 if (out)
                     out[at] = v;
                 if (row) /* NaN compares false: -1 */

@@ -377,20 +377,23 @@ def residual_models(tmp, rng):
     b += ("    %f4 = f32[N,3,5,5] cast %c4 {to=f32}\n    %m4 = f32[N,3,5,5] mul $k1, %f4\n"
           "    %q4 = f32[N,3,5,5] div %m4, $k2\n    %y = f32[N,3,5,5] sub $k3, %q4\n")
     models["resid_bireal"] = (c, "(%x: f32[N,40,9,9])", [("y", "f32[N,3,5,5]"), ("s1", "f32[N,40,9,9]")], b)
-    # XNOR: x f32[N,3,7,7]; the residual is the block input's bits as +-1 (a cast of b1), the
-    # sum's only user a binarize (the step writes bits only); twice, then an f32 output.
-    c = ""
-    for i in (1, 2):
-        c += bits_const(f"w{i}", (3, 3, 3, 3), rng) + bn(f"bn{i}", 3)
-    c += bits_const("w3", (5, 3, 1, 1), rng) + bn("bn3", 5)
-    b = "    %a0 = b1[N,3,7,7] binarize %x {zero=1}\n    %r0 = f32[N,3,7,7] cast %a0 {to=f32}\n"
-    b += conv("c1", "a0", "w1", 3, 7) + cast_bn("bn1", "c1", 3, 7)
-    b += "    %s1 = f32[N,3,7,7] add %bn1, %r0\n    %a1 = b1[N,3,7,7] binarize %s1 {zero=1}\n"
-    b += "    %r1 = f32[N,3,7,7] cast %a1 {to=f32}\n"
-    b += conv("c2", "a1", "w2", 3, 7) + cast_bn("bn2", "c2", 3, 7)
-    b += "    %s2 = f32[N,3,7,7] add %r1, %bn2\n    %a2 = b1[N,3,7,7] binarize %s2 {zero=1}\n"
-    b += conv("c3", "a2", "w3", 5, 4, s=2, p=0) + cast_bn("bn3", "c3", 5, 4)
-    models["resid_xnor"] = (c, "(%x: f32[N,3,7,7])", [("bn3", "f32[N,5,4,4]")], b)
+    # XNOR: x f32[N,C,7,7]; the residual is the block input's bits as +-1 (a cast of b1, which
+    # the chain reads as bits: no unpack), the sum's only user a binarize (the step writes bits
+    # only); twice, then an f32 output. C = 3 and 40 (two words a pixel).
+    for ch, name in ((3, "resid_xnor"), (40, "resid_xnor40")):
+        t = f"[N,{ch},7,7]"
+        c = ""
+        for i in (1, 2):
+            c += bits_const(f"w{i}", (ch, ch, 3, 3), rng) + bn(f"bn{i}", ch)
+        c += bits_const("w3", (5, ch, 1, 1), rng) + bn("bn3", 5)
+        b = f"    %a0 = b1{t} binarize %x {{zero=1}}\n    %r0 = f32{t} cast %a0 {{to=f32}}\n"
+        b += conv("c1", "a0", "w1", ch, 7) + cast_bn("bn1", "c1", ch, 7)
+        b += f"    %s1 = f32{t} add %bn1, %r0\n    %a1 = b1{t} binarize %s1 {{zero=1}}\n"
+        b += f"    %r1 = f32{t} cast %a1 {{to=f32}}\n"
+        b += conv("c2", "a1", "w2", ch, 7) + cast_bn("bn2", "c2", ch, 7)
+        b += f"    %s2 = f32{t} add %r1, %bn2\n    %a2 = b1{t} binarize %s2 {{zero=1}}\n"
+        b += conv("c3", "a2", "w3", 5, 4, s=2, p=0) + cast_bn("bn3", "c3", 5, 4)
+        models[name] = (c, f"(%x: f32{t})", [("bn3", "f32[N,5,4,4]")], b)
     # The residual computed after the convolution (no buffer yet when it is lowered): the
     # chain stops before the add, which stays an add step.
     c = bits_const("w1", (5, 5, 3, 3), rng) + bn("bn1", 5)

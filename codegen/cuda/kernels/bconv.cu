@@ -182,6 +182,9 @@ template <int TH, int TW, int OH, int OW, bool POOL> struct BnnHaloRows {
 #ifndef BC_RES
 #define BC_RES 0
 #endif
+#ifndef BC_RESW // > 0: the residual is NHWC-packed bits (+-1), BC_RESW words a pixel
+#define BC_RESW 0
+#endif
 #ifndef BC_F32
 #define BC_F32 1
 #endif
@@ -381,7 +384,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, BC_MINB)
         const BnnHaloRows<TH, TW, OH, OW, POOL> rows{n, oh0, ow0};
 #if BC_EPI == BNN_EPI_CHAIN
         static_assert(!POOL, "the float chain has no fused pooling");
-        bnn_epilogue_chain<Cfg, O, OH * OW, BC_NST, BC_DIV, BC_RES, BC_F32 != 0, BC_LDB>(
+        bnn_epilogue_chain<Cfg, O, OH * OW, BC_NST, BC_DIV, BC_RES, BC_F32 != 0, BC_LDB, BC_RESW>(
             acc, rowpop, rows, n0, M, e, (const float *)ep0, (const float *)ep1, (float *)Y, (unsigned *)Yb);
 #else
         bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, BC_POOL>(acc, rowpop, rows, n0, M, e, ep0, ep1, Y);
@@ -467,7 +470,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
     BnnConvCorr<C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW, ONE, POOL> e{P};
 #if BC_EPI == BNN_EPI_CHAIN
     static_assert(!POOL, "the float chain has no fused pooling");
-    bnn_epilogue_chain<Cfg, O, OH * OW, BC_NST, BC_DIV, BC_RES, BC_F32 != 0, BC_LDB>(
+    bnn_epilogue_chain<Cfg, O, OH * OW, BC_NST, BC_DIV, BC_RES, BC_F32 != 0, BC_LDB, BC_RESW>(
         acc, rowpop, m0, n0, M, e, (const float *)ep0, (const float *)ep1, (float *)Y, (unsigned *)Yb);
 #else
     bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, BC_POOL>(acc, rowpop, m0, n0, M, e, ep0, ep1, Y);
@@ -500,6 +503,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
 #undef BC_NST
 #undef BC_DIV
 #undef BC_RES
+#undef BC_RESW
 #undef BC_F32
 #undef BC_LDB
 #undef BC_BM

@@ -315,7 +315,9 @@ __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][
 
 // The float chain of a binary convolution (BNN_EPI_CHAIN), per output (pixel row m, channel c):
 //   v = (float)dot; for stage k < NST: v = v * a_k[c] (v / a_k[c] where bit k of DIV), v = v + b_k[c];
-//   then RES 1: v = v + R[i], RES 2: v = R[i] + v, i the NCHW index of (m, c);
+//   then RES 1: v = v + r, RES 2: v = r + v, with r = R[i], i the NCHW index of (m, c), or with
+//   RESW > 0 r = +1 / -1 by bit c of pixel row m of NHWC-packed bits, RESW words a pixel (an
+//   XNOR shortcut: the block input's bits, read as they are);
 // every op rounded on its own, the reference interpreter's sequence. ep: float [NST][2][N],
 // row 2k = a_k, row 2k+1 = b_k. F32: Y[i] = v, canonical NCHW (PIX pixels an image). LDB > 0:
 // the bits of binarize {zero=1} (v >= 0; NaN gives 0) NHWC-packed into Yb, LDB words a
@@ -332,7 +334,7 @@ __device__ __forceinline__ float bnn_chain_value(int dot, const float *__restric
     return v;
 }
 
-template <class Cfg, int N, int PIX, int NST, int DIV, int RES, bool F32, int LDB, class E, class RM>
+template <class Cfg, int N, int PIX, int NST, int DIV, int RES, bool F32, int LDB, int RESW, class E, class RM>
 __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg::NI][4], const int *rowpop,
                                                    const RM &m0, int n0, int M, const E &e, const float *__restrict__ ep,
                                                    const float *__restrict__ R, float *__restrict__ Y,
@@ -372,8 +374,11 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
                         const int d = 4 * acc[mi][ni][2 * h + j] + ra + e.corr(ri, ci[ni][j], c);
                         float v = bnn_chain_value<NST, DIV, N>(d, ep, c);
                         const long long i = base + (long long)c * PIX;
-                        if (RES == 1) v = __fadd_rn(v, R[i]);
-                        if (RES == 2) v = __fadd_rn(R[i], v);
+                        const float r = RESW ? ((((const unsigned *)R)[(long long)row * RESW + c / 32] >> (c % 32)) & 1u
+                                                    ? 1.0f : -1.0f)
+                                             : RES ? R[i] : 0.0f;
+                        if (RES == 1) v = __fadd_rn(v, r);
+                        if (RES == 2) v = __fadd_rn(r, v);
                         if (F32) Y[i] = v;
                         on[ni][j] = v >= 0.0f;
                     }
