@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End to end: bnncc MODEL -o m.bin, then bnnrun m.bin against bnnrun --reference MODEL.
 
-    test_e2e.py --device cpu|gpu [--quick] [--only NAME] [--no-mnist]
+    test_e2e.py --device cpu|gpu [--quick] [--sanitized] [--only NAME] [--no-mnist]
 
 For every model of tests/text/*.bnn and the shared FINN/QONNX binary models: compile with
 -O3 for sm_90a and sm_80 (NVRTC compiles every kernel: both CUBIN sections non-empty), run
@@ -548,10 +548,14 @@ def main():
     ap.add_argument("--only", help="only models whose file name contains this")
     ap.add_argument("--no-mnist", action="store_true")
     ap.add_argument("--quick", action="store_true", help="no PyTorch models")
+    ap.add_argument("--sanitized", action="store_true",
+                    help="a sanitizer build: batch 1, 3 and 67, no MNIST, fewer --float-convs models")
     a = ap.parse_args()
     global BATCHES
     if a.quick:
         BATCHES = (1, 3, 1000)
+    if a.sanitized:
+        BATCHES, a.no_mnist = (1, 3, 67), True
     with tempfile.TemporaryDirectory() as tmp:
         if a.device == "gpu" and not gpu_available(tmp):
             print("skipped: no GPU or no NVIDIA driver")
@@ -585,7 +589,8 @@ def main():
                      tol=tol if a.device == "gpu" else None)
                  for mode, tol in (("fp16", 4e-3), ("fp16x3", 2e-5))
                  for m in float_models(tmp, np.random.default_rng(78))
-                 if "fconv" in os.path.basename(m) and (not a.only or a.only in os.path.basename(m))]
+                 if "fconv" in os.path.basename(m) and (not a.only or a.only in os.path.basename(m)) and
+                 (not a.sanitized or os.path.basename(m) in ("fconv_stem.bnn", "fconv_dil_groups.bnn"))]
         # The fused float chains of binary convolutions (residual blocks): bit for bit.
         jobs += [lambda m=m: check_model(m, a.device, tmp, batches=(1, 5, 67), exact=True)
                  for m in residual_models(tmp, np.random.default_rng(88)) +
