@@ -498,11 +498,55 @@ static bnn_status check_quantize(const StepCheck *c) {
                    p->ld > MAX_DIM || p->ld < (int64_t)words_for(p->k)))
         return bad_step(c, "bad planes: %lld bits, ld %lld", (long long)p->bits, (long long)p->ld);
     uint64_t in, out;
+    if (p->spatial) { /* image planes: [bits][spatial][ld], ld words per pixel */
+        if (!dim_ok(p->spatial) || p->rows != 1 || !planes || p->k % p->spatial ||
+            p->ld < (int64_t)words_for(p->k / p->spatial) ||
+            !mul3_ok((uint64_t)p->k, 4, 1, &in) ||
+            !mul3_ok((uint64_t)(p->bits * p->ld), (uint64_t)p->spatial, 4, &out))
+            return bad_step(c, "bad image planes: k %lld, spatial %lld, ld %lld", (long long)p->k,
+                            (long long)p->spatial, (long long)p->ld);
+        TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+        return check_simple(c, in, out, false);
+    }
     if (!mul3_ok((uint64_t)p->rows, (uint64_t)p->k, 4, &in) ||
         !mul3_ok((uint64_t)p->rows, planes ? (uint64_t)(p->bits * p->ld) : (uint64_t)p->k, 4, &out))
         return bad_step(c, "operands too large");
     TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
     return check_simple(c, in, out, false);
+}
+
+/* qconv (kind 20): bit-plane implicit-GEMM convolution, docs/blob-format.md. Every tap
+ * outside the image reads pad_code, so any output extent is memory-safe. */
+static bnn_status check_qconv(const StepCheck *c) {
+    const BlobQconvParams *p = &c->s->qconv;
+    if (!dim_ok(p->c) || !dim_ok(p->h) || !dim_ok(p->w) || !dim_ok(p->o) || !dim_ok(p->kh) ||
+        !dim_ok(p->kw) || !dim_ok(p->stride_h) || !dim_ok(p->stride_w) || !dim_ok(p->dil_h) ||
+        !dim_ok(p->dil_w) || !pad_ok(p->pad_top) || !pad_ok(p->pad_left) || !dim_ok(p->oh) ||
+        !dim_ok(p->ow) || !dim_ok(p->ldw) || p->ldw % 8 || p->ldw < (int64_t)words_for(p->c) ||
+        p->xb < 1 || p->xb > 16 || p->wb < 1 || p->wb > 16 || (p->wsigned & ~1ll) ||
+        (p->bipolar & ~1ll) || (p->bipolar && p->wb != 1) || p->epi < 1 || p->epi > 2 ||
+        (p->epi == 2 && (p->levels < 1 || p->levels > MAX_DIM || p->yb < 1 || p->yb > 16 ||
+                         p->levels >= (1ll << p->yb))) ||
+        p->pad_code < 0 || p->pad_code >= (1ll << p->xb))
+        return bad_step(c, "bad shape, planes, pad code or epilogue (c %lld o %lld ldw %lld xb "
+                           "%lld wb %lld epi %lld)", (long long)p->c, (long long)p->o,
+                        (long long)p->ldw, (long long)p->xb, (long long)p->wb, (long long)p->epi);
+    uint64_t in, w, out, t, cells = (uint64_t)p->oh * (uint64_t)p->ow;
+    uint64_t ldy = (uint64_t)(p->o + 255) / 256 * 8;
+    if (!mul3_ok((uint64_t)(p->xb * p->ldw), (uint64_t)p->h * (uint64_t)p->w, 4, &in) ||
+        !mul3_ok((uint64_t)(p->wb * p->o), (uint64_t)(p->kh * p->kw), (uint64_t)p->ldw, &w) ||
+        !mul_ok(w, 4, &w) ||
+        !mul3_ok(cells, p->epi == 2 ? (uint64_t)p->yb * ldy : (uint64_t)p->o, 4, &out) ||
+        !mul3_ok((uint64_t)p->o, p->epi == 1 ? 0 : (uint64_t)p->levels, 4, &t))
+        return bad_step(c, "operands too large");
+    TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
+    TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
+    TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
+    TRY(want_slot(c, BLOB_SLOT_P0, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS, t, false));
+    TRY(want_slot(c, BLOB_SLOT_P1, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 4,
+                  false));
+    TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
+    return check_overlap(c, false);
 }
 
 /* qgemm (kind 19): bit-plane GEMM, docs/blob-format.md. */
@@ -560,6 +604,7 @@ static bnn_status check_kind(const StepCheck *c) {
     case BLOB_STEP_BCONV: return check_bconv(c);
     case BLOB_STEP_QUANTIZE: return check_quantize(c);
     case BLOB_STEP_QGEMM: return check_qgemm(c);
+    case BLOB_STEP_QCONV: return check_qconv(c);
     case BLOB_STEP_DENSE: {
         const BlobDenseParams *p = &s->dense;
         uint64_t w, out;
