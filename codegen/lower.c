@@ -1928,12 +1928,17 @@ static int codes_only_for_qdense(Lower *L, const Value *v) {
     return unsupported(L, "integer codes read by anything but qdense (or of rank > 2)");
 }
 
-/* Image planes: the codes of a convolution's input or output, [bits][pixels][ldw] per item,
- * ldw = the channels rounded up to 256 bits, channel c at bit c%32 of word c/32 of its pixel:
- * each plane is exactly the NHWC-packed bit layout of a b1 value, and the whole of a plane,
- * read as one row of pixels * ldw words, is a flatten of the codes for a qdense (its weight
- * columns permuted to that order, flat_image_bit). */
-static int64_t image_ldw(int64_t channels) { return (channels + 255) / 256 * 8; }
+/* Image planes: the codes of a convolution's input or output, per item `bits` planes of
+ * blob_image_plane_words each, a plane [pixels][ldw] words, channel c at bit c%32 of word c/32 of
+ * its pixel, padding bits and the plane's tail words zero. ldw is 1, 2 or 4 words for up to
+ * 128 channels (a k256 step of the qconv kernel then spans 8/ldw taps, so few channels waste
+ * little of each MMA), else a multiple of 8 (whole k256 steps a tap; each plane is then the
+ * NHWC-packed layout of a b1 value). A whole plane read as one row is a flatten of the codes
+ * for a qdense (its weight columns permuted to that order, flat_image_bit). */
+static int64_t image_ldw(int64_t channels) {
+    int64_t w = (channels + 31) / 32;
+    return w <= 1 ? 1 : w <= 2 ? 2 : w <= 4 ? 4 : (w + 7) / 8 * 8;
+}
 
 /* A threshold of levels (t: [O, L]) whose input is a qconv2d's accumulator. */
 static bool is_qconv_threshold(const Node *d) {
@@ -2027,8 +2032,9 @@ static int choose_code_epilogue(Lower *L, const Node *n, bool conv, int64_t ldy,
     } else if (const_thr && thr->in[1]->type.rank == 2) {
         *e = (CodeEpilogue){thr->in[1], thr->nin == 3 ? thr->in[2] : NULL, thr->out[0],
                             thr->in[1]->type.dim[1], 0};
-    } else if (const_thr && thr->in[1]->type.rank == 1 && packed_words(&thr->out[0]->type) == ldy &&
-               (conv ? thr->out[0]->type.rank == 4 : spatial_of(&thr->out[0]->type) == 1)) {
+    } else if (const_thr && thr->in[1]->type.rank == 1 && packed_words(&thr->out[0]->type) &&
+               (conv ? thr->out[0]->type.rank == 4
+                     : packed_words(&thr->out[0]->type) == ldy && spatial_of(&thr->out[0]->type) == 1)) {
         /* bits = one plane of the one-level count: the packed b1 rows of the threshold */
         *e = (CodeEpilogue){thr->in[1], thr->nin == 3 ? thr->in[2] : NULL, thr->out[0], 1, 1};
         L->done[node_index(L->g, thr)] = true;
@@ -2072,16 +2078,18 @@ static int lower_quantize_image(Lower *L, const Node *n, BlobQuantizeParams qp) 
     qp.bits = code_planes(y);
     qp.spatial = spatial_of(&y->type);
     qp.ld = image_ldw(y->type.dim[1]);
-    int out = new_buf(L, qp.bits * qp.spatial * qp.ld * 4);
+    int64_t plane = blob_image_plane_words(qp.spatial, qp.ld);
+    int out = new_buf(L, qp.bits * plane * 4);
     L->vbuf[y->id] = out;
     LStep *st = new_step(L, BLOB_STEP_QUANTIZE);
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.quantize = qp;
-    float_kernel(L, st, "quantize", qp.spatial * qp.ld,
+    float_kernel(L, st, "quantize", plane,
                  str_printf("bnn_quantize_image(item, j, (const float *)in, (unsigned *)out, %lld, %lld, %lld, %lld, "
-                            "%lld, %lld, %lld, %uu, %uu)",
+                            "%lld, %lld, %lld, %lld, %uu, %uu)",
                             (long long)y->type.dim[1], (long long)qp.spatial, (long long)qp.bits, (long long)qp.ld,
+                            (long long)plane,
                             (long long)qp.lo, (long long)qp.hi, (long long)qp.rounding, (unsigned)qp.scale_bits,
                             (unsigned)qp.zeropt_bits));
     return 0;
@@ -2162,7 +2170,7 @@ static int lower_qdense(Lower *L, const Node *n) {
                               "qdense or a flatten of a thresholded qconv2d, or over computed weights");
     int64_t K = x->type.dim[1], O = w->type.dim[0], ld = (K + 255) / 256 * 8;
     if (image_source(x)) /* a flatten of image planes: each plane is one row of pixels x ldw words */
-        ld = spatial_of(&image_source(x)->type) * image_ldw(image_source(x)->type.dim[1]);
+        ld = blob_image_plane_words(spatial_of(&image_source(x)->type), image_ldw(image_source(x)->type.dim[1]));
     int64_t ldy = (O + 255) / 256 * 8;
     const int8_t *u = w->data;
     bool wsigned, bipolar;
@@ -2218,8 +2226,9 @@ static int lower_qdense(Lower *L, const Node *n) {
     return 0;
 }
 
-/* qconv2d: one qconv step over image planes (docs/codegen.md). Weights [wb][O][KH*KW][ldw],
- * the taps' words one after the other: the implicit GEMM's K order. GPU: kernels/qconv.cu,
+/* qconv2d: one qconv step over image planes (docs/codegen.md). Weights [wb][O][krow]: per
+ * output channel the taps' ldw words one after the other (the implicit GEMM's K order), zero
+ * words up to krow, a multiple of 8. GPU: kernels/qconv.cu,
  * output pixels of the batch as GEMM rows, one warp per 16 pixels x 32 channels; arguments
  * (X, W, rows, T, dir, Y), T and dir null for the i32 result. */
 static int lower_qconv(Lower *L, const Node *n) {
@@ -2237,7 +2246,7 @@ static int lower_qconv(Lower *L, const Node *n) {
     attr_ints(n, "dilations", d, 2, 2, one2);
     attr_ints(n, "pads", p, 4, 4, zero4);
     int64_t OH = y->type.dim[2], OW = y->type.dim[3], taps = KH * KW, ldw = image_ldw(C);
-    int64_t ldy = image_ldw(O), xb = image_code_planes(x);
+    int64_t krow = (taps * ldw + 7) / 8 * 8, xb = image_code_planes(x);
     BlobQconvParams qp = {.c = C, .h = H, .w = W, .o = O, .kh = KH, .kw = KW, .stride_h = s[0],
                           .stride_w = s[1], .pad_top = p[0], .pad_left = p[1], .dil_h = d[0],
                           .dil_w = d[1], .oh = OH, .ow = OW, .ldw = ldw, .xb = xb, .epi = 1,
@@ -2250,24 +2259,26 @@ static int lower_qconv(Lower *L, const Node *n) {
     qp.wsigned = wsigned;
     qp.bipolar = bipolar;
     CodeEpilogue ce;
-    if (choose_code_epilogue(L, n, true, ldy, &ce))
+    if (choose_code_epilogue(L, n, true, 0, &ce))
         return -1;
     if (ce.t) {
         qp.epi = 2;
         qp.levels = ce.levels;
         qp.yb = ce.yb;
+        /* the next codes' pixel words, or a b1 value's packed words (what a bconv reads) */
+        qp.ldy = ce.out->type.dtype == TY_B1 ? packed_words(&ce.out->type) : image_ldw(O);
     }
-    size_t wwords = (size_t)(qp.wb * O * taps * ldw);
+    size_t wwords = (size_t)(qp.wb * O * krow);
     uint32_t *wp = xcalloc(wwords, 4);
     for (int64_t q = 0; q < qp.wb; q++)
         for (int64_t o = 0; o < O; o++)
             for (int64_t c = 0; c < C; c++)
                 for (int64_t tap = 0; tap < taps; tap++)
-                    wp[((q * O + o) * taps + tap) * ldw + c / 32] |=
+                    wp[(q * O + o) * krow + tap * ldw + c / 32] |=
                         (uint32_t)weight_bit(u[(o * C + c) * taps + tap], q, bipolar) << (c % 32);
     int out;
     if (qp.epi == 2) {
-        out = new_buf(L, qp.yb * OH * OW * ldy * 4);
+        out = new_buf(L, qp.yb * blob_image_plane_words(OH * OW, qp.ldy) * 4);
         L->vbuf[ce.out->id] = out;
     } else {
         out = def_buf(L, y);
@@ -2286,12 +2297,13 @@ static int lower_qconv(Lower *L, const Node *n) {
         "#define QC_KH %lld\n#define QC_KW %lld\n#define QC_SH %lld\n#define QC_SW %lld\n#define QC_PT %lld\n"
         "#define QC_PL %lld\n#define QC_DH %lld\n#define QC_DW %lld\n#define QC_OH %lld\n#define QC_OW %lld\n"
         "#define QC_XB %lld\n#define QC_WB %lld\n#define QC_WSIGNED %d\n#define QC_WBIPOLAR %d\n"
-        "#define QC_PAD_CODE %lld\n#define QC_EPI %lld\n#define QC_L %lld\n#define QC_YB %lld\n",
+        "#define QC_PAD_CODE %lld\n#define QC_EPI %lld\n#define QC_L %lld\n#define QC_YB %lld\n"
+        "#define QC_LDW %lld\n#define QC_LDY %lld\n",
         st->k.name, (long long)C, (long long)H, (long long)W, (long long)O, (long long)KH, (long long)KW,
         (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1], (long long)d[0], (long long)d[1],
         (long long)OH, (long long)OW, (long long)xb, (long long)qp.wb, wsigned ? 1 : 0, bipolar ? 1 : 0,
         (long long)qp.pad_code, (long long)qp.epi, (long long)(qp.epi == 2 ? qp.levels : 1),
-        (long long)(qp.epi == 2 ? qp.yb : 1));
+        (long long)(qp.epi == 2 ? qp.yb : 1), (long long)ldw, (long long)(qp.epi == 2 ? qp.ldy : 1));
     BlobGridDim grid[3] = {{(uint32_t)((O + 31) / 32), 0, 1}, {0, (uint32_t)(OH * OW), 16}, {1, 0, 1}};
     uint32_t block[3] = {32, 1, 1};
     blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);

@@ -504,16 +504,16 @@ static uint32_t quantize_code(const BlobQuantizeParams *p, float x, float scale,
 /* quantize to image planes: an NCHW item to [bits][spatial][ld] (the qconv operand). */
 static void run_quantize_image(const Ctx *c, float scale, float zeropt) {
     const BlobQuantizeParams *p = &c->s->quantize;
-    int64_t S = p->spatial, C = p->k / S;
+    int64_t S = p->spatial, C = p->k / S, plane = blob_image_plane_words(S, p->ld);
     for (int64_t item = 0; item < c->batch; item++) {
         const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
         uint32_t *out = slot_ptr(c, BLOB_SLOT_OUT, item);
-        memset(out, 0, (size_t)(p->bits * S * p->ld) * 4);
+        memset(out, 0, (size_t)(p->bits * plane) * 4);
         for (int64_t ch = 0; ch < C; ch++)
             for (int64_t s = 0; s < S; s++) {
                 uint32_t n = quantize_code(p, x[ch * S + s], scale, zeropt);
                 for (int64_t b = 0; b < p->bits; b++)
-                    out[(b * S + s) * p->ld + ch / 32] |= ((n >> b) & 1u) << (ch % 32);
+                    out[b * plane + s * p->ld + ch / 32] |= ((n >> b) & 1u) << (ch % 32);
             }
     }
 }
@@ -581,7 +581,8 @@ static uint32_t pad_word(int64_t pad_code, int64_t b, int64_t c, int64_t wi) {
  * (oy, ox), a tap outside the image reading pad_code's planes. */
 static int64_t qconv_acc(const BlobQconvParams *p, const uint32_t *x, const uint32_t *w, int64_t o,
                          int64_t oy, int64_t ox) {
-    int64_t taps = p->kh * p->kw, v = 0;
+    int64_t taps = p->kh * p->kw, v = 0, krow = (taps * p->ldw + 7) / 8 * 8;
+    int64_t plane = blob_image_plane_words(p->h * p->w, p->ldw);
     for (int64_t kh = 0; kh < p->kh; kh++)
         for (int64_t kw = 0; kw < p->kw; kw++) {
             int64_t ih = oy * p->stride_h + kh * p->dil_h - p->pad_top;
@@ -589,9 +590,9 @@ static int64_t qconv_acc(const BlobQconvParams *p, const uint32_t *x, const uint
             bool inside = ih >= 0 && ih < p->h && iw >= 0 && iw < p->w;
             int64_t tap = kh * p->kw + kw;
             for (int64_t b = 0; b < p->xb; b++) {
-                const uint32_t *a = inside ? x + (b * p->h * p->w + ih * p->w + iw) * p->ldw : NULL;
+                const uint32_t *a = inside ? x + b * plane + (ih * p->w + iw) * p->ldw : NULL;
                 for (int64_t q = 0; q < p->wb; q++) {
-                    const uint32_t *wq = w + ((q * p->o + o) * taps + tap) * p->ldw;
+                    const uint32_t *wq = w + (q * p->o + o) * krow + tap * p->ldw;
                     int64_t d = 0;
                     for (int64_t wi = 0; wi < p->ldw; wi++) {
                         uint32_t aw = inside ? a[wi] : pad_word(p->pad_code, b, p->c, wi);
@@ -612,12 +613,12 @@ static void run_qconv(const Ctx *c) {
     const BlobQconvParams *p = &c->s->qconv;
     const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
     const int32_t *t = slot_ptr(c, BLOB_SLOT_P0, 0), *dir = slot_ptr(c, BLOB_SLOT_P1, 0);
-    int64_t cells = p->oh * p->ow, ldy = (p->o + 255) / 256 * 8;
+    int64_t cells = p->oh * p->ow, plane = blob_image_plane_words(cells, p->ldy);
     for (int64_t item = 0; item < c->batch; item++) {
         const uint32_t *x = slot_ptr(c, BLOB_SLOT_IN, item);
         void *out = slot_ptr(c, BLOB_SLOT_OUT, item);
         if (p->epi == 2)
-            memset(out, 0, (size_t)(p->yb * cells * ldy) * 4);
+            memset(out, 0, (size_t)(p->yb * plane) * 4);
         for (int64_t cell = 0; cell < cells; cell++)
             for (int64_t o = 0; o < p->o; o++) {
                 int64_t v = qconv_acc(p, x, w, o, cell / p->ow, cell % p->ow);
@@ -630,7 +631,7 @@ static void run_qconv(const Ctx *c) {
                     count += dir[o] < 0 ? v <= t[o * p->levels + l] : v >= t[o * p->levels + l];
                 for (int64_t b = 0; b < p->yb; b++)
                     if ((count >> b) & 1)
-                        ((uint32_t *)out)[(b * cells + cell) * ldy + o / 32] |= 1u << (o % 32);
+                        ((uint32_t *)out)[b * plane + cell * p->ldy + o / 32] |= 1u << (o % 32);
             }
     }
 }

@@ -164,7 +164,19 @@ def grouped(rng):
     return n.model((4, 5, 5), n.conv(y, 4, 3, 1, 2))
 
 
-MODELS = {"qcnn_tobits": (tobits, (3, 6, 6)), "qcnn_tail": (tail, (5, 6, 7)), "qcnn_wide": (wide, (3, 8, 8)), "qcnn_w2a2": (w2a2, (3, 9, 9)), "qcnn_w1a2": (w1a2, (3, 7, 8))}
+def big(rng):
+    """An input image of more bits than a pixel row holds (3x20x20: the image-plane quantize's
+    K is far above 32 * ld, which the loader once refused): 3 -> 16 (3x3 pad 1) -> 16 (3x3
+    stride 2 pad 1) -> dense 10 over 1600 codes."""
+    n = Net("qcnn_big", rng)
+    x = n.quant("x", 0.25, 2, 0)
+    x = block(n, x, 3, 16, 3, 2, 2)
+    x = block(n, x, 16, 16, 3, 2, 2, stride=2)
+    f = n.node("Flatten", [x], axis=1)
+    return n.model((3, 20, 20), n.dense(f, 16 * 10 * 10, 10, 2))
+
+
+MODELS = {"qcnn_big": (big, (3, 20, 20)), "qcnn_tobits": (tobits, (3, 6, 6)), "qcnn_tail": (tail, (5, 6, 7)), "qcnn_wide": (wide, (3, 8, 8)), "qcnn_w2a2": (w2a2, (3, 9, 9)), "qcnn_w1a2": (w1a2, (3, 7, 8))}
 
 
 def main():

@@ -26,13 +26,14 @@ static const struct {
     {33, 3, 3, 3, 0, 0, 1, 1, 1},     /* unsigned weights, K < 256 */
 };
 
-/* qconv.cu: c, h, w, o, k (square), stride, pad, xb, wb, wsigned, bipolar, pad code, epi, l, yb */
+/* qconv.cu: c, h, w, o, k (square), stride, pad, xb, wb, wsigned, bipolar, pad code, epi, l, yb,
+ * words a pixel in and out */
 static const struct {
-    int c, h, w, o, k, s, p, xb, wb, wsigned, bipolar, pad_code, epi, l, yb;
+    int c, h, w, o, k, s, p, xb, wb, wsigned, bipolar, pad_code, epi, l, yb, ldw, ldy;
 } convs[] = {
-    {3, 32, 32, 64, 3, 1, 1, 2, 2, 1, 0, 0, 2, 3, 2},     /* w2a2 first layer */
-    {65, 16, 16, 130, 3, 2, 1, 3, 1, 1, 1, 4, 2, 7, 3}, /* bipolar w1a3, stride 2, pad code 4 */
-    {300, 7, 7, 10, 1, 1, 0, 2, 3, 0, 0, 0, 1, 1, 1},   /* unsigned w3, int32 out */
+    {3, 32, 32, 64, 3, 1, 1, 2, 2, 1, 0, 0, 2, 3, 2, 1, 2},     /* w2a2 first layer */
+    {65, 16, 16, 130, 3, 2, 1, 3, 1, 1, 1, 4, 2, 7, 3, 4, 8}, /* bipolar w1a3, stride 2, pad code 4 */
+    {300, 7, 7, 10, 1, 1, 0, 2, 3, 0, 0, 0, 1, 1, 1, 16, 1},  /* unsigned w3, int32 out */
 };
 
 static int count_str(const char *hay, const char *needle) {
@@ -59,10 +60,11 @@ int main(void) {
                    "#define QC_SW %d\n#define QC_PT %d\n#define QC_PL %d\n#define QC_OH %d\n"
                    "#define QC_OW %d\n#define QC_XB %d\n#define QC_WB %d\n#define QC_WSIGNED %d\n"
                    "#define QC_WBIPOLAR %d\n#define QC_PAD_CODE %d\n#define QC_EPI %d\n#define QC_L %d\n"
-                   "#define QC_YB %d\n",
+                   "#define QC_YB %d\n#define QC_LDW %d\n#define QC_LDY %d\n",
                    i, convs[i].c, convs[i].h, convs[i].w, convs[i].o, convs[i].k, convs[i].k, convs[i].s,
                    convs[i].s, convs[i].p, convs[i].p, out, out, convs[i].xb, convs[i].wb, convs[i].wsigned,
-                   convs[i].bipolar, convs[i].pad_code, convs[i].epi, convs[i].l, convs[i].yb);
+                   convs[i].bipolar, convs[i].pad_code, convs[i].epi, convs[i].l, convs[i].yb, convs[i].ldw,
+                   convs[i].ldy);
         buf_puts(&b, bnn_qconv_cu);
         buf_puts(&b, "\n");
     }

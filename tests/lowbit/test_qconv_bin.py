@@ -3,7 +3,7 @@
 stride 2 and dilated convs; channels 3, 5, 31, 33, 65, 300; 2- and 3-bit activations; signed activation
 quants whose padding reads a non-zero pad code; a dense classifier on the flattened codes; a
 last conv with an i32 accumulator; a qconv2d whose one-level threshold writes packed bits for a
-binary conv) through model.bin against the reference interpreter.
+binary conv; a 3x20x20 input) through model.bin against the reference interpreter.
 
     test_qconv_bin.py --device cpu|gpu
 
@@ -27,7 +27,7 @@ import qconv_models  # noqa: E402
 from test_e2e import BNNCC, BNNRUN, cubin_sections, gpu_available, run  # noqa: E402
 
 failures = []
-QCONVS = {"qcnn_tobits": 1, "qcnn_w2a2": 3, "qcnn_w1a2": 3, "qcnn_tail": 2, "qcnn_wide": 3}
+QCONVS = {"qcnn_big": 2, "qcnn_tobits": 1, "qcnn_w2a2": 3, "qcnn_w1a2": 3, "qcnn_tail": 2, "qcnn_wide": 3}
 
 
 def fail(msg):

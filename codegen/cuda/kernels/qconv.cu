@@ -3,22 +3,26 @@
 //     acc[m][o] = sum_p sum_q c_q * 2^(p+q) * popc(X_p[m] AND W_q[o])
 // where GEMM row m is an output pixel (image n, oy, ox) of the batch, column o an output
 // channel, and a row's K runs over the QC_KH*QC_KW taps, QC_LDW words of channels each
-// (tap-major). X_p = bit p of the unsigned activation codes; W_q = bit q of the weight codes in
+// (tap-major), then zero words up to QC_KROW, a multiple of 8: with QC_LDW = 1, 2 or 4 (up to
+// 128 channels) one k256 step covers 8 / QC_LDW taps, so few channels waste little of each
+// MMA. X_p = bit p of the unsigned activation codes; W_q = bit q of the weight codes in
 // two's complement (c_q = -1 for the top plane when QC_WSIGNED), or with QC_WBIPOLAR one +-1
 // plane b (u = 2b - 1): acc = sum_p 2^p * (2*popc(X_p AND B) - popc(X_p)).
 // Only mma.sync m16n8k256 .and.popc (HARDWARE.md: never XOR on Hopper).
 //
 // Operands (32-bit words; channel c of a pixel = bit c%32 of word c/32, channels padded with
-// zero bits to QC_LDW words, a multiple of 8 = 256 bits, so a tap is whole k256 steps):
-//   X: image planes, per image [QC_XB][QC_H*QC_W][QC_LDW] (each plane an NHWC-packed bit image)
-//   W: [QC_WB][QC_O][QC_KH*QC_KW][QC_LDW]
+// zero bits to QC_LDW words: 1, 2, 4 or a multiple of 8):
+//   X: image planes, per image QC_XB planes of QC_PLANE words (QC_H*QC_W*QC_LDW rounded up to
+//      8), a plane [QC_H*QC_W][QC_LDW] (with QC_LDW a multiple of 8: an NHWC-packed bit image)
+//   W: [QC_WB][QC_O][QC_KROW], the taps' QC_LDW words in a row
 // Padding is exact by construction: a tap outside the image reads the planes of QC_PAD_CODE
 // in every real channel (zero bits in the channel padding), i.e. the very words an image
 // whose border held pad_code would give; pad code 0 reads zero words, which add nothing.
 // Epilogues (QC_EPI): 1 = int32 Y, NCHW per image ([QC_O][QC_OH*QC_OW]); 2 = the level count
 //   count = sum_l (dir[o] >= 0 ? acc >= T[o][l] : acc <= T[o][l]) over QC_L levels, written as
-//   QC_YB image planes [QC_YB][QC_OH*QC_OW][QC_LDY] per image, QC_LDY = O rounded up to 256
-//   bits with zero words: exactly the next qconv's X (one plane: a b1 NHWC-packed image).
+//   QC_YB image planes of QC_YPLANE words per image, [QC_OH*QC_OW][QC_LDY] each (QC_LDY words a
+//   pixel, zero words and tail): exactly the next qconv's X (one plane with QC_LDY a multiple
+//   of 8: a b1 NHWC-packed image).
 // One warp computes 16 pixels x 32 channels (four n8 MMA tiles); grid = (ceil(O/32),
 // ceil(M/16)), M = images * QC_OH * QC_OW. Each inclusion defines one kernel QC_NAME and
 // #undefs its QC_* macros at the end.
@@ -76,11 +80,17 @@ __device__ __forceinline__ void bnn_qc_mma(int *d, unsigned a0, unsigned a1, uns
 #ifndef QC_YB
 #define QC_YB 1
 #endif
-#define QC_LDW ((QC_C + 255) / 256 * 8)
-#define QC_LDY ((QC_O + 255) / 256 * 8)
+#ifndef QC_LDW
+#error "qconv.cu: define QC_LDW (input words per pixel) and QC_LDY (output words per pixel)"
+#endif
+#ifndef QC_LDY
+#define QC_LDY 1
+#endif
 #define QC_TAPS (QC_KH * QC_KW)
 #define QC_CELLS (QC_OH * QC_OW)
-#define QC_PLANE ((long long)QC_H * QC_W * QC_LDW) // words of one input plane
+#define QC_KROW ((QC_TAPS * QC_LDW + 7) / 8 * 8)                 // words of a weight row
+#define QC_PLANE (((long long)QC_H * QC_W * QC_LDW + 7) / 8 * 8)  // words of an input plane
+#define QC_YPLANE (((long long)QC_CELLS * QC_LDY + 7) / 8 * 8)    // words of an output plane
 #define QC_NEG (QC_WSIGNED && !QC_WBIPOLAR)
 #define QC_NPOS (QC_NEG ? QC_XB + QC_WB - 2 : QC_XB + QC_WB - 1)
 
@@ -114,40 +124,38 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M,
         ih0[h] = cell / QC_OW * QC_SH - QC_PT;
         iw0[h] = cell % QC_OW * QC_SW - QC_PL;
     }
-    for (int tap = 0; tap < QC_TAPS; tap++) {
-        const int kh = tap / QC_KW, kw = tap % QC_KW;
-        const unsigned *src[2];
-        bool inside[2];
-        for (int h = 0; h < 2; h++) {
-            const int ih = ih0[h] + kh * QC_DH, iw = iw0[h] + kw * QC_DW;
-            inside[h] = live[h] && ih >= 0 && ih < QC_H && iw >= 0 && iw < QC_W;
-            src[h] = inside[h] ? img[h] + ((long long)ih * QC_W + iw) * QC_LDW : X;
+    for (int k = 0; k < QC_KROW; k += 8) {
+        // HARDWARE.md's m16n8k256 fragments: a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][4+t],
+        // a3 = A[g+8][4+t]; b0 = B[g][t], b1 = B[g][4+t]. Word e of a row is word e % LDW of tap
+        // e / LDW: an input word, pad_code's bit p over the real channels of that word (a tap
+        // outside the image), or zero (past the last tap, or a row past M).
+        const unsigned *src[4];
+        unsigned pad[4];
+        for (int i = 0; i < 4; i++) {
+            const int h = i & 1, e = k + t + 4 * (i >> 1), tap = e / QC_LDW, wi = e % QC_LDW;
+            const int ih = ih0[h] + tap / QC_KW * QC_DH, iw = iw0[h] + tap % QC_KW * QC_DW;
+            const int bits = QC_C - 32 * wi;
+            const bool real = live[h] && tap < QC_TAPS;
+            src[i] = real && ih >= 0 && ih < QC_H && iw >= 0 && iw < QC_W
+                         ? img[h] + ((long long)ih * QC_W + iw) * QC_LDW + wi
+                         : 0;
+            pad[i] = !real ? 0u : bits >= 32 ? 0xffffffffu : bits <= 0 ? 0u : (1u << bits) - 1u;
         }
-        for (int k = 0; k < QC_LDW; k += 8) {
-            // HARDWARE.md's m16n8k256 fragments: a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][4+t],
-            // a3 = A[g+8][4+t]; b0 = B[g][t], b1 = B[g][4+t]. A padded tap's word is pad_code's
-            // bit p over the real channels of that word.
-            unsigned a[QC_XB][4];
-            for (int p = 0; p < QC_XB; p++)
-                for (int i = 0; i < 4; i++) {
-                    const int h = i & 1, wi = k + t + 4 * (i >> 1), bits = QC_C - 32 * wi;
-                    const unsigned real = bits >= 32 ? 0xffffffffu : bits <= 0 ? 0u : (1u << bits) - 1u;
-                    a[p][i] = inside[h]  ? src[h][p * QC_PLANE + wi]
-                              : live[h] ? (((QC_PAD_CODE >> p) & 1) ? real : 0u)
-                                        : 0u;
+        unsigned a[QC_XB][4];
+        for (int p = 0; p < QC_XB; p++)
+            for (int i = 0; i < 4; i++)
+                a[p][i] = src[i] ? src[i][p * QC_PLANE] : ((QC_PAD_CODE >> p) & 1) ? pad[i] : 0u;
+        for (int q = 0; q < QC_WB; q++)
+            for (int j = 0; j < 4; j++) {
+                const int n = n0 + 8 * j + g;
+                const unsigned *wq = W + ((long long)q * QC_O + n) * QC_KROW + k;
+                const unsigned b0 = n < QC_O ? wq[t] : 0u;
+                const unsigned b1 = n < QC_O ? wq[4 + t] : 0u;
+                for (int p = 0; p < QC_XB; p++) {
+                    int *d = QC_NEG && q == QC_WB - 1 ? neg[QC_NEG ? p : 0][j] : pos[p + q][j];
+                    bnn_qc_mma(d, a[p][0], a[p][1], a[p][2], a[p][3], b0, b1);
                 }
-            for (int q = 0; q < QC_WB; q++)
-                for (int j = 0; j < 4; j++) {
-                    const int n = n0 + 8 * j + g;
-                    const unsigned *wq = W + (((long long)q * QC_O + n) * QC_TAPS + tap) * QC_LDW + k;
-                    const unsigned b0 = n < QC_O ? wq[t] : 0u;
-                    const unsigned b1 = n < QC_O ? wq[4 + t] : 0u;
-                    for (int p = 0; p < QC_XB; p++) {
-                        int *d = QC_NEG && q == QC_WB - 1 ? neg[QC_NEG ? p : 0][j] : pos[p + q][j];
-                        bnn_qc_mma(d, a[p][0], a[p][1], a[p][2], a[p][3], b0, b1);
-                    }
-                }
-        }
+            }
     }
     // Combine: acc = sum_s 2^s pos[s] - sum_p 2^(p + WB - 1) neg[p]; bipolar planes count twice.
     for (int j = 0; j < 4; j++) {
@@ -218,13 +226,18 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M,
         // The next layer's codes, written directly as its image planes (32 channels a word).
         for (int b = 0; b < QC_YB; b++) {
             const unsigned word = __ballot_sync(0xffffffffu, (count >> b) & 1);
-            unsigned *yrow = (unsigned *)Y + ((image * QC_YB + b) * QC_CELLS + cell) * QC_LDY;
+            unsigned *yplane = (unsigned *)Y + (image * QC_YB + b) * QC_YPLANE;
             if (lane == 0)
-                yrow[n0 / 32] = word;
-            // The last column block zeroes the pixel's padding words (the next K's zero bits).
-            if (n0 + 32 >= QC_O)
+                yplane[cell * QC_LDY + n0 / 32] = word;
+            // The last column block zeroes the pixel's padding words (the next K's zero bits),
+            // and at the last pixel the plane's tail.
+            if (n0 + 32 >= QC_O) {
                 for (int w = n0 / 32 + 1 + lane; w < QC_LDY; w += 32)
-                    yrow[w] = 0u;
+                    yplane[cell * QC_LDY + w] = 0u;
+                if (cell == QC_CELLS - 1)
+                    for (long long w = (long long)QC_CELLS * QC_LDY + lane; w < QC_YPLANE; w += 32)
+                        yplane[w] = 0u;
+            }
         }
 #endif
     }
@@ -257,6 +270,8 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M,
 #undef QC_LDY
 #undef QC_TAPS
 #undef QC_CELLS
+#undef QC_KROW
 #undef QC_PLANE
+#undef QC_YPLANE
 #undef QC_NEG
 #undef QC_NPOS
