@@ -176,6 +176,35 @@ def big(rng):
     return n.model((3, 20, 20), n.dense(f, 16 * 10 * 10, 10, 2))
 
 
+def random_net(rng):
+    """Two or three random quantized convs (channels 1-130, kernels 1-3, strides, dilations,
+    asymmetric pads, 1-3 bit weights, 2-3 bit activations, signed ones giving non-zero pad
+    codes), the last one's i32 accumulator out through the float epilogue. Returns the model
+    and its input shape (C, H, W)."""
+    n = Net("qcnn_random", rng)
+    c = int(rng.choice([1, 3, 7, 33, 130]))
+    h, w = int(rng.integers(3, 10)), int(rng.integers(3, 10))
+    shape, signed = (c, h, w), int(rng.integers(0, 2))
+    x = n.quant("x", 0.25, int(rng.integers(2, 4)), signed)
+    layers = int(rng.integers(2, 4))
+    for i in range(layers):
+        k, s, d = int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+        pads = [int(v) for v in rng.integers(0, 3, size=4)]
+        while (h + pads[0] + pads[2] - d * (k - 1) - 1) < 0 or (w + pads[1] + pads[3] - d * (k - 1) - 1) < 0:
+            pads = [v + 1 for v in pads]
+        o = int(rng.choice([1, 5, 32, 40, 65]))
+        y = n.node("Conv", [x, n.weights((o, c, k, k), int(rng.integers(1, 4)))], kernel_shape=[k, k],
+                   strides=[s, s], dilations=[d, d], pads=pads)
+        h = (h + pads[0] + pads[2] - d * (k - 1) - 1) // s + 1
+        w = (w + pads[1] + pads[3] - d * (k - 1) - 1) // s + 1
+        c = o
+        if i == layers - 1:
+            return n.model(shape, y), shape
+        signed = int(rng.integers(0, 2))
+        y = n.bn(y, o)
+        x = n.quant(y if signed else n.node("Relu", [y]), 0.5, int(rng.integers(2, 4)), signed)
+
+
 MODELS = {"qcnn_big": (big, (3, 20, 20)), "qcnn_tobits": (tobits, (3, 6, 6)), "qcnn_tail": (tail, (5, 6, 7)), "qcnn_wide": (wide, (3, 8, 8)), "qcnn_w2a2": (w2a2, (3, 9, 9)), "qcnn_w1a2": (w1a2, (3, 7, 8))}
 
 
