@@ -540,11 +540,12 @@ static bnn_status check_qconv(const StepCheck *c) {
                         (long long)p->ldw, (long long)p->xb, (long long)p->wb, (long long)p->epi);
     /* dims are at most 2^24 each: products of two fit in 64 bits before the rounding */
     uint64_t in, w, out, t, cells = (uint64_t)p->oh * (uint64_t)p->ow, pixels = (uint64_t)p->h * (uint64_t)p->w;
-    uint64_t krow = ((uint64_t)(p->kh * p->kw) * (uint64_t)p->ldw + 7) / 8 * 8;
-    if (!mul3_ok(pixels, (uint64_t)p->ldw, 1, &in) || in > (uint64_t)MAX_DIM * MAX_DIM ||
+    uint64_t krow;
+    if (!mul3_ok((uint64_t)p->kh, (uint64_t)p->kw, (uint64_t)p->ldw, &krow) || krow > (uint64_t)MAX_DIM * MAX_DIM ||
+        !mul3_ok(pixels, (uint64_t)p->ldw, 1, &in) || in > (uint64_t)MAX_DIM * MAX_DIM ||
         !mul3_ok((in + 7) / 8 * 8, (uint64_t)p->xb, 4, &in) || !mul3_ok(cells, (uint64_t)p->ldy, 1, &out) ||
         out > (uint64_t)MAX_DIM * MAX_DIM ||
-        !mul3_ok((uint64_t)(p->wb * p->o), krow, 4, &w) ||
+        !mul3_ok((uint64_t)(p->wb * p->o), (krow + 7) / 8 * 8, 4, &w) ||
         !mul3_ok(p->epi == 2 ? (out + 7) / 8 * 8 : cells, p->epi == 2 ? (uint64_t)p->yb : (uint64_t)p->o, 4, &out) ||
         !mul3_ok((uint64_t)p->o, p->epi == 1 ? 0 : (uint64_t)p->levels, 4, &t))
         return bad_step(c, "operands too large");

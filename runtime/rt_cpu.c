@@ -599,7 +599,7 @@ static int64_t qconv_acc(const BlobQconvParams *p, const uint32_t *x, const uint
                         d += p->bipolar ? 2 * __builtin_popcount(aw & wq[wi]) - __builtin_popcount(aw)
                                         : __builtin_popcount(aw & wq[wi]);
                     }
-                    d <<= b + q;
+                    d *= (int64_t)1 << (b + q); /* d < 0 for bipolar planes: no shift of it */
                     v += p->wsigned && !p->bipolar && q == p->wb - 1 ? -d : d;
                 }
             }
