@@ -13,10 +13,12 @@ NVRTC built the qconv and quantize kernels), and the blob's outputs at batch 1, 
 random inputs (a third of them on the input quant's rounding ties) are byte-identical to
 `bnnrun --reference` on the ONNX model; so are -O1's (qconv2d and its multi-level threshold
 unfused). So are 8 random nets (qconv_models.random_net: channels 1-130, kernels 1-3, strides,
-dilations, asymmetric pads, 1-3 bit weights, 2-3 bit activations). A grouped qconv2d is refused with the node's name and exit 1. --device gpu runs the blob on the GPU and exits 77 (skipped) without one."""
+dilations, asymmetric pads, 1-3 bit weights, 2-3 bit activations). A grouped qconv2d is refused with the node's name and exit 1; qconv steps with impossible
+parameters (a checksum-valid blob) are refused by the loader. --device gpu runs the blob on the GPU and exits 77 (skipped) without one."""
 import argparse
 import os
 import re
+import struct
 import sys
 import tempfile
 
@@ -95,6 +97,51 @@ def refused(tmp):
     print("ok: a grouped qconv2d is refused:", p.stderr.strip().splitlines()[-1])
 
 
+def fnv1a(data, h=0xcbf29ce484222325):
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def patched_qconv(blob, out, edits):
+    """A copy of blob whose first qconv step (kind 20) has params[i] = v for (i, v) in edits,
+    every checksum recomputed (docs/blob-format.md), so only the loader's checks can refuse it."""
+    b = bytearray(open(blob, "rb").read())
+    n = struct.unpack_from("<I", b, 16)[0]
+    for i in range(n):
+        e = 64 + 48 * i
+        kind, off, size = struct.unpack_from("<I", b, e)[0], *struct.unpack_from("<QQ", b, e + 24)
+        if kind == 2:  # PLAN: a 64-byte header, then 648-byte steps, params at 456
+            for k in range((size - 64) // 648):
+                at = off + 64 + 648 * k
+                if struct.unpack_from("<I", b, at)[0] == 20:
+                    for idx, v in edits:
+                        struct.pack_into("<q", b, at + 456 + 8 * idx, v)
+                    break
+    for i in range(n):
+        e = 64 + 48 * i
+        off, size = struct.unpack_from("<QQ", b, e + 24)
+        struct.pack_into("<Q", b, e + 40, fnv1a(b[off:off + size]))
+    struct.pack_into("<Q", b, 32, fnv1a(b[64:64 + 48 * n], fnv1a(b[:32])))
+    open(out, "wb").write(b)
+
+
+def refused_blobs(tmp):
+    """model.bin is untrusted: qconv steps with impossible parameters are refused at load."""
+    blob = os.path.join(tmp, "qcnn_w2a2-O3.bin")
+    x = os.path.join(tmp, "qcnn_w2a2_x.npy")
+    cases = [("kh*kw*ldw past 2^64", [(4, 1 << 24), (5, 1 << 24), (14, 1 << 23)]),
+             ("3 words a pixel", [(14, 3)]), ("pad code of 3 bits", [(22, 9)]),
+             ("xb 17", [(15, 17)])]
+    for what, edits in cases:
+        bad = os.path.join(tmp, "bad.bin")
+        patched_qconv(blob, bad, edits)
+        p = run([BNNRUN, bad, "--device", "cpu", "--input", x, "--output", os.path.join(tmp, "bad.npy")])
+        if p.returncode == 0 or "(qconv)" not in p.stderr:
+            fail(f"a qconv step with {what} was not refused: exit {p.returncode}, {p.stderr.strip()!r}")
+    print(f"ok: {len(cases)} damaged qconv steps refused by the loader")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
@@ -110,6 +157,7 @@ def main():
         for i in range(8):
             check(tmp, f"qcnn_random{i}", a.device, rng, qconv_models.random_net(shapes))
         refused(tmp)
+        refused_blobs(tmp)
     sys.exit(1 if failures else 0)
 
 
