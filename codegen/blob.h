@@ -86,13 +86,14 @@ typedef enum {
     X(BLOB_STEP_KERNEL, 16, "kernel") /* a GPU launch with no CPU meaning */ \
     X(BLOB_STEP_SOFTMAX, 17, "softmax")        \
     X(BLOB_STEP_QUANTIZE, 18, "quantize") /* low-bit codes as bit-planes (docs/kernels.md) */ \
-    X(BLOB_STEP_QGEMM, 19, "qgemm")       /* bit-plane low-bit GEMM */
+    X(BLOB_STEP_QGEMM, 19, "qgemm")       /* bit-plane low-bit GEMM */ \
+    X(BLOB_STEP_QCONV, 20, "qconv")       /* bit-plane low-bit implicit-GEMM convolution */
 
 typedef enum {
 #define X(e, v, name) e = v,
     BLOB_STEP_LIST(X)
 #undef X
-    BLOB_STEP_LAST = BLOB_STEP_QGEMM
+    BLOB_STEP_LAST = BLOB_STEP_QCONV
 } BlobStepKind;
 
 static inline const char *blob_step_name(uint32_t kind) {
@@ -212,9 +213,12 @@ typedef struct { int64_t count, from, to; } BlobCastParams;
 /* quantize: QONNX Quant's q = clamp(round(x / scale + zeropt), lo, hi) of each f32 of an item's
  * [rows][k]; dequant 0: the level index n = q - lo as `bits` bit-planes [rows][bits][ld];
  * dequant 1: Quant's f32 result (q - zeropt) * scale, [rows][k] (ld, bits unused). scale and
- * zeropt are float32 bit patterns, rounding a BLOB_ROUND_*. */
+ * zeropt are float32 bit patterns, rounding a BLOB_ROUND_*. spatial > 0 (image planes, the
+ * qconv operand; rows 1, dequant 0): the item is NCHW, k / spatial channels x spatial pixels,
+ * and each of the `bits` planes is [spatial][ld] (ld words per pixel, channel c at bit c%32 of
+ * word c/32) in blob_image_plane_words(spatial, ld) words, the tail zero. */
 typedef struct {
-    int64_t rows, k, ld, bits, lo, hi, rounding, scale_bits, zeropt_bits, dequant;
+    int64_t rows, k, ld, bits, lo, hi, rounding, scale_bits, zeropt_bits, dequant, spatial;
 } BlobQuantizeParams;
 /* qgemm: acc = sum_p sum_q c_q 2^(p+q) popc(in_p AND w_q) over an item's [rows][xb][ld] planes
  * and the weights' [wb][n][ld]; epi 1: out i32 [rows][n]; 2: the level counts against p0 =
@@ -223,6 +227,20 @@ typedef struct {
 typedef struct {
     int64_t rows, n, ld, xb, wb, wsigned, bipolar, epi, levels, yb;
 } BlobQgemmParams;
+/* qconv: qconv2d over image planes (docs/blob-format.md): in xb planes of round8(h*w*ldw) words
+ * per item, a plane [h*w][ldw] (ldw words per pixel: 1, 2, 4 or a multiple of 8); weights
+ * [wb][o][round8(kh*kw*ldw)], the taps' words in a row (planes as qgemm's: two's complement
+ * when wsigned, one +-1 plane when bipolar); a tap outside the image reads pad_code in every
+ * real channel. epi 1: out i32 NCHW [o][oh*ow]; 2: the level counts against p0 = t
+ * i32[o][levels], p1 = dir i32[o] as yb planes of round8(oh*ow*ldy) words, [oh*ow][ldy] each
+ * (one plane with ldy a multiple of 8: the NHWC-packed bits of a b1 value). round8: up to a
+ * multiple of 8 words, the tail zero. */
+typedef struct {
+    int64_t c, h, w, o, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, oh, ow, ldw,
+        xb, wb, wsigned, bipolar, epi, levels, yb, pad_code, ldy;
+} BlobQconvParams;
+/* Words of an image plane (quantize with spatial > 0, qconv): pixels * ldw rounded up to 8. */
+static inline int64_t blob_image_plane_words(int64_t pixels, int64_t ldw) { return (pixels * ldw + 7) / 8 * 8; }
 /* Rounding modes of BlobQuantizeParams (docs/ir.md quant). */
 enum {
     BLOB_ROUND_HALF_EVEN = 0, BLOB_ROUND_CEIL = 1, BLOB_ROUND_FLOOR = 2, BLOB_ROUND_TO_ZERO = 3,
@@ -263,6 +281,7 @@ typedef struct BlobStep {
         BlobCastParams cast;
         BlobQuantizeParams quantize;
         BlobQgemmParams qgemm;
+        BlobQconvParams qconv;
     };
 } BlobStep;
 

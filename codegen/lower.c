@@ -2108,8 +2108,9 @@ static int64_t code_planes(const Value *v) {
     return 0;
 }
 
-/* Every reader of v is a qdense reading it as its codes (they read bit-planes). */
-static int codes_only_for_qdense(Lower *L, const Value *v) {
+/* Every reader of v is a qdense reading it as its codes (they read bit-planes): 0, else -1
+ * (the _quiet form) or the error. */
+static int codes_only_for_qdense_quiet(Lower *L, const Value *v) {
     bool ok = !is_output(L->g, v) && v->type.rank == 2;
     for (int i = 0; ok && i < L->g->nnodes; i++) {
         const Node *u = L->g->nodes[i];
@@ -2117,7 +2118,194 @@ static int codes_only_for_qdense(Lower *L, const Value *v) {
             if (u->in[j] == v)
                 ok = u->op == OP_QDENSE && j == 0;
     }
-    return ok ? 0 : unsupported(L, "integer codes read by anything but qdense (or of rank > 2)");
+    return ok ? 0 : -1;
+}
+
+static int codes_only_for_qdense(Lower *L, const Value *v) {
+    if (!codes_only_for_qdense_quiet(L, v))
+        return 0;
+    return unsupported(L, "integer codes read by anything but qdense (or of rank > 2)");
+}
+
+/* Image planes: the codes of a convolution's input or output, per item `bits` planes of
+ * blob_image_plane_words each, a plane [pixels][ldw] words, channel c at bit c%32 of word c/32 of
+ * its pixel, padding bits and the plane's tail words zero. ldw is 1, 2 or 4 words for up to
+ * 128 channels (a k256 step of the qconv kernel then spans 8/ldw taps, so few channels waste
+ * little of each MMA), else a multiple of 8 (whole k256 steps a tap; each plane is then the
+ * NHWC-packed layout of a b1 value). A whole plane read as one row is a flatten of the codes
+ * for a qdense (its weight columns permuted to that order, flat_image_bit). */
+static int64_t image_ldw(int64_t channels) {
+    int64_t w = (channels + 31) / 32;
+    return w <= 1 ? 1 : w <= 2 ? 2 : w <= 4 ? 4 : (w + 7) / 8 * 8;
+}
+
+/* A threshold of levels (t: [O, L]) whose input is a qconv2d's accumulator. */
+static bool is_qconv_threshold(const Node *d) {
+    return d && d->op == OP_THRESHOLD && d->in[1]->type.rank == 2 && d->in[0]->kind == VAL_NODE &&
+           d->in[0]->def && d->in[0]->def->op == OP_QCONV2D;
+}
+
+/* v holds codes as image planes: a quantize of an NCHW tensor, a thresholded qconv2d, or the
+ * multi-level threshold of one (fused by lower_qconv). */
+static bool is_image_codes(const Value *v) {
+    const Node *d = v->kind == VAL_NODE ? v->def : NULL;
+    return d && v->type.rank == 4 &&
+           (d->op == OP_QUANTIZE || (d->op == OP_QCONV2D && d->nin == 4) || is_qconv_threshold(d));
+}
+
+static int64_t image_code_planes(const Value *v) {
+    const Node *d = v->def;
+    if (d->op == OP_QCONV2D)
+        return bits_to_hold(d->in[2]->type.dim[1]);
+    if (d->op == OP_THRESHOLD)
+        return bits_to_hold(d->in[1]->type.dim[1]);
+    return code_planes(v);
+}
+
+/* The image planes a qdense's codes are a flatten of, or NULL. */
+static const Value *image_source(const Value *x) {
+    const Node *d = x->kind == VAL_NODE ? x->def : NULL;
+    return d && d->op == OP_RESHAPE && x->type.rank == 2 && is_image_codes(d->in[0]) ? d->in[0] : NULL;
+}
+
+/* Bit position, in a plane of image codes, of element k of their NCHW flatten. */
+static int64_t flat_image_bit(const Value *img, int64_t k) {
+    int64_t hw = spatial_of(&img->type), c = k / hw;
+    return (k % hw) * image_ldw(img->type.dim[1]) * 32 + c;
+}
+
+/* Every reader of the image codes v is a qconv2d reading them as its codes, or a flatten that
+ * only qdense layers read (they read the planes as one row). */
+static int image_codes_readers_ok(Lower *L, const Value *v) {
+    bool ok = !is_output(L->g, v);
+    for (int i = 0; ok && i < L->g->nnodes; i++) {
+        const Node *u = L->g->nodes[i];
+        for (int j = 0; ok && !u->dead && j < u->nin; j++)
+            if (u->in[j] == v)
+                ok = (u->op == OP_QCONV2D && j == 0) ||
+                     (u->op == OP_RESHAPE && u->out[0]->type.rank == 2 && !codes_only_for_qdense_quiet(L, u->out[0]));
+    }
+    return ok ? 0 : unsupported(L, "integer codes of a convolution read by anything but a qconv2d "
+                                   "or a flatten into a qdense");
+}
+
+/* The planes of the weight codes u (n of them): one +-1 plane, else two's complement (or
+ * unsigned) with enough bits; weight_bit gives plane q's bit of one code. */
+static int64_t weight_planes(const int8_t *u, int64_t n, bool *wsigned, bool *bipolar) {
+    int umin = 0, umax = 0;
+    *bipolar = true;
+    for (int64_t i = 0; i < n; i++) {
+        umin = u[i] < umin ? u[i] : umin;
+        umax = u[i] > umax ? u[i] : umax;
+        *bipolar = *bipolar && (u[i] == 1 || u[i] == -1);
+    }
+    *wsigned = !*bipolar && umin < 0;
+    int64_t wb = *bipolar ? 1 : *wsigned ? 1 : bits_to_hold(umax);
+    while (*wsigned && (umin < -(1ll << (wb - 1)) || umax > (1ll << (wb - 1)) - 1))
+        wb++;
+    return wb;
+}
+
+static int weight_bit(int8_t u, int64_t q, bool bipolar) { return bipolar ? u > 0 : ((uint8_t)u >> q) & 1; }
+
+/* What a qdense / qconv2d step writes: the i32 accumulator (t NULL), or with thresholds (its
+ * own t, dir; or a multi-level threshold that is its only reader, as -O1 leaves them) the
+ * next codes as yb planes, or a one-level threshold to packed b1 (one plane). */
+typedef struct CodeEpilogue {
+    const Value *t, *dir, *out;
+    int64_t levels, yb;
+} CodeEpilogue;
+
+static int codes_readers_ok(Lower *L, const Value *v, bool conv) {
+    return conv ? image_codes_readers_ok(L, v) : codes_only_for_qdense(L, v);
+}
+
+static int choose_code_epilogue(Lower *L, const Node *n, bool conv, int64_t ldy, CodeEpilogue *e) {
+    const Value *y = n->out[0];
+    *e = (CodeEpilogue){NULL, NULL, y, 0, 0};
+    Node *thr = only_user(L->g, y);
+    bool const_thr = thr && thr->op == OP_THRESHOLD && thr->in[0] == y && thr->in[1]->kind == VAL_CONST &&
+                     (thr->nin < 3 || thr->in[2]->kind == VAL_CONST);
+    if (n->nin == 4) {
+        *e = (CodeEpilogue){n->in[2], n->in[3], y, n->in[2]->type.dim[1], 0};
+    } else if (const_thr && thr->in[1]->type.rank == 2) {
+        *e = (CodeEpilogue){thr->in[1], thr->nin == 3 ? thr->in[2] : NULL, thr->out[0],
+                            thr->in[1]->type.dim[1], 0};
+    } else if (const_thr && thr->in[1]->type.rank == 1 && packed_words(&thr->out[0]->type) &&
+               (conv ? thr->out[0]->type.rank == 4
+                     : packed_words(&thr->out[0]->type) == ldy && spatial_of(&thr->out[0]->type) == 1)) {
+        /* bits = one plane of the one-level count: the packed b1 rows of the threshold */
+        *e = (CodeEpilogue){thr->in[1], thr->nin == 3 ? thr->in[2] : NULL, thr->out[0], 1, 1};
+        L->done[node_index(L->g, thr)] = true;
+        return 0;
+    } else {
+        return 0;
+    }
+    if (codes_readers_ok(L, e->out, conv))
+        return -1;
+    e->yb = bits_to_hold(e->levels);
+    if (e->out != y)
+        L->done[node_index(L->g, thr)] = true;
+    return 0;
+}
+
+/* The thresholds of a code epilogue as the kernels read them: t i32[O][levels] in p0, dir
+ * i32[O] in p1. */
+static void put_code_thresholds(Lower *L, LStep *st, const CodeEpilogue *e, int64_t O) {
+    if (!e->t)
+        return;
+    const Value *t = e->t, *dir = e->dir;
+    int64_t levels = e->levels;
+    int32_t *tv = xmalloc((size_t)(O * levels) * 4), *dv = xmalloc((size_t)O * 4);
+    for (int64_t o = 0; o < O; o++) {
+        for (int64_t l = 0; l < levels; l++)
+            tv[o * levels + l] = (int32_t)const_at(t, t->type.dim[0] == 1 ? l : o * levels + l);
+        dv[o] = dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : o) < 0 ? -1 : 1;
+    }
+    st->s.slot[BLOB_SLOT_P0] = put_weights(L, tv, (size_t)(O * levels) * 4);
+    st->s.slot[BLOB_SLOT_P1] = put_weights(L, dv, (size_t)O * 4);
+    free(tv);
+    free(dv);
+}
+
+/* quantize of an NCHW tensor into image planes (the qconv operand). GPU: bnn_quantize_image,
+ * one thread per word of a pixel (all planes of it). */
+static int lower_quantize_image(Lower *L, const Node *n, BlobQuantizeParams qp) {
+    const Value *x = n->in[0], *y = n->out[0];
+    if (image_codes_readers_ok(L, y))
+        return -1;
+    qp.bits = code_planes(y);
+    qp.spatial = spatial_of(&y->type);
+    qp.ld = image_ldw(y->type.dim[1]);
+    int64_t plane = blob_image_plane_words(qp.spatial, qp.ld);
+    int out = new_buf(L, qp.bits * plane * 4);
+    L->vbuf[y->id] = out;
+    LStep *st = new_step(L, BLOB_STEP_QUANTIZE);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.quantize = qp;
+    float_kernel(L, st, "quantize", plane,
+                 str_printf("bnn_quantize_image(item, j, (const float *)in, (unsigned *)out, %lld, %lld, %lld, %lld, "
+                            "%lld, %lld, %lld, %lld, %uu, %uu)",
+                            (long long)y->type.dim[1], (long long)qp.spatial, (long long)qp.bits, (long long)qp.ld,
+                            (long long)plane,
+                            (long long)qp.lo, (long long)qp.hi, (long long)qp.rounding, (unsigned)qp.scale_bits,
+                            (unsigned)qp.zeropt_bits));
+    return 0;
+}
+
+/* The arguments of the bit-plane kernels (qgemm, qconv): (A, W, rows, T, dir, Y), rows = the
+ * batch times rows_per_item, T and dir null for the i32 result. */
+static void add_planes_args(LStep *st, int64_t rows_per_item) {
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows_per_item);
+    for (int slot = BLOB_SLOT_P0; slot <= BLOB_SLOT_P1; slot++)
+        if (st->s.slot[slot].space != BLOB_SPACE_NONE)
+            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slot, 0);
+        else
+            blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
 }
 
 /* quant (f32 result) and quantize (codes as bit-planes): one quantize step. */
@@ -2145,6 +2333,8 @@ static int lower_quantize(Lower *L, const Node *n) {
     int64_t k = item_numel(&x->type);
     BlobQuantizeParams qp = {.rows = 1, .k = k, .lo = lo, .hi = hi, .rounding = rounding,
                              .scale_bits = sb, .zeropt_bits = zb, .dequant = n->op == OP_QUANT};
+    if (n->op == OP_QUANTIZE && is_image_codes(y))
+        return lower_quantize_image(L, n, qp);
     int out;
     if (n->op == OP_QUANTIZE) {
         if (codes_only_for_qdense(L, y))
@@ -2173,76 +2363,41 @@ static int lower_quantize(Lower *L, const Node *n) {
  * a one-level threshold to packed bits is its only reader, those bits directly (one plane). */
 static int lower_qdense(Lower *L, const Node *n) {
     const Value *x = n->in[0], *w = n->in[1], *y = n->out[0];
-    int64_t xb = code_planes(x);
+    int64_t xb = image_source(x) ? image_code_planes(image_source(x)) : code_planes(x);
     if (!xb || w->kind != VAL_CONST)
-        return unsupported(L, "a qdense over codes that are not a quantize or a thresholded "
-                              "qdense, or over computed weights");
+        return unsupported(L, "a qdense over codes that are not a quantize, a thresholded "
+                              "qdense or a flatten of a thresholded qconv2d, or over computed weights");
     int64_t K = x->type.dim[1], O = w->type.dim[0], ld = (K + 255) / 256 * 8;
+    if (image_source(x)) /* a flatten of image planes: each plane is one row of pixels x ldw words */
+        ld = blob_image_plane_words(spatial_of(&image_source(x)->type), image_ldw(image_source(x)->type.dim[1]));
     int64_t ldy = (O + 255) / 256 * 8;
     const int8_t *u = w->data;
-    int umin = 0, umax = 0;
-    bool bipolar = true;
-    for (int64_t i = 0; i < O * K; i++) {
-        umin = u[i] < umin ? u[i] : umin;
-        umax = u[i] > umax ? u[i] : umax;
-        bipolar = bipolar && (u[i] == 1 || u[i] == -1);
-    }
-    /* Weight planes: one +-1 plane, else two's complement (or unsigned) with enough bits. */
-    bool wsigned = !bipolar && umin < 0;
-    int64_t wb = bipolar ? 1 : wsigned ? 1 : bits_to_hold(umax);
-    while (wsigned && (umin < -(1ll << (wb - 1)) || umax > (1ll << (wb - 1)) - 1))
-        wb++;
+    bool wsigned, bipolar;
+    int64_t wb = weight_planes(u, O * K, &wsigned, &bipolar);
+    const Value *img = image_source(x);
     uint32_t *wp = xcalloc((size_t)(wb * O * ld), 4);
     for (int64_t q = 0; q < wb; q++)
         for (int64_t o = 0; o < O; o++)
             for (int64_t k = 0; k < K; k++) {
-                int bit = bipolar ? u[o * K + k] > 0 : ((uint8_t)u[o * K + k] >> q) & 1;
-                wp[(q * O + o) * ld + k / 32] |= (uint32_t)bit << (k % 32);
+                int64_t at = img ? flat_image_bit(img, k) : k;
+                wp[(q * O + o) * ld + at / 32] |= (uint32_t)weight_bit(u[o * K + k], q, bipolar) << (at % 32);
             }
     BlobQgemmParams qp = {.rows = 1, .n = O, .ld = ld, .xb = xb, .wb = wb, .wsigned = wsigned,
                           .bipolar = bipolar, .epi = 1};
-    const Value *t = NULL, *dir = NULL, *out_v = y;
-    Node *thr = only_user(L->g, y);
-    if (n->nin == 4) {
-        if (codes_only_for_qdense(L, y)) {
-            free(wp);
-            return -1;
-        }
-        t = n->in[2];
-        dir = n->in[3];
+    CodeEpilogue ce;
+    if (choose_code_epilogue(L, n, false, ldy, &ce)) {
+        free(wp);
+        return -1;
+    }
+    if (ce.t) {
         qp.epi = 2;
-        qp.levels = t->type.dim[1];
-        qp.yb = code_planes(y);
-    } else if (thr && thr->op == OP_THRESHOLD && thr->in[0] == y && thr->in[1]->kind == VAL_CONST &&
-               thr->in[1]->type.rank == 2 && (thr->nin < 3 || thr->in[2]->kind == VAL_CONST)) {
-        /* a multi-level threshold, the unfused form of qdense(x, w, t, dir) */
-        if (codes_only_for_qdense(L, thr->out[0])) {
-            free(wp);
-            return -1;
-        }
-        t = thr->in[1];
-        dir = thr->nin == 3 ? thr->in[2] : NULL;
-        out_v = thr->out[0];
-        qp.epi = 2;
-        qp.levels = t->type.dim[1];
-        qp.yb = code_planes(out_v);
-        L->done[node_index(L->g, thr)] = true;
-    } else if (thr && thr->op == OP_THRESHOLD && thr->in[0] == y && thr->in[1]->kind == VAL_CONST &&
-               thr->in[1]->type.rank == 1 && (thr->nin < 3 || thr->in[2]->kind == VAL_CONST) &&
-               packed_words(&thr->out[0]->type) == ldy && spatial_of(&thr->out[0]->type) == 1) {
-        /* bits = one plane of the one-level count: the packed b1 rows of the threshold */
-        t = thr->in[1];
-        dir = thr->nin == 3 ? thr->in[2] : NULL;
-        out_v = thr->out[0];
-        qp.epi = 2;
-        qp.levels = 1;
-        qp.yb = 1;
-        L->done[node_index(L->g, thr)] = true;
+        qp.levels = ce.levels;
+        qp.yb = ce.yb;
     }
     int out;
     if (qp.epi == 2) {
         out = new_buf(L, qp.yb * ldy * 4);
-        L->vbuf[out_v->id] = out;
+        L->vbuf[ce.out->id] = out;
     } else {
         out = def_buf(L, y);
     }
@@ -2250,19 +2405,7 @@ static int lower_qdense(Lower *L, const Node *n) {
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.slot[BLOB_SLOT_W] = put_weights(L, wp, (size_t)(wb * O * ld) * 4);
-    if (t) {
-        int64_t levels = qp.levels;
-        int32_t *tv = xmalloc((size_t)(O * levels) * 4), *dv = xmalloc((size_t)O * 4);
-        for (int64_t o = 0; o < O; o++) {
-            for (int64_t l = 0; l < levels; l++)
-                tv[o * levels + l] = (int32_t)const_at(t, t->type.dim[0] == 1 ? l : o * levels + l);
-            dv[o] = dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : o) < 0 ? -1 : 1;
-        }
-        st->s.slot[BLOB_SLOT_P0] = put_weights(L, tv, (size_t)(O * levels) * 4);
-        st->s.slot[BLOB_SLOT_P1] = put_weights(L, dv, (size_t)O * 4);
-        free(tv);
-        free(dv);
-    }
+    put_code_thresholds(L, st, &ce, O);
     st->s.qgemm = qp;
     free(wp);
     /* The GPU: bgemm_planes.cu, the batch items as its M rows (one row per item), one warp per
@@ -2272,21 +2415,98 @@ static int lower_qdense(Lower *L, const Node *n) {
     st->k.defines = str_printf("#define PL_NAME %s\n#define PL_N %lld\n#define PL_K %lld\n#define PL_XB %lld\n"
                                "#define PL_WB %lld\n#define PL_WSIGNED %d\n#define PL_WBIPOLAR %d\n"
                                "#define PL_EPI %lld\n#define PL_L %lld\n#define PL_YB %lld\n",
-                               st->k.name, (long long)O, (long long)K, (long long)xb, (long long)wb,
+                               st->k.name, (long long)O, (long long)(image_source(x) ? ld * 32 : K), (long long)xb, (long long)wb,
                                wsigned ? 1 : 0, bipolar ? 1 : 0, (long long)qp.epi,
                                (long long)(qp.epi == 2 ? qp.levels : 1), (long long)(qp.epi == 2 ? qp.yb : 1));
     BlobGridDim grid[3] = {{(uint32_t)((O + 31) / 32), 0, 1}, {0, 1, 16}, {1, 0, 1}};
     uint32_t block[3] = {32, 1, 1};
     blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, 1);
-    for (int slot = BLOB_SLOT_P0; slot <= BLOB_SLOT_P1; slot++)
-        if (st->s.slot[slot].space != BLOB_SPACE_NONE)
-            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slot, 0);
-        else
-            blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
+    add_planes_args(st, 1);
+    return 0;
+}
+
+/* qconv2d: one qconv step over image planes (docs/codegen.md). Weights [wb][O][krow]: per
+ * output channel the taps' ldw words one after the other (the implicit GEMM's K order), zero
+ * words up to krow, a multiple of 8. GPU: kernels/qconv.cu,
+ * output pixels of the batch as GEMM rows, one warp per 16 pixels x 32 channels; arguments
+ * (X, W, rows, T, dir, Y), T and dir null for the i32 result. */
+static int lower_qconv(Lower *L, const Node *n) {
+    const Value *x = n->in[0], *w = n->in[1], *y = n->out[0];
+    if (!is_image_codes(x) || w->kind != VAL_CONST)
+        return unsupported(L, "a qconv2d over codes that are not a quantize or a thresholded "
+                              "qconv2d (e.g. after a pool), or over computed weights");
+    if (attr_int(n, "groups", 1) != 1)
+        return unsupported(L, "a grouped qconv2d");
+    int64_t C = x->type.dim[1], H = x->type.dim[2], W = x->type.dim[3];
+    int64_t O = w->type.dim[0], KH = w->type.dim[2], KW = w->type.dim[3];
+    int64_t s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
+    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+    attr_ints(n, "strides", s, 2, 2, one2);
+    attr_ints(n, "dilations", d, 2, 2, one2);
+    attr_ints(n, "pads", p, 4, 4, zero4);
+    int64_t OH = y->type.dim[2], OW = y->type.dim[3], taps = KH * KW, ldw = image_ldw(C);
+    int64_t krow = (taps * ldw + 7) / 8 * 8, xb = image_code_planes(x);
+    BlobQconvParams qp = {.c = C, .h = H, .w = W, .o = O, .kh = KH, .kw = KW, .stride_h = s[0],
+                          .stride_w = s[1], .pad_top = p[0], .pad_left = p[1], .dil_h = d[0],
+                          .dil_w = d[1], .oh = OH, .ow = OW, .ldw = ldw, .xb = xb, .epi = 1,
+                          .pad_code = attr_int(n, "pad_code", 0)};
+    if (qp.pad_code < 0 || qp.pad_code >= (1ll << xb))
+        return fail_node(L, "pad_code %lld is not a %lld-bit code", (long long)qp.pad_code, (long long)xb);
+    const int8_t *u = w->data;
+    bool wsigned, bipolar;
+    qp.wb = weight_planes(u, O * C * taps, &wsigned, &bipolar);
+    qp.wsigned = wsigned;
+    qp.bipolar = bipolar;
+    CodeEpilogue ce;
+    if (choose_code_epilogue(L, n, true, 0, &ce))
+        return -1;
+    if (ce.t) {
+        qp.epi = 2;
+        qp.levels = ce.levels;
+        qp.yb = ce.yb;
+        /* the next codes' pixel words, or a b1 value's packed words (what a bconv reads) */
+        qp.ldy = ce.out->type.dtype == TY_B1 ? packed_words(&ce.out->type) : image_ldw(O);
+    }
+    size_t wwords = (size_t)(qp.wb * O * krow);
+    uint32_t *wp = xcalloc(wwords, 4);
+    for (int64_t q = 0; q < qp.wb; q++)
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t tap = 0; tap < taps; tap++)
+                    wp[(q * O + o) * krow + tap * ldw + c / 32] |=
+                        (uint32_t)weight_bit(u[(o * C + c) * taps + tap], q, bipolar) << (c % 32);
+    int out;
+    if (qp.epi == 2) {
+        out = new_buf(L, qp.yb * blob_image_plane_words(OH * OW, qp.ldy) * 4);
+        L->vbuf[ce.out->id] = out;
+    } else {
+        out = def_buf(L, y);
+    }
+    LStep *st = new_step(L, BLOB_STEP_QCONV);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.slot[BLOB_SLOT_W] = put_weights(L, wp, wwords * 4);
+    free(wp);
+    put_code_thresholds(L, st, &ce, O);
+    st->s.qconv = qp;
+    name_kernel(L, st, "qconv");
+    st->k.family = KERNEL_QCONV;
+    st->k.defines = str_printf(
+        "#define QC_NAME %s\n#define QC_C %lld\n#define QC_H %lld\n#define QC_W %lld\n#define QC_O %lld\n"
+        "#define QC_KH %lld\n#define QC_KW %lld\n#define QC_SH %lld\n#define QC_SW %lld\n#define QC_PT %lld\n"
+        "#define QC_PL %lld\n#define QC_DH %lld\n#define QC_DW %lld\n#define QC_OH %lld\n#define QC_OW %lld\n"
+        "#define QC_XB %lld\n#define QC_WB %lld\n#define QC_WSIGNED %d\n#define QC_WBIPOLAR %d\n"
+        "#define QC_PAD_CODE %lld\n#define QC_EPI %lld\n#define QC_L %lld\n#define QC_YB %lld\n"
+        "#define QC_LDW %lld\n#define QC_LDY %lld\n",
+        st->k.name, (long long)C, (long long)H, (long long)W, (long long)O, (long long)KH, (long long)KW,
+        (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1], (long long)d[0], (long long)d[1],
+        (long long)OH, (long long)OW, (long long)xb, (long long)qp.wb, wsigned ? 1 : 0, bipolar ? 1 : 0,
+        (long long)qp.pad_code, (long long)qp.epi, (long long)(qp.epi == 2 ? qp.levels : 1),
+        (long long)(qp.epi == 2 ? qp.yb : 1), (long long)ldw, (long long)(qp.epi == 2 ? qp.ldy : 1));
+    BlobGridDim grid[3] = {{(uint32_t)((O + 31) / 32), 0, 1}, {0, (uint32_t)(OH * OW), 16}, {1, 0, 1}};
+    uint32_t block[3] = {32, 1, 1};
+    blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
+    add_planes_args(st, OH * OW);
     return 0;
 }
 
@@ -2326,6 +2546,7 @@ static int lower_node(Lower *L, const Node *n) {
     case OP_QUANT:
     case OP_QUANTIZE: return lower_quantize(L, n);
     case OP_QDENSE: return lower_qdense(L, n);
+    case OP_QCONV2D: return lower_qconv(L, n);
     default: return unsupported_op(L);
     }
 }

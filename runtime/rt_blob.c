@@ -496,6 +496,12 @@ static bnn_status check_none(const StepCheck *c, int from, int to) {
     return BNN_STATUS_OK;
 }
 
+/* Words per pixel of image planes for n channels: 1, 2, 4 or a multiple of 8, enough for n. */
+static bool image_words_ok(int64_t words, int64_t n) {
+    return words >= (int64_t)words_for(n) && words <= MAX_DIM &&
+           (words == 1 || words == 2 || words == 4 || words % 8 == 0);
+}
+
 /* quantize (kind 18): f32 [rows][k] to bit-planes [rows][bits][ld], or to f32 (dequant). */
 static bnn_status check_quantize(const StepCheck *c) {
     const BlobQuantizeParams *p = &c->s->quantize;
@@ -506,14 +512,62 @@ static bnn_status check_quantize(const StepCheck *c) {
         return bad_step(c, "bad shape, range [%lld, %lld] or rounding %lld", (long long)p->lo,
                         (long long)p->hi, (long long)p->rounding);
     if (planes && (p->bits < 1 || p->bits > 24 || p->hi - p->lo >= (1ll << p->bits) ||
-                   p->ld > MAX_DIM || p->ld < (int64_t)words_for(p->k)))
+                   p->ld > MAX_DIM || (!p->spatial && p->ld < (int64_t)words_for(p->k))))
         return bad_step(c, "bad planes: %lld bits, ld %lld", (long long)p->bits, (long long)p->ld);
     uint64_t in, out;
+    if (p->spatial) { /* image planes: [bits][spatial][ld], ld words per pixel */
+        if (!dim_ok(p->spatial) || p->rows != 1 || !planes || p->k % p->spatial ||
+            !image_words_ok(p->ld, p->k / p->spatial) || !mul3_ok((uint64_t)p->k, 4, 1, &in) ||
+            !mul3_ok((uint64_t)p->spatial, (uint64_t)p->ld, 1, &out) || out > (uint64_t)MAX_DIM * MAX_DIM ||
+            !mul3_ok((uint64_t)blob_image_plane_words(p->spatial, p->ld), (uint64_t)p->bits, 4, &out))
+            return bad_step(c, "bad image planes: k %lld, spatial %lld, ld %lld", (long long)p->k,
+                            (long long)p->spatial, (long long)p->ld);
+        TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+        return check_simple(c, in, out, false);
+    }
     if (!mul3_ok((uint64_t)p->rows, (uint64_t)p->k, 4, &in) ||
         !mul3_ok((uint64_t)p->rows, planes ? (uint64_t)(p->bits * p->ld) : (uint64_t)p->k, 4, &out))
         return bad_step(c, "operands too large");
     TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
     return check_simple(c, in, out, false);
+}
+
+/* qconv (kind 20): bit-plane implicit-GEMM convolution, docs/blob-format.md. Every tap
+ * outside the image reads pad_code, so any output extent is memory-safe. */
+static bnn_status check_qconv(const StepCheck *c) {
+    const BlobQconvParams *p = &c->s->qconv;
+    if (!dim_ok(p->c) || !dim_ok(p->h) || !dim_ok(p->w) || !dim_ok(p->o) || !dim_ok(p->kh) ||
+        !dim_ok(p->kw) || !dim_ok(p->stride_h) || !dim_ok(p->stride_w) || !dim_ok(p->dil_h) ||
+        !dim_ok(p->dil_w) || !pad_ok(p->pad_top) || !pad_ok(p->pad_left) || !dim_ok(p->oh) ||
+        !dim_ok(p->ow) || !image_words_ok(p->ldw, p->c) ||
+        (p->epi == 2 ? !image_words_ok(p->ldy, p->o) : p->ldy != 0) ||
+        p->xb < 1 || p->xb > 16 || p->wb < 1 || p->wb > 16 || (p->wsigned & ~1ll) ||
+        (p->bipolar & ~1ll) || (p->bipolar && p->wb != 1) || p->epi < 1 || p->epi > 2 ||
+        (p->epi == 2 && (p->levels < 1 || p->levels > MAX_DIM || p->yb < 1 || p->yb > 16 ||
+                         p->levels >= (1ll << p->yb))) ||
+        p->pad_code < 0 || p->pad_code >= (1ll << p->xb))
+        return bad_step(c, "bad shape, planes, pad code or epilogue (c %lld o %lld ldw %lld xb "
+                           "%lld wb %lld epi %lld)", (long long)p->c, (long long)p->o,
+                        (long long)p->ldw, (long long)p->xb, (long long)p->wb, (long long)p->epi);
+    /* dims are at most 2^24 each: products of two fit in 64 bits before the rounding */
+    uint64_t in, w, out, t, cells = (uint64_t)p->oh * (uint64_t)p->ow, pixels = (uint64_t)p->h * (uint64_t)p->w;
+    uint64_t krow;
+    if (!mul3_ok((uint64_t)p->kh, (uint64_t)p->kw, (uint64_t)p->ldw, &krow) || krow > (uint64_t)MAX_DIM * MAX_DIM ||
+        !mul3_ok(pixels, (uint64_t)p->ldw, 1, &in) || in > (uint64_t)MAX_DIM * MAX_DIM ||
+        !mul3_ok((in + 7) / 8 * 8, (uint64_t)p->xb, 4, &in) || !mul3_ok(cells, (uint64_t)p->ldy, 1, &out) ||
+        out > (uint64_t)MAX_DIM * MAX_DIM ||
+        !mul3_ok((uint64_t)(p->wb * p->o), (krow + 7) / 8 * 8, 4, &w) ||
+        !mul3_ok(p->epi == 2 ? (out + 7) / 8 * 8 : cells, p->epi == 2 ? (uint64_t)p->yb : (uint64_t)p->o, 4, &out) ||
+        !mul3_ok((uint64_t)p->o, p->epi == 1 ? 0 : (uint64_t)p->levels, 4, &t))
+        return bad_step(c, "operands too large");
+    TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
+    TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
+    TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
+    TRY(want_slot(c, BLOB_SLOT_P0, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS, t, false));
+    TRY(want_slot(c, BLOB_SLOT_P1, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 4,
+                  false));
+    TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
+    return check_overlap(c, false);
 }
 
 /* qgemm (kind 19): bit-plane GEMM, docs/blob-format.md. */
@@ -571,6 +625,7 @@ static bnn_status check_kind(const StepCheck *c) {
     case BLOB_STEP_BCONV: return check_bconv(c);
     case BLOB_STEP_QUANTIZE: return check_quantize(c);
     case BLOB_STEP_QGEMM: return check_qgemm(c);
+    case BLOB_STEP_QCONV: return check_qconv(c);
     case BLOB_STEP_DENSE: {
         const BlobDenseParams *p = &s->dense;
         uint64_t w, out;

@@ -499,9 +499,37 @@ static float round_mode(float v, int64_t mode) {
     }
 }
 
+/* The level index of one element, as the interpreter's quantize computes it. */
+static uint32_t quantize_code(const BlobQuantizeParams *p, float x, float scale, float zeropt) {
+    float q = round_mode(x / scale + zeropt, p->rounding);
+    q = q < (float)p->lo ? (float)p->lo : q > (float)p->hi ? (float)p->hi : q;
+    return isnan(q) ? 0u : (uint32_t)(int64_t)(q - (float)p->lo);
+}
+
+/* quantize to image planes: an NCHW item to [bits][spatial][ld] (the qconv operand). */
+static void run_quantize_image(const Ctx *c, float scale, float zeropt) {
+    const BlobQuantizeParams *p = &c->s->quantize;
+    int64_t S = p->spatial, C = p->k / S, plane = blob_image_plane_words(S, p->ld);
+    for (int64_t item = 0; item < c->batch; item++) {
+        const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        uint32_t *out = slot_ptr(c, BLOB_SLOT_OUT, item);
+        memset(out, 0, (size_t)(p->bits * plane) * 4);
+        for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t s = 0; s < S; s++) {
+                uint32_t n = quantize_code(p, x[ch * S + s], scale, zeropt);
+                for (int64_t b = 0; b < p->bits; b++)
+                    out[b * plane + s * p->ld + ch / 32] |= ((n >> b) & 1u) << (ch % 32);
+            }
+    }
+}
+
 static void run_quantize(const Ctx *c) {
     const BlobQuantizeParams *p = &c->s->quantize;
     float scale = bits_to_float(p->scale_bits), zeropt = bits_to_float(p->zeropt_bits);
+    if (p->spatial) {
+        run_quantize_image(c, scale, zeropt);
+        return;
+    }
     for (int64_t item = 0; item < c->batch; item++) {
         const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
         uint32_t *out = slot_ptr(c, BLOB_SLOT_OUT, item);
@@ -547,6 +575,72 @@ static void run_qgemm(const Ctx *c) {
     }
 }
 
+/* Word wi of plane b of a padded tap: pad_code's bit b in every real channel (c channels). */
+static uint32_t pad_word(int64_t pad_code, int64_t b, int64_t c, int64_t wi) {
+    int64_t bits = c - 32 * wi;
+    uint32_t real = bits >= 32 ? 0xffffffffu : bits <= 0 ? 0u : (1u << bits) - 1u;
+    return (pad_code >> b) & 1 ? real : 0u;
+}
+
+/* One output of qconv: the qgemm algebra (rt_cpu_qgemm_planes) over the taps of pixel
+ * (oy, ox), a tap outside the image reading pad_code's planes. */
+static int64_t qconv_acc(const BlobQconvParams *p, const uint32_t *x, const uint32_t *w, int64_t o,
+                         int64_t oy, int64_t ox) {
+    int64_t taps = p->kh * p->kw, v = 0, krow = (taps * p->ldw + 7) / 8 * 8;
+    int64_t plane = blob_image_plane_words(p->h * p->w, p->ldw);
+    for (int64_t kh = 0; kh < p->kh; kh++)
+        for (int64_t kw = 0; kw < p->kw; kw++) {
+            int64_t ih = oy * p->stride_h + kh * p->dil_h - p->pad_top;
+            int64_t iw = ox * p->stride_w + kw * p->dil_w - p->pad_left;
+            bool inside = ih >= 0 && ih < p->h && iw >= 0 && iw < p->w;
+            int64_t tap = kh * p->kw + kw;
+            for (int64_t b = 0; b < p->xb; b++) {
+                const uint32_t *a = inside ? x + b * plane + (ih * p->w + iw) * p->ldw : NULL;
+                for (int64_t q = 0; q < p->wb; q++) {
+                    const uint32_t *wq = w + (q * p->o + o) * krow + tap * p->ldw;
+                    int64_t d = 0;
+                    for (int64_t wi = 0; wi < p->ldw; wi++) {
+                        uint32_t aw = inside ? a[wi] : pad_word(p->pad_code, b, p->c, wi);
+                        d += p->bipolar ? 2 * __builtin_popcount(aw & wq[wi]) - __builtin_popcount(aw)
+                                        : __builtin_popcount(aw & wq[wi]);
+                    }
+                    d *= (int64_t)1 << (b + q); /* d < 0 for bipolar planes: no shift of it */
+                    v += p->wsigned && !p->bipolar && q == p->wb - 1 ? -d : d;
+                }
+            }
+        }
+    return v;
+}
+
+/* qconv: the exact accumulator per output, then the i32 (NCHW) or the level counts as image
+ * planes. */
+static void run_qconv(const Ctx *c) {
+    const BlobQconvParams *p = &c->s->qconv;
+    const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
+    const int32_t *t = slot_ptr(c, BLOB_SLOT_P0, 0), *dir = slot_ptr(c, BLOB_SLOT_P1, 0);
+    int64_t cells = p->oh * p->ow, plane = blob_image_plane_words(cells, p->ldy);
+    for (int64_t item = 0; item < c->batch; item++) {
+        const uint32_t *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        void *out = slot_ptr(c, BLOB_SLOT_OUT, item);
+        if (p->epi == 2)
+            memset(out, 0, (size_t)(p->yb * plane) * 4);
+        for (int64_t cell = 0; cell < cells; cell++)
+            for (int64_t o = 0; o < p->o; o++) {
+                int64_t v = qconv_acc(p, x, w, o, cell / p->ow, cell % p->ow);
+                if (p->epi == 1) {
+                    ((int32_t *)out)[o * cells + cell] = (int32_t)v;
+                    continue;
+                }
+                int32_t count = 0;
+                for (int64_t l = 0; l < p->levels; l++)
+                    count += dir[o] < 0 ? v <= t[o * p->levels + l] : v >= t[o * p->levels + l];
+                for (int64_t b = 0; b < p->yb; b++)
+                    if ((count >> b) & 1)
+                        ((uint32_t *)out)[b * plane + cell * p->ldy + o / 32] |= 1u << (o % 32);
+            }
+    }
+}
+
 void rt_cpu_run_step(const bnn_model *m, const BlobStep *s, unsigned char *arena, int batch) {
     Ctx c = {m, s, arena, batch};
     switch (s->kind) {
@@ -574,5 +668,6 @@ void rt_cpu_run_step(const bnn_model *m, const BlobStep *s, unsigned char *arena
     case BLOB_STEP_KERNEL: break; /* GPU only */
     case BLOB_STEP_QUANTIZE: run_quantize(&c); break;
     case BLOB_STEP_QGEMM: run_qgemm(&c); break;
+    case BLOB_STEP_QCONV: run_qconv(&c); break;
     }
 }

@@ -13,6 +13,8 @@ extern const char bnn_float_ops_cu[]; /* embedded kernels/float_ops.cu (embed.py
 extern const size_t bnn_float_ops_cu_len;
 extern const char bnn_bgemm_planes_cu[]; /* embedded kernels/bgemm_planes.cu (the qgemm step) */
 extern const size_t bnn_bgemm_planes_cu_len;
+extern const char bnn_qconv_cu[]; /* embedded kernels/qconv.cu (the qconv step) */
+extern const size_t bnn_qconv_cu_len;
 extern const char bnn_mlp_fused_cu[]; /* embedded kernels/mlp_fused.cu (fused binary MLPs) */
 extern const size_t bnn_mlp_fused_cu_len;
 
@@ -150,6 +152,10 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
         case KERNEL_PLANES:
             buf_puts(&b, s->defines);
             buf_put(&b, bnn_bgemm_planes_cu, bnn_bgemm_planes_cu_len);
+            break;
+        case KERNEL_QCONV:
+            buf_puts(&b, s->defines);
+            buf_put(&b, bnn_qconv_cu, bnn_qconv_cu_len);
             break;
         case KERNEL_FLOAT: {
             char count[32];

@@ -18,73 +18,10 @@
 
 /* ---------------------------------------------------------------- the warp emulator */
 
-typedef struct EmuDim {
-    unsigned x, y, z;
-} EmuDim;
-static _Thread_local EmuDim threadIdx;
-static EmuDim blockIdx;
-static pthread_barrier_t warp_bar;
-static unsigned emu_u[32];
-static int emu_i[32];
-static unsigned emu_frag[32][6]; /* a0..a3, b0, b1 of each lane */
-
-#define __global__
-#define __launch_bounds__(n)
-#define __restrict__ restrict
-#define __shared__ static
+#include "warp_emu.h"
 #define BNN_PL_LINKAGE static
-#define BNN_PLANES_ONCE /* bnn_pl_mma below instead of the PTX */
-#define __popc(x) __builtin_popcount(x)
-
-static void emu_sync(void) { pthread_barrier_wait(&warp_bar); }
-#define __syncwarp() emu_sync()
-
-static unsigned __ballot_sync(unsigned mask, int pred) {
-    (void)mask;
-    emu_u[threadIdx.x] = pred != 0;
-    emu_sync();
-    unsigned w = 0;
-    for (int l = 0; l < 32; l++)
-        w |= emu_u[l] << l;
-    emu_sync();
-    return w;
-}
-
-static int __shfl_xor_sync(unsigned mask, int v, int o) {
-    (void)mask;
-    emu_i[threadIdx.x] = v;
-    emu_sync();
-    int r = emu_i[threadIdx.x ^ (unsigned)o];
-    emu_sync();
-    return r;
-}
-
-/* D[16][8] += popc(A AND B) over 256 bits. Lane 4g+t holds a0 = A[g][t], a1 = A[g+8][t],
- * a2 = A[g][4+t], a3 = A[g+8][4+t], b0 = B[g][t], b1 = B[g][4+t] (words of the k256 slice) and
- * d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1]. */
-static void bnn_pl_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
-                       unsigned b1) {
-    unsigned lane = threadIdx.x;
-    unsigned f[6] = {a0, a1, a2, a3, b0, b1};
-    memcpy(emu_frag[lane], f, sizeof f);
-    emu_sync();
-    unsigned A[16][8], B[8][8];
-    for (int l = 0; l < 32; l++) {
-        int g = l >> 2, t = l & 3;
-        A[g][t] = emu_frag[l][0];
-        A[g + 8][t] = emu_frag[l][1];
-        A[g][4 + t] = emu_frag[l][2];
-        A[g + 8][4 + t] = emu_frag[l][3];
-        B[g][t] = emu_frag[l][4];
-        B[g][4 + t] = emu_frag[l][5];
-    }
-    emu_sync();
-    int g = (int)lane >> 2, t = (int)lane & 3;
-    int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
-    for (int i = 0; i < 4; i++)
-        for (int w = 0; w < 8; w++)
-            d[i] += __builtin_popcount(A[rows[i]][w] & B[cols[i]][w]);
-}
+#define BNN_PLANES_ONCE /* the emulator's MMA instead of the PTX */
+#define bnn_pl_mma emu_mma
 
 /* ---------------------------------------------------------------- the kernels */
 
@@ -136,11 +73,9 @@ static void bnn_pl_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
 #define PL_YB 3
 #include "../../codegen/cuda/kernels/bgemm_planes.cu"
 
-typedef void (*KernelFn)(const unsigned *, const unsigned *, int, const int *, const int *,
-                         void *);
 
 typedef struct Spec {
-    KernelFn fn;
+    EmuKernel fn;
     const char *name;
     int n, k, xb, wb, wsigned, bipolar, epi, l, yb;
 } Spec;
@@ -152,41 +87,6 @@ static const Spec specs[] = {
     {emu_w1s_a3_i32, "signed w1 (0/-1) a3, int32", 9, 3, 3, 1, 1, 0, 1, 1, 1},
     {emu_u2a5, "unsigned w2 a5, planes out", 40, 257, 5, 2, 0, 0, 2, 7, 3},
 };
-
-typedef struct Launch {
-    KernelFn fn;
-    const unsigned *A, *W;
-    int M;
-    const int *T;
-    const int *dir;
-    void *Y;
-    unsigned lane;
-} Launch;
-
-static void *run_lane(void *arg) {
-    Launch *l = arg;
-    threadIdx.x = l->lane;
-    l->fn(l->A, l->W, l->M, l->T, l->dir, l->Y);
-    return NULL;
-}
-
-/* One launch: grid (ceil(N/32), ceil(M/16)), 32 threads, blocks one after another. */
-static void launch(const Spec *s, const unsigned *A, const unsigned *W, int M, const int *T,
-                   const int *dir, void *Y) {
-    for (unsigned by = 0; by < (unsigned)(M + 15) / 16; by++)
-        for (unsigned bx = 0; bx < (unsigned)(s->n + 31) / 32; bx++) {
-            blockIdx.x = bx;
-            blockIdx.y = by;
-            pthread_t th[32];
-            Launch ls[32];
-            for (unsigned l = 0; l < 32; l++) {
-                ls[l] = (Launch){s->fn, A, W, M, T, dir, Y, l};
-                pthread_create(&th[l], NULL, run_lane, &ls[l]);
-            }
-            for (int l = 0; l < 32; l++)
-                pthread_join(th[l], NULL);
-        }
-}
 
 static uint32_t rng_state = 4242;
 static int rnd(int lo, int hi) {
@@ -239,7 +139,7 @@ static void check_spec(const Spec *s, int M) {
         rt_cpu_qgemm_planes(A, W, M, N, ld, s->xb, s->wb, s->wsigned, s->bipolar, NULL, t, dir,
                             s->l, s->yb, want);
     memset(got, 0xa5, words * 4);
-    launch(s, A, W, M, t, dir, got);
+    emu_launch(s->fn, (unsigned)(s->n + 31) / 32, (unsigned)(M + 15) / 16, A, W, M, t, dir, got);
     size_t bad = 0;
     for (size_t i = 0; i < words; i++)
         bad += got[i] != want[i];

@@ -1,6 +1,7 @@
-/* test_planes_nvrtc: bgemm_planes.cu (the bit-plane GEMM of qdense) compiles through NVRTC
- * without a GPU for sm_90a and sm_80: signed, unsigned and bipolar weight planes, the int32 and
- * the multi-level threshold epilogues, odd shapes, several specializations in one program. The
+/* test_planes_nvrtc: bgemm_planes.cu (the bit-plane GEMM of qdense) and qconv.cu (its
+ * convolution, after common.cu) compile through NVRTC without a GPU for sm_90a and sm_80:
+ * signed, unsigned and bipolar weight planes, the int32 and the multi-level threshold
+ * epilogues, odd shapes, pad codes, several specializations in one program. The
  * PTX must hold the AND-popc m16n8k256 mma.sync and no XOR-popc. Exit 77 (skipped) when
  * libnvrtc is not installed, unless BNN_REQUIRE_NVRTC=1. */
 #include <stdlib.h>
@@ -12,6 +13,8 @@
 #include "util.h"
 
 extern const char bnn_bgemm_planes_cu[]; /* embedded by codegen/cuda/embed.py */
+extern const char bnn_qconv_cu[];
+extern const char bnn_common_cu[];
 
 static const struct {
     int n, k, xb, wb, wsigned, bipolar, epi, l, yb;
@@ -21,6 +24,16 @@ static const struct {
     {10, 64, 2, 2, 1, 0, 1, 1, 1},    /* an output layer: int32 */
     {257, 1000, 8, 8, 1, 0, 2, 255, 8}, /* w8a8, odd N */
     {33, 3, 3, 3, 0, 0, 1, 1, 1},     /* unsigned weights, K < 256 */
+};
+
+/* qconv.cu: c, h, w, o, k (square), stride, pad, xb, wb, wsigned, bipolar, pad code, epi, l, yb,
+ * words a pixel in and out */
+static const struct {
+    int c, h, w, o, k, s, p, xb, wb, wsigned, bipolar, pad_code, epi, l, yb, ldw, ldy;
+} convs[] = {
+    {3, 32, 32, 64, 3, 1, 1, 2, 2, 1, 0, 0, 2, 3, 2, 1, 2},     /* w2a2 first layer */
+    {65, 16, 16, 130, 3, 2, 1, 3, 1, 1, 1, 4, 2, 7, 3, 4, 8}, /* bipolar w1a3, stride 2, pad code 4 */
+    {300, 7, 7, 10, 1, 1, 0, 2, 3, 0, 0, 0, 1, 1, 1, 16, 1},  /* unsigned w3, int32 out */
 };
 
 static int count_str(const char *hay, const char *needle) {
@@ -37,7 +50,24 @@ int main(void) {
         return req && !strcmp(req, "1") ? 1 : 77;
     }
     Buf b = {0};
-    int nk = (int)(sizeof specs / sizeof specs[0]);
+    buf_puts(&b, bnn_common_cu);
+    int nk = (int)(sizeof specs / sizeof specs[0]), nc = (int)(sizeof convs / sizeof convs[0]);
+    for (int i = 0; i < nc; i++) {
+        int out = (convs[i].h + 2 * convs[i].p - convs[i].k) / convs[i].s + 1;
+        buf_printf(&b,
+                   "#define QC_NAME qconv_%d\n#define QC_C %d\n#define QC_H %d\n#define QC_W %d\n"
+                   "#define QC_O %d\n#define QC_KH %d\n#define QC_KW %d\n#define QC_SH %d\n"
+                   "#define QC_SW %d\n#define QC_PT %d\n#define QC_PL %d\n#define QC_OH %d\n"
+                   "#define QC_OW %d\n#define QC_XB %d\n#define QC_WB %d\n#define QC_WSIGNED %d\n"
+                   "#define QC_WBIPOLAR %d\n#define QC_PAD_CODE %d\n#define QC_EPI %d\n#define QC_L %d\n"
+                   "#define QC_YB %d\n#define QC_LDW %d\n#define QC_LDY %d\n",
+                   i, convs[i].c, convs[i].h, convs[i].w, convs[i].o, convs[i].k, convs[i].k, convs[i].s,
+                   convs[i].s, convs[i].p, convs[i].p, out, out, convs[i].xb, convs[i].wb, convs[i].wsigned,
+                   convs[i].bipolar, convs[i].pad_code, convs[i].epi, convs[i].l, convs[i].yb, convs[i].ldw,
+                   convs[i].ldy);
+        buf_puts(&b, bnn_qconv_cu);
+        buf_puts(&b, "\n");
+    }
     for (int i = 0; i < nk; i++) {
         buf_printf(&b,
                    "#define PL_NAME planes_%d\n#define PL_N %d\n#define PL_K %d\n#define PL_XB %d\n"
@@ -59,9 +89,9 @@ int main(void) {
         CHECK_MSG(strstr(out.ptx, "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc"),
                   "%s: no AND-popc mma.sync in the PTX", archs[a]);
         CHECK_MSG(!strstr(out.ptx, "xor.popc"), "%s: XOR-popc in the PTX", archs[a]);
-        CHECK_MSG(count_str(out.ptx, ".entry") == nk, "%s: %d entries", archs[a],
-                  count_str(out.ptx, ".entry"));
-        printf("%s: %d kernels, CUBIN %zu bytes, %d AND-popc MMAs in the PTX\n", archs[a], nk,
+        CHECK_MSG(count_str(out.ptx, ".entry planes_") == nk && count_str(out.ptx, ".entry qconv_") == nc,
+                  "%s: %d entries", archs[a], count_str(out.ptx, ".entry"));
+        printf("%s: %d kernels, CUBIN %zu bytes, %d AND-popc MMAs in the PTX\n", archs[a], nk + nc,
                out.cubin_size, count_str(out.ptx, ".and.popc"));
         nvrtc_output_free(&out);
     }

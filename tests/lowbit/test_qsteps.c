@@ -162,7 +162,7 @@ static void check_chain(int trial) {
     s1.slot[BLOB_SLOT_IN] = ARENA(o_x, sz_x);
     s1.slot[BLOB_SLOT_OUT] = ARENA(o_p1, sz_p1);
     s1.quantize =
-        (BlobQuantizeParams){1, K, ld1, xb, lo, hi, mode, float_bits(scale), float_bits(zp), 0};
+        (BlobQuantizeParams){1, K, ld1, xb, lo, hi, mode, float_bits(scale), float_bits(zp), 0, 0};
     memset(&s2, 0, sizeof s2);
     s2.kind = BLOB_STEP_QGEMM;
     s2.slot[BLOB_SLOT_IN] = ARENA(o_p1, sz_p1);

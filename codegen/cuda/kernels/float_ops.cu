@@ -219,6 +219,26 @@ __device__ __forceinline__ void bnn_quantize(bnn_i64 item, int j, const float *x
     for (int b = 0; b < bits; ++b) y[(bnn_i64)b * ld + j] = word[b];
 }
 
+// quantize of an NCHW item (C channels x S pixels) into image planes, `plane` words each ([S][ld]
+// then zero words: the qconv operand, channel c of pixel s at bit c%32 of word c/32): thread j
+// makes word j of every plane (word j%ld of pixel j/ld, or a tail word).
+__device__ __forceinline__ void bnn_quantize_image(bnn_i64 item, int j, const float *x, unsigned *out, int C, int S,
+                                                   int bits, int ld, int plane, int lo, int hi, int rounding,
+                                                   unsigned scale_bits, unsigned zeropt_bits) {
+    const float scale = __int_as_float((int)scale_bits), zeropt = __int_as_float((int)zeropt_bits);
+    const int s = j / ld, wi = j % ld;
+    x += item * C * S;
+    unsigned word[24];
+    for (int b = 0; b < bits; ++b) word[b] = 0u;
+    for (int i = 0; i < 32 && s < S && wi * 32 + i < C; ++i) {
+        const float q = bnn_quantize_one(x, (wi * 32 + i) * S + s, scale, zeropt, lo, hi, rounding);
+        const unsigned n = q != q ? 0u : (unsigned)(bnn_i64)__fsub_rn(q, (float)lo);
+        for (int b = 0; b < bits; ++b) word[b] |= ((n >> b) & 1u) << i;
+    }
+    unsigned *y = out + item * bits * plane;
+    for (int b = 0; b < bits; ++b) y[(bnn_i64)b * plane + j] = word[b];
+}
+
 // ---------------------------------------------------------------- tiled float conv2d and dense
 // The fast forms of the conv2d and dense steps (docs/kernels.md "Float kernels"): a block
 // computes a tile of outputs from operands staged in shared memory, each thread several
