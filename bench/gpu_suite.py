@@ -64,7 +64,7 @@ def main():
             cmd = ["compute-sanitizer", "--tool", a.sanitize, "--error-exitcode", "3"] + cmd
         t0 = time.time()
         try:
-            p = subprocess.run(cmd, cwd=remap(t.get("workdir") or build), env=env,
+            p = subprocess.run(cmd, cwd=remap(t["workdir"]) if t.get("workdir") else build, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                timeout=t.get("timeout", 600))
             rc, out = p.returncode, p.stdout
@@ -73,7 +73,10 @@ def main():
         dt = time.time() - t0
         verdict = "ok" if rc == 0 else "skipped" if rc == 77 else "FAILED"
         print(f"--- {t['name']}: {verdict} (exit {rc}, {dt:.1f} s)")
-        print("\n".join(out.splitlines()[-25:]))
+        lines = out.splitlines()
+        if verdict == "FAILED":  # its failure lines first, wherever they are in a long output
+            print("\n".join(l for l in lines[:-25] if "FAIL" in l or "error" in l.lower()))
+        print("\n".join(lines[-25:]))
         results.append((t["name"], verdict, dt))
 
     print("\n| test | result | seconds |\n|---|---|---|")
