@@ -468,7 +468,13 @@ def torch_models(tmp):
             continue
         p = run([py, script, tmp])
         if p.returncode == 0:
-            return [os.path.join(tmp, "vggish.onnx"), os.path.join(tmp, "birealish.onnx")]
+            # Renamed: the saved 2.11 exports in tests/onnx/torch2 have the same file names, and
+            # jobs of one name would share their temporary files.
+            paths = []
+            for m in ("vggish", "birealish"):
+                paths.append(os.path.join(tmp, f"exported_{m}.onnx"))
+                os.rename(os.path.join(tmp, f"{m}.onnx"), paths[-1])
+            return paths
         if p.returncode != 77:
             fail(f"export_torch.py: {p.stderr.strip()[-500:]}")
             return []
