@@ -30,6 +30,9 @@ import time
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import time_ms  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KDIR = os.path.join(ROOT, 'codegen', 'cuda', 'kernels')
 EPI_I32, EPI_THRESHOLD = 1, 2
@@ -283,39 +286,6 @@ class Operands:
 
 
 # ---------------------------------------------------------------- timing
-
-
-def _events(fn):
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    fn()
-    e1.record()
-    e1.synchronize()
-    return e0.elapsed_time(e1)
-
-
-def time_ms(fn, reps, warm=3):
-    """Milliseconds per call: `inner` calls captured back to back in one CUDA graph (so host
-    launch costs, ~20 us through ctypes, do not hide short kernels), the graph replayed `reps`
-    times with device events around each replay; the median replay over `inner`."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up off the default stream, as graph capture wants
-        for _ in range(warm):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    one = _events(fn)
-    inner = max(1, min(50, int(1.0 / max(one, 1e-3)) + 1))
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(inner):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    ts = sorted(_events(g.replay) / inner for _ in range(reps))
-    del g
-    return ts[len(ts) // 2]
 
 
 def main():

@@ -5,34 +5,17 @@
 
 Times PyTorch fp16 `matmul` and int8 `torch._int_mm` on random square matrices, B given as
 the transpose of a row-major [N, K] tensor (column-major, as bgemm_bench.py does: cuBLASLt's
-int8 kernels want that form, a row-major B runs several times slower): median of 20 replays of
-a CUDA graph of 5 back-to-back calls after warm-up, one line per (size, kind): ms per call and
-POPS = 2*n^3 / time."""
+int8 kernels want that form, a row-major B runs several times slower), with the benchmarks'
+timer (timing.py: calls captured back to back in a CUDA graph, the median of 20 replays), one line per
+(size, kind): ms per call and POPS = 2*n^3 / time."""
 import argparse
-import statistics
+import os
+import sys
 
 import torch
 
-
-def time_graph(fn, reps=20, inner=5):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        with torch.cuda.graph(g):
-            for _ in range(inner):
-                fn()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) / inner)
-    return statistics.median(times)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import time_ms  # noqa: E402
 
 
 def main():
@@ -44,11 +27,11 @@ def main():
         ops = 2.0 * n * n * n
         x = torch.randn(n, n, device="cuda", dtype=torch.float16)
         y = torch.randn(n, n, device="cuda", dtype=torch.float16).t()
-        ms = time_graph(lambda: torch.matmul(x, y))
+        ms = time_ms(lambda: torch.matmul(x, y), 20)
         print(f"peer {n}^3 torch fp16 matmul {ms:8.3f} ms {ops / (ms * 1e-3) / 1e15:6.2f} POPS")
         xi = torch.randint(-128, 127, (n, n), device="cuda", dtype=torch.int8)
         yi = torch.randint(-128, 127, (n, n), device="cuda", dtype=torch.int8).t()
-        ms = time_graph(lambda: torch._int_mm(xi, yi))
+        ms = time_ms(lambda: torch._int_mm(xi, yi), 20)
         print(f"peer {n}^3 torch int8 _int_mm {ms:8.3f} ms {ops / (ms * 1e-3) / 1e15:6.2f} POPS")
         del x, y, xi, yi
 
