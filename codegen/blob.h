@@ -194,6 +194,11 @@ typedef struct {
     int64_t c, h, w, o, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
         dil_h, dil_w, groups, oh, ow;
 } BlobConv2dParams;
+/* conv2d's optional p1 (bnncc --float-convs=fp16|fp16x3): the weights as IEEE fp16 for the
+ * GPU's tensor-core kernel, [1 or 2 planes][O rounded up to BLOB_F16_ROWS][C*KH*KW rounded up
+ * to BLOB_F16_COLS], zero padded (groups 1). */
+#define BLOB_F16_ROWS 64
+#define BLOB_F16_COLS 16
 /* affine: y = x * scale[c] + bias[c], or with div = 1 y = x / scale[c] + bias[c] (an exact
  * ONNX Div by a constant), each operation rounded on its own. */
 typedef struct { int64_t channels, spatial, layout, div; } BlobAffineParams;

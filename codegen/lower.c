@@ -1814,7 +1814,8 @@ static bool fp16_conv_ok(const BlobConv2dParams *cp, const float *w) {
  * exact loop over W. */
 static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, const float *w, bool bias,
                               bool relu) {
-    int64_t k = cp->c * cp->kh * cp->kw, kp = (k + 15) / 16 * 16, op = (cp->o + 63) / 64 * 64;
+    int64_t k = cp->c * cp->kh * cp->kw, kp = (k + BLOB_F16_COLS - 1) / BLOB_F16_COLS * BLOB_F16_COLS,
+            op = (cp->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS;
     int split = L->float_convs == FLOAT_CONVS_FP16X3, planes = 1 + split;
     uint16_t *w16 = xcalloc((size_t)(planes * op * kp), 2);
     for (int64_t o = 0; o < cp->o; o++)
@@ -1826,6 +1827,8 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         }
     st->s.slot[BLOB_SLOT_P1] = put_weights(L, w16, (size_t)(planes * op * kp) * 2);
     free(w16);
+    /* bnn_conv2d_mma's block: 128 pixels x 64 channels (BLOB_F16_ROWS, so op / 64 channel
+     * tiles), two stages of 48-byte rows per plane, then its tap table (BnnConvMma, float_ops.cu) */
     int64_t smem = 2 * planes * (128 + 64) * 48 + 8 * kp, tiles = (cp->oh * cp->ow + 127) / 128 * (op / 64);
     char *cfg = str_printf(
         "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "

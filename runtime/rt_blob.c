@@ -442,14 +442,14 @@ static bnn_status check_conv2d(const StepCheck *c) {
         !mul3_ok(w, (uint64_t)p->kw, 4, &w) ||
         !mul3_ok((uint64_t)p->o, (uint64_t)oh, (uint64_t)ow, &out) || !mul_ok(out, 4, &out) ||
         !mul3_ok((uint64_t)p->c, (uint64_t)p->kh, (uint64_t)p->kw, &k) ||
-        !mul3_ok(((uint64_t)p->o + 63) / 64 * 64, (k + 15) / 16 * 16, 2, &w16))
+        !mul3_ok(((uint64_t)p->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS,
+                 (k + BLOB_F16_COLS - 1) / BLOB_F16_COLS * BLOB_F16_COLS, 2, &w16))
         return bad_step(c, "operands too large");
     TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
     TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
     TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
     TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 4, true));
-    /* the weights as fp16 [1 or 2 planes][O up to 64s][C*KH*KW up to 16s] for the GPU
-     * (bnncc --float-convs=fp16 or fp16x3) */
+    /* the fp16 weight image of bnncc --float-convs, 1 or 2 planes (blob.h BLOB_F16_ROWS) */
     TRY(want_slot(c, BLOB_SLOT_P1, BLOB_SPACE_WEIGHTS,
                   c->s->slot[BLOB_SLOT_P1].bytes == 2 * w16 ? 2 * w16 : w16, true));
     TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
