@@ -193,6 +193,13 @@ typedef struct { int64_t rows, n, k; } BlobDenseParams;
 typedef struct {
     int64_t c, h, w, o, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
         dil_h, dil_w, groups, oh, ow;
+    /* out_words > 0: the step writes bits, not f32 (a conv2d_chain whose float value nobody
+     * reads, docs/blob-format.md "conv2d"): each sum (+ bias) through the epi_stages stages of
+     * in2 (v*a + b, v/a + b where bit s of epi_div, then a relu where bit s of epi_relu), then
+     * bit = v > 0 || (v == 0 && zero), NHWC-packed, out_words words a pixel; nan_flags 1 (for
+     * a maxpool of bits, which a NaN turns to 0): out_words more words a pixel after those,
+     * bit c set where v is NaN. */
+    int64_t out_words, epi_stages, epi_div, epi_relu, zero, nan_flags;
 } BlobConv2dParams;
 /* conv2d's optional p1 (bnncc --float-convs=fp16|fp16x3): the weights as IEEE fp16 for the
  * GPU's tensor-core kernel, [1 or 2 planes][O rounded up to BLOB_F16_ROWS][C*KH*KW rounded up
@@ -202,9 +209,13 @@ typedef struct {
 /* affine: y = x * scale[c] + bias[c], or with div = 1 y = x / scale[c] + bias[c] (an exact
  * ONNX Div by a constant), each operation rounded on its own. */
 typedef struct { int64_t channels, spatial, layout, div; } BlobAffineParams;
+/* maxpool with words > 0: of NHWC-packed bits, `words` a pixel in and out_words (>= words,
+ * the rest zero) out; the max of +-1 values is the OR of the window's bits. nan_flags 1: each
+ * input pixel has `words` more words of NaN flags (conv2d's), and a window with a NaN gives 0
+ * (the max of floats is NaN there, whose bit is 0). */
 typedef struct {
     int64_t c, h, w, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, oh,
-        ow, count_include_pad;
+        ow, count_include_pad, words, out_words, nan_flags;
 } BlobPoolParams;
 typedef struct { int64_t channels, spatial; } BlobGapParams;
 typedef struct { int64_t count, dtype; } BlobAddParams;

@@ -54,6 +54,7 @@ typedef struct Lower {
     int node_index;
     int float_convs;  /* CodegenOptions.float_convs: float convs on fp16 tensor cores (GPU only) */
     int nfp16_convs;  /* how many got that kernel, for --report */
+    int nexact_bit_convs; /* conv2d_chains on it that write exact bits (lower_conv2d_bits) */
 } Lower;
 
 /* ---------------------------------------------------------------- small helpers */
@@ -1816,7 +1817,9 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
                               bool relu) {
     int64_t k = cp->c * cp->kh * cp->kw, kp = (k + BLOB_F16_COLS - 1) / BLOB_F16_COLS * BLOB_F16_COLS,
             op = (cp->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS;
-    int split = L->float_convs == FLOAT_CONVS_FP16X3, planes = 1 + split;
+    /* bits out under the default exact mode: the hi + lo split with the margin check */
+    int exact = cp->out_words && L->float_convs == FLOAT_CONVS_EXACT;
+    int split = L->float_convs == FLOAT_CONVS_FP16X3 || exact, planes = 1 + split;
     uint16_t *w16 = xcalloc((size_t)(planes * op * kp), 2);
     for (int64_t o = 0; o < cp->o; o++)
         for (int64_t i = 0; i < k; i++) {
@@ -1833,16 +1836,100 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     char *cfg = str_printf(
         "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
         "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, OH = %lld, OW = %lld, "
-        "BIAS = %d, RELU = %d;\n    static constexpr int SPLIT = %d, KP = %lld, OP = %lld, SMEM = %lld;\n",
+        "BIAS = %d, RELU = %d;\n    static constexpr int SPLIT = %d, KP = %lld, OP = %lld, SMEM = %lld;\n"
+        "    static constexpr int BITS = %d, EXACT = %d, OUTW = %lld, NANF = %lld, STAGES = %lld, DIV = %lld, "
+        "RELUS = %lld, ZERO = %lld;\n",
         (long long)cp->c, (long long)cp->h, (long long)cp->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
         (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
         (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->oh, (long long)cp->ow, bias, relu, split,
-        (long long)kp, (long long)op, (long long)smem);
+        (long long)kp, (long long)op, (long long)smem, cp->out_words > 0, exact,
+        (long long)(cp->out_words ? cp->out_words : 1), (long long)cp->nan_flags, (long long)cp->epi_stages,
+        (long long)cp->epi_div,
+        (long long)cp->epi_relu, (long long)cp->zero);
     BlobGridDim grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
     tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_mma",
-                "(const float *)in, (const unsigned short *)p1, (const float *)p0, (float *)out", grid, 256, smem,
-                1);
-    L->nfp16_convs++;
+                "(const float *)in, (const unsigned short *)p1, (const float *)p0, (float *)out, (const float *)w, "
+                "(const float *)in2",
+                grid, 256, smem, 1);
+    if (exact)
+        L->nexact_bit_convs++;
+    else
+        L->nfp16_convs++;
+}
+
+/* A conv2d_chain as one conv2d step that writes its bits (BlobConv2dParams.out_words), then,
+ * with a max-pool, a maxpool step of bits (the max of +-1 is the OR): when nothing reads its
+ * float value, its bits are packed, and its chain is monotone in the sum under any rounding
+ * (finite constants and bias, no division by zero), which the exact GPU kernel relies on
+ * (docs/kernels.md "The stem"). Returns 1 if it did, 0 if the steps of the separate ops must. */
+static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const float *w, const Value *b) {
+    const Value *x = n->in[0], *y = n->out[0], *bits = n->out[1], *chain = n->in[2];
+    int64_t S = chain->type.dim[0], o = cp.o, div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
+    int64_t words = packed_words(&bits->type);
+    if (is_output(L->g, y) || count_uses(L->g, y) > 0 || count_uses(L->g, bits) == 0 || !words ||
+        !fp16_conv_ok(&cp, w))
+        return 0;
+    attr_ints(n, "div", div, (int)S, 0, NULL);
+    attr_ints(n, "relu", relu, (int)S, 0, NULL);
+    const float *k = chain->data, *bv = b ? b->data : NULL;
+    for (int64_t i = 0; i < 2 * S * o; i++)
+        if (!isfinite(k[i]) || (div[i / (2 * o)] && i % (2 * o) < o && k[i] == 0.0f))
+            return 0;
+    for (int64_t c = 0; bv && c < o; c++)
+        if (!isfinite(bv[c]))
+            return 0;
+    /* in2: the stages, then sum |w| of each channel (the exact kernel's error bound) */
+    float *in2 = xmalloc((size_t)((2 * S + 1) * o) * 4);
+    memcpy(in2, k, (size_t)(2 * S * o) * 4);
+    int64_t kk = cp.c * cp.kh * cp.kw;
+    for (int64_t c = 0; c < o; c++) {
+        double sum = 0;
+        for (int64_t i = 0; i < kk; i++)
+            sum += fabs((double)w[c * kk + i]);
+        in2[2 * S * o + c] = nextafterf((float)sum, INFINITY); /* rounded up */
+    }
+    bool pool = get_attr(n, "pool_kernel") != NULL;
+    cp.out_words = pool ? (o + 31) / 32 : words;
+    cp.nan_flags = pool; /* a NaN in a window makes the pooled float NaN, its bit 0 */
+    cp.epi_stages = S;
+    cp.zero = attr_int(n, "zero", 1) == 1;
+    for (int64_t s = 0; s < S; s++) {
+        cp.epi_div |= (int64_t)(div[s] != 0) << s;
+        cp.epi_relu |= (int64_t)(relu[s] != 0) << s;
+    }
+    int out = pool ? new_buf(L, cp.oh * cp.ow * cp.out_words * 2 * 4) : def_buf(L, bits);
+    LStep *st = new_step(L, BLOB_STEP_CONV2D);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.slot[BLOB_SLOT_IN2] = put_weights(L, in2, (size_t)((2 * S + 1) * o) * 4);
+    free(in2);
+    st->s.slot[BLOB_SLOT_W] = put_weights(L, w, (size_t)(o * kk) * 4);
+    if (b)
+        st->s.slot[BLOB_SLOT_P0] = put_weights(L, bv, (size_t)o * 4);
+    st->s.conv2d = cp;
+    conv2d_mma_kernel(L, st, &cp, w, b != NULL, false);
+    if (pool) {
+        Attr attrs[4];
+        Value *pin[1] = {NULL};
+        Node pn = fused_pool_node(n, pin, attrs);
+        Type conv_t = y->type;
+        conv_t.dim[2] = cp.oh, conv_t.dim[3] = cp.ow;
+        BlobPoolParams pp = pool_params(&pn, &conv_t, &y->type);
+        pp.words = cp.out_words;
+        pp.out_words = words;
+        pp.nan_flags = 1;
+        st = new_step(L, BLOB_STEP_MAXPOOL);
+        use_arena(L, st, BLOB_SLOT_IN, out);
+        use_arena(L, st, BLOB_SLOT_OUT, def_buf(L, bits));
+        st->s.pool = pp;
+        float_kernel(L, st, "maxpool", pp.oh * pp.ow * words,
+                     str_printf("bnn_bitpool(item, j, (const unsigned *)in, (unsigned *)out, %lld, 1, %lld, %lld, "
+                                "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld)",
+                                (long long)pp.words, (long long)words, (long long)pp.h, (long long)pp.w,
+                                (long long)pp.kh, (long long)pp.kw, (long long)pp.stride_h, (long long)pp.stride_w,
+                                (long long)pp.pad_top, (long long)pp.pad_left, (long long)pp.oh, (long long)pp.ow));
+    }
+    return 1;
 }
 
 /* Whether a conv2d_chain's first stage is v*1 + -0 followed by a relu: the relu the tiled
@@ -1876,6 +1963,8 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
                            .pad_top = p[0], .pad_left = p[1], .pad_bottom = p[2], .pad_right = p[3],
                            .dil_h = d[0], .dil_w = d[1], .groups = attr_int(n, "groups", 1),
                            .oh = y->dim[2], .ow = y->dim[3]};
+    if (fused && lower_conv2d_bits(L, n, cp, w->data, b))
+        return 0;
     ConvTile t;
     bool mma = L->float_convs != FLOAT_CONVS_EXACT && fp16_conv_ok(&cp, w->data);
     bool tiled = !mma && plan_conv_tile(&cp, w->data, &t);
@@ -3025,6 +3114,11 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
         if (o->ntargets)
             buf_printf(o->report, "codegen: %d distinct kernels emitted for the %d GPU kernel steps (steps "
                                   "whose kernels differ only in name share one)\n", nkernels, kernels);
+        if (L.nexact_bit_convs)
+            buf_printf(o->report, "codegen: %d float convolutions write their bits on fp16 tensor cores, exact "
+                                  "(a bound on the rounding checked per bit, the reference's sum where it is too "
+                                  "close)\n",
+                       L.nexact_bit_convs);
         if (o->float_convs != FLOAT_CONVS_EXACT)
             buf_printf(o->report, "codegen: --float-convs=%s: %d float convolutions on fp16 tensor cores "
                                   "(GPU results differ from the reference by %s; the CPU path stays exact)\n",

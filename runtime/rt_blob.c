@@ -445,8 +445,24 @@ static bnn_status check_conv2d(const StepCheck *c) {
         !mul3_ok(((uint64_t)p->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS,
                  (k + BLOB_F16_COLS - 1) / BLOB_F16_COLS * BLOB_F16_COLS, 2, &w16))
         return bad_step(c, "operands too large");
+    /* bits out (a conv2d_chain's): in2 holds the chain, [epi_stages][2][o] then the margin
+     * coefficients [o] of the GPU kernel (docs/blob-format.md "conv2d") */
+    uint64_t chain = 0;
+    if (p->out_words) {
+        if (p->out_words < (p->o + 31) / 32 || p->out_words > (1 << 20) || p->epi_stages < 0 ||
+            p->epi_stages > BLOB_EPI_MAX_STAGES || p->epi_div < 0 || p->epi_div >= (int64_t)1 << p->epi_stages ||
+            p->epi_relu < 0 || p->epi_relu >= (int64_t)1 << p->epi_stages || (p->zero & ~1ll) ||
+            (p->nan_flags & ~1ll))
+            return bad_step(c, "bad bit output: %lld words a pixel, %lld stages, div %lld, relu %lld, zero %lld",
+                            (long long)p->out_words, (long long)p->epi_stages, (long long)p->epi_div,
+                            (long long)p->epi_relu, (long long)p->zero);
+        chain = (uint64_t)(2 * p->epi_stages + 1) * (uint64_t)p->o * 4;
+        out = (uint64_t)oh * (uint64_t)ow * (uint64_t)p->out_words * (1 + (uint64_t)p->nan_flags) * 4;
+    } else if (p->epi_stages || p->epi_div || p->epi_relu || p->zero || p->nan_flags) {
+        return bad_step(c, "a float chain on a conv2d that writes floats");
+    }
     TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
-    TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
+    TRY(want_slot(c, BLOB_SLOT_IN2, chain ? BLOB_SPACE_WEIGHTS : 0, chain, false));
     TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
     TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 4, true));
     /* the fp16 weight image of bnncc --float-convs, 1 or 2 planes (blob.h BLOB_F16_ROWS) */
@@ -472,8 +488,16 @@ static bnn_status check_pool(const StepCheck *c) {
         return bad_step(c, "output %lldx%lld does not fit the input and window",
                         (long long)p->oh, (long long)p->ow);
     uint64_t in, out;
-    if (!mul3_ok((uint64_t)p->c, (uint64_t)p->h, (uint64_t)p->w, &in) || !mul_ok(in, 4, &in) ||
-        !mul3_ok((uint64_t)p->c, (uint64_t)p->oh, (uint64_t)p->ow, &out) || !mul_ok(out, 4, &out))
+    if ((p->words || p->out_words || p->nan_flags) &&
+        (c->s->kind != BLOB_STEP_MAXPOOL || p->words < (p->c + 31) / 32 || p->out_words < p->words ||
+         p->out_words > (1 << 20) || p->count_include_pad || (p->nan_flags & ~1ll)))
+        return bad_step(c, "bad bit pool: %lld words a pixel in, %lld out, for %lld channels", (long long)p->words,
+                        (long long)p->out_words, (long long)p->c);
+    /* per pixel: 4-byte words of bits, or floats */
+    uint64_t in_px = p->words ? (uint64_t)p->words * (1 + (uint64_t)p->nan_flags) : (uint64_t)p->c;
+    uint64_t out_px = p->words ? (uint64_t)p->out_words : in_px;
+    if (!mul3_ok(in_px, (uint64_t)p->h, (uint64_t)p->w, &in) || !mul_ok(in, 4, &in) ||
+        !mul3_ok(out_px, (uint64_t)p->oh, (uint64_t)p->ow, &out) || !mul_ok(out, 4, &out))
         return bad_step(c, "operands too large");
     TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
     TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));

@@ -274,34 +274,63 @@ static void run_dense(const Ctx *c) {
     }
 }
 
+/* One output of a float conv2d: the products summed in (ci, ky, kx) order, taps outside the
+ * image skipped, then the bias added (docs/blob-format.md "conv2d", the reference's order). */
+static float conv2d_sum(const BlobConv2dParams *p, const float *x, const float *w, const float *b, int64_t o,
+                        int64_t oy, int64_t ox) {
+    int64_t cg = p->c / p->groups, g = o / (p->o / p->groups);
+    float acc = 0.0f;
+    for (int64_t ci = 0; ci < cg; ci++)
+        for (int64_t ky = 0; ky < p->kh; ky++) {
+            int64_t iy = oy * p->stride_h - p->pad_top + ky * p->dil_h;
+            if (iy < 0 || iy >= p->h)
+                continue;
+            for (int64_t kx = 0; kx < p->kw; kx++) {
+                int64_t ix = ox * p->stride_w - p->pad_left + kx * p->dil_w;
+                if (ix < 0 || ix >= p->w)
+                    continue;
+                acc += x[((g * cg + ci) * p->h + iy) * p->w + ix] * w[((o * cg + ci) * p->kh + ky) * p->kw + kx];
+            }
+        }
+    return b ? b[o] + acc : acc;
+}
+
+/* A conv2d_chain's bit (out_words > 0): v through the stages of `chain` ([stages][2][o]),
+ * each operation rounded on its own, then the binarize: 1 or 0, -1 for NaN. */
+static int chain_bit(const BlobConv2dParams *p, const float *chain, int64_t o, float v) {
+    for (int64_t s = 0; s < p->epi_stages; s++) {
+        float a = chain[2 * s * p->o + o], k = chain[(2 * s + 1) * p->o + o];
+        float t = (p->epi_div >> s) & 1 ? v / a : v * a;
+        v = t + k;
+        if ((p->epi_relu >> s) & 1)
+            v = v < 0.0f ? 0.0f : v;
+    }
+    return v != v ? -1 : v > 0.0f || (v == 0.0f && p->zero);
+}
+
 static void run_conv2d(const Ctx *c) {
     const BlobConv2dParams *p = &c->s->conv2d;
     const float *w = slot_ptr(c, BLOB_SLOT_W, 0), *b = slot_ptr(c, BLOB_SLOT_P0, 0);
-    int64_t cg = p->c / p->groups, og = p->o / p->groups;
+    const float *chain = slot_ptr(c, BLOB_SLOT_IN2, 0);
     for (int64_t item = 0; item < c->batch; item++) {
         const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
-        float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
-        for (int64_t o = 0; o < p->o; o++) {
-            int64_t g = o / og;
+        void *out = slot_ptr(c, BLOB_SLOT_OUT, item);
+        int64_t px_words = p->out_words * (1 + p->nan_flags);
+        if (p->out_words)
+            memset(out, 0, (size_t)(p->oh * p->ow * px_words) * 4);
+        for (int64_t o = 0; o < p->o; o++)
             for (int64_t oy = 0; oy < p->oh; oy++)
                 for (int64_t ox = 0; ox < p->ow; ox++) {
-                    float acc = 0.0f;
-                    for (int64_t ci = 0; ci < cg; ci++)
-                        for (int64_t ky = 0; ky < p->kh; ky++) {
-                            int64_t iy = oy * p->stride_h - p->pad_top + ky * p->dil_h;
-                            if (iy < 0 || iy >= p->h)
-                                continue;
-                            for (int64_t kx = 0; kx < p->kw; kx++) {
-                                int64_t ix = ox * p->stride_w - p->pad_left + kx * p->dil_w;
-                                if (ix < 0 || ix >= p->w)
-                                    continue;
-                                acc += x[((g * cg + ci) * p->h + iy) * p->w + ix] *
-                                       w[((o * cg + ci) * p->kh + ky) * p->kw + kx];
-                            }
-                        }
-                    y[(o * p->oh + oy) * p->ow + ox] = b ? b[o] + acc : acc;
+                    float v = conv2d_sum(p, x, w, b, o, oy, ox);
+                    if (!p->out_words) {
+                        ((float *)out)[(o * p->oh + oy) * p->ow + ox] = v;
+                        continue;
+                    }
+                    int bit = chain_bit(p, chain, o, v);
+                    if (bit == 1 || (bit < 0 && p->nan_flags))
+                        ((uint32_t *)out)[(oy * p->ow + ox) * px_words + (bit < 0) * p->out_words + o / 32] |=
+                            1u << (o % 32);
                 }
-        }
     }
 }
 
@@ -320,8 +349,36 @@ static void run_affine(const Ctx *c) {
     }
 }
 
+/* A max-pool of NHWC-packed bits: the OR of the window's real pixels, word by word, and 0
+ * where one of them has its NaN flag. */
+static void run_bit_pool(const Ctx *c) {
+    const BlobPoolParams *p = &c->s->pool;
+    int64_t px_words = p->words * (1 + p->nan_flags);
+    for (int64_t item = 0; item < c->batch; item++) {
+        const uint32_t *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        uint32_t *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        for (int64_t oy = 0; oy < p->oh; oy++)
+            for (int64_t ox = 0; ox < p->ow; ox++)
+                for (int64_t wi = 0; wi < p->out_words; wi++) {
+                    int64_t y0 = oy * p->stride_h - p->pad_top, x0 = ox * p->stride_w - p->pad_left;
+                    uint32_t acc = 0, nan = 0;
+                    for (int64_t iy = y0 < 0 ? 0 : y0; wi < p->words && iy < y0 + p->kh && iy < p->h; iy++)
+                        for (int64_t ix = x0 < 0 ? 0 : x0; ix < x0 + p->kw && ix < p->w; ix++) {
+                            acc |= x[(iy * p->w + ix) * px_words + wi];
+                            if (p->nan_flags)
+                                nan |= x[(iy * p->w + ix) * px_words + p->words + wi];
+                        }
+                    y[(oy * p->ow + ox) * p->out_words + wi] = acc & ~nan;
+                }
+    }
+}
+
 static void run_pool(const Ctx *c, bool max) {
     const BlobPoolParams *p = &c->s->pool;
+    if (p->words) {
+        run_bit_pool(c);
+        return;
+    }
     for (int64_t item = 0; item < c->batch; item++) {
         const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
         float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
@@ -342,8 +399,8 @@ static void run_pool(const Ctx *c, bool max) {
                             float v = x[(ch * p->h + iy) * p->w + ix];
                             if (!max)
                                 acc += v;
-                            else if (v > acc)
-                                acc = v;
+                            else if (v > acc || v != v) /* a NaN wins, as in the reference */
+                                acc = acc != acc ? acc : v;
                         }
                     if (!max)
                         acc /= (float)(p->count_include_pad ? padded : (y1 - y0) * (x1 - x0));

@@ -150,9 +150,9 @@ def run_pair(tmp, blob, model, xs, nout, device, tag):
 
 
 def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0", batches=None, exact=False,
-                flags=(), tol=None):
+                flags=(), tol=None, extra_cases=()):
     """flags: more bnncc options; tol: floats within tol of the largest output (else exact or
-    1e-5 relative)."""
+    1e-5 relative); extra_cases: more (what, inputs) to run."""
     name = os.path.basename(model) + "".join(f.replace("=", "_") for f in flags)
     rng = np.random.default_rng(zlib.crc32(name.encode()))  # per model: jobs run in threads
     blob = os.path.join(tmp, name + ".bin")
@@ -167,6 +167,7 @@ def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0", ba
     cases = [(f"batch {b}", random_inputs(ins, b, rng)) for b in batches or BATCHES]
     if real_inputs is not None:
         cases.append(("real inputs", real_inputs))
+    cases += list(extra_cases)
     blob0 = os.path.join(tmp, name + ".O0.bin")
     p = run([BNNCC, low, "--target=cpu" if device == "cpu" else "--target=sm_90a,sm_80", model, "-o", blob0] + flags)
     if p.returncode:
@@ -330,6 +331,72 @@ def float_models(tmp, rng):
             cur, kk = f"d{li}", n
         models[name] = (consts, f"(%x: f32[N,{k}])", [(cur, f"f32[N,{kk}]")], body)
     return write_models(tmp, models)
+
+
+def f32_values(name, v):
+    v = np.asarray(v, dtype=np.float32).reshape(-1)
+    return f'const ${name}: f32[{v.size}] = base64 "{base64.b64encode(v.astype("<f4").tobytes()).decode()}"\n'
+
+
+def stem_models(tmp, rng):
+    """Float stems whose float value nobody reads (conv2d_chain -> bits, then a cast of the bits
+    to +-1): the conv2d step writes the bits (BlobConv2dParams.out_words) and a maxpool step of
+    bits pools them; on the GPU the exact mode's fp16x3 sums with their checked margin and the
+    reference-order sums where a bit is too close to call. Odd channel counts (5, 70: three
+    words a pixel, two channel tiles), 7x7/2 with pads 3, pools 3x3/2 pad 1 and 2x2/2, none,
+    batch-norm with negative and zero gammas, relu or none, both zero rules. stem_bits_ties:
+    small dyadic weights and integer inputs (extra cases below) put many sums exactly on a
+    channel's threshold, so the GPU takes the exact path for them; checked bit for bit."""
+    models = {}
+    # (name, C, H, W, O, k, stride, pad, bias, relu, pool (k, s, p) or None, zero)
+    stems = [("stem_bits_pool", 3, 23, 19, 5, 7, 2, 3, True, True, (3, 2, 1), 1),
+             ("stem_bits_70", 3, 17, 16, 70, 3, 1, 1, False, False, (2, 2, 0), -1),
+             ("stem_bits_nopool", 3, 20, 21, 64, 5, 2, 2, True, True, None, 1),
+             ("stem_bits_ties", 4, 12, 12, 6, 3, 1, 1, False, False, (3, 2, 1), 1)]
+    for name, c, h, w, o, k, st, p, bias, relu, pool, zero in stems:
+        ties = name.endswith("ties")
+        if ties:  # sums of these are multiples of 1/4 in a small range: ties with the means
+            wv = rng.integers(-4, 5, (o, c, k, k)) / 4.0
+            consts = f32_values("w", wv).replace(f"f32[{wv.size}]", f"f32[{o},{c},{k},{k}]")
+            g = np.array([1.0, -1.0, 0.0, 2.0, -0.5, 1.0][:o])
+            consts += (f32_values("g", g) + f32_values("b", np.zeros(o)) +
+                       f32_values("m", rng.integers(-4, 5, o) / 4.0) + f32_values("v", np.ones(o)))
+        else:
+            consts = f32_const("w", (o, c, k, k), rng)
+            g = rng.standard_normal(o)
+            g[0], g[-1] = 0.0, -abs(g[-1])
+            consts += (f32_values("g", g) + f32_const("b", (o,), rng) + f32_const("m", (o,), rng) +
+                       f32_values("v", np.abs(rng.standard_normal(o)) + 0.1))
+        if bias:
+            consts += f32_const("bias", (o,), rng)
+        oh, ow = (h + 2 * p - k) // st + 1, (w + 2 * p - k) // st + 1
+        t = f"[N,{o},{oh},{ow}]"
+        body = (f"    %c = f32{t} conv2d %x, $w{', $bias' if bias else ''} {{strides=[{st},{st}], "
+                f"pads=[{p},{p},{p},{p}]}}\n    %n = f32{t} batchnorm %c, $g, $b, $m, $v {{epsilon=0.00001}}\n")
+        cur = "n"
+        if relu:
+            body += f"    %r = f32{t} relu %n\n"
+            cur = "r"
+        if pool:
+            pk, ps, pp = pool
+            oh, ow = (oh + 2 * pp - pk) // ps + 1, (ow + 2 * pp - pk) // ps + 1
+            t = f"[N,{o},{oh},{ow}]"
+            body += (f"    %p = f32{t} maxpool %{cur} {{kernel=[{pk},{pk}], strides=[{ps},{ps}], "
+                     f"pads=[{pp},{pp},{pp},{pp}]}}\n")
+            cur = "p"
+        body += f"    %a = b1{t} binarize %{cur} {{zero={zero}}}\n    %y = f32{t} cast %a {{to=f32}}\n"
+        models[name] = (consts, f"(%x: f32[N,{c},{h},{w}])", [("y", f"f32{t}")], body)
+    return write_models(tmp, models)
+
+
+def stem_tie_inputs(rng):
+    """Inputs for stem_bits_ties: integers (sums land on the thresholds), the same nudged by a
+    few ulps (sums a hair off them), and some inf and NaN (the sums' bound is not finite)."""
+    x = rng.integers(-2, 3, (5, 4, 12, 12)).astype(np.float32)
+    nudged = x * (1 + rng.integers(-3, 4, x.shape) * np.float32(2.0 ** -22)).astype(np.float32)
+    special = x.copy()
+    special.reshape(-1)[rng.choice(x.size, 12, replace=False)] = [np.inf, -np.inf, np.nan] * 4
+    return [("integer inputs", [x]), ("nudged inputs", [nudged.astype(np.float32)]), ("inf and NaN", [special])]
 
 
 def residual_models(tmp, rng):
@@ -597,6 +664,12 @@ def main():
                  for m in float_models(tmp, np.random.default_rng(78))
                  if "fconv" in os.path.basename(m) and (not a.only or a.only in os.path.basename(m)) and
                  (not a.sanitized or os.path.basename(m) in ("fconv_stem.bnn", "fconv_dil_groups.bnn"))]
+        # Float stems that write bits (exact on the GPU's tensor cores): bit for bit.
+        jobs += [lambda m=m: check_model(m, a.device, tmp, batches=(1, 5, 67), exact=True,
+                                         extra_cases=stem_tie_inputs(np.random.default_rng(5))
+                                         if m.endswith("ties.bnn") else ())
+                 for m in stem_models(tmp, np.random.default_rng(66))
+                 if not a.only or a.only in os.path.basename(m)]
         # The fused float chains of binary convolutions (residual blocks): bit for bit.
         jobs += [lambda m=m: check_model(m, a.device, tmp, batches=(1, 5, 67), exact=True)
                  for m in residual_models(tmp, np.random.default_rng(88)) +

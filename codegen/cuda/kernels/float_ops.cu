@@ -95,11 +95,33 @@ __device__ __forceinline__ void bnn_pool(bnn_i64 item, int j, const float *x, fl
             const float v = x[((bnn_i64)ch * h + iy) * w + ix];
             if (!max)
                 acc = __fadd_rn(acc, v);
-            else if (v > acc)
-                acc = v;
+            else if (v > acc || v != v) // a NaN wins, as in the reference
+                acc = acc != acc ? acc : v;
         }
     if (!max) acc = __fdiv_rn(acc, (float)(include_pad ? padded : (y1 - y0) * (x1 - x0)));
     y[j] = acc;
+}
+
+// Max-pool of NHWC-packed bits (maxpool with words > 0): thread j is output word j % out_words
+// of pixel j / out_words, the OR of the window's real pixels (the max of +-1 values), 0 where
+// one has its NaN flag (nan: `words` flag words after each pixel's bits); words past the
+// input's `words` are zero.
+__device__ __forceinline__ void bnn_bitpool(bnn_i64 item, int j, const unsigned *x, unsigned *y, int words,
+                                            int nan, int out_words, int h, int w, int kh, int kw, int sh, int sw,
+                                            int pt, int pl, int oh, int ow) {
+    const int px_words = words * (1 + nan);
+    x += item * h * w * px_words;
+    y += item * oh * ow * out_words;
+    const int wi = j % out_words, px = j / out_words, oy = px / ow, ox = px % ow;
+    const int y0 = oy * sh - pt, x0 = ox * sw - pl;
+    unsigned acc = 0, nans = 0;
+    if (wi < words)
+        for (int iy = y0 < 0 ? 0 : y0; iy < y0 + kh && iy < h; ++iy)
+            for (int ix = x0 < 0 ? 0 : x0; ix < x0 + kw && ix < w; ++ix) {
+                acc |= x[(iy * w + ix) * px_words + wi];
+                if (nan) nans |= x[(iy * w + ix) * px_words + words + wi];
+            }
+    y[j] = acc & ~nans;
 }
 
 __device__ __forceinline__ void bnn_gap(bnn_i64 item, int j, const float *x, float *y, int channels, int spatial) {
@@ -489,6 +511,64 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, cons
 // hi rows [, lo rows], the weights' hi rows [, lo rows]. After the two stages, a table of KP
 // taps (the input offset of k and its (dy, dx)), so a gathered value costs no divisions.
 // grid.x = batch * MT * NT.
+//
+// BITS 1 (a conv2d_chain whose float value nobody reads; docs/kernels.md "The stem"): the
+// block's 128 x 64 sums (+ bias) go through the chain's STAGES stages (chain [STAGES][2][O]:
+// v*a + b, or v/a + b where bit s of DIV, then a relu where bit s of RELUS) to one bit each,
+// v > 0 || (v == 0 && ZERO), stored NHWC-packed, OUTW words a pixel (NANF 1: then OUTW words
+// of flags, bit set where v is NaN, for the maxpool of bits after it); a warp's 32 channels are
+// one word, OR-ed over its lanes by shuffles and stored directly. EXACT 1 (SPLIT 1) makes
+// those bits the reference's: the chain is monotone in the sum, so where the chain gives the
+// same bit at both ends of [sum - m, sum + m], m a bound on |fp16x3 sum - the reference's f32
+// sum| (from the patch's max |x| and chain[2*STAGES*O + o] = sum |w| of channel o), that bit
+// is exact; else the thread recomputes the sum in the reference's order (c, ky, kx) from w32.
+template <class F> struct BnnConvBits {
+    static_assert(!F::EXACT || (F::SPLIT && F::BITS), "exact bits need the hi + lo split");
+    static_assert(!F::BITS || F::OUTW >= (F::O + 31) / 32, "bit output narrower than O");
+    // |sum - ref| <= m = REL * xmax * sum|w| + ABS * (K * xmax + sum|w|): each mma of 16
+    // products may lose an ulp of its largest term per term (17 per mma, 3 mma a k step), the
+    // reference's own rounding ((K + 1) ulp), the splits' 2^-22 and fp16 subnormals' 2^-25; twice that.
+    static constexpr float REL = 2.0f * (51.0f * (F::KP / 16) + F::C * F::KH * F::KW + 16.0f) * 0x1p-23f;
+    static constexpr float ABS = 2.0f * 0x1p-23f;
+};
+
+// A BITS conv's channel: its bias and chain constants, loaded once for the thread's pixels.
+template <class F> struct BnnChainK {
+    float bias, a[F::STAGES + 1], k[F::STAGES + 1];
+    __device__ __forceinline__ BnnChainK(int o, const float *b, const float *chain) {
+        bias = F::BIAS ? b[o] : 0.0f;
+#pragma unroll
+        for (int s = 0; s < F::STAGES; ++s) a[s] = chain[2 * s * F::O + o], k[s] = chain[(2 * s + 1) * F::O + o];
+    }
+    // The chain on sum v (before the bias): bit 1 or 0, -1 for NaN.
+    __device__ __forceinline__ int bit(float v) const {
+        if (F::BIAS) v = __fadd_rn(bias, v);
+#pragma unroll
+        for (int s = 0; s < F::STAGES; ++s) {
+            v = __fadd_rn((F::DIV >> s) & 1 ? __fdiv_rn(v, a[s]) : __fmul_rn(v, a[s]), k[s]);
+            if ((F::RELUS >> s) & 1) v = v < 0.0f ? 0.0f : v;
+        }
+        return v != v ? -1 : v > 0.0f || (v == 0.0f && F::ZERO);
+    }
+};
+
+// Sum o of pixel p in the reference's order (rt_cpu.c conv2d_sum), x at the item's image.
+template <class F>
+__device__ __noinline__ float bnn_conv2d_exact_sum(const float *x, const float *w32, int o, int p) {
+    const int oy = p / F::OW, ox = p % F::OW;
+    float s = 0.0f;
+    for (int ci = 0; ci < F::C; ++ci)
+        for (int ky = 0; ky < F::KH; ++ky) {
+            const int iy = oy * F::SH - F::PT + ky * F::DH;
+            if ((unsigned)iy >= (unsigned)F::H) continue;
+            for (int kx = 0; kx < F::KW; ++kx) {
+                const int ix = ox * F::SW - F::PL + kx * F::DW;
+                if ((unsigned)ix >= (unsigned)F::W) continue;
+                s = __fadd_rn(s, __fmul_rn(x[(ci * F::H + iy) * F::W + ix], w32[((o * F::C + ci) * F::KH + ky) * F::KW + kx]));
+            }
+        }
+    return s;
+}
 template <class F> struct BnnConvMma {
     static constexpr int K = F::C * F::KH * F::KW, KK = F::KH * F::KW, P = F::OH * F::OW;
     static constexpr int BM = 128, BN = 64, NK = F::KP / 16, ROW = 48, PL = 1 + F::SPLIT;
@@ -519,8 +599,9 @@ __device__ __forceinline__ void bnn_ldsm_x4(unsigned addr, unsigned (&r)[4]) {
 
 template <class F>
 __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const unsigned short *w16, const float *b,
-                                               float *y) {
+                                               float *y, const float *w32, const float *chain) {
     typedef BnnConvMma<F> T;
+    typedef BnnConvBits<F> TB;
     extern __shared__ __align__(128) unsigned char bnn_dsmem[];
     if (bnn_dyn_smem_size() < (unsigned)F::SMEM) __trap(); // launched with too little shared memory
     const unsigned sbase = (unsigned)__cvta_generic_to_shared(bnn_dsmem);
@@ -543,7 +624,7 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
     }
     __syncthreads();
     const int base = iy0 * F::W + ix0; // the patch origin's offset: negative at the top left border
-    float v[8];
+    float v[8], xmax = 0.0f;           // EXACT: the largest |x| this thread gathered (NaN ignored)
     auto gather = [&](int k0) {
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
@@ -551,6 +632,7 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
             const int iy = iy0 + (tap.y >> 16), ix = ix0 + (tap.y & 0xffff);
             const bool ok = spok && (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
             v[j] = ok ? x[base + tap.x] : 0.0f;
+            if (F::EXACT) xmax = fmaxf(xmax, fabsf(v[j]));
         }
     };
     auto put = [&](int stage) {
@@ -632,6 +714,72 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
     }
     // d[e]: pixel row g (+8 for e >= 2), channels 2t and 2t + 1 (e & 1) of the n8 tile.
     const int g = lane >> 2, tq = lane & 3;
+    if (F::BITS) {
+        // Each thread holds 4 pixels (mi, row half) x 8 channels of its warp's 32, one word:
+        // the thread's bits of a pixel, OR-ed over the 4 lanes of a row (tq), are the word.
+        float *xm = (float *)bnn_dsmem; // [2][BM]: the two staging threads of a pixel (stages are free now)
+        float xmx[4];
+        if (F::EXACT) {
+            xm[(tid >> 7) * T::BM + sm] = xmax;
+            __syncthreads();
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
+                xmx[q] = fmaxf(xm[pl], xm[T::BM + pl]);
+            }
+        }
+        unsigned one[4] = {0, 0, 0, 0}, nan[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int ni = 0; ni < 4; ++ni)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                const int ol = ni * 8 + 2 * tq + c, o = o0 + wn * 32 + ol;
+                if (o >= F::O) continue;
+                const BnnChainK<F> ch(o, b, chain);
+                const float wabs = F::EXACT ? chain[2 * F::STAGES * F::O + o] : 0.0f;
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const int p = p0 + wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
+                    if (p >= T::P) continue;
+                    const float a = acc[q >> 1][ni][(q & 1) * 2 + c];
+                    int bit = ch.bit(a);
+                    if (F::EXACT) {
+                        float m = __fmul_ru(__fmul_ru(TB::REL, xmx[q]), wabs);
+                        m = __fadd_ru(__fadd_ru(m, __fmul_ru(TB::ABS, __fadd_ru(__fmul_ru((float)T::K, xmx[q]), wabs))),
+                                      1e-30f);
+                        const int lo = ch.bit(__fsub_rd(a, m)), hi = ch.bit(__fadd_ru(a, m));
+                        if (!(fabsf(a) <= 3e38f && m <= 3e38f && lo >= 0 && lo == hi))
+                            bit = ch.bit(bnn_conv2d_exact_sum<F>(x, w32, o, p));
+                    }
+                    one[q] |= (unsigned)(bit == 1) << ol;
+                    nan[q] |= (unsigned)(bit < 0) << ol;
+                }
+            }
+        constexpr int PXW = F::OUTW * (1 + F::NANF); // words a pixel
+        unsigned *yb = (unsigned *)y + item * T::P * PXW;
+        const int wo = o0 / 32 + wn;
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            one[q] |= __shfl_xor_sync(0xffffffffu, one[q], 1);
+            one[q] |= __shfl_xor_sync(0xffffffffu, one[q], 2);
+            if (F::NANF) {
+                nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 1);
+                nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 2);
+            }
+            const int p = p0 + wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
+            if (tq == 0 && p < T::P && wo < F::OUTW) {
+                yb[(bnn_i64)p * PXW + wo] = one[q];
+                if (F::NANF) yb[(bnn_i64)p * PXW + F::OUTW + wo] = nan[q];
+            }
+        }
+        if (o0 + T::BN == F::OP) // the last channel tile: the words past OP's are zero
+            for (int i = tid; i < T::BM * (F::OUTW - F::OP / 32) * (1 + F::NANF); i += 256) {
+                const int w0 = F::OP / 32, n = F::OUTW - w0, pl = i / (n * (1 + F::NANF)), p = p0 + pl;
+                const int r = i % (n * (1 + F::NANF));
+                if (p < T::P) yb[(bnn_i64)p * PXW + r / n * F::OUTW + w0 + r % n] = 0;
+            }
+        return;
+    }
     float *yi = y + item * F::O * T::P;
 #pragma unroll
     for (int mi = 0; mi < 2; ++mi)
