@@ -40,7 +40,6 @@ import os
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
 
 QDOM = "qonnx.custom_op.general"
 
@@ -74,18 +73,22 @@ class Graph:
     """ONNX nodes, initializers, and the value of every tensor on the calibration batch."""
 
     def __init__(self, rng):
+        # onnx is imported here, not at the top: bench/run_models.py reads MODELS and
+        # lowbit_ops on the GPU machine, which may have no onnx.
+        from onnx import helper, numpy_helper
+        self.helper, self.numpy_helper = helper, numpy_helper
         self.rng, self.nodes, self.inits, self.count = rng, [], [], 0
 
     def const(self, arr, what):
         self.count += 1
         name = f"{what}_{self.count}"
-        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        self.inits.append(self.numpy_helper.from_array(np.asarray(arr), name))
         return name
 
     def node(self, op, ins, domain="", **attrs):
         self.count += 1
         out = f"{op.lower()}_{self.count}"
-        self.nodes.append(helper.make_node(op, ins, [out], name=f"{op}_{self.count}",
+        self.nodes.append(self.helper.make_node(op, ins, [out], name=f"{op}_{self.count}",
                                            domain=domain, **attrs))
         return out
 
@@ -165,6 +168,7 @@ def make(name, calib=2):
     fc_w = (g.rng.standard_normal((classes, c)) / np.sqrt(c)).astype(np.float32)
     fc_b = (g.rng.standard_normal(classes) * 0.1).astype(np.float32)
     y = g.node("Gemm", [f, g.const(fc_w, "fc"), g.const(fc_b, "fcb")], transB=1)
+    from onnx import TensorProto, helper
     graph = helper.make_graph(
         g.nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, size, size])],
         [helper.make_tensor_value_info(y, TensorProto.FLOAT, ["N", classes])], initializer=g.inits)
