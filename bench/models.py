@@ -25,7 +25,6 @@ one the benchmark times in PyTorch fp16.
   Brevitas-style QONNX graph, written without torch); its float twin here is torchvision's
   ResNet-18 (BasicBlock: conv, BN, ReLU, conv, BN, + shortcut, ReLU; 1x1/2 conv + BN
   downsampling)."""
-import argparse
 import os
 import sys
 
@@ -234,22 +233,14 @@ def build(name, binary=True, seed=1):
 
 
 def main():
-    import onnx
-    ap = argparse.ArgumentParser()
-    ap.add_argument("outdir")
-    ap.add_argument("--only", default="")
-    a = ap.parse_args()
-    os.makedirs(a.outdir, exist_ok=True)
-    names = [n for n in a.only.split(",") if n] or list(MODELS)
+    outdir, names = qonnx_resnet.command_line(MODELS)
     for name in names:
         if name in qonnx_resnet.MODELS:  # a QONNX graph, not a torch export
-            path = os.path.join(a.outdir, name + ".onnx")
-            onnx.save(qonnx_resnet.make(name), path)
-            print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB")
+            qonnx_resnet.save(name, outdir)
             continue
         net, shape = build(name)
         x = torch.randn(2, *shape)
-        path = os.path.join(a.outdir, name + ".onnx")
+        path = os.path.join(outdir, name + ".onnx")
         with torch.no_grad():
             torch.onnx.export(net, x, path, opset_version=13, input_names=["x"], output_names=["y"],
                               dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})

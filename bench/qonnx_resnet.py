@@ -193,17 +193,29 @@ def lowbit_ops(name):
     return total
 
 
-def main():
+def save(name, outdir):
+    """Write OUTDIR/NAME.onnx and say how big it is (bench/models.py calls this too)."""
     import onnx
+    path = os.path.join(outdir, name + ".onnx")
+    onnx.save(make(name), path)
+    print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB")
+
+
+def command_line(models):
+    """OUTDIR (created) and the names of --only, else all of models: the command line of this
+    file and of bench/models.py."""
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
     ap.add_argument("--only", default="")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
-    for name in [n for n in a.only.split(",") if n] or list(MODELS):
-        path = os.path.join(a.outdir, name + ".onnx")
-        onnx.save(make(name), path)
-        print(f"{path}: {os.path.getsize(path) / 1e6:.1f} MB")
+    return a.outdir, [n for n in a.only.split(",") if n] or list(models)
+
+
+def main():
+    outdir, names = command_line(MODELS)
+    for name in names:
+        save(name, outdir)
     return 0
 
 
