@@ -20,14 +20,19 @@ one the benchmark times in PyTorch fp16.
 - vggsmall: binary VGG-small on CIFAR shapes (32x32): float conv 3->128, then binary 3x3 convs
   128-128(pool) 256-256(pool) 512-512(pool), a float classifier 8192 -> 10 on the last
   batch-norm's output.
-- tfc: the TFC MLP 784-64-64-64-10, binary input, binary dense layers each with batch-norm."""
-import argparse
+- tfc: the TFC MLP 784-64-64-64-10, binary input, binary dense layers each with batch-norm.
+- w1a2resnet18: issue 7's w1a2 ResNet-18 (224x224): exported from bench/qonnx_resnet.py (a
+  Brevitas-style QONNX graph, written without torch); its float twin here is torchvision's
+  ResNet-18 (BasicBlock: conv, BN, ReLU, conv, BN, + shortcut, ReLU; 1x1/2 conv + BN
+  downsampling)."""
 import os
 import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import qonnx_resnet
 
 
 def sign_ste(x):
@@ -111,6 +116,25 @@ class XnorBlock(nn.Module):
         return self.a2(self.bn2(self.c2(h)) + sc)
 
 
+class BasicBlock(nn.Module):
+    """torchvision's ResNet basic block, float: the float twin of a w1a2 ResNet-18 block
+    (binary is ignored: the w1a2 network is bench/qonnx_resnet.py's QONNX graph)."""
+    def __init__(self, cin, cout, stride, binary):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.c2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=stride, bias=False),
+                                      nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        sc = x if self.down is None else self.down(x)
+        return F.relu(self.bn2(self.c2(F.relu(self.bn1(self.c1(x))))) + sc)
+
+
 class ResNet18(nn.Module):
     def __init__(self, block, binary, classes=1000):
         super().__init__()
@@ -173,6 +197,7 @@ MODELS = {
     "xnorresnet18": (lambda b: ResNet18(XnorBlock, b), (3, 224, 224)),
     "vggsmall": (lambda b: VggSmall(b), (3, 32, 32)),
     "tfc": (lambda b: Tfc(b), (1, 28, 28)),
+    "w1a2resnet18": (lambda b: ResNet18(BasicBlock, b), (3, 224, 224)),  # the float twin
 }
 
 
@@ -208,16 +233,14 @@ def build(name, binary=True, seed=1):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("outdir")
-    ap.add_argument("--only", default="")
-    a = ap.parse_args()
-    os.makedirs(a.outdir, exist_ok=True)
-    names = [n for n in a.only.split(",") if n] or list(MODELS)
+    outdir, names = qonnx_resnet.command_line(MODELS)
     for name in names:
+        if name in qonnx_resnet.MODELS:  # a QONNX graph, not a torch export
+            qonnx_resnet.save(name, outdir)
+            continue
         net, shape = build(name)
         x = torch.randn(2, *shape)
-        path = os.path.join(a.outdir, name + ".onnx")
+        path = os.path.join(outdir, name + ".onnx")
         with torch.no_grad():
             torch.onnx.export(net, x, path, opset_version=13, input_names=["x"], output_names=["y"],
                               dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})

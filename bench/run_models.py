@@ -36,10 +36,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 BATCHES = {"tfc": (1, 256, 10000), "vggsmall": (1, 256), "birealnet18": (1, 8, 256),
-           "xnorresnet18": (1, 8, 256)}
+           "xnorresnet18": (1, 8, 256), "w1a2resnet18": (1, 8, 256)}
 SHAPES = {"birealnet18": (3, 224, 224), "xnorresnet18": (3, 224, 224), "vggsmall": (3, 32, 32),
-          "tfc": (1, 28, 28)}
-CPU_ITEMS = {"birealnet18": 1, "xnorresnet18": 1, "vggsmall": 4, "tfc": 10000}  # per end
+          "tfc": (1, 28, 28), "w1a2resnet18": (3, 224, 224)}
+CPU_ITEMS = {"birealnet18": 1, "xnorresnet18": 1, "vggsmall": 4, "tfc": 10000,
+             "w1a2resnet18": 1}  # per end
 
 
 def sh(cmd, **kw):
@@ -88,7 +89,11 @@ def reference_check(a):
 
 
 def binary_ops(name):
-    """2 * multiply-accumulates of the binary layers per item (from the PyTorch model)."""
+    """2 * multiply-accumulates of the binary layers per item (from the PyTorch model; of the
+    binary-weight convs for the QONNX w1a2 ResNet-18)."""
+    import qonnx_resnet
+    if name in qonnx_resnet.MODELS:
+        return qonnx_resnet.lowbit_ops(name)
     import torch
     import models
     net, shape = models.build(name, binary=True)

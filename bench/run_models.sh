@@ -4,11 +4,12 @@
 # (no Meson there): bnncc, bnnrun and capi_bench from a release build, and the models from
 # bench/models.py, gzipped. Prepare it where Meson and torch 1.13 are:
 #   meson setup build-bench -Dbuildtype=release && ninja -C build-bench
-#   python3 bench/models.py .cache/bench
+#   python3 bench/models.py .cache/bench     (torch; w1a2resnet18 needs only numpy and onnx:
+#   python3 bench/qonnx_resnet.py .cache/bench --only w1a2resnet18)
 #   cc -std=c11 -O2 -Wall -Wextra -Iruntime bench/capi_bench.c build-bench/runtime/libbnnrt.a \
 #      -ldl -lm -o .cache/bench/capi_bench
 #   mkdir -p .cache/bench/carry && cp build-bench/compiler/bnncc build-bench/runtime/bnnrun \
-#      .cache/bench/capi_bench .cache/bench/carry/ && for m in birealnet18 xnorresnet18 vggsmall tfc;
+#      .cache/bench/capi_bench .cache/bench/carry/ && for m in birealnet18 xnorresnet18 vggsmall tfc w1a2resnet18;
 #      do gzip -1 -c .cache/bench/$m.onnx > .cache/bench/carry/$m.onnx.gz; done
 # Logs and models.md under $OUT; the table prints last. Env: COMMIT (for the record), ONLY.
 set -uo pipefail

@@ -777,9 +777,57 @@ done:
     free(ly.usum);
 }
 
+/* maxpool(quant(x)) -> quant(maxpool(x)), so that a conv after a pool of quantized values
+ * (a Brevitas QuantReLU, then MaxPool: a ResNet's stem) reads a quant and can take its codes.
+ * Exact: a quant of scalar scale > 0 is monotone non-decreasing, so the max of the quantized
+ * values is the quantized max (equal floats are equal bits but for a zero's sign); NaN maps
+ * to NaN both ways, and the pool keeps a window's first NaN either way. The one difference is
+ * -0.0, which quant gives for an x in [-scale/2, 0) when the zero point is 0: the pool of
+ * {-0.0, +0.0} keeps the first. So the rewrite needs a non-zero zero point or an input that
+ * is never negative (a relu's). The old pool and quant stay for other readers (cleanup drops
+ * them when none is left). */
+static void hoist_quant_over_maxpool(LowbitContext *lc) {
+    Graph *g = lc->g;
+    /* The pools first: inserting nodes moves the later ones in g->nodes. */
+    Node **pools = xcalloc((size_t)g->nnodes + 1, sizeof *pools);
+    int npools = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        if (!g->nodes[i]->dead && g->nodes[i]->op == OP_MAXPOOL)
+            pools[npools++] = g->nodes[i];
+    for (int i = 0; i < npools; i++) {
+        Node *mp = pools[i];
+        QParams qp;
+        if (mp->in[0]->kind != VAL_NODE ||
+            mp->in[0]->type.dtype != TY_F32 || !mp->in[0]->def ||
+            !get_qparams(mp->in[0]->def, &qp))
+            continue;
+        Node *qn = qp.n;
+        const Value *x = qn->in[0];
+        bool nonneg = x->kind == VAL_NODE && x->def && x->def->op == OP_RELU;
+        if (qp.zeropt == 0.0f && !nonneg)
+            continue;
+        char base[256];
+        snprintf(base, sizeof base, "%s.f", mp->out[0]->name);
+        Node *pool = insert_node(g, OP_MAXPOOL, 1, &qn->in[0], base, mp->out[0]->type, mp, mp);
+        copy_attrs(pool, mp);
+        Value *qin[4] = {pool->out[0], qn->in[1], qn->in[2], qn->in[3]};
+        snprintf(base, sizeof base, "%s.q", mp->out[0]->name);
+        Node *q = insert_node(g, OP_QUANT, 4, qin, base, mp->out[0]->type, mp, qn);
+        copy_attrs(q, qn);
+        replace_all_uses(g, mp->out[0], q->out[0]);
+        remove_node(g, mp);
+        char lname[160];
+        layer_name(mp, lname, sizeof lname);
+        report_line(lc->pass, "layer %s (maxpool of a quant): the quant moved after the pool "
+                              "(exact: the quant is monotone), so its readers take codes", lname);
+    }
+    free(pools);
+}
+
 int run_lowbit(Graph *g, PassContext *ctx) {
     LowbitContext lc = {ctx, g, NULL, 0, 0, 0};
     int n = 0;
+    hoist_quant_over_maxpool(&lc);
     Node **cand = xcalloc((size_t)g->nnodes + 1, sizeof *cand);
     for (int i = 0; i < g->nnodes; i++) {
         Node *d = g->nodes[i];

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The w1a2 ResNet-18 of issue 7 (bench/qonnx_resnet.py: a Brevitas-style QONNX export with
+BipolarQuant weights, 2-bit Quant activations, float residual adds, a float stem whose
+QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resnet18_tiny
+(3x32x32, widths 16-64-128-160), through model.bin against the reference interpreter.
+
+    test_w1a2_resnet.py --device cpu|gpu
+
+- The -O3 IR holds 19 qconv2d (every conv of the 4 stages, the three 1x1 stride-2 downsample
+  convs and the first block's conv behind the stem's max-pool included: lowbit moves the
+  quant after the pool) and one float convolution, the stem's.
+- bnncc -O3 compiles it for sm_90a and sm_80 (both CUBIN sections non-empty).
+- Its outputs at batch 1 and 3 on random inputs are byte-identical to `bnnrun --reference` on
+  the ONNX model.
+- A max-pool of a signed quant of zero point 0 (which gives -0.0, so the pool would see the
+  zero's sign) keeps the quant before the pool: the conv after it stays float, and the blob
+  still equals the reference bit for bit.
+--device gpu runs the blobs on the GPU and exits 77 (skipped) without one."""
+import argparse
+import os
+import re
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "codegen_e2e"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+import qconv_models  # noqa: E402
+import qonnx_resnet  # noqa: E402
+from test_e2e import BNNCC, BNNRUN, cubin_sections, gpu_available, run  # noqa: E402
+
+failures = []
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    failures.append(msg)
+
+
+def same_as_reference(tmp, name, model, blob, device, x):
+    """None when the blob's outputs on x equal the reference's byte for byte, else why not."""
+    xin, want, have = (os.path.join(tmp, f"{name}_{s}.npy") for s in ("x", "want", "got"))
+    np.save(xin, x)
+    p = run([BNNRUN, "--reference", model, "--input", xin, "--output", want])
+    if p.returncode:
+        return f"bnnrun --reference: {p.stderr.strip()}"
+    p = run([BNNRUN, blob, "--device", device, "--input", xin, "--output", have])
+    if p.returncode:
+        return f"bnnrun --device {device}: {p.stderr.strip()}"
+    a, b = np.load(want), np.load(have)
+    if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+        return f"differs from the reference in {int((a != b).sum())} of {a.size} outputs"
+    return None
+
+
+def ir_ops(model):
+    """The -O3 IR's op names, one per node line (None and the error if bnncc fails)."""
+    p = run([BNNCC, "-O3", model, "--emit=ir", "-o", "-"])
+    if p.returncode:
+        return None, p.stderr.strip()
+    return re.findall(r"^\s+%.* = [^=]*?\] (?:pack\([^)]*\) )?([a-z0-9_]+) ", p.stdout, re.M), ""
+
+
+def resnet(tmp, device):
+    import onnx
+    name = "w1a2resnet18_tiny"
+    model = os.path.join(tmp, name + ".onnx")
+    onnx.save(qonnx_resnet.make(name), model)
+    ops, err = ir_ops(model)
+    if ops is None:
+        return fail(f"{name}: bnncc -O3 --emit=ir: {err}")
+    floats = [o for o in ops if o in ("conv2d", "conv2d_chain")]
+    if ops.count("qconv2d") != 19 or len(floats) != 1:
+        return fail(f"{name}: {ops.count('qconv2d')} qconv2d and {len(floats)} float convs in the "
+                    f"-O3 IR, want 19 and 1 (the stem)")
+    blob = os.path.join(tmp, name + ".bin")
+    p = run([BNNCC, "-O3", model, "-o", blob])
+    if p.returncode:
+        return fail(f"{name}: bnncc -O3: {p.stderr.strip()}")
+    cubins = cubin_sections(blob)
+    if sorted(cubins) != ["sm_80", "sm_90a"] or min(cubins.values()) == 0:
+        return fail(f"{name}: CUBIN sections {cubins}")
+    rng = np.random.default_rng(7)
+    for batch in (1, 3):
+        x = rng.standard_normal((batch,) + qonnx_resnet.shape(name)).astype(np.float32)
+        why = same_as_reference(tmp, name, model, blob, device, x)
+        if why:
+            return fail(f"{name} batch {batch} ({device}): {why}")
+    print(f"ok: {name}: 19 qconv2d, model.bin ({device}) identical to the reference at batch 1 and 3")
+
+
+def signed_pool(tmp, device):
+    """x -> signed 2-bit quant (zero point 0) -> max-pool -> binary-weight conv: not hoisted."""
+    import onnx
+    n = qconv_models.Net("signed_pool", np.random.default_rng(5))
+    q = n.quant("x", 0.25, 2, 1)
+    p = n.node("MaxPool", [q], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    model = os.path.join(tmp, "signed_pool.onnx")
+    onnx.save(n.model((4, 9, 9), n.conv(p, 4, 8, 3, 1, 1, 1)), model)
+    ops, err = ir_ops(model)
+    if ops is None or "qconv2d" in ops or "maxpool" not in ops:
+        return fail(f"signed_pool: -O3 IR ops {ops} {err}: want the pool kept before a float conv")
+    blob = os.path.join(tmp, "signed_pool.bin")
+    p = run([BNNCC, "-O3", model, "-o", blob])
+    if p.returncode:
+        return fail(f"signed_pool: bnncc -O3: {p.stderr.strip()}")
+    x = np.random.default_rng(9).uniform(-0.2, 0.2, size=(3, 4, 9, 9)).astype(np.float32)
+    why = same_as_reference(tmp, "signed_pool", model, blob, device, x)
+    if why:
+        return fail(f"signed_pool ({device}): {why}")
+    print(f"ok: a pool of a signed quant keeps its order; model.bin ({device}) equals the reference")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if a.device == "gpu" and not gpu_available(tmp):
+            print("skipped: no GPU or no NVIDIA driver")
+            sys.exit(77)
+        resnet(tmp, a.device)
+        signed_pool(tmp, a.device)
+    print(f"{2 - len(failures)} passed, {len(failures)} failed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
