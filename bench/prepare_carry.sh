@@ -14,8 +14,9 @@ ninja -C build-bench >/dev/null
 ninja -C build >/dev/null
 c=.cache/bench/carry
 mkdir -p "$c/build/compiler" "$c/build/runtime"
-[ -f .cache/bench/xnorresnet18.onnx ] || /usr/bin/python3 bench/models.py .cache/bench
-for m in birealnet18 xnorresnet18 vggsmall tfc; do
+[ -f .cache/bench/xnorresnet18.onnx ] || /usr/bin/python3 bench/models.py .cache/bench  # torch 1.13
+[ -f .cache/bench/w1a2resnet18.onnx ] || python3 -c "import sys; sys.path.insert(0, 'bench'); import qonnx_resnet; qonnx_resnet.save('w1a2resnet18', '.cache/bench')"  # numpy + onnx
+for m in birealnet18 xnorresnet18 vggsmall tfc w1a2resnet18; do
     [ "$c/$m.onnx.gz" -nt ".cache/bench/$m.onnx" ] || gzip -1 -c ".cache/bench/$m.onnx" > "$c/$m.onnx.gz"
 done
 cc -std=c11 -O2 -Wall -Wextra -Iruntime bench/capi_bench.c build-bench/runtime/libbnnrt.a -ldl -lm -o "$c/capi_bench"
