@@ -517,11 +517,12 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, cons
 // v*a + b, or v/a + b where bit s of DIV, then a relu where bit s of RELUS) to one bit each,
 // v > 0 || (v == 0 && ZERO), stored NHWC-packed, OUTW words a pixel (NANF 1: then OUTW words
 // of flags, bit set where v is NaN, for the maxpool of bits after it); a warp's 32 channels are
-// one word, OR-ed over its lanes by shuffles and stored directly. EXACT 1 (SPLIT 1) makes
+// one word, OR-ed over its lanes by shuffles. EXACT 1 (SPLIT 1) makes
 // those bits the reference's: the chain is monotone in the sum, so where the chain gives the
 // same bit at both ends of [sum - m, sum + m], m a bound on |fp16x3 sum - the reference's f32
 // sum| (from the patch's max |x| and chain[2*STAGES*O + o] = sum |w| of channel o), that bit
-// is exact; else the thread recomputes the sum in the reference's order (c, ky, kx) from w32.
+// is exact; else the sum goes to a queue that the block's threads then recompute in the
+// reference's order (c, ky, kx) from w32, one sum each.
 template <class F> struct BnnConvBits {
     static_assert(!F::EXACT || (F::SPLIT && F::BITS), "exact bits need the hi + lo split");
     static_assert(!F::BITS || F::OUTW >= (F::O + 31) / 32, "bit output narrower than O");
@@ -716,11 +717,19 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
     const int g = lane >> 2, tq = lane & 3;
     if (F::BITS) {
         // Each thread holds 4 pixels (mi, row half) x 8 channels of its warp's 32, one word:
-        // the thread's bits of a pixel, OR-ed over the 4 lanes of a row (tq), are the word.
-        float *xm = (float *)bnn_dsmem; // [2][BM]: the two staging threads of a pixel (stages are free now)
+        // the thread's bits of a pixel, OR-ed over the 4 lanes of a row (tq), are the word. The
+        // stages' shared memory is free now: the pixels' max |x|, the block's words, and
+        // (EXACT) the queue of sums too close to call, which the whole block then recomputes
+        // in the reference's order, one per thread, instead of one lane of a warp at a time.
+        float *xm = (float *)bnn_dsmem;                        // [2][BM]: a pixel's two staging threads
+        unsigned *words = (unsigned *)(bnn_dsmem + 1024);      // [1 + NANF][BM][2]
+        int *qlen = (int *)(bnn_dsmem + 3072);
+        unsigned *queue = (unsigned *)(bnn_dsmem + 3088);      // [BM * BN]: pixel << 8 | channel
+        static_assert(!F::EXACT || 3088 + 4 * T::BM * T::BN <= 2 * T::STAGE, "the queue fits the stages");
         float xmx[4];
         if (F::EXACT) {
             xm[(tid >> 7) * T::BM + sm] = xmax;
+            if (tid == 0) *qlen = 0;
             __syncthreads();
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
@@ -739,38 +748,51 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
                 const float wabs = F::EXACT ? chain[2 * F::STAGES * F::O + o] : 0.0f;
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
-                    const int p = p0 + wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
-                    if (p >= T::P) continue;
+                    const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
+                    if (p0 + pl >= T::P) continue;
                     const float a = acc[q >> 1][ni][(q & 1) * 2 + c];
-                    int bit = ch.bit(a);
+                    const int bit = ch.bit(a);
                     if (F::EXACT) {
                         float m = __fmul_ru(__fmul_ru(TB::REL, xmx[q]), wabs);
                         m = __fadd_ru(__fadd_ru(m, __fmul_ru(TB::ABS, __fadd_ru(__fmul_ru((float)T::K, xmx[q]), wabs))),
                                       1e-30f);
                         const int lo = ch.bit(__fsub_rd(a, m)), hi = ch.bit(__fadd_ru(a, m));
-                        if (!(fabsf(a) <= 3e38f && m <= 3e38f && lo >= 0 && lo == hi))
-                            bit = ch.bit(bnn_conv2d_exact_sum<F>(x, w32, o, p));
+                        if (!(fabsf(a) <= 3e38f && m <= 3e38f && lo >= 0 && lo == hi)) {
+                            queue[atomicAdd(qlen, 1)] = (unsigned)pl << 8 | (unsigned)(wn * 32 + ol);
+                            continue;
+                        }
                     }
                     one[q] |= (unsigned)(bit == 1) << ol;
                     nan[q] |= (unsigned)(bit < 0) << ol;
                 }
             }
-        constexpr int PXW = F::OUTW * (1 + F::NANF); // words a pixel
-        unsigned *yb = (unsigned *)y + item * T::P * PXW;
-        const int wo = o0 / 32 + wn;
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
+            const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
             one[q] |= __shfl_xor_sync(0xffffffffu, one[q], 1);
             one[q] |= __shfl_xor_sync(0xffffffffu, one[q], 2);
-            if (F::NANF) {
-                nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 1);
-                nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 2);
+            nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 1);
+            nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 2);
+            if (tq == 0) {
+                words[pl * 2 + wn] = one[q];
+                if (F::NANF) words[2 * T::BM + pl * 2 + wn] = nan[q];
             }
-            const int p = p0 + wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
-            if (tq == 0 && p < T::P && wo < F::OUTW) {
-                yb[(bnn_i64)p * PXW + wo] = one[q];
-                if (F::NANF) yb[(bnn_i64)p * PXW + F::OUTW + wo] = nan[q];
+        }
+        __syncthreads();
+        if (F::EXACT) {
+            for (int i = tid; i < *qlen; i += 256) {
+                const int pl = queue[i] >> 8, ol = queue[i] & 255, o = o0 + ol;
+                const int bit = BnnChainK<F>(o, b, chain).bit(bnn_conv2d_exact_sum<F>(x, w32, o, p0 + pl));
+                if (bit == 1 || (bit < 0 && F::NANF))
+                    atomicOr(&words[(bit < 0) * 2 * T::BM + pl * 2 + (ol >> 5)], 1u << (ol & 31));
             }
+            __syncthreads();
+        }
+        constexpr int PXW = F::OUTW * (1 + F::NANF); // words a pixel
+        unsigned *yb = (unsigned *)y + item * T::P * PXW;
+        for (int i = tid; i < T::BM * 2 * (1 + F::NANF); i += 256) { // the block's 2 words a pixel [x 2]
+            const int f = i / (2 * T::BM), pl = i % (2 * T::BM) / 2, wo = o0 / 32 + (i & 1), p = p0 + pl;
+            if (p < T::P && wo < F::OUTW) yb[(bnn_i64)p * PXW + f * F::OUTW + wo] = words[i];
         }
         if (o0 + T::BN == F::OP) // the last channel tile: the words past OP's are zero
             for (int i = tid; i < T::BM * (F::OUTW - F::OP / 32) * (1 + F::NANF); i += 256) {
