@@ -1857,6 +1857,59 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         L->nfp16_convs++;
 }
 
+/* Channel c's bit of a conv2d_chain for the sum v (before the bias): the chain as the CPU path
+ * runs it (rt_cpu.c chain_bit), each float operation rounded on its own; -1 for NaN. */
+static int stem_bit(const float *k, int64_t S, int64_t o, int64_t c, int64_t div, int64_t relu, const float *bias,
+                    bool zero, float v) {
+    if (bias)
+        v = bias[c] + v;
+    for (int64_t s = 0; s < S; s++) {
+        float t = (div >> s) & 1 ? v / k[2 * s * o + c] : v * k[2 * s * o + c];
+        v = t + k[(2 * s + 1) * o + c];
+        if ((relu >> s) & 1)
+            v = v < 0.0f ? 0.0f : v;
+    }
+    return v != v ? -1 : v > 0.0f || (v == 0.0f && zero);
+}
+
+/* The float of an order key (0 .. +-0x7f7fffff: the finite floats in order, both zeros at 0). */
+static float key_float(int64_t key) {
+    uint32_t u = key < 0 ? 0x80000000u | (uint32_t)-key : (uint32_t)key;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* A stem channel's bit as one comparison of the sum v (docs/blob-format.md "conv2d"): mode 1:
+ * v >= t; -1: v <= t; 2: always 1; 0: always 0; 3: no NaN-free monotone form (the kernel runs
+ * the chain). The chain is monotone in v (each rounded op is), so where its ends -FLT_MAX and
+ * FLT_MAX give no NaN no finite v does, and the bit flips at most once: t by bisection. */
+static void stem_threshold(const float *k, int64_t S, int64_t o, int64_t c, int64_t div, int64_t relu,
+                           const float *bias, bool zero, float *t, float *mode) {
+    const int64_t top = 0x7f7fffff;
+    int lo = stem_bit(k, S, o, c, div, relu, bias, zero, key_float(-top));
+    int hi = stem_bit(k, S, o, c, div, relu, bias, zero, key_float(top));
+    *t = 0.0f;
+    if (lo < 0 || hi < 0) {
+        *mode = 3;
+        return;
+    }
+    if (lo == hi) {
+        *mode = lo ? 2 : 0;
+        return;
+    }
+    int64_t a = -top, b = top; /* bit(a) = lo, bit(b) = hi */
+    while (b - a > 1) {
+        int64_t mid = a + (b - a) / 2;
+        if (stem_bit(k, S, o, c, div, relu, bias, zero, key_float(mid)) == hi)
+            b = mid;
+        else
+            a = mid;
+    }
+    *t = key_float(hi ? b : a); /* rising: the first 1; falling: the last 1 */
+    *mode = hi ? 1 : -1;
+}
+
 /* A conv2d_chain as one conv2d step that writes its bits (BlobConv2dParams.out_words), then,
  * with a max-pool, a maxpool step of bits (the max of +-1 is the OR): when nothing reads its
  * float value, its bits are packed, and its chain is monotone in the sum under any rounding
@@ -1878,16 +1931,6 @@ static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const
     for (int64_t c = 0; bv && c < o; c++)
         if (!isfinite(bv[c]))
             return 0;
-    /* in2: the stages, then sum |w| of each channel (the exact kernel's error bound) */
-    float *in2 = xmalloc((size_t)((2 * S + 1) * o) * 4);
-    memcpy(in2, k, (size_t)(2 * S * o) * 4);
-    int64_t kk = cp.c * cp.kh * cp.kw;
-    for (int64_t c = 0; c < o; c++) {
-        double sum = 0;
-        for (int64_t i = 0; i < kk; i++)
-            sum += fabs((double)w[c * kk + i]);
-        in2[2 * S * o + c] = nextafterf((float)sum, INFINITY); /* rounded up */
-    }
     bool pool = get_attr(n, "pool_kernel") != NULL;
     cp.out_words = pool ? (o + 31) / 32 : words;
     cp.nan_flags = pool; /* a NaN in a window makes the pooled float NaN, its bit 0 */
@@ -1897,11 +1940,24 @@ static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const
         cp.epi_div |= (int64_t)(div[s] != 0) << s;
         cp.epi_relu |= (int64_t)(relu[s] != 0) << s;
     }
+    /* in2: the stages, then per channel sum |w| (the exact kernel's error bound), the threshold
+     * and its mode (stem_threshold) */
+    float *in2 = xmalloc((size_t)((2 * S + 3) * o) * 4);
+    memcpy(in2, k, (size_t)(2 * S * o) * 4);
+    int64_t kk = cp.c * cp.kh * cp.kw;
+    for (int64_t c = 0; c < o; c++) {
+        double sum = 0;
+        for (int64_t i = 0; i < kk; i++)
+            sum += fabs((double)w[c * kk + i]);
+        in2[2 * S * o + c] = nextafterf((float)sum, INFINITY); /* rounded up */
+        stem_threshold(k, S, o, c, cp.epi_div, cp.epi_relu, bv, cp.zero, &in2[(2 * S + 1) * o + c],
+                       &in2[(2 * S + 2) * o + c]);
+    }
     int out = pool ? new_buf(L, cp.oh * cp.ow * cp.out_words * 2 * 4) : def_buf(L, bits);
     LStep *st = new_step(L, BLOB_STEP_CONV2D);
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
-    st->s.slot[BLOB_SLOT_IN2] = put_weights(L, in2, (size_t)((2 * S + 1) * o) * 4);
+    st->s.slot[BLOB_SLOT_IN2] = put_weights(L, in2, (size_t)((2 * S + 3) * o) * 4);
     free(in2);
     st->s.slot[BLOB_SLOT_W] = put_weights(L, w, (size_t)(o * kk) * 4);
     if (b)

@@ -445,8 +445,8 @@ static bnn_status check_conv2d(const StepCheck *c) {
         !mul3_ok(((uint64_t)p->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS,
                  (k + BLOB_F16_COLS - 1) / BLOB_F16_COLS * BLOB_F16_COLS, 2, &w16))
         return bad_step(c, "operands too large");
-    /* bits out (a conv2d_chain's): in2 holds the chain, [epi_stages][2][o] then the margin
-     * coefficients [o] of the GPU kernel (docs/blob-format.md "conv2d") */
+    /* bits out (a conv2d_chain's): in2 holds the chain, [epi_stages][2][o], then the GPU
+     * kernel's sum |w|, threshold and mode, [o] each (docs/blob-format.md "conv2d") */
     uint64_t chain = 0;
     if (p->out_words) {
         if (p->out_words < (p->o + 31) / 32 || p->out_words > (1 << 20) || p->epi_stages < 0 ||
@@ -456,7 +456,7 @@ static bnn_status check_conv2d(const StepCheck *c) {
             return bad_step(c, "bad bit output: %lld words a pixel, %lld stages, div %lld, relu %lld, zero %lld",
                             (long long)p->out_words, (long long)p->epi_stages, (long long)p->epi_div,
                             (long long)p->epi_relu, (long long)p->zero);
-        chain = (uint64_t)(2 * p->epi_stages + 1) * (uint64_t)p->o * 4;
+        chain = (uint64_t)(2 * p->epi_stages + 3) * (uint64_t)p->o * 4;
         out = (uint64_t)oh * (uint64_t)ow * (uint64_t)p->out_words * (1 + (uint64_t)p->nan_flags) * 4;
     } else if (p->epi_stages || p->epi_div || p->epi_relu || p->zero || p->nan_flags) {
         return bad_step(c, "a float chain on a conv2d that writes floats");

@@ -533,13 +533,25 @@ template <class F> struct BnnConvBits {
     static constexpr float ABS = 2.0f * 0x1p-23f;
 };
 
-// A BITS conv's channel: its bias and chain constants, loaded once for the thread's pixels.
+// A BITS conv's channel: its bias and chain constants, and the chain as one comparison of the
+// sum (the lowering's stem_threshold: mode 1 sum >= t, -1 sum <= t, 2 always 1, 0 always 0,
+// 3 none), loaded once for the thread's pixels.
 template <class F> struct BnnChainK {
-    float bias, a[F::STAGES + 1], k[F::STAGES + 1];
+    float bias, a[F::STAGES + 1], k[F::STAGES + 1], wabs, t;
+    int mode;
     __device__ __forceinline__ BnnChainK(int o, const float *b, const float *chain) {
         bias = F::BIAS ? b[o] : 0.0f;
 #pragma unroll
         for (int s = 0; s < F::STAGES; ++s) a[s] = chain[2 * s * F::O + o], k[s] = chain[(2 * s + 1) * F::O + o];
+        wabs = chain[2 * F::STAGES * F::O + o];
+        t = chain[(2 * F::STAGES + 1) * F::O + o];
+        mode = (int)chain[(2 * F::STAGES + 2) * F::O + o];
+    }
+    // The bit of every sum in [lo, hi] when they all have the same one (mode < 3), else -2.
+    __device__ __forceinline__ int bit_of_range(float lo, float hi) const {
+        if (mode == 2 || mode == 0) return mode >> 1;
+        if (mode == 1) return lo >= t ? 1 : hi < t ? 0 : -2;
+        return hi <= t ? 1 : lo > t ? 0 : -2;
     }
     // The chain on sum v (before the bias): bit 1 or 0, -1 for NaN.
     __device__ __forceinline__ int bit(float v) const {
@@ -726,7 +738,7 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         int *qlen = (int *)(bnn_dsmem + 3072);
         unsigned *queue = (unsigned *)(bnn_dsmem + 3088);      // [BM * BN]: pixel << 8 | channel
         static_assert(!F::EXACT || 3088 + 4 * T::BM * T::BN <= 2 * T::STAGE, "the queue fits the stages");
-        float xmx[4];
+        float x1[4], x2[4]; // m = x1 * sum|w| + x2 + ABS * sum|w|, per pixel (rounded up)
         if (F::EXACT) {
             xm[(tid >> 7) * T::BM + sm] = xmax;
             if (tid == 0) *qlen = 0;
@@ -734,7 +746,9 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
                 const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
-                xmx[q] = fmaxf(xm[pl], xm[T::BM + pl]);
+                const float xmx = fmaxf(xm[pl], xm[T::BM + pl]);
+                x1[q] = __fmul_ru(TB::REL, xmx);
+                x2[q] = __fmul_ru(TB::ABS * T::K, xmx); // ABS a power of 2: the constant is exact
             }
         }
         unsigned one[4] = {0, 0, 0, 0}, nan[4] = {0, 0, 0, 0};
@@ -745,19 +759,25 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
                 const int ol = ni * 8 + 2 * tq + c, o = o0 + wn * 32 + ol;
                 if (o >= F::O) continue;
                 const BnnChainK<F> ch(o, b, chain);
-                const float wabs = F::EXACT ? chain[2 * F::STAGES * F::O + o] : 0.0f;
+                const float aw = F::EXACT ? __fadd_ru(__fmul_ru(TB::ABS, ch.wabs), 1e-30f) : 0.0f;
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
                     if (p0 + pl >= T::P) continue;
                     const float a = acc[q >> 1][ni][(q & 1) * 2 + c];
-                    const int bit = ch.bit(a);
-                    if (F::EXACT) {
-                        float m = __fmul_ru(__fmul_ru(TB::REL, xmx[q]), wabs);
-                        m = __fadd_ru(__fadd_ru(m, __fmul_ru(TB::ABS, __fadd_ru(__fmul_ru((float)T::K, xmx[q]), wabs))),
-                                      1e-30f);
-                        const int lo = ch.bit(__fsub_rd(a, m)), hi = ch.bit(__fadd_ru(a, m));
-                        if (!(fabsf(a) <= 3e38f && m <= 3e38f && lo >= 0 && lo == hi)) {
+                    int bit;
+                    if (!F::EXACT) {
+                        bit = ch.mode == 3 || a != a ? ch.bit(a) : ch.bit_of_range(a, a);
+                    } else {
+                        const float m = __fmaf_ru(x1[q], ch.wabs, __fadd_ru(x2[q], aw));
+                        const float lo = __fsub_rd(a, m), hi = __fadd_ru(a, m);
+                        if (ch.mode != 3) {
+                            bit = ch.bit_of_range(lo, hi);
+                        } else { // the chain at both ends
+                            const int blo = ch.bit(lo);
+                            bit = blo >= 0 && blo == ch.bit(hi) ? blo : -2;
+                        }
+                        if (!(fabsf(a) <= 3e38f && m <= 3e38f) || bit == -2) {
                             queue[atomicAdd(qlen, 1)] = (unsigned)pl << 8 | (unsigned)(wn * 32 + ol);
                             continue;
                         }
@@ -794,11 +814,11 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
             const int f = i / (2 * T::BM), pl = i % (2 * T::BM) / 2, wo = o0 / 32 + (i & 1), p = p0 + pl;
             if (p < T::P && wo < F::OUTW) yb[(bnn_i64)p * PXW + f * F::OUTW + wo] = words[i];
         }
-        if (o0 + T::BN == F::OP) // the last channel tile: the words past OP's are zero
-            for (int i = tid; i < T::BM * (F::OUTW - F::OP / 32) * (1 + F::NANF); i += 256) {
-                const int w0 = F::OP / 32, n = F::OUTW - w0, pl = i / (n * (1 + F::NANF)), p = p0 + pl;
-                const int r = i % (n * (1 + F::NANF));
-                if (p < T::P) yb[(bnn_i64)p * PXW + r / n * F::OUTW + w0 + r % n] = 0;
+        constexpr int W0 = F::OP / 32, NZ = F::OUTW > W0 ? F::OUTW - W0 : 1; // NZ: words past OP's
+        if (F::OUTW > W0 && o0 + T::BN == F::OP) // the last channel tile zeroes them
+            for (int i = tid; i < T::BM * NZ * (1 + F::NANF); i += 256) {
+                const int pl = i / (NZ * (1 + F::NANF)), p = p0 + pl, r = i % (NZ * (1 + F::NANF));
+                if (p < T::P) yb[(bnn_i64)p * PXW + r / NZ * F::OUTW + W0 + r % NZ] = 0;
             }
         return;
     }
