@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """profile_models.py: where a model.bin's GPU time goes, kernel by kernel kind.
 
-    bench/profile_models.py --lib LIBBNNRT.so NAME.bin:BATCH [...]
+    bench/profile_models.py --lib LIBBNNRT.so [--steps] NAME.bin:BATCH [...]
 
 Loads libbnnrt through ctypes into a process that also holds torch, runs the session a few
 times under torch.profiler (CUPTI records every kernel of the process, those that libbnnrt's
 CUDA graph launches too), and prints per model and batch: the run's event time
 (bnn_session_last_run_ms, copies included), the summed time of its kernels grouped by plan
 step kind (the generated kernels are named s<step>_<kind>), the copies, the number of
-kernels per run, and what is left (gaps between kernels: launch and dependency latency)."""
+kernels per run, and what is left (gaps between kernels: launch and dependency latency).
+--steps: one line per plan step (kernel name) instead of per kind."""
 import argparse
 import ctypes
 import re
@@ -29,6 +30,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--steps", action="store_true", help="one line per plan step's kernel, not per kind")
     ap.add_argument("cases", nargs="+")
     a = ap.parse_args()
     lib = ctypes.CDLL(a.lib)
@@ -68,7 +70,7 @@ def main():
             t = e.time_range.elapsed_us()
             name = e.name
             mk = re.match(r"s\d+_(\w+)", name)
-            kind = mk.group(1) if mk else ("copy " + name if "emcpy" in name else name[:40])
+            kind = (name if a.steps else mk.group(1)) if mk else ("copy " + name if "emcpy" in name else name[:40])
             by_kind[kind] += t / 1e3 / a.runs
             count[kind] += 1
         total = float(np.median(ev))
