@@ -2914,6 +2914,21 @@ int codegen_parse_targets(const char *list, CodegenOptions *o) {
     return 0;
 }
 
+int codegen_tiled_kernel(const CodegenOptions *o) {
+    if (!o || o->ntargets == 0)
+        return -1;
+    bool all_90a = true;
+    for (int i = 0; i < o->ntargets; i++) {
+        const char *t = o->targets[i]; /* "sm_90a" up to a ',' or the end */
+        size_t len = strcspn(t, ",");
+        int sm = atoi(t + 3);
+        if (sm < 90)
+            return 0;
+        all_90a = all_90a && len == 6 && !strncmp(t, "sm_90a", 6);
+    }
+    return all_90a ? 2 : 1;
+}
+
 char *codegen_cuda_source(const Graph *g, const CodegenOptions *o) {
     Lower L;
     char *src = NULL;
