@@ -7,6 +7,7 @@
 #include "emit.h"
 #include "ir.h"
 #include "kernels.h"
+#include "tile_layout.h"
 #include "util.h"
 
 extern const char bnn_float_ops_cu[]; /* embedded kernels/float_ops.cu (embed.py) */
@@ -132,6 +133,13 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
             buf_put(&b, bnn_mlp_fused_cu, bnn_mlp_fused_cu_len);
             break;
         }
+    for (int i = 0; i < n; i++)
+        if (k[i].family == KERNEL_BGEMM_TILED || k[i].family == KERNEL_BGEMM_WGMMA) {
+            /* sm_90+ only: lower.c makes these kernels only when every target has them; it
+             * also holds the prep kernel bnn_tiled_row_popc_c that the plan launches */
+            buf_put(&b, bnn_tiled_common_cu, bnn_tiled_common_cu_len);
+            break;
+        }
     for (int i = 0; i < n; i++) {
         const KernelSpec *s = &k[i];
         buf_puts(&b, "\n");
@@ -148,6 +156,14 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
                 buf_put(&b, bnn_bgemm_cu, bnn_bgemm_cu_len);
             else
                 buf_put(&b, bnn_bconv_cu, bnn_bconv_cu_len);
+            break;
+        case KERNEL_BGEMM_TILED:
+            buf_puts(&b, s->defines);
+            buf_put(&b, bnn_bgemm_tiled_cu, bnn_bgemm_tiled_cu_len);
+            break;
+        case KERNEL_BGEMM_WGMMA:
+            buf_puts(&b, s->defines);
+            buf_put(&b, bnn_bgemm_wgmma_cu, bnn_bgemm_wgmma_cu_len);
             break;
         case KERNEL_PLANES:
             buf_puts(&b, s->defines);
