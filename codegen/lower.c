@@ -2188,6 +2188,8 @@ static int lower_repack(Lower *L, const Node *n) {
         L->vbuf[y->id] = buf_of(L, x);
         return 0;
     }
+    if ((!wi || !wo) && x->type.rank == 2 && y->type.rank == 2) /* e.g. a b1 [N,C] output, C not 32k */
+        return lower_retile(L, x, y);
     return convert_bits(L, x, y);
 }
 

@@ -169,7 +169,9 @@ int run_choose_formats(Graph *g, PassContext *ctx) {
     int repacks = repack_graph_io(g);
     for (int i = 0; i < g->nnodes; i++) {
         Node *n = g->nodes[i];
-        if (n->dead || n->op == OP_REPACK)
+        /* a repack to canonical storage (graph I/O) stays; one to a tile-major format from an
+         * earlier run is decided again below */
+        if (n->dead || (n->op == OP_REPACK && n->out[0]->type.pack.tile == TILE_NONE))
             continue;
         for (int j = 0; j < n->nout; j++) {
             Type *t = &n->out[j]->type;
@@ -213,8 +215,10 @@ int run_choose_formats(Graph *g, PassContext *ctx) {
         Value *x = n->in[0];
         PackFormat want = tiled_format(x->type.dim[1], TILE_K128);
         Node *p = producer(x);
-        if (p && p->op == OP_REPACK && p->in[0]->kind == VAL_INPUT && only_tiled_readers(g, x, tiled)) {
-            x->type.pack = want; /* a graph input's repack converts straight to the tiled image */
+        if (p && p->op == OP_REPACK && only_tiled_readers(g, x, tiled)) {
+            /* a repack read by tiled layers only (a graph input's, or one from an earlier run of
+             * this pass) converts straight to the tiled image */
+            x->type.pack = want;
             tiled_acts++;
             continue;
         }
