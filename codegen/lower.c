@@ -538,11 +538,9 @@ static const char *epi_macro(const Epilogue *e) {
                                          : "BNN_EPI_I32";
 }
 
-/* Kernel arguments of both families: X, W, popc table, ep0, ep1, Y, batch * rows_arg. */
-static void add_family_args(LStep *st, int64_t rows_arg) {
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
+/* The last kernel arguments of the binary GEMM / conv kernels: ep0, ep1 (null where unused),
+ * Y, batch * rows_arg. */
+static void add_epilogue_args(LStep *st, int64_t rows_arg) {
     for (int slot = BLOB_SLOT_P0; slot <= BLOB_SLOT_P1; slot++)
         if (st->s.slot[slot].space != BLOB_SPACE_NONE)
             blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slot, 0);
@@ -550,6 +548,14 @@ static void add_family_args(LStep *st, int64_t rows_arg) {
             blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows_arg);
+}
+
+/* Kernel arguments of both families: X, W, popc table, ep0, ep1, Y, batch * rows_arg. */
+static void add_family_args(LStep *st, int64_t rows_arg) {
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
+    add_epilogue_args(st, rows_arg);
 }
 
 /* Kernel arguments of a bconv chain: X, W, popc table, chain parameters, residual, f32 out,
@@ -712,13 +718,7 @@ static int lower_bgemm_tiled(Lower *L, const Node *n, const Value *t, const Valu
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X1, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
-    for (int slot = BLOB_SLOT_P0; slot <= BLOB_SLOT_P1; slot++)
-        if (st->s.slot[slot].space != BLOB_SPACE_NONE)
-            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slot, 0);
-        else
-            blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, 1);
+    add_epilogue_args(st, 1);
     L->ntiled++;
     if (n->op == OP_BDENSE_CHAIN)
         return lower_chain_rest(L, n, out, &n->out[0]->type, rest_from, true, count_uses(L->g, n->out[1]) > 0);

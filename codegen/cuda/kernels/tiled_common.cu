@@ -258,38 +258,14 @@ __device__ __forceinline__ void bnn_tiled_zero_pad(void *__restrict__ Y, int m0,
 // popc of each row of a pre-tiled matrix (tile rows tr, nch 16-byte chunks per row):
 // out[r] for r < rows. Block (32, 8): threadIdx.x picks one of 32 neighbouring rows (16-byte
 // loads of one chunk of 32 rows are 512 contiguous bytes), threadIdx.y strides the chunks.
-// For the kernels' apop (activations) and wpop (weights, usually folded on the host instead).
-extern "C" __global__ void __launch_bounds__(256) bnn_tiled_row_popc(const uint4 *__restrict__ X, int rows, int tr,
-                                                                     int nch, int *__restrict__ out) {
+// compact: the last row tile is compact (above: chunk stride = its own rows).
+__device__ __forceinline__ void bnn_tiled_row_popc_body(const uint4 *__restrict__ X, int rows, int tr, int nch,
+                                                        int *__restrict__ out, bool compact) {
     __shared__ int part[8][33];
     const int r = blockIdx.x * 32 + threadIdx.x;
     int s = 0;
     if (r < rows) {
-        const uint4 *base = X + (long long)(r / tr) * nch * tr + r % tr;
-        for (int c = threadIdx.y; c < nch; c += 8) {
-            const uint4 v = base[(long long)c * tr];
-            s += __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
-        }
-    }
-    part[threadIdx.y][threadIdx.x] = s;
-    __syncthreads();
-    if (threadIdx.y == 0 && r < rows) {
-#pragma unroll
-        for (int y = 1; y < 8; ++y) s += part[y][threadIdx.x];
-        out[r] = s;
-    }
-}
-
-// popc of each of the `rows` rows of a tile-major operand with compact row tiles (above):
-// the apop of a compiled pre-tiled layer, launched by the plan before it (a `kernel` step;
-// grid ceil(rows/32), block (32, 8), as bnn_tiled_row_popc).
-extern "C" __global__ void __launch_bounds__(256) bnn_tiled_row_popc_c(const uint4 *__restrict__ X, int rows, int tr,
-                                                                       int nch, int *__restrict__ out) {
-    __shared__ int part[8][33];
-    const int r = blockIdx.x * 32 + threadIdx.x;
-    int s = 0;
-    if (r < rows) {
-        const int t = r / tr, in = min(tr, rows - t * tr);
+        const int t = r / tr, in = compact ? min(tr, rows - t * tr) : tr;
         const uint4 *base = X + (long long)t * nch * tr + r % tr;
         for (int c = threadIdx.y; c < nch; c += 8) {
             const uint4 v = base[(long long)c * in];
@@ -303,6 +279,17 @@ extern "C" __global__ void __launch_bounds__(256) bnn_tiled_row_popc_c(const uin
         for (int y = 1; y < 8; ++y) s += part[y][threadIdx.x];
         out[r] = s;
     }
+}
+// For the kernels' apop (activations) and wpop (weights, usually folded on the host instead).
+extern "C" __global__ void __launch_bounds__(256) bnn_tiled_row_popc(const uint4 *__restrict__ X, int rows, int tr,
+                                                                     int nch, int *__restrict__ out) {
+    bnn_tiled_row_popc_body(X, rows, tr, nch, out, false);
+}
+// The same over compact row tiles: the apop of a compiled pre-tiled layer, launched by the
+// plan before it (a `kernel` step).
+extern "C" __global__ void __launch_bounds__(256) bnn_tiled_row_popc_c(const uint4 *__restrict__ X, int rows, int tr,
+                                                                       int nch, int *__restrict__ out) {
+    bnn_tiled_row_popc_body(X, rows, tr, nch, out, true);
 }
 
 #endif // BNN_TILED_COMMON_CU
