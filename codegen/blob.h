@@ -87,13 +87,14 @@ typedef enum {
     X(BLOB_STEP_SOFTMAX, 17, "softmax")        \
     X(BLOB_STEP_QUANTIZE, 18, "quantize") /* low-bit codes as bit-planes (docs/kernels.md) */ \
     X(BLOB_STEP_QGEMM, 19, "qgemm")       /* bit-plane low-bit GEMM */ \
-    X(BLOB_STEP_QCONV, 20, "qconv")       /* bit-plane low-bit implicit-GEMM convolution */
+    X(BLOB_STEP_QCONV, 20, "qconv")       /* bit-plane low-bit implicit-GEMM convolution */ \
+    X(BLOB_STEP_RETILE, 21, "retile")     /* bit rows from one layout (row-major, tile-major) to another */
 
 typedef enum {
 #define X(e, v, name) e = v,
     BLOB_STEP_LIST(X)
 #undef X
-    BLOB_STEP_LAST = BLOB_STEP_QCONV
+    BLOB_STEP_LAST = BLOB_STEP_RETILE
 } BlobStepKind;
 
 static inline const char *blob_step_name(uint32_t kind) {
@@ -181,7 +182,30 @@ typedef struct BlobGridDim {
 /* Parameters of each step kind, all int64 (params[] on disk, in this order). */
 typedef struct { int64_t channels, spatial, words, zero, layout; } BlobPackParams;
 typedef struct { int64_t channels, spatial, words, layout; } BlobUnpackParams;
-typedef struct { int64_t rows, n, k, words, out_words; } BlobBgemmParams;
+/* bgemm: in_tile 0 reads A row-major (`words` words a row), 128 tile-major (below; words =
+ * the padded K / 32, a multiple of 32); w_tile 0 or 256 likewise for W (both tiled or neither);
+ * out_tile 128 writes the threshold epilogue's bits tile-major (out_words a multiple of 32). */
+typedef struct { int64_t rows, n, k, words, out_words, in_tile, w_tile, out_tile; } BlobBgemmParams;
+/* retile: the bit rows of a b1 value (rows per item, k bits each) from one layout to another;
+ * *_tile 0: row-major, *_ld bytes a row (>= ceil(k/8)); 128 or 256: tile-major with *_ld =
+ * 16 * chunks a row. Bits past k are written as zeros, and so is every byte up to *_ld. */
+typedef struct { int64_t rows, k, in_tile, in_ld, out_tile, out_ld; } BlobRetileParams;
+
+/* The tile-major layout of R rows of bits (docs/blob-format.md, "Tile-major bits"): row
+ * tiles of tr rows, each row's bits in nch 16-byte chunks (LSB-first, zero past the true
+ * length), chunk-major inside a tile: [row tile][chunk][row][16 B]. The last tile holds only
+ * the rows that exist, so R rows take exactly R * nch * 16 bytes. Byte offset of chunk c of
+ * row r (this is what the pre-tiled GEMM kernels load, one bulk copy a stage). */
+static inline uint64_t blob_tiled_offset(int64_t r, int64_t c, int64_t rows, int64_t tr, int64_t nch) {
+    int64_t t = r / tr, in_tile = rows - t * tr < tr ? rows - t * tr : tr;
+    return ((uint64_t)(t * tr) * (uint64_t)nch + (uint64_t)(c * in_tile) + (uint64_t)(r % tr)) * 16u;
+}
+/* Byte b of row r of `rows` rows stored with `ld` bytes a row: row-major (tr 0) or tile-major. */
+static inline uint64_t blob_row_byte(int64_t r, int64_t b, int64_t rows, int64_t tr, int64_t ld) {
+    if (!tr)
+        return (uint64_t)r * (uint64_t)ld + (uint64_t)b;
+    return blob_tiled_offset(r, b / 16, rows, tr, ld / 16) + (uint64_t)(b % 16);
+}
 typedef struct {
     int64_t h, w, c, words, o, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom,
         pad_right, pad_value, dil_h, dil_w, oh, ow, pool, out_words, out_layout;
@@ -298,6 +322,7 @@ typedef struct BlobStep {
         BlobQuantizeParams quantize;
         BlobQgemmParams qgemm;
         BlobQconvParams qconv;
+        BlobRetileParams retile;
     };
 } BlobStep;
 

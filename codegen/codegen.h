@@ -37,6 +37,11 @@ typedef struct CodegenOptions {
  * list, which must outlive o). 0 ok; -1 with a diagnostic naming the bad entry. */
 int codegen_parse_targets(const char *list, CodegenOptions *o);
 
+/* Which pre-tiled GEMM kernel the targets of o can run: 0 none (a target before sm_90),
+ * 1 the mma.sync one (bgemm_tiled.cu: every target sm_90 or newer), 2 the wgmma one
+ * (bgemm_wgmma.cu: every target sm_90a), -1 no GPU target at all. */
+int codegen_tiled_kernel(const CodegenOptions *o);
+
 /* The CUDA source of g's kernels, as NVRTC compiles it (bnncc --emit=cuda); o (may be NULL)
  * for the options that change kernels (float_convs). NULL with a diagnostic when an op has no
  * code generator. */

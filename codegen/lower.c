@@ -18,6 +18,7 @@
 #include "cuda/emit.h"
 #include "kernels.h"
 #include "nvrtc.h"
+#include "tile_layout.h"
 #include "util.h"
 
 #define ARENA_ALIGN 256 /* every arena offset; item n of a tensor sits at B*offset + n*bytes */
@@ -55,6 +56,8 @@ typedef struct Lower {
     int float_convs;  /* CodegenOptions.float_convs: float convs on fp16 tensor cores (GPU only) */
     int nfp16_convs;  /* how many got that kernel, for --report */
     int nexact_bit_convs; /* conv2d_chains on it that write exact bits (lower_conv2d_bits) */
+    int tiled_kernel; /* codegen_tiled_kernel of the options: which pre-tiled GEMM the targets run */
+    int ntiled;       /* pre-tiled bgemm steps, for --report */
 } Lower;
 
 /* ---------------------------------------------------------------- small helpers */
@@ -124,6 +127,8 @@ static int64_t dtype_size(DType t) { return t == TY_B1 ? 0 : dtype_bits(t) / 8; 
 static int64_t value_bytes(const Type *t) {
     if (t->dtype != TY_B1)
         return item_numel(t) * dtype_size(t->dtype);
+    if (t->pack.tile != TILE_NONE) /* tile-major [N,K]: K padded, compact row tiles */
+        return t->pack.pad_to / 8;
     int64_t words = packed_words(t);
     if (words)
         return spatial_of(t) * words * 4;
@@ -271,7 +276,7 @@ static void float_kernel(Lower *L, LStep *st, const char *tag, int64_t count, ch
  * same bytes read as k words; 0 when neither. */
 static int64_t stored_words(const Type *t) {
     int64_t w = packed_words(t);
-    if (!w && t->rank == 2 && t->dim[1] % 32 == 0)
+    if (!w && t->pack.tile == TILE_NONE && t->rank == 2 && t->dim[1] % 32 == 0)
         w = t->dim[1] / 32;
     return w;
 }
@@ -534,11 +539,9 @@ static const char *epi_macro(const Epilogue *e) {
                                          : "BNN_EPI_I32";
 }
 
-/* Kernel arguments of both families: X, W, popc table, ep0, ep1, Y, batch * rows_arg. */
-static void add_family_args(LStep *st, int64_t rows_arg) {
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
+/* The last kernel arguments of the binary GEMM / conv kernels: ep0, ep1 (null where unused),
+ * Y, batch * rows_arg. */
+static void add_epilogue_args(LStep *st, int64_t rows_arg) {
     for (int slot = BLOB_SLOT_P0; slot <= BLOB_SLOT_P1; slot++)
         if (st->s.slot[slot].space != BLOB_SPACE_NONE)
             blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slot, 0);
@@ -546,6 +549,14 @@ static void add_family_args(LStep *st, int64_t rows_arg) {
             blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows_arg);
+}
+
+/* Kernel arguments of both families: X, W, popc table, ep0, ep1, Y, batch * rows_arg. */
+static void add_family_args(LStep *st, int64_t rows_arg) {
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
+    add_epilogue_args(st, rows_arg);
 }
 
 /* Kernel arguments of a bconv chain: X, W, popc table, chain parameters, residual, f32 out,
@@ -570,8 +581,12 @@ static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int
 
 /* dense over b1 x b1 (bdense, bdense_chain, or dense with its threshold / cast) -> one bgemm
  * step (a bdense_chain's further stages, residual and bits: lower_chain_rest's steps). */
+static int lower_bgemm_tiled(Lower *L, const Node *n, const Value *t, const Value *dir);
+
 static int lower_bgemm(Lower *L, const Node *n, const Value *t, const Value *dir) {
     const Value *x = n->in[0], *w = n->in[1];
+    if (x->type.pack.tile != TILE_NONE)
+        return lower_bgemm_tiled(L, n, t, dir);
     if (w->kind != VAL_CONST)
         return unsupported(L, "a binary dense layer with non-constant weights");
     int64_t k = x->type.dim[1], o = w->type.dim[0], words = stored_words(&x->type);
@@ -615,6 +630,97 @@ static int lower_bgemm(Lower *L, const Node *n, const Value *t, const Value *dir
     blob_step_set_kernel(&st->s, st->k.name, grid, block,
                          (uint32_t)bnn_tile_smem(BNN_BGEMM_BM, BNN_BGEMM_BN, BNN_BGEMM_KC, BNN_BGEMM_STAGES));
     add_family_args(st, 1);
+    if (n->op == OP_BDENSE_CHAIN)
+        return lower_chain_rest(L, n, out, &n->out[0]->type, rest_from, true, count_uses(L->g, n->out[1]) > 0);
+    return 0;
+}
+
+/* A layer whose operands choose-formats made tile-major (docs/passes.md) -> a GPU-only
+ * `kernel` step counting popc(a) of each row of A (bnn_tiled_row_popc_c, into an arena
+ * scratch) and a bgemm step with in_tile 128 / w_tile 256 (and out_tile 128 where its bits
+ * are tile-major too) on the pre-tiled kernel: bgemm_wgmma.cu when every target is sm_90a,
+ * else bgemm_tiled.cu. The weights are stored as the kernel's W image, built here. */
+static int lower_bgemm_tiled(Lower *L, const Node *n, const Value *t, const Value *dir) {
+    const Value *x = n->in[0], *w = n->in[1];
+    int64_t k = x->type.dim[1], o = w->type.dim[0], kpad = x->type.pack.pad_to, nch = kpad / 128;
+    if (w->kind != VAL_CONST || x->type.pack.tile != TILE_K128 || w->type.pack.tile != TILE_K256 ||
+        w->type.pack.pad_to != kpad || kpad % (BNN_TILED_KC * 128) || k > kpad || w->type.dim[1] != k)
+        return unsupported(L, "a binary dense layer on these tile-major operands (k128 activations and "
+                              "k256 constant weights padded to a multiple of 1024 bits)");
+    if (L->tiled_kernel == 0)
+        return fail_node(L, "tile-major operands need the pre-tiled GEMM kernels, which need sm_90 or newer: "
+                            "compile for sm_90/sm_90a (or cpu) only, or recompile the model with --formats=plain");
+    Epilogue e;
+    choose_epilogue(L, n, t, dir, &e);
+    int64_t owords = 0, out_tile = 0;
+    if (e.kind == BLOB_EPI_THRESHOLD && e.out->type.pack.tile == TILE_K128) {
+        out_tile = 128;
+        owords = e.out->type.pack.pad_to / 32;
+    } else if (e.out->type.pack.tile != TILE_NONE) {
+        free_epilogue(&e);
+        return unsupported(L, "a tile-major result of this layer's epilogue");
+    } else if (e.kind == BLOB_EPI_THRESHOLD && out_words(L, e.out, &owords)) {
+        free_epilogue(&e);
+        return -1;
+    }
+    /* W: o rows of kpad bits in 256-row tiles (the last one compact); popc of each row. */
+    unsigned char *wt = xcalloc((size_t)(o * nch * 16), 1);
+    int32_t *wpop = xcalloc((size_t)o, 4);
+    for (int64_t r = 0; r < o; r++)
+        for (int64_t i = 0; i < k; i++)
+            if (bit_get(w->data, r * k + i)) {
+                wt[blob_row_byte(r, i / 8, o, 256, kpad / 8)] |= (unsigned char)(1u << (i % 8));
+                wpop[r]++;
+            }
+    int in = buf_of(L, x), apop = new_buf(L, 4);
+    LStep *pc = new_step(L, BLOB_STEP_KERNEL);
+    use_arena(L, pc, BLOB_SLOT_IN, in);
+    use_arena(L, pc, BLOB_SLOT_OUT, apop);
+    BlobGridDim pgrid[3] = {{0, 1, 32}, {1, 0, 1}, {1, 0, 1}};
+    uint32_t pblock[3] = {32, 8, 1};
+    blob_step_set_kernel(&pc->s, "bnn_tiled_row_popc_c", pgrid, pblock, 0);
+    blob_step_add_arg(&pc->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&pc->s, BLOB_ARG_BATCH, 0, 1);
+    blob_step_add_arg(&pc->s, BLOB_ARG_I32, 0, 128);
+    blob_step_add_arg(&pc->s, BLOB_ARG_I32, 0, nch);
+    blob_step_add_arg(&pc->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
+
+    int rest_from = e.rest_from;
+    int out = n->op == OP_BDENSE_CHAIN ? new_buf(L, value_bytes(&e.out->type)) : def_buf(L, e.out);
+    LStep *st = new_step(L, BLOB_STEP_BGEMM);
+    use_arena(L, st, BLOB_SLOT_IN, in);
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    use_arena(L, st, BLOB_SLOT_X1, apop);
+    st->s.slot[BLOB_SLOT_W] = put_weights(L, wt, (size_t)(o * nch * 16));
+    st->s.slot[BLOB_SLOT_X0] = put_weights(L, wpop, (size_t)o * 4);
+    free(wt);
+    free(wpop);
+    set_epilogue_operands(L, st, &e, o);
+    st->s.bgemm = (BlobBgemmParams){.rows = 1, .n = o, .k = k, .words = kpad / 32, .out_words = owords,
+                                    .in_tile = 128, .w_tile = 256, .out_tile = out_tile};
+    bool wg = L->tiled_kernel == 2;
+    name_kernel(L, st, wg ? "bgemm_wgmma" : "bgemm_tiled");
+    st->k.family = wg ? KERNEL_BGEMM_WGMMA : KERNEL_BGEMM_TILED;
+    const char *pre = wg ? "BW" : "BT";
+    st->k.defines = str_printf("#define %s_NAME %s\n#define %s_N %lld\n#define %s_K %lld\n#define %s_EPI %s\n"
+                               "#define %s_LDY %lld\n#define %s_COMPACT 1\n#define %s_YTILE %lld\n",
+                               pre, st->k.name, pre, (long long)o, pre, (long long)k, pre, epi_macro(&e), pre,
+                               (long long)(owords ? owords : o), pre, pre, (long long)out_tile);
+    free_epilogue(&e);
+    /* Persistent blocks: one per output tile at least (ntn column tiles x ceil(batch/128) row
+     * tiles <= ntn + ceil(batch*ntn/128)); the surplus returns at once. */
+    uint32_t ntn = (uint32_t)((o + BNN_TILED_BN - 1) / BNN_TILED_BN);
+    BlobGridDim grid[3] = {{ntn, ntn, BNN_TILED_BM}, {1, 0, 1}, {1, 0, 1}};
+    uint32_t block[3] = {wg ? BNN_WGMMA_THREADS : (uint32_t)bnn_bgemm_tiled_threads(BNN_TILED_WM, BNN_TILED_WN), 1,
+                         1};
+    blob_step_set_kernel(&st->s, st->k.name, grid, block,
+                         (uint32_t)bnn_bgemm_tiled_smem(BNN_TILED_BM, BNN_TILED_BN, BNN_TILED_KC, BNN_TILED_STAGES));
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X1, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
+    add_epilogue_args(st, 1);
+    L->ntiled++;
     if (n->op == OP_BDENSE_CHAIN)
         return lower_chain_rest(L, n, out, &n->out[0]->type, rest_from, true, count_uses(L->g, n->out[1]) > 0);
     return 0;
@@ -674,7 +780,8 @@ static bool mlp_pack(const LStep *st, int64_t count) {
 /* A dense bgemm over k bits stored in `words` words per item. */
 static bool mlp_bgemm(const LStep *st, int64_t k, int64_t words) {
     const BlobBgemmParams *p = &st->s.bgemm;
-    return st->s.kind == BLOB_STEP_BGEMM && p->rows == 1 && p->k == k && p->words == words && p->n >= 1 &&
+    return st->s.kind == BLOB_STEP_BGEMM && !p->in_tile && !p->out_tile && p->rows == 1 && p->k == k &&
+           p->words == words && p->n >= 1 &&
            p->n <= MLP_MAX_WIDTH && (st->s.epilogue == BLOB_EPI_THRESHOLD || st->s.epilogue == BLOB_EPI_I32 ||
                                      st->s.epilogue == BLOB_EPI_AFFINE);
 }
@@ -2214,14 +2321,56 @@ static int lower_reshape(Lower *L, const Node *n) {
 }
 
 /* A change of bit format (e.g. packed -> the canonical storage of a b1 graph output). */
+static bool bit_rows(const Type *t, int64_t *tile, int64_t *ld);
+static int lower_retile(Lower *L, const Value *x, const Value *y);
+
 static int lower_repack(Lower *L, const Node *n) {
     const Value *x = n->in[0], *y = n->out[0];
+    if (x->type.pack.tile != TILE_NONE || y->type.pack.tile != TILE_NONE)
+        return lower_retile(L, x, y);
     int64_t wi = stored_words(&x->type), wo = stored_words(&y->type);
     if (type_equal(&x->type, &y->type) || (wi && wi == wo && spatial_of(&x->type) == 1)) {
         L->vbuf[y->id] = buf_of(L, x);
         return 0;
     }
+    if ((!wi || !wo) && x->type.rank == 2 && y->type.rank == 2) /* e.g. a b1 [N,C] output, C not 32k */
+        return lower_retile(L, x, y);
     return convert_bits(L, x, y);
+}
+
+/* The rows of a b1 [N,K] value as the retile step sees them: tile rows (0: row-major) and
+ * bytes a row (canonical storage: ceil(K/8) bytes an item). */
+static bool bit_rows(const Type *t, int64_t *tile, int64_t *ld) {
+    if (t->rank != 2)
+        return false;
+    if (t->pack.tile != TILE_NONE) {
+        *tile = t->pack.tile == TILE_K128 ? 128 : 256;
+        *ld = t->pack.pad_to / 8;
+        return true;
+    }
+    int64_t w = packed_words(t);
+    *tile = 0;
+    *ld = w ? w * 4 : (t->dim[1] + 7) / 8;
+    return true;
+}
+
+/* A repack to or from a tile-major format: one retile step (a byte gather; float_ops.cu's
+ * bnn_retile on the GPU, one thread per output byte). */
+static int lower_retile(Lower *L, const Value *x, const Value *y) {
+    int64_t it, ild, ot, old;
+    if (x->kind == VAL_CONST || !bit_rows(&x->type, &it, &ild) || !bit_rows(&y->type, &ot, &old))
+        return unsupported(L, "this change to or from a tile-major bit layout (only [N,K] values)");
+    int64_t k = x->type.dim[1];
+    LStep *st = new_step(L, BLOB_STEP_RETILE);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, def_buf(L, y));
+    st->s.retile = (BlobRetileParams){.rows = 1, .k = k, .in_tile = it, .in_ld = ild, .out_tile = ot, .out_ld = old};
+    float_kernel(L, st, "retile", old,
+                 str_printf("bnn_retile(item, j, total / %lld, (const unsigned char *)in, (unsigned char *)out, 1, "
+                            "%lld, %lld, %lld, %lld, %lld)",
+                            (long long)old, (long long)k, (long long)it, (long long)ild, (long long)ot,
+                            (long long)old));
+    return 0;
 }
 
 /* ---------------------------------------------------------------- low-bit layers */
@@ -2813,6 +2962,7 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     memset(L, 0, sizeof *L);
     L->g = g;
     L->float_convs = o ? (int)o->float_convs : FLOAT_CONVS_EXACT;
+    L->tiled_kernel = codegen_tiled_kernel(o);
     L->w = blob_new();
     for (int i = 0; i < g->nvalues; i++)
         if (g->values[i]->id != i)
@@ -3057,6 +3207,21 @@ int codegen_parse_targets(const char *list, CodegenOptions *o) {
             p++;
     }
     return 0;
+}
+
+int codegen_tiled_kernel(const CodegenOptions *o) {
+    if (!o || o->ntargets == 0)
+        return -1;
+    bool all_90a = true;
+    for (int i = 0; i < o->ntargets; i++) {
+        const char *t = o->targets[i]; /* "sm_90a" up to a ',' or the end */
+        size_t len = strcspn(t, ",");
+        int sm = atoi(t + 3);
+        if (sm < 90)
+            return 0;
+        all_90a = all_90a && len == 6 && !strncmp(t, "sm_90a", 6);
+    }
+    return all_90a ? 2 : 1;
 }
 
 char *codegen_cuda_source(const Graph *g, const CodegenOptions *o) {

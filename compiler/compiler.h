@@ -18,6 +18,14 @@ typedef struct CompileOptions {
     Buf *report;            /* lines for --report, or NULL */
     const char *repro_path; /* where a failing pass leaves the IR from before it;
                                NULL: bnncc-crash.bnn in the current directory */
+    /* choose-formats (bnncc --formats): AUTO tile-major where the rule of docs/passes.md says
+     * so and the targets allow it, PLAIN never, TILED wherever a layer can (tests). */
+    enum { FORMATS_AUTO, FORMATS_PLAIN, FORMATS_TILED } formats;
+    /* What the GPU targets allow (bnncc sets it from --target): 0 some target before sm_90
+     * (no tile-major formats: the pre-tiled kernels need cp.async.bulk), 1 every GPU target
+     * sm_90 or newer, -1 no GPU target (a CPU-only blob: TILED runs on the CPU path, AUTO
+     * stays plain). */
+    int tiled_targets;
 } CompileOptions;
 
 /* Run the pipeline for opts->opt_level over g in place. 0 ok, -1 with a diagnostic. */

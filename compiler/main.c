@@ -41,6 +41,10 @@ static void usage(FILE *out) {
             "  --emit=cuda          write the generated CUDA source of the model's kernels\n"
             "  --target=LIST        GPU architectures to compile for, comma-separated\n"
             "                       (default sm_90a,sm_80; 'cpu' alone: no GPU code)\n"
+            "  --formats=MODE       packed formats of binary tensors: auto (default: tile-major\n"
+            "                       for large binary dense layers when every GPU target is sm_90+),\n"
+            "                       plain (NHWC-packed words everywhere), tiled (tile-major wherever\n"
+            "                       a binary dense layer can read it); see docs/cli.md\n"
             "  --float-convs=MODE   float convolutions on the GPU: exact (default: the same float\n"
             "                       sums as the reference, bit for bit, on CUDA cores); fp16\n"
             "                       (inputs and weights rounded to fp16, f32 sums on the tensor\n"
@@ -107,6 +111,14 @@ static int parse_args(int argc, char **argv, Args *a) {
             a->float_convs = FLOAT_CONVS_FP16;
         } else if (!strcmp(s, "--float-convs=fp16x3")) {
             a->float_convs = FLOAT_CONVS_FP16X3;
+        } else if (!strcmp(s, "--formats=auto")) {
+            a->copts.formats = FORMATS_AUTO;
+        } else if (!strcmp(s, "--formats=plain")) {
+            a->copts.formats = FORMATS_PLAIN;
+        } else if (!strcmp(s, "--formats=tiled")) {
+            a->copts.formats = FORMATS_TILED;
+        } else if (!strncmp(s, "--formats", 9)) {
+            return bad_arg("unknown '%s' (--formats=auto, plain or tiled)", s);
         } else if (!strncmp(s, "--float-convs", 13)) {
             return bad_arg("unknown '%s' (--float-convs=exact, fp16 or fp16x3)", s);
         } else if (s[0] == '-' && s[1] == 'O' && s[2] >= '0' && s[2] <= '3' && !s[3]) {
@@ -134,6 +146,21 @@ static int parse_args(int argc, char **argv, Args *a) {
     }
     if (!a->model) {
         fprintf(stderr, "bnncc: error: no model given (see bnncc --help)\n");
+        return -1;
+    }
+    /* What the targets allow choose-formats to pick (the pre-tiled kernels need sm_90+). */
+    CodegenOptions o;
+    memset(&o, 0, sizeof o);
+    if (codegen_parse_targets(a->targets ? a->targets : "sm_90a,sm_80", &o) != 0) {
+        fprintf(stderr, "bnncc: error: %s\n", diag_message());
+        return -1;
+    }
+    int tk = codegen_tiled_kernel(&o);
+    a->copts.tiled_targets = tk < 0 ? -1 : tk > 0;
+    if (a->copts.formats == FORMATS_TILED && tk == 0) {
+        fprintf(stderr, "bnncc: error: --formats=tiled needs every GPU target to be sm_90 or newer (the "
+                        "pre-tiled kernels use cp.async.bulk); drop the older targets from --target or use "
+                        "--formats=auto\n");
         return -1;
     }
     return 0;
@@ -213,6 +240,10 @@ static int compile(Args *a) {
         free(text);
     } else if (a->emit == EMIT_CUDA) {
         CodegenOptions o = {.float_convs = a->float_convs};
+        if (codegen_parse_targets(a->targets ? a->targets : "sm_90a,sm_80", &o) != 0) {
+            fprintf(stderr, "bnncc: error: %s\n", diag_message());
+            goto done;
+        }
         char *text = codegen_cuda_source(g, &o);
         if (!text)
             fprintf(stderr, "bnncc: error: %s\n", diag_message());

@@ -963,6 +963,41 @@ static int check_pack(const Node *n, const Value *v) {
     if ((p->word_bits != 32 && p->word_bits != 64) || p->axis < 0 || p->axis >= v->type.rank ||
         p->pad_to < 0 || (unsigned)p->tile >= TILE_COUNT)
         return fail(n, "result %%%s has an invalid packing %s", v->name, tstr(&v->type));
+    if (p->tile != TILE_NONE && (v->type.rank != 2 || p->axis != 1 || p->word_bits != 32 || p->pad_to < 1024 ||
+                                 p->pad_to % 1024))
+        return fail(n, "result %%%s: a tile-major packing needs a [N,K] tensor packed along axis 1 in 32-bit "
+                       "words with pad a multiple of 1024, not %s", v->name, tstr(&v->type));
+    return 0;
+}
+
+/* Tile-major bits (docs/ir.md) are read only by what reads that layout: a binary dense layer
+ * (activations k128 and weights k256 with the same padding, or neither) and repack; they are
+ * written only by repack and by a binary dense layer on tiled operands (its threshold bits). */
+static int check_tiled_use(const Node *n) {
+    bool dense = n->op == OP_BDENSE || n->op == OP_BDENSE_CHAIN;
+    for (int j = 0; j < n->nin; j++) {
+        const PackFormat *p = &n->in[j]->type.pack;
+        if (p->tile == TILE_NONE || n->op == OP_REPACK)
+            continue;
+        if (!dense || j > 1)
+            return fail(n, "operand %d is tile-major (%s): only a binary dense layer or repack reads that", j,
+                        tstr(&n->in[j]->type));
+    }
+    if (dense) {
+        const PackFormat *a = &n->in[0]->type.pack, *w = &n->in[1]->type.pack;
+        if ((a->tile != TILE_NONE || w->tile != TILE_NONE) &&
+            (a->tile != TILE_K128 || w->tile != TILE_K256 || a->pad_to != w->pad_to))
+            return fail(n, "a pre-tiled layer reads its activations k128 and its weights k256 with the same "
+                           "padding, not %s and %s", tstr(&n->in[0]->type), tstr(&n->in[1]->type));
+    }
+    for (int j = 0; j < n->nout; j++) {
+        const Type *t = &n->out[j]->type;
+        if (t->dtype != TY_B1 || t->pack.tile == TILE_NONE || n->op == OP_REPACK)
+            continue;
+        if (n->op != OP_BDENSE || n->in[0]->type.pack.tile == TILE_NONE || t->pack.tile != TILE_K128)
+            return fail(n, "result %%%s is tile-major (%s): only repack and a binary dense layer on tile-major "
+                           "operands write that (as k128)", n->out[j]->name, tstr(t));
+    }
     return 0;
 }
 
@@ -1067,6 +1102,8 @@ int verify_graph(const Graph *g) {
             if (check_pack(n, v))
                 goto out;
         }
+        if (check_tiled_use(n))
+            goto out;
         Type inferred[MAX_OUTPUTS];
         if (infer_node_types(n, inferred))
             goto out;

@@ -332,6 +332,16 @@ static bnn_status check_bgemm(const StepCheck *c) {
         p->words < (int64_t)words_for(p->k))
         return bad_step(c, "bad shape rows %lld n %lld k %lld words %lld", (long long)p->rows,
                         (long long)p->n, (long long)p->k, (long long)p->words);
+    /* Tile-major operands (docs/blob-format.md): A in 128-row tiles and W in 256-row tiles or
+     * neither, whole 1024-bit stages a row; tile-major bits out only from tiled operands. */
+    bool tiled = p->in_tile != 0;
+    if ((p->in_tile != 0 && p->in_tile != 128) || (p->w_tile != 0 && p->w_tile != 256) ||
+        (p->w_tile != 0) != tiled || (p->out_tile != 0 && p->out_tile != 128) || (p->out_tile && !tiled) ||
+        (tiled && (p->words % 32 || p->rows != 1)) ||
+        (p->out_tile && (c->s->epilogue != BLOB_EPI_THRESHOLD || p->out_words % 32)))
+        return bad_step(c, "bad tile-major layout: in_tile %lld, w_tile %lld, out_tile %lld, words %lld, "
+                        "out_words %lld", (long long)p->in_tile, (long long)p->w_tile, (long long)p->out_tile,
+                        (long long)p->words, (long long)p->out_words);
     uint64_t a, w;
     if (!mul3_ok((uint64_t)p->rows, (uint64_t)p->words, 4, &a) ||
         !mul3_ok((uint64_t)p->n, (uint64_t)p->words, 4, &w))
@@ -339,6 +349,8 @@ static bnn_status check_bgemm(const StepCheck *c) {
     TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, a, false));
     TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
     TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
+    if (tiled) /* x1: popc(a) of each row, written by the GPU's prep kernel (the CPU ignores it) */
+        TRY(want_slot(c, BLOB_SLOT_X1, BLOB_SPACE_ARENA, (uint64_t)p->rows * 4, true));
     TRY(check_epilogue(c, p->n, (uint64_t)p->rows, (uint64_t)p->rows, p->out_words));
     return check_overlap(c, false);
 }
@@ -646,6 +658,23 @@ static bnn_status check_kind(const StepCheck *c) {
         break;
     }
     case BLOB_STEP_BGEMM: return check_bgemm(c);
+    case BLOB_STEP_RETILE: {
+        const BlobRetileParams *p = &s->retile;
+        bool ok = dim_ok(p->rows) && dim_ok(p->k) && p->in_ld <= MAX_DIM && p->out_ld <= MAX_DIM;
+        for (int side = 0; ok && side < 2; side++) {
+            int64_t tile = side ? p->out_tile : p->in_tile, ld = side ? p->out_ld : p->in_ld;
+            ok = (tile == 0 && ld >= (p->k + 7) / 8) ||
+                 ((tile == 128 || tile == 256) && ld % 16 == 0 && ld * 8 >= p->k && p->rows == 1);
+        }
+        if (!ok || !mul3_ok((uint64_t)p->rows, (uint64_t)p->in_ld, 1, &a) ||
+            !mul3_ok((uint64_t)p->rows, (uint64_t)p->out_ld, 1, &b))
+            return bad_step(c, "bad rows %lld, k %lld or layouts (tile %lld, %lld bytes a row) -> (tile %lld, "
+                            "%lld bytes a row)", (long long)p->rows, (long long)p->k, (long long)p->in_tile,
+                            (long long)p->in_ld, (long long)p->out_tile, (long long)p->out_ld);
+        TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+        TRY(check_simple(c, a, b, false));
+        break;
+    }
     case BLOB_STEP_BCONV: return check_bconv(c);
     case BLOB_STEP_QUANTIZE: return check_quantize(c);
     case BLOB_STEP_QGEMM: return check_qgemm(c);

@@ -114,6 +114,73 @@ static void run_bgemm(const Ctx *c) {
     }
 }
 
+/* bgemm on tile-major operands (in_tile 128, w_tile 256; docs/blob-format.md): the batch's
+ * M = batch*rows rows of A and the n rows of W are each a tile-major image with compact last
+ * tiles, read chunk by chunk; the bits out (out_tile 128) tile-major the same way, or
+ * row-major; i32 / f32 rows row-major as in run_bgemm. */
+static void run_bgemm_tiled(const Ctx *c) {
+    const BlobBgemmParams *p = &c->s->bgemm;
+    const unsigned char *a = slot_ptr(c, BLOB_SLOT_IN, 0), *w = slot_ptr(c, BLOB_SLOT_W, 0);
+    unsigned char *out = slot_ptr(c, BLOB_SLOT_OUT, 0);
+    const int64_t m = (int64_t)c->batch * p->rows, nch = p->words / 4, ochunks = p->out_words / 4;
+    for (int64_t r = 0; r < m; r++) {
+        int pa = 0;
+        for (int64_t ch = 0; ch < nch; ch++) {
+            uint32_t x[4];
+            memcpy(x, a + blob_tiled_offset(r, ch, m, p->in_tile, nch), 16);
+            pa += popc_words(x, 4);
+        }
+        uint32_t word = 0;
+        for (int64_t o = 0; o < p->n; o++) {
+            int pand = 0, pw = 0;
+            for (int64_t ch = 0; ch < nch; ch++) {
+                uint32_t x[4], y[4];
+                int pwc;
+                memcpy(x, a + blob_tiled_offset(r, ch, m, p->in_tile, nch), 16);
+                memcpy(y, w + blob_tiled_offset(o, ch, p->n, p->w_tile, nch), 16);
+                pand += popc_and(x, y, 4, &pwc);
+                pw += pwc;
+            }
+            int64_t dot = 4ll * pand - 2ll * pa - 2ll * pw + p->k;
+            if (c->s->epilogue != BLOB_EPI_THRESHOLD) {
+                put_value(c, out, r, m, p->n, o, BLOB_LAYOUT_SC, dot);
+                continue;
+            }
+            word |= (uint32_t)threshold_bit(c, o, dot) << (o % 32);
+            if (o % 32 == 31 || o == p->n - 1) {
+                uint64_t at = p->out_tile ? blob_tiled_offset(r, o / 128, m, p->out_tile, ochunks) + (o / 32 % 4) * 4
+                                          : (uint64_t)(r * p->out_words + o / 32) * 4;
+                memcpy(out + at, &word, 4);
+                word = 0;
+            }
+        }
+        if (c->s->epilogue == BLOB_EPI_THRESHOLD) /* the words past the last channel are zeros */
+            for (int64_t wi = (p->n + 31) / 32; wi < p->out_words; wi++) {
+                uint64_t at = p->out_tile ? blob_tiled_offset(r, wi / 4, m, p->out_tile, ochunks) + (wi % 4) * 4
+                                          : (uint64_t)(r * p->out_words + wi) * 4;
+                memset(out + at, 0, 4);
+            }
+    }
+}
+
+/* retile: byte b of each row from one layout to the other, bits past k zero. */
+static void run_retile(const Ctx *c) {
+    const BlobRetileParams *p = &c->s->retile;
+    const unsigned char *in = slot_ptr(c, BLOB_SLOT_IN, 0);
+    unsigned char *out = slot_ptr(c, BLOB_SLOT_OUT, 0);
+    const int64_t m = (int64_t)c->batch * p->rows;
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t b = 0; b < p->out_ld; b++) {
+            unsigned v = 0;
+            if (b * 8 < p->k) {
+                v = in[blob_row_byte(r, b, m, p->in_tile, p->in_ld)];
+                if (p->k - b * 8 < 8)
+                    v &= (1u << (p->k - b * 8)) - 1u;
+            }
+            out[blob_row_byte(r, b, m, p->out_tile, p->out_ld)] = (unsigned char)v;
+        }
+}
+
 /* The exact ±1 dot of output channel o at output position (oy, ox). */
 static int64_t bconv_dot(const BlobBconvParams *p, const uint32_t *in, const uint32_t *w,
                          int64_t o, int64_t oy, int64_t ox) {
@@ -703,7 +770,7 @@ void rt_cpu_run_step(const bnn_model *m, const BlobStep *s, unsigned char *arena
     switch (s->kind) {
     case BLOB_STEP_PACK: run_pack(&c); break;
     case BLOB_STEP_UNPACK: run_unpack(&c); break;
-    case BLOB_STEP_BGEMM: run_bgemm(&c); break;
+    case BLOB_STEP_BGEMM: s->bgemm.in_tile ? run_bgemm_tiled(&c) : run_bgemm(&c); break;
     case BLOB_STEP_BCONV: run_bconv(&c); break;
     case BLOB_STEP_DENSE: run_dense(&c); break;
     case BLOB_STEP_CONV2D: run_conv2d(&c); break;
@@ -726,5 +793,6 @@ void rt_cpu_run_step(const bnn_model *m, const BlobStep *s, unsigned char *arena
     case BLOB_STEP_QUANTIZE: run_quantize(&c); break;
     case BLOB_STEP_QGEMM: run_qgemm(&c); break;
     case BLOB_STEP_QCONV: run_qconv(&c); break;
+    case BLOB_STEP_RETILE: run_retile(&c); break;
     }
 }

@@ -7,6 +7,7 @@
 #include "emit.h"
 #include "ir.h"
 #include "kernels.h"
+#include "tile_layout.h"
 #include "util.h"
 
 extern const char bnn_float_ops_cu[]; /* embedded kernels/float_ops.cu (embed.py) */
@@ -132,6 +133,13 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
             buf_put(&b, bnn_mlp_fused_cu, bnn_mlp_fused_cu_len);
             break;
         }
+    for (int i = 0; i < n; i++)
+        if (k[i].family == KERNEL_BGEMM_TILED || k[i].family == KERNEL_BGEMM_WGMMA) {
+            /* sm_90+ only: lower.c makes these kernels only when every target has them; it
+             * also holds the prep kernel bnn_tiled_row_popc_c that the plan launches */
+            buf_put(&b, bnn_tiled_common_cu, bnn_tiled_common_cu_len);
+            break;
+        }
     for (int i = 0; i < n; i++) {
         const KernelSpec *s = &k[i];
         buf_puts(&b, "\n");
@@ -140,23 +148,24 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
         put_ir_comment(&b, s->ir_line);
         if (s->shared_by)
             buf_printf(&b, "// also launched by %s\n", s->shared_by);
+        /* the families that are a block of #defines in front of a kernel file */
+        const char *kfile = NULL;
+        size_t kfile_len = 0;
         switch (s->family) {
-        case KERNEL_BGEMM:
-        case KERNEL_BCONV:
+        case KERNEL_BGEMM: kfile = bnn_bgemm_cu, kfile_len = bnn_bgemm_cu_len; break;
+        case KERNEL_BCONV: kfile = bnn_bconv_cu, kfile_len = bnn_bconv_cu_len; break;
+        case KERNEL_BGEMM_TILED: kfile = bnn_bgemm_tiled_cu, kfile_len = bnn_bgemm_tiled_cu_len; break;
+        case KERNEL_BGEMM_WGMMA: kfile = bnn_bgemm_wgmma_cu, kfile_len = bnn_bgemm_wgmma_cu_len; break;
+        case KERNEL_PLANES: kfile = bnn_bgemm_planes_cu, kfile_len = bnn_bgemm_planes_cu_len; break;
+        case KERNEL_QCONV: kfile = bnn_qconv_cu, kfile_len = bnn_qconv_cu_len; break;
+        default: break;
+        }
+        if (kfile) {
             buf_puts(&b, s->defines);
-            if (s->family == KERNEL_BGEMM)
-                buf_put(&b, bnn_bgemm_cu, bnn_bgemm_cu_len);
-            else
-                buf_put(&b, bnn_bconv_cu, bnn_bconv_cu_len);
-            break;
-        case KERNEL_PLANES:
-            buf_puts(&b, s->defines);
-            buf_put(&b, bnn_bgemm_planes_cu, bnn_bgemm_planes_cu_len);
-            break;
-        case KERNEL_QCONV:
-            buf_puts(&b, s->defines);
-            buf_put(&b, bnn_qconv_cu, bnn_qconv_cu_len);
-            break;
+            buf_put(&b, kfile, kfile_len);
+            continue;
+        }
+        switch (s->family) {
         case KERNEL_FLOAT: {
             char count[32];
             snprintf(count, sizeof count, "%lld", (long long)s->count);
@@ -180,6 +189,7 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
             fill_template(&b, float_tile_glue, h, 5);
             break;
         }
+        default: break; /* the kernel files above */
         }
     }
     return buf_take(&b);

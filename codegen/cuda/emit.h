@@ -13,6 +13,8 @@ typedef enum {
     KERNEL_QCONV, /* defines (QC_*) + kernels/qconv.cu (the qconv step) */
     KERNEL_FLOAT_TILE, /* defines (a config struct) + a __global__ around one tiled float_ops.cu call */
     KERNEL_MLP, /* a __global__ whose body (call) drives kernels/mlp_fused.cu: a fused binary MLP */
+    KERNEL_BGEMM_TILED, /* defines (BT_*) + kernels/bgemm_tiled.cu: pre-tiled operands, mma.sync (sm_90+) */
+    KERNEL_BGEMM_WGMMA, /* defines (BW_*) + kernels/bgemm_wgmma.cu: pre-tiled operands, wgmma (sm_90a) */
 } KernelFamily;
 
 /* Every field that shapes a kernel's text must be in kernel_identity (lower.c), which decides

@@ -451,14 +451,17 @@ static void test_verify_errors(void) {
 
     /* A declared packing on a b1 result is kept; a malformed one is refused. */
     Node *bin = g->nodes[2];
-    bin->out[0]->type.pack = (PackFormat){1, 32, 128, TILE_K256};
+    bin->out[0]->type.pack = (PackFormat){1, 32, 128, TILE_NONE};
     diag_clear();
     CHECK_MSG(verify_graph(g) == 0, "%s", diag_message());
     Type packed[MAX_OUTPUTS];
     CHECK(infer_node_types(bin, packed) == 0 && type_equal(&packed[0], &bin->out[0]->type));
-    CHECK_INFERS(bin, "b1[N,8,3,3] pack(axis=1, word=32, pad=128, tile=k256)");
+    CHECK_INFERS(bin, "b1[N,8,3,3] pack(axis=1, word=32, pad=128, tile=none)");
     bin->out[0]->type.pack = (PackFormat){7, 32, 128, TILE_K256};
     CHECK_VERIFY_FAILS(g, "binarize %b: result %b has an invalid packing");
+    /* tile-major orders only on [N,K] values padded to whole 1024-bit stages (docs/ir.md) */
+    bin->out[0]->type.pack = (PackFormat){1, 32, 1024, TILE_K256};
+    CHECK_VERIFY_FAILS(g, "binarize %b: result %b: a tile-major packing needs a [N,K] tensor");
     bin->out[0]->type.pack = (PackFormat){0, 0, 0, TILE_NONE};
     free_graph(g);
 

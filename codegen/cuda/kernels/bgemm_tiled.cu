@@ -56,6 +56,12 @@
 #ifndef BT_NOSTORE
 #define BT_NOSTORE 0
 #endif
+#ifndef BT_COMPACT // 1: both operands with compact last row tiles (tiled_common.cu)
+#define BT_COMPACT 0
+#endif
+#ifndef BT_YTILE // 128: a threshold epilogue writes its bits tile-major (bnn_ybits_at)
+#define BT_YTILE 0
+#endif
 
 // A: ceil(M/BM) row tiles of BM rows, W: ceil(N/BN) row tiles of BN rows, both with
 // KPAD = K rounded up to KC*128 bits. Grid: any number of blocks (best: min(tiles, SMs));
@@ -75,6 +81,7 @@ extern "C" __global__ void __launch_bounds__(BT_WM *BT_WN * 32, 1)
     static_assert(S >= 2, "at least 2 stages");
     static_assert(WTM % 16 == 0 && WTN % 32 == 0 && BM == WTM * WM && BN == WTN * WN, "warp tile");
     static_assert(SMEM <= 232448, "stages do not fit in 227 KiB of shared memory");
+    static_assert(BT_YTILE == 0 || (BT_YTILE == BM && BT_EPI == BNN_EPI_THRESHOLD), "tile-major bits: BM-row tiles");
 #ifdef BT_M
     const int M = BT_M;
 #else
@@ -94,9 +101,10 @@ extern "C" __global__ void __launch_bounds__(BT_WM *BT_WN * 32, 1)
         const int tile = blockIdx.x + (int)(g / NKT) * gridDim.x, kt = g % NKT;
         const int mt = tile / ntn, nt = tile % ntn;
         const unsigned slot = g % S, bar = full + 8 * slot, dst = s0 + slot * STAGE;
-        bnn_mbar_expect_tx(bar, STAGE);
-        bnn_bulk_g2s(dst, (const char *)At + ((size_t)mt * NCH + (size_t)kt * KC) * BM * 16, ABYTES, bar);
-        bnn_bulk_g2s(dst + ABYTES, (const char *)Wt + ((size_t)nt * NCH + (size_t)kt * KC) * BN * 16, BBYTES, bar);
+        bnn_mbar_expect_tx(bar, bnn_tiled_stage_bytes(mt, M, BM, KC, BT_COMPACT) +
+                                    bnn_tiled_stage_bytes(nt, N, BN, KC, BT_COMPACT));
+        bnn_tiled_stage_g2s(dst, At, mt, kt, M, BM, NCH, KC, bar, BT_COMPACT);
+        bnn_tiled_stage_g2s(dst + ABYTES, Wt, nt, kt, N, BN, NCH, KC, bar, BT_COMPACT);
     };
     if (tid == 0) {
         for (int s = 0; s < S; ++s) {
@@ -161,8 +169,8 @@ extern "C" __global__ void __launch_bounds__(BT_WM *BT_WN * 32, 1)
         bnn_bar_sync(1, T); // everyone's parameter copies landed
         bnn_tiled_params_fold<BM, BN, BT_EPI, N>(sp, nt * BN, tid, T);
         bnn_bar_sync(1, T);
-        bnn_tiled_epilogue<MI, NI, BT_EPI, N, K, BT_LDY, BM, BN>(acc, mt * BM, nt * BN, wm * WTM, wn * WTN, M, sp, Y);
-        bnn_tiled_zero_pad<BT_EPI, N, BN, BT_LDY>(Y, mt * BM, BM, M, tid, T, nt);
+        bnn_tiled_epilogue<MI, NI, BT_EPI, N, K, BT_LDY, BM, BN, BT_YTILE>(acc, mt * BM, nt * BN, wm * WTM, wn * WTN, M, sp, Y);
+        bnn_tiled_zero_pad<BT_EPI, N, BN, BT_LDY, BT_YTILE>(Y, mt * BM, BM, M, tid, T, nt);
         bnn_bar_sync(1, T); // the parameters are not overwritten by the next tile's copies before use
     }
 }
@@ -179,3 +187,5 @@ extern "C" __global__ void __launch_bounds__(BT_WM *BT_WN * 32, 1)
 #undef BT_KC
 #undef BT_STAGES
 #undef BT_NOSTORE
+#undef BT_COMPACT
+#undef BT_YTILE

@@ -134,6 +134,12 @@ __device__ __forceinline__ void bnn_wg_fence_acc(int (&d)[1][32][4]) {
 #ifndef BW_NOSTORE
 #define BW_NOSTORE 0
 #endif
+#ifndef BW_COMPACT // 1: both operands with compact last row tiles (tiled_common.cu); BW_CLUSTER 1 only
+#define BW_COMPACT 0
+#endif
+#ifndef BW_YTILE // 128: a threshold epilogue writes its bits tile-major (bnn_ybits_at)
+#define BW_YTILE 0
+#endif
 
 #ifndef BW_CLUSTER
 #define BW_CLUSTER 1
@@ -169,6 +175,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
     static_assert(KC % 2 == 0 && KC >= 2 && KC <= 16, "KC: an even number of 16-byte chunks (k256 steps), <= 16");
     static_assert(S >= 2, "at least 2 stages");
     static_assert(SMEM <= 232448, "stages do not fit in 227 KiB of shared memory");
+    static_assert(!BW_COMPACT || CL == 1, "compact row tiles with BW_CLUSTER 1 only");
+    static_assert(BW_YTILE == 0 || (BW_YTILE == BM && BW_EPI == BNN_EPI_THRESHOLD), "tile-major bits: 128-row tiles");
 #ifdef BW_M
     const int M = BW_M;
 #else
@@ -207,6 +215,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
                 for (int kt = 0; kt < NKT; ++kt, ++it) {
                     const unsigned slot = it % S, bar = full + 8 * slot, dst = s0 + slot * STAGE;
                     if (it >= S) bnn_mbar_wait(empty + 8 * slot, (it / S - 1) & 1);
+                    if (BW_COMPACT) {
+                        bnn_mbar_expect_tx(bar, bnn_tiled_stage_bytes(mt, M, BM, KC, true) +
+                                                    bnn_tiled_stage_bytes(nt, N, BN, KC, true));
+                        bnn_tiled_stage_g2s(dst, At, mt, kt, M, BM, NCH, KC, bar, true);
+                        bnn_tiled_stage_g2s(dst + ABYTES, Wt, nt, kt, N, BN, NCH, KC, bar, true);
+                        continue;
+                    }
                     bnn_mbar_expect_tx(bar, STAGE);
                     bnn_bulk_g2s(dst, ga + (size_t)kt * ABYTES, ABYTES, bar);
                     if (CL == 1) {
@@ -277,8 +292,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
             bnn_bar_sync(1, T);
             if (mt < ntm) {     // a cluster partner past the last M tile only helped with the loads
                 // Warp w of warpgroup wg holds rows 64wg + 16w .. +15: the m16n8 layout, MI = 1, NI = 32.
-                bnn_tiled_epilogue<1, 32, BW_EPI, N, K, BW_LDY, BM, BN>(acc, mt * BM, nt * BN, warp * 16, 0, M, sp, Y);
-                bnn_tiled_zero_pad<BW_EPI, N, BN, BW_LDY>(Y, mt * BM, BM, M, tid, T, nt);
+                bnn_tiled_epilogue<1, 32, BW_EPI, N, K, BW_LDY, BM, BN, BW_YTILE>(acc, mt * BM, nt * BN, warp * 16, 0, M, sp, Y);
+                bnn_tiled_zero_pad<BW_EPI, N, BN, BW_LDY, BW_YTILE>(Y, mt * BM, BM, M, tid, T, nt);
             }
             bnn_bar_sync(1, T); // the parameters are not overwritten by the next tile's copies before use
         }
@@ -295,6 +310,8 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
 #undef BW_KC
 #undef BW_STAGES
 #undef BW_NOSTORE
+#undef BW_COMPACT
+#undef BW_YTILE
 #undef BW_CLUSTER
 #undef BW_CLUSTER_ATTR
 #endif // BNN_WGMMA_HELPERS_ONLY

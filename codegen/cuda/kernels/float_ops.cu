@@ -42,6 +42,26 @@ __device__ __forceinline__ void bnn_unpack(bnn_i64 item, int j, const unsigned *
     y[j] = (x[(bnn_i64)s * words + ch / 32] >> (ch % 32)) & 1u ? 1.0f : -1.0f;
 }
 
+// The retile step (docs/blob-format.md): byte b of row r of `rows` bit rows stored with ld
+// bytes a row, row-major (tr 0) or tile-major with compact last tile (tr 128 or 256).
+__device__ __forceinline__ bnn_i64 bnn_row_byte(bnn_i64 r, bnn_i64 b, bnn_i64 rows, int tr, bnn_i64 ld) {
+    if (tr == 0) return r * ld + b;
+    const bnn_i64 t = r / tr, in = rows - t * tr < tr ? rows - t * tr : tr;
+    return (t * tr * (ld / 16) + (b / 16) * in + r % tr) * 16 + b % 16;
+}
+// One output byte j of item `item` (rows rows of out_ld bytes); batch items in all. Bits
+// past k are zeros.
+__device__ __forceinline__ void bnn_retile(bnn_i64 item, int j, int batch, const unsigned char *x, unsigned char *y,
+                                           int rows, bnn_i64 k, int in_tr, bnn_i64 in_ld, int out_tr, bnn_i64 out_ld) {
+    const bnn_i64 m = (bnn_i64)batch * rows, r = item * rows + j / out_ld, b = j % out_ld;
+    unsigned v = 0;
+    if (b * 8 < k) {
+        v = x[bnn_row_byte(r, b, m, in_tr, in_ld)];
+        if (k - b * 8 < 8) v &= (1u << (k - b * 8)) - 1u;
+    }
+    y[bnn_row_byte(r, b, m, out_tr, out_ld)] = (unsigned char)v;
+}
+
 // The convolution when the tiled one does not apply (a non-finite weight, a huge kernel).
 __device__ __forceinline__ void bnn_conv2d(bnn_i64 item, int j, const float *x, const float *w, const float *b,
                                            float *y, int c, int h, int wd, int o_n, int kh, int kw, int sh, int sw,

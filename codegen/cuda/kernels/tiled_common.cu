@@ -59,6 +59,44 @@ __device__ __forceinline__ void bnn_bulk_g2s(unsigned dst, const void *src, unsi
                  : "memory");
 }
 
+// ---------------------------------------------------------------- compact row tiles
+
+// Compact row tiles (BT_COMPACT / BW_COMPACT 1: the compiler's tile-major formats k128 / k256,
+// docs/blob-format.md "Tile-major bits"): the last row tile of an operand of R rows holds only
+// its own rows, chunk-major with a chunk stride of (rows in the tile)*16 bytes, so R rows take
+// exactly R*NCH*16 bytes (what the arena holds for a batch) and a batch of 1 needs no 127
+// padding rows. A stage of such a tile is KC copies of rows*16 bytes; the shared-memory rows
+// past them keep what an earlier stage left there, which reaches only accumulator rows (A) or
+// columns (W) past M or N, never stored.
+// Bytes stage copies bring from row tile t of an operand of `rows` rows (TR rows a tile).
+__device__ __forceinline__ unsigned bnn_tiled_stage_bytes(int t, int rows, int TR, int KC, bool compact) {
+    const int in = compact ? min(TR, rows - t * TR) : TR;
+    return (unsigned)(KC * in * 16);
+}
+// Copies stage kt (KC chunks) of row tile t of X (NCH chunks a row) into dst, laid out
+// [chunk][TR rows][16 B] as the main loops read it; completes on bar.
+__device__ __forceinline__ void bnn_tiled_stage_g2s(unsigned dst, const void *X, int t, int kt, int rows, int TR,
+                                                    int NCH, int KC, unsigned bar, bool compact) {
+    const char *tile = (const char *)X + (size_t)t * NCH * TR * 16;
+    const int in = compact ? min(TR, rows - t * TR) : TR;
+    if (in == TR) {
+        bnn_bulk_g2s(dst, tile + (size_t)kt * KC * TR * 16, (unsigned)(KC * TR * 16), bar);
+        return;
+    }
+    for (int j = 0; j < KC; ++j)
+        bnn_bulk_g2s(dst + (unsigned)(j * TR * 16), tile + ((size_t)kt * KC + j) * in * 16, (unsigned)(in * 16), bar);
+}
+
+// Word w of bit row `row` of Y (M rows of LDY words): row-major (YT 0), or with YT = 128 in
+// the tile-major layout with a compact last tile (LDY/4 chunks a row): the A operand of the
+// next pre-tiled layer, written directly by this layer's threshold epilogue.
+template <int YT, int LDY> __device__ __forceinline__ long long bnn_ybits_at(int row, int w, int M) {
+    static_assert(YT == 0 || LDY % 4 == 0, "a tile-major bit output has whole 16-byte chunks");
+    if (YT == 0) return (long long)row * LDY + w;
+    const int t = row / YT, in = min(YT, M - t * YT);
+    return ((long long)t * YT * (LDY / 4) + (long long)(w / 4) * in + row % YT) * 4 + w % 4;
+}
+
 // ---------------------------------------------------------------- epilogue
 
 // 4-byte global->shared copy, asynchronous (cp.async, sm_80+); src_bytes = 0 writes zero.
@@ -129,7 +167,8 @@ __device__ __forceinline__ void bnn_tiled_params_fold(BnnTiledParams<BM, BN> *sp
 // so both kernels share this. Parameters from sp, folded (above).
 // Epilogue contracts as bgemm.cu: I32 / AFFINE write columns < N only; THRESHOLD writes whole
 // words (bits of columns >= N are 0) of columns below the tile end, up to LDY.
-template <int MI, int NI, int EPI, int N, int K, int LDY, int BM, int BN>
+// YT: the bit output's layout (bnn_ybits_at).
+template <int MI, int NI, int EPI, int N, int K, int LDY, int BM, int BN, int YT = 0>
 __device__ __forceinline__ void bnn_tiled_epilogue(const int (&acc)[MI][NI][4], int m0, int n0, int rw0, int cw0,
                                                    int M, const BnnTiledParams<BM, BN> *sp, void *__restrict__ Y) {
     static_assert(NI % 4 == 0, "warp tile width must be a multiple of 32 columns");
@@ -164,7 +203,7 @@ __device__ __forceinline__ void bnn_tiled_epilogue(const int (&acc)[MI][NI][4], 
                     bits |= __shfl_xor_sync(0xffffffffu, bits, 1); // the 4 lanes t of row g
                     bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
                     const int wcol = (n0 + cw0) / 32 + q;
-                    if (rok && t == (q & 3) && wcol < LDY) ((unsigned *)Y)[(long long)row * LDY + wcol] = bits;
+                    if (rok && t == (q & 3) && wcol < LDY) ((unsigned *)Y)[bnn_ybits_at<YT, LDY>(row, wcol, M)] = bits;
                 } else if (rok) {
 #pragma unroll
                     for (int u = 0; u < 4; ++u) {
@@ -201,7 +240,7 @@ __device__ __forceinline__ void bnn_tiled_epilogue(const int (&acc)[MI][NI][4], 
 // Bit output only: zero the words of rows [m0, m0+BM) past the last column tile (W0 = words
 // the column tiles cover) up to LDY, from the block that did the last column tile, so the
 // padding of a bit row is exact zeros as the next layer's A expects. nthreads threads.
-template <int EPI, int N, int BN, int LDY>
+template <int EPI, int N, int BN, int LDY, int YT = 0>
 __device__ __forceinline__ void bnn_tiled_zero_pad(void *__restrict__ Y, int m0, int BM, int M, int tid, int nthreads,
                                                    int nt) {
     constexpr int NBX = (N + BN - 1) / BN, W0 = NBX * BN / 32;
@@ -209,7 +248,7 @@ __device__ __forceinline__ void bnn_tiled_zero_pad(void *__restrict__ Y, int m0,
         constexpr int NW = LDY > W0 ? LDY - W0 : 1;
         for (int i = tid; i < BM * NW; i += nthreads) {
             const int row = m0 + i / NW;
-            if (row < M) ((unsigned *)Y)[(long long)row * LDY + W0 + i % NW] = 0u;
+            if (row < M) ((unsigned *)Y)[bnn_ybits_at<YT, LDY>(row, W0 + i % NW, M)] = 0u;
         }
     }
 }
@@ -219,16 +258,17 @@ __device__ __forceinline__ void bnn_tiled_zero_pad(void *__restrict__ Y, int m0,
 // popc of each row of a pre-tiled matrix (tile rows tr, nch 16-byte chunks per row):
 // out[r] for r < rows. Block (32, 8): threadIdx.x picks one of 32 neighbouring rows (16-byte
 // loads of one chunk of 32 rows are 512 contiguous bytes), threadIdx.y strides the chunks.
-// For the kernels' apop (activations) and wpop (weights, usually folded on the host instead).
-extern "C" __global__ void __launch_bounds__(256) bnn_tiled_row_popc(const uint4 *__restrict__ X, int rows, int tr,
-                                                                     int nch, int *__restrict__ out) {
+// compact: the last row tile is compact (above: chunk stride = its own rows).
+__device__ __forceinline__ void bnn_tiled_row_popc_body(const uint4 *__restrict__ X, int rows, int tr, int nch,
+                                                        int *__restrict__ out, bool compact) {
     __shared__ int part[8][33];
     const int r = blockIdx.x * 32 + threadIdx.x;
     int s = 0;
     if (r < rows) {
-        const uint4 *base = X + (long long)(r / tr) * nch * tr + r % tr;
+        const int t = r / tr, in = compact ? min(tr, rows - t * tr) : tr;
+        const uint4 *base = X + (long long)t * nch * tr + r % tr;
         for (int c = threadIdx.y; c < nch; c += 8) {
-            const uint4 v = base[(long long)c * tr];
+            const uint4 v = base[(long long)c * in];
             s += __popc(v.x) + __popc(v.y) + __popc(v.z) + __popc(v.w);
         }
     }
@@ -239,6 +279,17 @@ extern "C" __global__ void __launch_bounds__(256) bnn_tiled_row_popc(const uint4
         for (int y = 1; y < 8; ++y) s += part[y][threadIdx.x];
         out[r] = s;
     }
+}
+// For the kernels' apop (activations) and wpop (weights, usually folded on the host instead).
+extern "C" __global__ void __launch_bounds__(256) bnn_tiled_row_popc(const uint4 *__restrict__ X, int rows, int tr,
+                                                                     int nch, int *__restrict__ out) {
+    bnn_tiled_row_popc_body(X, rows, tr, nch, out, false);
+}
+// The same over compact row tiles: the apop of a compiled pre-tiled layer, launched by the
+// plan before it (a `kernel` step).
+extern "C" __global__ void __launch_bounds__(256) bnn_tiled_row_popc_c(const uint4 *__restrict__ X, int rows, int tr,
+                                                                       int nch, int *__restrict__ out) {
+    bnn_tiled_row_popc_body(X, rows, tr, nch, out, true);
 }
 
 #endif // BNN_TILED_COMMON_CU
