@@ -6,9 +6,14 @@ QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resn
 
     test_w1a2_resnet.py --device cpu|gpu
 
-- The -O3 IR holds 19 qconv2d (every conv of the 4 stages, the three 1x1 stride-2 downsample
-  convs and the first block's conv behind the stem's max-pool included: lowbit moves the
-  quant after the pool) and one float convolution, the stem's.
+- The -O3 IR holds 19 low-bit convs (every conv of the 4 stages, the three 1x1 stride-2
+  downsample convs and the first block's conv behind the stem's max-pool included: lowbit moves
+  the quant after the pool) and one float convolution, the stem's. 11 of them are
+  qconv2d_chain (each block's second conv with its batch-norm, shortcut add, relu and the next
+  quantizer; each downsample conv with its batch-norm), 8 thresholded qconv2d, and no
+  batchnorm, add, relu, mul, cast, quant or quantize is left between convs (only the stem's
+  quant, before the first block).
+- The plan has at most PLAN_STEPS_MAX steps (112 before qconv2d_chain, at fc0de86; 29 now).
 - bnncc -O3 compiles it for sm_90a and sm_80 (both CUBIN sections non-empty).
 - Its outputs at batch 1 and 3 on random inputs are byte-identical to `bnnrun --reference` on
   the ONNX model.
@@ -33,6 +38,9 @@ import qonnx_resnet  # noqa: E402
 from test_e2e import BNNCC, BNNRUN, cubin_sections, gpu_available, run  # noqa: E402
 
 failures = []
+
+PLAN_STEPS_BEFORE = 112  # w1a2resnet18_tiny at -O3 before qconv2d_chain (fc0de86)
+PLAN_STEPS_MAX = 30
 
 
 def fail(msg):
@@ -73,13 +81,22 @@ def resnet(tmp, device):
     if ops is None:
         return fail(f"{name}: bnncc -O3 --emit=ir: {err}")
     floats = [o for o in ops if o in ("conv2d", "conv2d_chain")]
-    if ops.count("qconv2d") != 19 or len(floats) != 1:
-        return fail(f"{name}: {ops.count('qconv2d')} qconv2d and {len(floats)} float convs in the "
-                    f"-O3 IR, want 19 and 1 (the stem)")
+    qconvs, chains = ops.count("qconv2d"), ops.count("qconv2d_chain")
+    if qconvs + chains != 19 or chains != 11 or len(floats) != 1:
+        return fail(f"{name}: {qconvs} qconv2d, {chains} qconv2d_chain and {len(floats)} float convs "
+                    f"in the -O3 IR, want 8, 11 and 1 (the stem)")
+    first = ops.index("qconv2d")
+    between = [o for o in ops[first:] if o in ("batchnorm", "add", "relu", "mul", "cast", "quant", "quantize")]
+    if between or ops.count("quant") + ops.count("quantize") != 2:
+        return fail(f"{name}: float ops left between the convs: {between}; all ops: {ops}")
     blob = os.path.join(tmp, name + ".bin")
-    p = run([BNNCC, "-O3", model, "-o", blob])
+    p = run([BNNCC, "-O3", "--report", model, "-o", blob])
     if p.returncode:
         return fail(f"{name}: bnncc -O3: {p.stderr.strip()}")
+    steps = re.search(r"codegen: (\d+) plan steps", p.stdout + p.stderr)
+    if not steps or int(steps.group(1)) > PLAN_STEPS_MAX:
+        return fail(f"{name}: {steps.group(1) if steps else '?'} plan steps, want at most {PLAN_STEPS_MAX}")
+    print(f"{name}: {steps.group(1)} plan steps at -O3 ({PLAN_STEPS_BEFORE} before qconv2d_chain)")
     cubins = cubin_sections(blob)
     if sorted(cubins) != ["sm_80", "sm_90a"] or min(cubins.values()) == 0:
         return fail(f"{name}: CUBIN sections {cubins}")
@@ -89,7 +106,8 @@ def resnet(tmp, device):
         why = same_as_reference(tmp, name, model, blob, device, x)
         if why:
             return fail(f"{name} batch {batch} ({device}): {why}")
-    print(f"ok: {name}: 19 qconv2d, model.bin ({device}) identical to the reference at batch 1 and 3")
+    print(f"ok: {name}: 8 qconv2d and 11 qconv2d_chain, model.bin ({device}) identical to the reference "
+          f"at batch 1 and 3")
 
 
 def signed_pool(tmp, device):
