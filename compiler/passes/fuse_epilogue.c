@@ -281,33 +281,45 @@ static void free_match(Match *mt) {
     free(mt->e.data);
 }
 
+/* An integer layer whose accumulator only a cast to f32 reads: the match of the cast and the
+ * per-channel float ops after it; false (nothing started) without that cast. */
+static bool start_int_match(Graph *g, Match *mt, Node *conv) {
+    Node *cast = single_user(g, conv->out[0]);
+    if (!cast || cast->op != OP_CAST || cast->out[0]->type.dtype != TY_F32)
+        return false;
+    start_match(mt, conv, conv->out[0]->type.dim[1]);
+    take_op(mt, cast, "cast");
+    absorb_chain(g, mt);
+    return true;
+}
+
+/* The real-valued shortcut after the chain: v + r or r + v (*first), r of v's type computed
+ * before the layer (the fused op takes the layer's place; of two branches meeting in an add,
+ * the later one takes it). The add joins the match; returns r, or NULL. */
+static Value *take_shortcut(const Graph *g, Match *mt, bool *first) {
+    Value *v = mt->v;
+    Node *m = single_user(g, v);
+    if (!m || m->op != OP_ADD)
+        return NULL;
+    Value *r = m->in[0] == v ? m->in[1] : m->in[0];
+    if (r == v || r->kind == VAL_CONST || !type_equal(&r->type, &v->type) ||
+        !type_equal(&m->out[0]->type, &v->type) || !defined_before(g, r, mt->layer))
+        return NULL;
+    *first = m->in[1] == v;
+    take_op(mt, m, *first ? "add(shortcut first)" : "add(shortcut)");
+    return r;
+}
+
 /* A binary conv2d / dense -> cast -> chain -> [shortcut add] -> [binarize]: bconv2d_chain /
  * bdense_chain. */
 static bool fuse_binary_layer(Graph *g, PassContext *ctx, Node *conv) {
     if (!is_binary_layer(conv))
         return false;
-    Node *cast = single_user(g, conv->out[0]);
-    if (!cast || cast->op != OP_CAST || cast->out[0]->type.dtype != TY_F32)
-        return false;
     Match mt;
-    start_match(&mt, conv, conv->out[0]->type.dim[1]);
-    take_op(&mt, cast, "cast");
-    absorb_chain(g, &mt);
-    /* The real-valued shortcut: v + r or r + v, r of v's type computed before the layer (the
-     * fused op takes the layer's place; of two branches meeting in an add, the later one
-     * takes it). */
-    Value *v = mt.v, *residual = NULL;
+    if (!start_int_match(g, &mt, conv))
+        return false;
     bool res_first = false;
-    Node *m = single_user(g, v);
-    if (m && m->op == OP_ADD) {
-        Value *r = m->in[0] == v ? m->in[1] : m->in[0];
-        if (r != v && r->kind != VAL_CONST && type_equal(&r->type, &v->type) &&
-            type_equal(&m->out[0]->type, &v->type) && defined_before(g, r, conv)) {
-            residual = r;
-            res_first = m->in[1] == v;
-            take_op(&mt, m, res_first ? "add(shortcut first)" : "add(shortcut)");
-        }
-    }
+    Value *residual = take_shortcut(g, &mt, &res_first);
     if ((mt.bin = binarize_of(g, mt.v)))
         buf_puts(&mt.e.what, "+binarize");
     Value *in[4] = {conv->in[0], conv->in[1], NULL, residual};
@@ -410,29 +422,15 @@ static bool quantizer_of(const Graph *g, const Value *v, Node **codes, Node **de
 static bool fuse_qconv_layer(Graph *g, PassContext *ctx, Node *conv) {
     if (conv->dead || conv->op != OP_QCONV2D || conv->nin != 2)
         return false;
-    Node *cast = single_user(g, conv->out[0]);
-    if (!cast || cast->op != OP_CAST || cast->out[0]->type.dtype != TY_F32)
-        return false;
     Match mt;
-    start_match(&mt, conv, conv->out[0]->type.dim[1]);
-    take_op(&mt, cast, "cast");
-    absorb_chain(g, &mt);
-    Value *v = mt.v, *residual = NULL;
+    if (!start_int_match(g, &mt, conv))
+        return false;
     bool res_first = false, out_relu = false;
-    Node *m = single_user(g, v);
-    if (m && m->op == OP_ADD) {
-        Value *r = m->in[0] == v ? m->in[1] : m->in[0];
-        if (r != v && r->kind != VAL_CONST && type_equal(&r->type, &v->type) &&
-            type_equal(&m->out[0]->type, &v->type) && defined_before(g, r, conv)) {
-            residual = r;
-            res_first = m->in[1] == v;
-            take_op(&mt, m, res_first ? "add(shortcut first)" : "add(shortcut)");
-            if ((m = single_user(g, mt.v)) && m->op == OP_RELU &&
-                type_equal(&m->out[0]->type, &mt.v->type)) {
-                out_relu = true;
-                take_op(&mt, m, "relu");
-            }
-        }
+    Value *residual = take_shortcut(g, &mt, &res_first);
+    Node *m;
+    if (residual && (m = single_user(g, mt.v)) && m->op == OP_RELU && type_equal(&m->out[0]->type, &mt.v->type)) {
+        out_relu = true;
+        take_op(&mt, m, "relu");
     }
     Node *codes, *deq;
     float k[3];

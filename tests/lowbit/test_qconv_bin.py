@@ -118,12 +118,18 @@ def patched_qconv(blob, out, edits):
                     for idx, v in edits:
                         struct.pack_into("<q", b, at + 456 + 8 * idx, v)
                     break
+    open(out, "wb").write(rechecksum(b))
+
+
+def rechecksum(b):
+    """The blob bytearray b with every section checksum and the header's recomputed."""
+    n = struct.unpack_from("<I", b, 16)[0]
     for i in range(n):
         e = 64 + 48 * i
         off, size = struct.unpack_from("<QQ", b, e + 24)
         struct.pack_into("<Q", b, e + 40, fnv1a(b[off:off + size]))
     struct.pack_into("<Q", b, 32, fnv1a(b[64:64 + 48 * n], fnv1a(b[:32])))
-    open(out, "wb").write(b)
+    return b
 
 
 def refused_blobs(tmp):

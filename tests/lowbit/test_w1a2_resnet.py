@@ -24,6 +24,7 @@ QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resn
 import argparse
 import os
 import re
+import struct
 import sys
 import tempfile
 
@@ -34,6 +35,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "codegen_e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 import qconv_models  # noqa: E402
+from test_qconv_bin import rechecksum  # noqa: E402
 import qonnx_resnet  # noqa: E402
 from test_e2e import BNNCC, BNNRUN, cubin_sections, gpu_available, run  # noqa: E402
 
@@ -106,8 +108,45 @@ def resnet(tmp, device):
         why = same_as_reference(tmp, name, model, blob, device, x)
         if why:
             return fail(f"{name} batch {batch} ({device}): {why}")
+    refused_chains(tmp, blob, os.path.join(tmp, f"{name}_x.npy"))
     print(f"ok: {name}: 8 qconv2d and 11 qconv2d_chain, model.bin ({device}) identical to the reference "
           f"at batch 1 and 3")
+
+
+def patched_chain(blob, out, params=(), words=()):
+    """A copy of blob whose first qconv step with the float chain (kind 20, epi 3) has
+    params[i] = v and descriptor word i (p1, in the weights) = v, checksums recomputed."""
+    b = bytearray(open(blob, "rb").read())
+    sec = {}
+    for i in range(struct.unpack_from("<I", b, 16)[0]):
+        kind, (off, size) = struct.unpack_from("<I", b, 64 + 48 * i)[0], struct.unpack_from("<QQ", b, 64 + 48 * i + 24)
+        sec[kind] = off
+    plan, nsteps = sec[2], struct.unpack_from("<I", b, sec[2])[0]
+    for k in range(nsteps):
+        at = plan + 64 + 648 * k
+        if struct.unpack_from("<I", b, at)[0] == 20 and struct.unpack_from("<q", b, at + 456 + 8 * 19)[0] == 3:
+            p1 = sec[3] + struct.unpack_from("<Q", b, at + 264 + 24 * 5 + 8)[0]
+            for i, v in params:
+                struct.pack_into("<q", b, at + 456 + 8 * i, v)
+            for i, v in words:
+                struct.pack_into("<i", b, p1 + 4 * i, v)
+            break
+    open(out, "wb").write(rechecksum(b))
+
+
+def refused_chains(tmp, blob, x):
+    """The loader checks the chain's descriptor field by field (docs/blob-format.md)."""
+    cases = [("9 stages", [], [(0, 9)]), ("a div mask past the stages", [], [(1, 1 << 5)]),
+             ("residual 3", [], [(3, 3)]), ("f32 output 3", [], [(5, 3)]),
+             ("codes without a quantizer", [], [(6, 0)]), ("lo >= hi", [], [(7, 3), (8, 3)]),
+             ("rounding 7", [], [(9, 7)]), ("levels 1", [(20, 1)], []), ("epi 4", [(19, 4)], [])]
+    for what, params, words in cases:
+        bad = os.path.join(tmp, "bad.bin")
+        patched_chain(blob, bad, params, words)
+        p = run([BNNRUN, bad, "--device", "cpu", "--input", x, "--output", os.path.join(tmp, "bad.npy")])
+        if p.returncode == 0 or "(qconv)" not in p.stderr:
+            return fail(f"a qconv chain with {what} was not refused: exit {p.returncode}, {p.stderr.strip()!r}")
+    print(f"ok: {len(cases)} damaged qconv chains refused by the loader")
 
 
 def signed_pool(tmp, device):
