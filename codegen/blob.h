@@ -279,6 +279,24 @@ typedef struct {
     int64_t c, h, w, o, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, oh, ow, ldw,
         xb, wb, wsigned, bipolar, epi, levels, yb, pad_code, ldy;
 } BlobQconvParams;
+/* qconv epi 3 (a qconv2d_chain's float chain): p0 f32 [stages][2][o] stage constants, p1 this
+ * descriptor, i32[BLOB_QCHAIN_WORDS] in the weights (docs/blob-format.md "qconv"). */
+enum {
+    BLOB_QCHAIN_STAGES,   /* 1..BLOB_EPI_MAX_STAGES */
+    BLOB_QCHAIN_DIV,      /* bit k: stage k divides */
+    BLOB_QCHAIN_RELU,     /* bit k: a relu after stage k */
+    BLOB_QCHAIN_RESIDUAL, /* 0 none, 1 v + r, 2 r + v (r: in2, f32 NCHW) */
+    BLOB_QCHAIN_OUT_RELU, /* 0/1: a relu after the residual */
+    BLOB_QCHAIN_F32,      /* 0 no f32 out, 1 v, 2 the quantizer's float (q - zeropt) * scale */
+    BLOB_QCHAIN_QUANT,    /* 0/1: the quantizer below is used (codes as yb planes, or F32 2) */
+    BLOB_QCHAIN_LO,       /* the quantizer: clamp(round(v / scale + zeropt), lo, hi) */
+    BLOB_QCHAIN_HI,
+    BLOB_QCHAIN_ROUNDING, /* a BLOB_ROUND_* */
+    BLOB_QCHAIN_SCALE,    /* float32 bit patterns */
+    BLOB_QCHAIN_ZEROPT,
+    BLOB_QCHAIN_WORDS
+};
+#define BLOB_QCONV_EPI_CHAIN 3
 /* Words of an image plane (quantize with spatial > 0, qconv): pixels * ldw rounded up to 8. */
 static inline int64_t blob_image_plane_words(int64_t pixels, int64_t ldw) { return (pixels * ldw + 7) / 8 * 8; }
 /* Rounding modes of BlobQuantizeParams (docs/ir.md quant). */

@@ -2395,9 +2395,10 @@ static int64_t code_planes(const Value *v) {
     if (d && d->op == OP_THRESHOLD && d->in[1]->type.rank == 2 && d->in[0]->def &&
         d->in[0]->def->op == OP_QDENSE) /* qdense + threshold, as -O1 leaves them: fused */
         return bits_to_hold(d->in[1]->type.dim[1]);
-    if (d && d->op == OP_QUANTIZE) {
-        float b = ((const float *)d->in[3]->data)[0];
-        int64_t bits = (int64_t)b, sgn = attr_int(d, "signed", 1), nar = attr_int(d, "narrow", 0);
+    if (d && (d->op == OP_QUANTIZE || (d->op == OP_QCONV2D_CHAIN && v->def_index == 1))) {
+        int64_t bits = d->op == OP_QUANTIZE ? (int64_t)((const float *)d->in[3]->data)[0]
+                                            : attr_int(d, "quant_bits", 1);
+        int64_t sgn = attr_int(d, "signed", 1), nar = attr_int(d, "narrow", 0);
         int64_t lo = sgn ? -(1ll << (bits - 1)) + nar : 0;
         int64_t hi = sgn ? (1ll << (bits - 1)) - 1 : (1ll << bits) - 1 - nar;
         return bits_to_hold(hi - lo);
@@ -2442,12 +2443,13 @@ static bool is_qconv_threshold(const Node *d) {
            d->in[0]->def && d->in[0]->def->op == OP_QCONV2D;
 }
 
-/* v holds codes as image planes: a quantize of an NCHW tensor, a thresholded qconv2d, or the
- * multi-level threshold of one (fused by lower_qconv). */
+/* v holds codes as image planes: a quantize of an NCHW tensor, a thresholded qconv2d, the
+ * multi-level threshold of one (fused by lower_qconv), or a qconv2d_chain's quantized codes. */
 static bool is_image_codes(const Value *v) {
     const Node *d = v->kind == VAL_NODE ? v->def : NULL;
     return d && v->type.rank == 4 &&
-           (d->op == OP_QUANTIZE || (d->op == OP_QCONV2D && d->nin == 4) || is_qconv_threshold(d));
+           (d->op == OP_QUANTIZE || (d->op == OP_QCONV2D && d->nin == 4) || is_qconv_threshold(d) ||
+            (d->op == OP_QCONV2D_CHAIN && v->def_index == 1 && get_attr(d, "quant_bits")));
 }
 
 static int64_t image_code_planes(const Value *v) {
@@ -2479,7 +2481,7 @@ static int image_codes_readers_ok(Lower *L, const Value *v) {
         const Node *u = L->g->nodes[i];
         for (int j = 0; ok && !u->dead && j < u->nin; j++)
             if (u->in[j] == v)
-                ok = (u->op == OP_QCONV2D && j == 0) ||
+                ok = ((u->op == OP_QCONV2D || u->op == OP_QCONV2D_CHAIN) && j == 0) ||
                      (u->op == OP_RESHAPE && u->out[0]->type.rank == 2 && !codes_only_for_qdense_quiet(L, u->out[0]));
     }
     return ok ? 0 : unsupported(L, "integer codes of a convolution read by anything but a qconv2d "
@@ -2722,14 +2724,77 @@ static int lower_qdense(Lower *L, const Node *n) {
     return 0;
 }
 
-/* qconv2d: one qconv step over image planes (docs/codegen.md). Weights [wb][O][krow]: per
- * output channel the taps' ldw words one after the other (the implicit GEMM's K order), zero
- * words up to krow, a multiple of 8. GPU: kernels/qconv.cu,
- * output pixels of the batch as GEMM rows, one warp per 16 pixels x 32 channels; arguments
- * (X, W, rows, T, dir, Y), T and dir null for the i32 result. */
+/* The float chain of a qconv2d_chain as qconv epi 3 (docs/blob-format.md): the stages in p0, the
+ * descriptor in p1, the residual in in2; the f32 result where it is read (or none is), the codes
+ * as image planes where a qconv2d reads them. Sets qp's yb and ldy; the outputs' buffers in
+ * *f32_buf and *codes_buf (-1: not written); the kernel's #defines appended to defs. */
+static int lower_qconv_chain(Lower *L, const Node *n, LStep *st, BlobQconvParams *qp, int *f32_buf,
+                             int *codes_buf, Buf *defs) {
+    const Value *y = n->out[0], *codes = n->out[1], *chain = n->in[2];
+    int64_t O = qp->o, S = chain->type.dim[0], div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
+    attr_ints(n, "div", div, (int)S, 0, NULL);
+    attr_ints(n, "relu", relu, (int)S, 0, NULL);
+    bool quant = get_attr(n, "quant_bits") != NULL;
+    bool want_codes = quant && (count_uses(L->g, codes) > 0 || is_output(L->g, codes));
+    if (want_codes && image_codes_readers_ok(L, codes))
+        return -1;
+    bool want_f32 = !want_codes || count_uses(L->g, y) > 0 || is_output(L->g, y);
+    int32_t d[BLOB_QCHAIN_WORDS] = {0};
+    d[BLOB_QCHAIN_STAGES] = (int32_t)S;
+    for (int64_t k = 0; k < S; k++) {
+        d[BLOB_QCHAIN_DIV] |= (int32_t)(div[k] != 0) << k;
+        d[BLOB_QCHAIN_RELU] |= (int32_t)(relu[k] != 0) << k;
+    }
+    d[BLOB_QCHAIN_RESIDUAL] = n->nin == 4 ? (attr_int(n, "residual_first", 0) ? 2 : 1) : 0;
+    d[BLOB_QCHAIN_OUT_RELU] = attr_int(n, "out_relu", 0) != 0;
+    d[BLOB_QCHAIN_F32] = !want_f32 ? 0 : attr_int(n, "dequant", 0) ? 2 : 1;
+    if (quant) {
+        int64_t bits = attr_int(n, "quant_bits", 8), sgn = attr_int(n, "signed", 1), nar = attr_int(n, "narrow", 0);
+        float scale = attr_float(n, "quant_scale", 1.0f), zero = attr_float(n, "quant_zero", 0.0f);
+        static const char *const modes[] = {"ROUND", "CEIL", "FLOOR", "ROUND_TO_ZERO", "UP", "HALF_UP", "HALF_DOWN"};
+        const char *mode = attr_str(n, "rounding", "ROUND");
+        d[BLOB_QCHAIN_QUANT] = 1;
+        d[BLOB_QCHAIN_LO] = (int32_t)(sgn ? -(1ll << (bits - 1)) + nar : 0);
+        d[BLOB_QCHAIN_HI] = (int32_t)(sgn ? (1ll << (bits - 1)) - 1 : (1ll << bits) - 1 - nar);
+        d[BLOB_QCHAIN_ROUNDING] = !strcmp(mode, "DOWN") ? BLOB_ROUND_TO_ZERO : 0;
+        for (int i = 0; i < 7; i++)
+            if (!strcmp(mode, modes[i]))
+                d[BLOB_QCHAIN_ROUNDING] = i;
+        memcpy(&d[BLOB_QCHAIN_SCALE], &scale, 4);
+        memcpy(&d[BLOB_QCHAIN_ZEROPT], &zero, 4);
+    }
+    if (want_codes) {
+        qp->yb = code_planes(codes);
+        qp->ldy = image_ldw(O);
+    }
+    st->s.slot[BLOB_SLOT_P0] = put_weights(L, chain->data, (size_t)(2 * S * O) * 4);
+    st->s.slot[BLOB_SLOT_P1] = put_weights(L, d, sizeof d);
+    if (n->nin == 4)
+        use_arena(L, st, BLOB_SLOT_IN2, buf_of(L, n->in[3]));
+    *f32_buf = want_f32 ? def_buf(L, y) : -1;
+    *codes_buf = -1;
+    if (want_codes) {
+        *codes_buf = new_buf(L, qp->yb * blob_image_plane_words(qp->oh * qp->ow, qp->ldy) * 4);
+        L->vbuf[codes->id] = *codes_buf;
+    }
+    buf_printf(defs, "#define QC_NST %lld\n#define QC_DIV %d\n#define QC_RELU %d\n#define QC_RES %d\n"
+                     "#define QC_ORELU %d\n#define QC_F32 %d\n#define QC_QLO %d\n#define QC_QHI %d\n"
+                     "#define QC_ROUND %d\n#define QC_QSCALE 0x%08x\n#define QC_QZERO 0x%08x\n",
+               (long long)S, d[BLOB_QCHAIN_DIV], d[BLOB_QCHAIN_RELU], d[BLOB_QCHAIN_RESIDUAL],
+               d[BLOB_QCHAIN_OUT_RELU], d[BLOB_QCHAIN_F32], d[BLOB_QCHAIN_LO], d[BLOB_QCHAIN_HI],
+               d[BLOB_QCHAIN_ROUNDING], (unsigned)d[BLOB_QCHAIN_SCALE], (unsigned)d[BLOB_QCHAIN_ZEROPT]);
+    return 0;
+}
+
+/* qconv2d (qconv2d_chain): one qconv step over image planes (docs/codegen.md). Weights
+ * [wb][O][krow]: per output channel the taps' ldw words one after the other (the implicit GEMM's
+ * K order), zero words up to krow, a multiple of 8. GPU: kernels/qconv.cu, output pixels of the
+ * batch as GEMM rows, one warp per 16 pixels x 32 channels; arguments (X, W, rows, T, dir, Y), T
+ * and dir null for the i32 result, or for the chain (X, W, rows, EP, R, Yf, Y). */
 static int lower_qconv(Lower *L, const Node *n) {
     const Value *x = n->in[0], *w = n->in[1], *y = n->out[0];
-    if (!is_image_codes(x) || w->kind != VAL_CONST)
+    bool chain = n->op == OP_QCONV2D_CHAIN;
+    if (!is_image_codes(x) || w->kind != VAL_CONST || (chain && n->in[2]->kind != VAL_CONST))
         return unsupported(L, "a qconv2d over codes that are not a quantize or a thresholded "
                               "qconv2d (e.g. after a pool), or over computed weights");
     if (attr_int(n, "groups", 1) != 1)
@@ -2754,8 +2819,8 @@ static int lower_qconv(Lower *L, const Node *n) {
     qp.wb = weight_planes(u, O * C * taps, &wsigned, &bipolar);
     qp.wsigned = wsigned;
     qp.bipolar = bipolar;
-    CodeEpilogue ce;
-    if (choose_code_epilogue(L, n, true, 0, &ce))
+    CodeEpilogue ce = {0};
+    if (!chain && choose_code_epilogue(L, n, true, 0, &ce))
         return -1;
     if (ce.t) {
         qp.epi = 2;
@@ -2763,6 +2828,25 @@ static int lower_qconv(Lower *L, const Node *n) {
         qp.yb = ce.yb;
         /* the next codes' pixel words, or a b1 value's packed words (what a bconv reads) */
         qp.ldy = ce.out->type.dtype == TY_B1 ? packed_words(&ce.out->type) : image_ldw(O);
+    }
+    LStep *st = new_step(L, BLOB_STEP_QCONV);
+    int out, f32_buf = -1, codes_buf = -1;
+    Buf chain_defs = {0};
+    if (chain) {
+        qp.epi = BLOB_QCONV_EPI_CHAIN;
+        if (lower_qconv_chain(L, n, st, &qp, &f32_buf, &codes_buf, &chain_defs)) {
+            L->nsteps--;
+            free(chain_defs.data);
+            return -1;
+        }
+        out = f32_buf >= 0 ? f32_buf : codes_buf;
+        if (f32_buf >= 0 && codes_buf >= 0)
+            use_arena(L, st, BLOB_SLOT_X1, codes_buf);
+    } else if (qp.epi == 2) {
+        out = new_buf(L, qp.yb * blob_image_plane_words(OH * OW, qp.ldy) * 4);
+        L->vbuf[ce.out->id] = out;
+    } else {
+        out = def_buf(L, y);
     }
     size_t wwords = (size_t)(qp.wb * O * krow);
     uint32_t *wp = xcalloc(wwords, 4);
@@ -2772,38 +2856,48 @@ static int lower_qconv(Lower *L, const Node *n) {
                 for (int64_t tap = 0; tap < taps; tap++)
                     wp[(q * O + o) * krow + tap * ldw + c / 32] |=
                         (uint32_t)weight_bit(u[(o * C + c) * taps + tap], q, bipolar) << (c % 32);
-    int out;
-    if (qp.epi == 2) {
-        out = new_buf(L, qp.yb * blob_image_plane_words(OH * OW, qp.ldy) * 4);
-        L->vbuf[ce.out->id] = out;
-    } else {
-        out = def_buf(L, y);
-    }
-    LStep *st = new_step(L, BLOB_STEP_QCONV);
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.slot[BLOB_SLOT_W] = put_weights(L, wp, wwords * 4);
     free(wp);
-    put_code_thresholds(L, st, &ce, O);
+    if (!chain)
+        put_code_thresholds(L, st, &ce, O);
     st->s.qconv = qp;
     name_kernel(L, st, "qconv");
     st->k.family = KERNEL_QCONV;
+    bool planes = qp.epi == 2 || qp.yb > 0;
     st->k.defines = str_printf(
         "#define QC_NAME %s\n#define QC_C %lld\n#define QC_H %lld\n#define QC_W %lld\n#define QC_O %lld\n"
         "#define QC_KH %lld\n#define QC_KW %lld\n#define QC_SH %lld\n#define QC_SW %lld\n#define QC_PT %lld\n"
         "#define QC_PL %lld\n#define QC_DH %lld\n#define QC_DW %lld\n#define QC_OH %lld\n#define QC_OW %lld\n"
         "#define QC_XB %lld\n#define QC_WB %lld\n#define QC_WSIGNED %d\n#define QC_WBIPOLAR %d\n"
         "#define QC_PAD_CODE %lld\n#define QC_EPI %lld\n#define QC_L %lld\n#define QC_YB %lld\n"
-        "#define QC_LDW %lld\n#define QC_LDY %lld\n",
+        "#define QC_LDW %lld\n#define QC_LDY %lld\n%s",
         st->k.name, (long long)C, (long long)H, (long long)W, (long long)O, (long long)KH, (long long)KW,
         (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1], (long long)d[0], (long long)d[1],
         (long long)OH, (long long)OW, (long long)xb, (long long)qp.wb, wsigned ? 1 : 0, bipolar ? 1 : 0,
         (long long)qp.pad_code, (long long)qp.epi, (long long)(qp.epi == 2 ? qp.levels : 1),
-        (long long)(qp.epi == 2 ? qp.yb : 1), (long long)ldw, (long long)(qp.epi == 2 ? qp.ldy : 1));
+        (long long)(planes ? qp.yb : chain ? 0 : 1), (long long)ldw, (long long)(planes ? qp.ldy : 1),
+        chain_defs.data ? chain_defs.data : "");
+    free(chain_defs.data);
     BlobGridDim grid[3] = {{(uint32_t)((O + 31) / 32), 0, 1}, {0, (uint32_t)(OH * OW), 16}, {1, 0, 1}};
     uint32_t block[3] = {32, 1, 1};
     blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
-    add_planes_args(st, OH * OW);
+    if (!chain) {
+        add_planes_args(st, OH * OW);
+        return 0;
+    }
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, OH * OW);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_P0, 0);
+    int slots[3] = {n->nin == 4 ? BLOB_SLOT_IN2 : -1, f32_buf >= 0 ? BLOB_SLOT_OUT : -1,
+                    codes_buf < 0 ? -1 : f32_buf >= 0 ? BLOB_SLOT_X1 : BLOB_SLOT_OUT};
+    for (int i = 0; i < 3; i++)
+        if (slots[i] >= 0)
+            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slots[i], 0);
+        else
+            blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
     return 0;
 }
 
@@ -2843,7 +2937,8 @@ static int lower_node(Lower *L, const Node *n) {
     case OP_QUANT:
     case OP_QUANTIZE: return lower_quantize(L, n);
     case OP_QDENSE: return lower_qdense(L, n);
-    case OP_QCONV2D: return lower_qconv(L, n);
+    case OP_QCONV2D:
+    case OP_QCONV2D_CHAIN: return lower_qconv(L, n);
     default: return unsupported_op(L);
     }
 }

@@ -871,6 +871,47 @@ static int infer_conv2d_chain(const Node *n, Type *out) {
     return 0;
 }
 
+/* qconv2d_chain (x: i32 codes, w: i8 codes, chain: f32[S,2,O], [residual: f32 like y])
+ * {qconv2d's attributes, the chain's, out_relu, quant_*, signed, narrow, rounding, dequant}
+ * -> y: f32 (qconv2d's shape), codes: i32 of the same shape. */
+static int infer_qconv2d_chain(const Node *n, Type *out) {
+    Node conv = *n;
+    conv.op = OP_QCONV2D;
+    conv.nin = 2;
+    if (infer_qconv2d(&conv, out) || check_chain(n, out[0].dim[1]))
+        return -1;
+    out[0].dtype = TY_F32;
+    out[1] = out[0];
+    out[1].dtype = TY_I32;
+    if (n->nin == 4 && (in_type(n, 3)->dtype != TY_F32 || !type_equal(in_type(n, 3), &out[0])))
+        return fail(n, "residual must be %s like the result, got %s", tstr(&out[0]),
+                    tstr(in_type(n, 3)));
+    if (need_flag(n, "residual_first", 0) || need_flag(n, "out_relu", 0) ||
+        need_flag(n, "dequant", 0) || need_flag(n, "signed", 1) || need_flag(n, "narrow", 0))
+        return -1;
+    if (n->nin == 3 && attr_int(n, "residual_first", 0))
+        return fail(n, "attribute 'residual_first' without a residual operand");
+    if (get_attr(n, "zero"))
+        return fail(n, "attribute 'zero' is for chains that binarize");
+    bool q = get_attr(n, "quant_bits") != NULL;
+    if (!q) {
+        if (get_attr(n, "quant_scale") || get_attr(n, "quant_zero") || get_attr(n, "signed") ||
+            get_attr(n, "narrow") || get_attr(n, "rounding") || attr_int(n, "dequant", 0))
+            return fail(n, "quantizer attributes without 'quant_bits'");
+        return 0;
+    }
+    int64_t bits = attr_int(n, "quant_bits", 0);
+    float scale = attr_float(n, "quant_scale", 0.0f), zero = attr_float(n, "quant_zero", 0.0f);
+    if (bits < 1 || bits > 24)
+        return fail(n, "attribute 'quant_bits' must be 1..24, got %lld", (long long)bits);
+    if (!get_attr(n, "quant_scale") || !(scale > 0.0f) || !isfinite(scale) || !isfinite(zero))
+        return fail(n, "the quantizer needs a finite 'quant_scale' > 0 and a finite 'quant_zero'");
+    const char *r = attr_str(n, "rounding", "ROUND");
+    if (!rounding_known(r))
+        return fail(n, "unknown rounding mode '%s'", r);
+    return 0;
+}
+
 /* repack keeps the logical tensor; the declared result type says the new format. */
 static int infer_repack(const Node *n, Type *out) {
     if (need_dtype(n, 0, TY_B1, "input"))
@@ -928,6 +969,7 @@ static int infer_logical_types(const Node *n, Type *out) {
     case OP_QUANTIZE: return infer_quantize(n, out);
     case OP_QDENSE: return infer_qdense(n, out);
     case OP_QCONV2D: return infer_qconv2d(n, out);
+    case OP_QCONV2D_CHAIN: return infer_qconv2d_chain(n, out);
     case OP_COUNT: break;
     }
     unreachable("bad op %d", (int)n->op);

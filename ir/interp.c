@@ -1072,6 +1072,47 @@ static int run_conv2d_chain(const Node *n, Tensor **in, Tensor *y, Tensor *bits)
     return rc;
 }
 
+/* qconv2d_chain, in the order the unfused ops ran: the qconv2d's accumulator, (float)acc, the
+ * stages, the residual add, the relu, then the quantizer: codes as quantize gives them (q - lo)
+ * and, with dequant, y as quant's float result (q - zeropt) * scale; else y is the value. */
+static int run_qconv2d_chain(const Node *n, Tensor **in, Tensor *y, Tensor *codes) {
+    Node conv = *n;
+    conv.op = OP_QCONV2D;
+    conv.nin = 2;
+    int rc = run_qconv2d(&conv, in, codes); /* the accumulator, replaced by the codes below */
+    if (rc)
+        return rc;
+    for (int64_t i = 0; i < numel(y); i++)
+        f32s(y)[i] = (float)i32s(codes)[i];
+    apply_chain(n, in[2], y);
+    bool first = attr_int(n, "residual_first", 0) != 0, relu = attr_int(n, "out_relu", 0) != 0;
+    for (int64_t i = 0; i < numel(y); i++) {
+        float v = f32s(y)[i];
+        if (n->nin == 4)
+            v = first ? f32s(in[3])[i] + v : v + f32s(in[3])[i];
+        f32s(y)[i] = relu && v < 0.0f ? 0.0f : v;
+    }
+    if (!get_attr(n, "quant_bits")) {
+        memset(codes->data, 0, codes->nbytes);
+        return 0;
+    }
+    int bits = (int)attr_int(n, "quant_bits", 8);
+    bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
+    bool dequant = attr_int(n, "dequant", 0) != 0;
+    const char *mode = attr_str(n, "rounding", "ROUND");
+    float scale = attr_float(n, "quant_scale", 1.0f), zeropt = attr_float(n, "quant_zero", 0.0f);
+    double lo = is_signed ? -ldexp(1.0, bits - 1) + (narrow ? 1 : 0) : 0;
+    double hi = is_signed ? ldexp(1.0, bits - 1) - 1 : ldexp(1.0, bits) - 1 - (narrow ? 1 : 0);
+    for (int64_t i = 0; i < numel(y); i++) {
+        float q = round_by_mode(f32s(y)[i] / scale + zeropt, mode);
+        q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+        i32s(codes)[i] = isnan(q) ? 0 : (int32_t)(q - (float)lo); /* NaN: code 0, as the runtime */
+        if (dequant)
+            f32s(y)[i] = (q - zeropt) * scale;
+    }
+    return 0;
+}
+
 static int run_repack(const Node *n, Tensor **in, Tensor *y) {
     (void)n; /* interpreter tensors are canonical: a layout change is a copy */
     memcpy(y->data, in[0]->data, y->nbytes);
@@ -1116,6 +1157,7 @@ static int run_node(const Node *n, Tensor **in, Tensor *out) {
     case OP_QUANTIZE: return run_quantize(n, in, &out[0]);
     case OP_QDENSE: return run_qdense(n, in, &out[0]);
     case OP_QCONV2D: return run_qconv2d(n, in, &out[0]);
+    case OP_QCONV2D_CHAIN: return run_qconv2d_chain(n, in, &out[0], &out[1]);
     case OP_COUNT: break;
     }
     unreachable("bad op %d", (int)n->op);

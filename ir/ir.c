@@ -279,6 +279,16 @@ static const AttrSpec spec_qconv2d[] = {{"strides", ATTR_INTS}, {"pads", ATTR_IN
                                         {"dilations", ATTR_INTS}, {"groups", ATTR_INT},
                                         {"xbits", ATTR_INT}, {"pad_code", ATTR_INT}, SPEC_END};
 
+/* qconv2d_chain: qconv2d's attributes, the float chain's, the relu after the residual, the
+ * fused quantizer's (scalar scale and zero point, bit width, quant's flags) and whether the f32
+ * result is that quantizer's float value (docs/ir.md). */
+static const AttrSpec spec_qconv2d_chain[] = {
+    {"strides", ATTR_INTS}, {"pads", ATTR_INTS}, {"dilations", ATTR_INTS}, {"groups", ATTR_INT},
+    {"xbits", ATTR_INT}, {"pad_code", ATTR_INT}, {"div", ATTR_INTS}, {"relu", ATTR_INTS},
+    {"residual_first", ATTR_INT}, {"out_relu", ATTR_INT}, {"quant_scale", ATTR_FLOAT},
+    {"quant_zero", ATTR_FLOAT}, {"quant_bits", ATTR_INT}, {"signed", ATTR_INT}, {"narrow", ATTR_INT},
+    {"rounding", ATTR_STR}, {"dequant", ATTR_INT}, SPEC_END};
+
 const AttrSpec *op_attr_specs(Op op) {
     switch (op) {
     case OP_CONV2D: return spec_conv2d;
@@ -288,6 +298,7 @@ const AttrSpec *op_attr_specs(Op op) {
     case OP_QUANTIZE: return spec_quant;
     case OP_QDENSE: return spec_qdense;
     case OP_QCONV2D: return spec_qconv2d;
+    case OP_QCONV2D_CHAIN: return spec_qconv2d_chain;
     case OP_TRUNC: return spec_trunc;
     case OP_CAST: return spec_cast;
     case OP_MAXPOOL: return spec_maxpool;

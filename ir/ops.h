@@ -50,4 +50,6 @@
     /* low-bit layers over integer codes (compiler/passes/lowbit.c) */ \
     X(OP_QUANTIZE,      "quantize",      4, 4, 1, 0)                \
     X(OP_QDENSE,        "qdense",        2, 4, 1, 0)                \
-    X(OP_QCONV2D,       "qconv2d",       2, 4, 1, 0)
+    X(OP_QCONV2D,       "qconv2d",       2, 4, 1, 0)                \
+    /* qconv2d + its float chain, residual, relu, next quantizer (fuse_epilogue.c) */ \
+    X(OP_QCONV2D_CHAIN, "qconv2d_chain", 3, 4, 2, 0)

@@ -568,19 +568,68 @@ static bnn_status check_quantize(const StepCheck *c) {
     return check_simple(c, in, out, false);
 }
 
+/* The operands of a qconv's float chain (epi 3): p1 the descriptor (read from the weights and
+ * checked field by field), p0 the stages, in2 the residual, out the f32 and/or x1 (or out) the
+ * codes' planes. `planes` is the bytes of the codes' planes, cells * o * 4 the f32's. */
+static bnn_status check_qconv_chain(const StepCheck *c, uint64_t cells, uint64_t planes) {
+    const BlobQconvParams *p = &c->s->qconv;
+    const BlobStep *s = c->s;
+    TRY(want_slot(c, BLOB_SLOT_P1, BLOB_SPACE_WEIGHTS, BLOB_QCHAIN_WORDS * 4, false));
+    int64_t d[BLOB_QCHAIN_WORDS];
+    for (int i = 0; i < BLOB_QCHAIN_WORDS; i++)
+        d[i] = (int32_t)blob_get_u32(c->m->weights + s->slot[BLOB_SLOT_P1].offset + 4 * (size_t)i);
+    int64_t st = d[BLOB_QCHAIN_STAGES], lo = d[BLOB_QCHAIN_LO], hi = d[BLOB_QCHAIN_HI];
+    bool quant = d[BLOB_QCHAIN_QUANT] != 0;
+    if (st < 1 || st > BLOB_EPI_MAX_STAGES || d[BLOB_QCHAIN_DIV] < 0 || d[BLOB_QCHAIN_DIV] >= (int64_t)1 << st ||
+        d[BLOB_QCHAIN_RELU] < 0 || d[BLOB_QCHAIN_RELU] >= (int64_t)1 << st || d[BLOB_QCHAIN_RESIDUAL] < 0 ||
+        d[BLOB_QCHAIN_RESIDUAL] > 2 || (d[BLOB_QCHAIN_OUT_RELU] & ~1ll) || d[BLOB_QCHAIN_F32] < 0 ||
+        d[BLOB_QCHAIN_F32] > 2 || (d[BLOB_QCHAIN_QUANT] & ~1ll))
+        return bad_step(c, "bad float chain descriptor: %lld stages, div %lld, relu %lld, residual %lld, "
+                           "out relu %lld, f32 %lld, quantizer %lld", (long long)st,
+                        (long long)d[BLOB_QCHAIN_DIV], (long long)d[BLOB_QCHAIN_RELU],
+                        (long long)d[BLOB_QCHAIN_RESIDUAL], (long long)d[BLOB_QCHAIN_OUT_RELU],
+                        (long long)d[BLOB_QCHAIN_F32], (long long)d[BLOB_QCHAIN_QUANT]);
+    if (quant ? lo >= hi || lo < -(1ll << 23) || hi > (1ll << 24) || d[BLOB_QCHAIN_ROUNDING] < 0 ||
+                    d[BLOB_QCHAIN_ROUNDING] > BLOB_ROUND_HALF_DOWN
+              : lo || hi || d[BLOB_QCHAIN_ROUNDING] || d[BLOB_QCHAIN_SCALE] || d[BLOB_QCHAIN_ZEROPT])
+        return bad_step(c, "bad quantizer: range [%lld, %lld], rounding %lld", (long long)lo, (long long)hi,
+                        (long long)d[BLOB_QCHAIN_ROUNDING]);
+    if ((p->yb && (!quant || hi - lo >= (1ll << p->yb))) || (d[BLOB_QCHAIN_F32] == 2 && !quant) ||
+        (!p->yb && !d[BLOB_QCHAIN_F32]))
+        return bad_step(c, "the chain's outputs (%lld code planes, f32 %lld) do not fit its quantizer",
+                        (long long)p->yb, (long long)d[BLOB_QCHAIN_F32]);
+    uint64_t f32;
+    if (!mul3_ok(cells, (uint64_t)p->o, 4, &f32))
+        return bad_step(c, "the output is too large");
+    bool x1 = s->slot[BLOB_SLOT_X1].space != BLOB_SPACE_NONE, has_f32 = d[BLOB_QCHAIN_F32] != 0;
+    if (x1 && !(has_f32 && p->yb))
+        return bad_step(c, "slot x1 holds the codes when the chain writes both outputs, only then");
+    TRY(want_slot(c, BLOB_SLOT_IN2, d[BLOB_QCHAIN_RESIDUAL] ? BLOB_SPACE_ARENA : 0, f32, false));
+    TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, has_f32 ? f32 : planes, false));
+    TRY(want_slot(c, BLOB_SLOT_X1, has_f32 && p->yb ? BLOB_SPACE_ARENA : 0, planes, false));
+    TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)st * 2 * (uint64_t)p->o * 4, false));
+    if (ranges_overlap(&s->slot[BLOB_SLOT_X1], &s->slot[BLOB_SLOT_IN]) ||
+        ranges_overlap(&s->slot[BLOB_SLOT_X1], &s->slot[BLOB_SLOT_IN2]) ||
+        ranges_overlap(&s->slot[BLOB_SLOT_X1], &s->slot[BLOB_SLOT_OUT]))
+        return bad_step(c, "the code output (slot x1) overlaps another operand");
+    return check_overlap(c, false);
+}
+
 /* qconv (kind 20): bit-plane implicit-GEMM convolution, docs/blob-format.md. Every tap
  * outside the image reads pad_code, so any output extent is memory-safe. */
 static bnn_status check_qconv(const StepCheck *c) {
     const BlobQconvParams *p = &c->s->qconv;
+    bool chain = p->epi == BLOB_QCONV_EPI_CHAIN, planes = p->epi == 2 || (chain && p->yb);
     if (!dim_ok(p->c) || !dim_ok(p->h) || !dim_ok(p->w) || !dim_ok(p->o) || !dim_ok(p->kh) ||
         !dim_ok(p->kw) || !dim_ok(p->stride_h) || !dim_ok(p->stride_w) || !dim_ok(p->dil_h) ||
         !dim_ok(p->dil_w) || !pad_ok(p->pad_top) || !pad_ok(p->pad_left) || !dim_ok(p->oh) ||
         !dim_ok(p->ow) || !image_words_ok(p->ldw, p->c) ||
-        (p->epi == 2 ? !image_words_ok(p->ldy, p->o) : p->ldy != 0) ||
+        (planes ? !image_words_ok(p->ldy, p->o) : p->ldy != 0) ||
         p->xb < 1 || p->xb > 16 || p->wb < 1 || p->wb > 16 || (p->wsigned & ~1ll) ||
-        (p->bipolar & ~1ll) || (p->bipolar && p->wb != 1) || p->epi < 1 || p->epi > 2 ||
+        (p->bipolar & ~1ll) || (p->bipolar && p->wb != 1) || p->epi < 1 || p->epi > 3 ||
         (p->epi == 2 && (p->levels < 1 || p->levels > MAX_DIM || p->yb < 1 || p->yb > 16 ||
                          p->levels >= (1ll << p->yb))) ||
+        (chain && (p->levels != 0 || p->yb < 0 || p->yb > 16)) || (p->epi == 1 && (p->levels || p->yb)) ||
         p->pad_code < 0 || p->pad_code >= (1ll << p->xb))
         return bad_step(c, "bad shape, planes, pad code or epilogue (c %lld o %lld ldw %lld xb "
                            "%lld wb %lld epi %lld)", (long long)p->c, (long long)p->o,
@@ -593,12 +642,14 @@ static bnn_status check_qconv(const StepCheck *c) {
         !mul3_ok((in + 7) / 8 * 8, (uint64_t)p->xb, 4, &in) || !mul3_ok(cells, (uint64_t)p->ldy, 1, &out) ||
         out > (uint64_t)MAX_DIM * MAX_DIM ||
         !mul3_ok((uint64_t)(p->wb * p->o), (krow + 7) / 8 * 8, 4, &w) ||
-        !mul3_ok(p->epi == 2 ? (out + 7) / 8 * 8 : cells, p->epi == 2 ? (uint64_t)p->yb : (uint64_t)p->o, 4, &out) ||
-        !mul3_ok((uint64_t)p->o, p->epi == 1 ? 0 : (uint64_t)p->levels, 4, &t))
+        !mul3_ok(planes ? (out + 7) / 8 * 8 : cells, planes ? (uint64_t)p->yb : (uint64_t)p->o, 4, &out) ||
+        !mul3_ok((uint64_t)p->o, p->epi == 2 ? (uint64_t)p->levels : 0, 4, &t))
         return bad_step(c, "operands too large");
     TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
-    TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
     TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
+    if (chain)
+        return check_qconv_chain(c, cells, planes ? out : 0);
+    TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
     TRY(want_slot(c, BLOB_SLOT_P0, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS, t, false));
     TRY(want_slot(c, BLOB_SLOT_P1, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 4,
                   false));

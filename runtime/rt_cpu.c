@@ -736,10 +736,68 @@ static int64_t qconv_acc(const BlobQconvParams *p, const uint32_t *x, const uint
     return v;
 }
 
+/* A qconv's float chain (epi 3): the descriptor d (p1), the stages ep (p0) on the exact
+ * accumulator, each operation rounded on its own as the interpreter's qconv2d_chain does; the
+ * f32 (NCHW, out) where d asks for it and the codes as yb image planes (x1, else out). */
+static void run_qconv_chain(const Ctx *c) {
+    const BlobQconvParams *p = &c->s->qconv;
+    const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
+    const float *ep = slot_ptr(c, BLOB_SLOT_P0, 0);
+    const int32_t *d = slot_ptr(c, BLOB_SLOT_P1, 0);
+    int64_t cells = p->oh * p->ow, plane = blob_image_plane_words(cells, p->ldy);
+    float scale = bits_to_float((uint32_t)d[BLOB_QCHAIN_SCALE]), zeropt = bits_to_float((uint32_t)d[BLOB_QCHAIN_ZEROPT]);
+    float lo = (float)d[BLOB_QCHAIN_LO], hi = (float)d[BLOB_QCHAIN_HI];
+    int32_t res = d[BLOB_QCHAIN_RESIDUAL], f32 = d[BLOB_QCHAIN_F32];
+    for (int64_t item = 0; item < c->batch; item++) {
+        const uint32_t *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        const float *r = slot_ptr(c, BLOB_SLOT_IN2, item);
+        float *yf = f32 ? slot_ptr(c, BLOB_SLOT_OUT, item) : NULL;
+        uint32_t *yq = p->yb ? slot_ptr(c, f32 ? BLOB_SLOT_X1 : BLOB_SLOT_OUT, item) : NULL;
+        if (yq)
+            memset(yq, 0, (size_t)(p->yb * plane) * 4);
+        for (int64_t cell = 0; cell < cells; cell++)
+            for (int64_t o = 0; o < p->o; o++) {
+                int64_t at = o * cells + cell;
+                float v = (float)qconv_acc(p, x, w, o, cell / p->ow, cell % p->ow);
+                for (int32_t k = 0; k < d[BLOB_QCHAIN_STAGES]; k++) {
+                    float a = ep[2 * k * p->o + o], b = ep[(2 * k + 1) * p->o + o];
+                    if (d[BLOB_QCHAIN_DIV] >> k & 1)
+                        v = v / a;
+                    else
+                        v = v * a;
+                    v = v + b;
+                    if (d[BLOB_QCHAIN_RELU] >> k & 1)
+                        v = v < 0.0f ? 0.0f : v;
+                }
+                if (res == 1)
+                    v = v + r[at];
+                else if (res == 2)
+                    v = r[at] + v;
+                if (d[BLOB_QCHAIN_OUT_RELU])
+                    v = v < 0.0f ? 0.0f : v;
+                float q = 0.0f;
+                if (d[BLOB_QCHAIN_QUANT]) {
+                    q = round_mode(v / scale + zeropt, d[BLOB_QCHAIN_ROUNDING]);
+                    q = q < lo ? lo : q > hi ? hi : q;
+                }
+                if (yf)
+                    yf[at] = f32 == 2 ? (q - zeropt) * scale : v;
+                uint32_t n = isnan(q) || !yq ? 0u : (uint32_t)(int64_t)(q - lo);
+                for (int64_t b = 0; b < p->yb; b++)
+                    if ((n >> b) & 1)
+                        yq[b * plane + cell * p->ldy + o / 32] |= 1u << (o % 32);
+            }
+    }
+}
+
 /* qconv: the exact accumulator per output, then the i32 (NCHW) or the level counts as image
- * planes. */
+ * planes, or the float chain. */
 static void run_qconv(const Ctx *c) {
     const BlobQconvParams *p = &c->s->qconv;
+    if (p->epi == BLOB_QCONV_EPI_CHAIN) {
+        run_qconv_chain(c);
+        return;
+    }
     const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
     const int32_t *t = slot_ptr(c, BLOB_SLOT_P0, 0), *dir = slot_ptr(c, BLOB_SLOT_P1, 0);
     int64_t cells = p->oh * p->ow, plane = blob_image_plane_words(cells, p->ldy);

@@ -1,7 +1,8 @@
-/* fuse-epilogue: requires result types; runs after fold-thresholds / fuse-binary, on what they
- * left float. Changes: a binary conv2d (dense) -> cast to f32 -> per-channel float ops
+/* fuse-epilogue: requires result types; runs after fold-thresholds / fuse-binary / lowbit, on
+ * what they left float. Changes: a binary conv2d (dense) -> cast to f32 -> per-channel float ops
  * (batchnorm, mul/div/add/sub by a constant, relu) -> [add of a real-valued shortcut] ->
- * [binarize] becomes one bconv2d_chain (bdense_chain), and a float conv2d (the stem) -> the same float ops -> [maxpool] ->
+ * [binarize] becomes one bconv2d_chain (bdense_chain), a qconv2d -> cast -> the same ops ->
+ * [shortcut add] -> [relu] -> [quantize and/or quant] one qconv2d_chain, and a float conv2d (the stem) -> the same float ops -> [maxpool] ->
  * [binarize] one conv2d_chain, each computing the very same float32 operations (docs/ir.md). */
 #include <math.h>
 #include <stdlib.h>
@@ -177,7 +178,8 @@ static bool defined_before(const Graph *g, const Value *v, const Node *n) {
 #define MAX_ABSORBED 64
 
 /* A match: the layer, the ops absorbed after it (in order; the last one's result, else the
- * layer's, is the fused op's f32 result), the epilogue, the binarize that reads it, if any. */
+ * layer's, is the fused op's f32 result), the epilogue, the binarize (for a qconv2d: the
+ * quantize) whose value the fused op's second result takes over, if any. */
 typedef struct Match {
     Node *layer;
     Node *gone[MAX_ABSORBED];
@@ -226,14 +228,16 @@ static Node *replace_match(Graph *g, Match *mt, Op op, Value **in, int nin, int 
     snprintf(base, sizeof base, "%s.chain", mt->v->name);
     in[chain_at] = add_const_copy(g, base, make_type(TY_F32, 3, cd), e->data,
                                   (size_t)(2 * e->stages * e->o) * sizeof *e->data);
+    bool codes = op == OP_QCONV2D_CHAIN;
     Type types[2] = {mt->v->type, mt->v->type};
-    types[1].dtype = TY_B1;
+    types[1].dtype = codes ? TY_I32 : TY_B1;
     memset(&types[1].pack, 0, sizeof types[1].pack);
     if (mt->bin)
         types[1] = mt->bin->out[0]->type;
-    /* Result 0 takes over v, result 1 the binarize's value; without one it is named after v. */
+    /* Result 0 takes over v, result 1 the binarize's (quantize's) value; without one it is
+     * named after v. */
     char *tmp0 = graph_unique_name(g, "chain.y");
-    snprintf(base, sizeof base, "%s.bits", mt->v->name);
+    snprintf(base, sizeof base, "%s.%s", mt->v->name, codes ? "codes" : "bits");
     char *tmp1 = graph_unique_name(g, mt->bin ? "chain.bits" : base);
     const char *names[2] = {tmp0, tmp1};
     Node *f = add_node(g, op, nin, in, names, types);
@@ -252,7 +256,7 @@ static Node *replace_match(Graph *g, Match *mt, Op op, Value **in, int nin, int 
         set_attr_ints(f, "relu", e->stages, e->relu);
     take_result(f, 0, mt->ngone ? mt->gone[mt->ngone - 1] : mt->layer);
     if (mt->bin) {
-        if (attr_int(mt->bin, "zero", 1) != 1)
+        if (!codes && attr_int(mt->bin, "zero", 1) != 1)
             set_attr_int(f, "zero", attr_int(mt->bin, "zero", 1));
         take_result(f, 1, mt->bin);
         remove_node(g, mt->bin);
@@ -277,33 +281,45 @@ static void free_match(Match *mt) {
     free(mt->e.data);
 }
 
+/* An integer layer whose accumulator only a cast to f32 reads: the match of the cast and the
+ * per-channel float ops after it; false (nothing started) without that cast. */
+static bool start_int_match(Graph *g, Match *mt, Node *conv) {
+    Node *cast = single_user(g, conv->out[0]);
+    if (!cast || cast->op != OP_CAST || cast->out[0]->type.dtype != TY_F32)
+        return false;
+    start_match(mt, conv, conv->out[0]->type.dim[1]);
+    take_op(mt, cast, "cast");
+    absorb_chain(g, mt);
+    return true;
+}
+
+/* The real-valued shortcut after the chain: v + r or r + v (*first), r of v's type computed
+ * before the layer (the fused op takes the layer's place; of two branches meeting in an add,
+ * the later one takes it). The add joins the match; returns r, or NULL. */
+static Value *take_shortcut(const Graph *g, Match *mt, bool *first) {
+    Value *v = mt->v;
+    Node *m = single_user(g, v);
+    if (!m || m->op != OP_ADD)
+        return NULL;
+    Value *r = m->in[0] == v ? m->in[1] : m->in[0];
+    if (r == v || r->kind == VAL_CONST || !type_equal(&r->type, &v->type) ||
+        !type_equal(&m->out[0]->type, &v->type) || !defined_before(g, r, mt->layer))
+        return NULL;
+    *first = m->in[1] == v;
+    take_op(mt, m, *first ? "add(shortcut first)" : "add(shortcut)");
+    return r;
+}
+
 /* A binary conv2d / dense -> cast -> chain -> [shortcut add] -> [binarize]: bconv2d_chain /
  * bdense_chain. */
 static bool fuse_binary_layer(Graph *g, PassContext *ctx, Node *conv) {
     if (!is_binary_layer(conv))
         return false;
-    Node *cast = single_user(g, conv->out[0]);
-    if (!cast || cast->op != OP_CAST || cast->out[0]->type.dtype != TY_F32)
-        return false;
     Match mt;
-    start_match(&mt, conv, conv->out[0]->type.dim[1]);
-    take_op(&mt, cast, "cast");
-    absorb_chain(g, &mt);
-    /* The real-valued shortcut: v + r or r + v, r of v's type computed before the layer (the
-     * fused op takes the layer's place; of two branches meeting in an add, the later one
-     * takes it). */
-    Value *v = mt.v, *residual = NULL;
+    if (!start_int_match(g, &mt, conv))
+        return false;
     bool res_first = false;
-    Node *m = single_user(g, v);
-    if (m && m->op == OP_ADD) {
-        Value *r = m->in[0] == v ? m->in[1] : m->in[0];
-        if (r != v && r->kind != VAL_CONST && type_equal(&r->type, &v->type) &&
-            type_equal(&m->out[0]->type, &v->type) && defined_before(g, r, conv)) {
-            residual = r;
-            res_first = m->in[1] == v;
-            take_op(&mt, m, res_first ? "add(shortcut first)" : "add(shortcut)");
-        }
-    }
+    Value *residual = take_shortcut(g, &mt, &res_first);
     if ((mt.bin = binarize_of(g, mt.v)))
         buf_puts(&mt.e.what, "+binarize");
     Value *in[4] = {conv->in[0], conv->in[1], NULL, residual};
@@ -357,10 +373,102 @@ static bool fuse_float_conv(Graph *g, PassContext *ctx, Node *conv) {
     return true;
 }
 
+/* The scalar constant parameters of a quant / quantize q of v, false if it has others. */
+static bool scalar_quant(const Node *q, const Value *v, float k[3]) {
+    if ((q->op != OP_QUANT && q->op != OP_QUANTIZE) || q->in[0] != v)
+        return false;
+    for (int i = 1; i < 4; i++) {
+        const Value *c = q->in[i];
+        if (c == v || c->kind != VAL_CONST || c->type.dtype != TY_F32 || type_numel(&c->type, 1) != 1)
+            return false;
+        k[i - 1] = ((const float *)c->data)[0];
+    }
+    return k[0] > 0.0f && isfinite(k[0]) && isfinite(k[1]) && k[2] >= 1.0f && k[2] <= 24.0f &&
+           k[2] == floorf(k[2]);
+}
+
+/* The quantizer reading v: its quantize (codes) and its quant (float value), at most one of
+ * each, with the same scalar parameters and flags, v's only readers; false if v has others. */
+static bool quantizer_of(const Graph *g, const Value *v, Node **codes, Node **deq, float k[3]) {
+    *codes = *deq = NULL;
+    if (is_graph_output(g, v))
+        return false;
+    const Node *first = NULL;
+    for (int i = 0; i < g->nnodes; i++) {
+        Node *n = g->nodes[i];
+        bool reads = false;
+        for (int j = 0; !n->dead && j < n->nin; j++)
+            reads = reads || n->in[j] == v;
+        if (!reads)
+            continue;
+        float kn[3];
+        Node **slot = n->op == OP_QUANTIZE ? codes : deq;
+        if (!scalar_quant(n, v, kn) || *slot)
+            return false;
+        if (first && (memcmp(k, kn, sizeof kn) != 0 ||
+                      attr_int(n, "signed", 1) != attr_int(first, "signed", 1) ||
+                      attr_int(n, "narrow", 0) != attr_int(first, "narrow", 0) ||
+                      strcmp(attr_str(n, "rounding", "ROUND"), attr_str(first, "rounding", "ROUND"))))
+            return false;
+        memcpy(k, kn, sizeof kn);
+        *slot = n;
+        first = n;
+    }
+    return first != NULL;
+}
+
+/* A qconv2d (no thresholds) -> cast -> chain -> [shortcut add] -> [relu] -> [quantize and/or
+ * quant of scalar parameters]: qconv2d_chain. */
+static bool fuse_qconv_layer(Graph *g, PassContext *ctx, Node *conv) {
+    if (conv->dead || conv->op != OP_QCONV2D || conv->nin != 2)
+        return false;
+    Match mt;
+    if (!start_int_match(g, &mt, conv))
+        return false;
+    bool res_first = false, out_relu = false;
+    Value *residual = take_shortcut(g, &mt, &res_first);
+    Node *m;
+    if (residual && (m = single_user(g, mt.v)) && m->op == OP_RELU && type_equal(&m->out[0]->type, &mt.v->type)) {
+        out_relu = true;
+        take_op(&mt, m, "relu");
+    }
+    Node *codes, *deq;
+    float k[3];
+    bool quant = quantizer_of(g, mt.v, &codes, &deq, k);
+    const Node *q = quant ? (codes ? codes : deq) : NULL;
+    if (quant) {
+        mt.bin = codes;
+        buf_puts(&mt.e.what, codes && deq ? "+quantize+quant" : codes ? "+quantize" : "+quant");
+        if (deq) { /* the f32 result takes over quant's value */
+            mt.gone[mt.ngone++] = deq;
+        }
+    }
+    Value *in[4] = {conv->in[0], conv->in[1], NULL, residual};
+    Node *f = replace_match(g, &mt, OP_QCONV2D_CHAIN, in, residual ? 4 : 3, 2);
+    if (res_first)
+        set_attr_int(f, "residual_first", 1);
+    if (out_relu)
+        set_attr_int(f, "out_relu", 1);
+    if (quant) {
+        set_attr_float(f, "quant_scale", k[0]);
+        set_attr_float(f, "quant_zero", k[1]);
+        set_attr_int(f, "quant_bits", (int64_t)k[2]);
+        set_attr_int(f, "signed", attr_int(q, "signed", 1));
+        set_attr_int(f, "narrow", attr_int(q, "narrow", 0));
+        set_attr_str(f, "rounding", attr_str(q, "rounding", "ROUND"));
+        if (deq)
+            set_attr_int(f, "dequant", 1);
+    }
+    report_match(ctx, &mt, f, "qconv2d", residual != NULL);
+    free_match(&mt);
+    return true;
+}
+
 int run_fuse_epilogue(Graph *g, PassContext *ctx) {
     /* A fused node takes its layer's place (the layer moves one on): visited, not matched. */
     for (int i = 0; i < g->nnodes; i++)
-        if (!g->nodes[i]->dead && !fuse_binary_layer(g, ctx, g->nodes[i]))
+        if (!g->nodes[i]->dead && !fuse_binary_layer(g, ctx, g->nodes[i]) &&
+            !fuse_qconv_layer(g, ctx, g->nodes[i]))
             fuse_float_conv(g, ctx, g->nodes[i]);
     graph_compact(g);
     return 0;

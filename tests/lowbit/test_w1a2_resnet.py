@@ -6,9 +6,14 @@ QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resn
 
     test_w1a2_resnet.py --device cpu|gpu
 
-- The -O3 IR holds 19 qconv2d (every conv of the 4 stages, the three 1x1 stride-2 downsample
-  convs and the first block's conv behind the stem's max-pool included: lowbit moves the
-  quant after the pool) and one float convolution, the stem's.
+- The -O3 IR holds 19 low-bit convs (every conv of the 4 stages, the three 1x1 stride-2
+  downsample convs and the first block's conv behind the stem's max-pool included: lowbit moves
+  the quant after the pool) and one float convolution, the stem's. 11 of them are
+  qconv2d_chain (each block's second conv with its batch-norm, shortcut add, relu and the next
+  quantizer; each downsample conv with its batch-norm), 8 thresholded qconv2d, and no
+  batchnorm, add, relu, mul, cast, quant or quantize is left between convs (only the stem's
+  quant, before the first block).
+- The plan has at most PLAN_STEPS_MAX steps (112 before qconv2d_chain, at fc0de86; 29 now).
 - bnncc -O3 compiles it for sm_90a and sm_80 (both CUBIN sections non-empty).
 - Its outputs at batch 1 and 3 on random inputs are byte-identical to `bnnrun --reference` on
   the ONNX model.
@@ -19,6 +24,7 @@ QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resn
 import argparse
 import os
 import re
+import struct
 import sys
 import tempfile
 
@@ -29,10 +35,14 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "codegen_e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 import qconv_models  # noqa: E402
+from test_qconv_bin import rechecksum  # noqa: E402
 import qonnx_resnet  # noqa: E402
 from test_e2e import BNNCC, BNNRUN, cubin_sections, gpu_available, run  # noqa: E402
 
 failures = []
+
+PLAN_STEPS_BEFORE = 112  # w1a2resnet18_tiny at -O3 before qconv2d_chain (fc0de86)
+PLAN_STEPS_MAX = 30
 
 
 def fail(msg):
@@ -73,13 +83,22 @@ def resnet(tmp, device):
     if ops is None:
         return fail(f"{name}: bnncc -O3 --emit=ir: {err}")
     floats = [o for o in ops if o in ("conv2d", "conv2d_chain")]
-    if ops.count("qconv2d") != 19 or len(floats) != 1:
-        return fail(f"{name}: {ops.count('qconv2d')} qconv2d and {len(floats)} float convs in the "
-                    f"-O3 IR, want 19 and 1 (the stem)")
+    qconvs, chains = ops.count("qconv2d"), ops.count("qconv2d_chain")
+    if qconvs + chains != 19 or chains != 11 or len(floats) != 1:
+        return fail(f"{name}: {qconvs} qconv2d, {chains} qconv2d_chain and {len(floats)} float convs "
+                    f"in the -O3 IR, want 8, 11 and 1 (the stem)")
+    first = ops.index("qconv2d")
+    between = [o for o in ops[first:] if o in ("batchnorm", "add", "relu", "mul", "cast", "quant", "quantize")]
+    if between or ops.count("quant") + ops.count("quantize") != 2:
+        return fail(f"{name}: float ops left between the convs: {between}; all ops: {ops}")
     blob = os.path.join(tmp, name + ".bin")
-    p = run([BNNCC, "-O3", model, "-o", blob])
+    p = run([BNNCC, "-O3", "--report", model, "-o", blob])
     if p.returncode:
         return fail(f"{name}: bnncc -O3: {p.stderr.strip()}")
+    steps = re.search(r"codegen: (\d+) plan steps", p.stdout + p.stderr)
+    if not steps or int(steps.group(1)) > PLAN_STEPS_MAX:
+        return fail(f"{name}: {steps.group(1) if steps else '?'} plan steps, want at most {PLAN_STEPS_MAX}")
+    print(f"{name}: {steps.group(1)} plan steps at -O3 ({PLAN_STEPS_BEFORE} before qconv2d_chain)")
     cubins = cubin_sections(blob)
     if sorted(cubins) != ["sm_80", "sm_90a"] or min(cubins.values()) == 0:
         return fail(f"{name}: CUBIN sections {cubins}")
@@ -89,7 +108,45 @@ def resnet(tmp, device):
         why = same_as_reference(tmp, name, model, blob, device, x)
         if why:
             return fail(f"{name} batch {batch} ({device}): {why}")
-    print(f"ok: {name}: 19 qconv2d, model.bin ({device}) identical to the reference at batch 1 and 3")
+    refused_chains(tmp, blob, os.path.join(tmp, f"{name}_x.npy"))
+    print(f"ok: {name}: 8 qconv2d and 11 qconv2d_chain, model.bin ({device}) identical to the reference "
+          f"at batch 1 and 3")
+
+
+def patched_chain(blob, out, params=(), words=()):
+    """A copy of blob whose first qconv step with the float chain (kind 20, epi 3) has
+    params[i] = v and descriptor word i (p1, in the weights) = v, checksums recomputed."""
+    b = bytearray(open(blob, "rb").read())
+    sec = {}
+    for i in range(struct.unpack_from("<I", b, 16)[0]):
+        kind, (off, size) = struct.unpack_from("<I", b, 64 + 48 * i)[0], struct.unpack_from("<QQ", b, 64 + 48 * i + 24)
+        sec[kind] = off
+    plan, nsteps = sec[2], struct.unpack_from("<I", b, sec[2])[0]
+    for k in range(nsteps):
+        at = plan + 64 + 648 * k
+        if struct.unpack_from("<I", b, at)[0] == 20 and struct.unpack_from("<q", b, at + 456 + 8 * 19)[0] == 3:
+            p1 = sec[3] + struct.unpack_from("<Q", b, at + 264 + 24 * 5 + 8)[0]
+            for i, v in params:
+                struct.pack_into("<q", b, at + 456 + 8 * i, v)
+            for i, v in words:
+                struct.pack_into("<i", b, p1 + 4 * i, v)
+            break
+    open(out, "wb").write(rechecksum(b))
+
+
+def refused_chains(tmp, blob, x):
+    """The loader checks the chain's descriptor field by field (docs/blob-format.md)."""
+    cases = [("9 stages", [], [(0, 9)]), ("a div mask past the stages", [], [(1, 1 << 5)]),
+             ("residual 3", [], [(3, 3)]), ("f32 output 3", [], [(5, 3)]),
+             ("codes without a quantizer", [], [(6, 0)]), ("lo >= hi", [], [(7, 3), (8, 3)]),
+             ("rounding 7", [], [(9, 7)]), ("levels 1", [(20, 1)], []), ("epi 4", [(19, 4)], [])]
+    for what, params, words in cases:
+        bad = os.path.join(tmp, "bad.bin")
+        patched_chain(blob, bad, params, words)
+        p = run([BNNRUN, bad, "--device", "cpu", "--input", x, "--output", os.path.join(tmp, "bad.npy")])
+        if p.returncode == 0 or "(qconv)" not in p.stderr:
+            return fail(f"a qconv chain with {what} was not refused: exit {p.returncode}, {p.stderr.strip()!r}")
+    print(f"ok: {len(cases)} damaged qconv chains refused by the loader")
 
 
 def signed_pool(tmp, device):

@@ -5,7 +5,9 @@
  * operand order, the shortcut sometimes read twice] -> [binarize, zero +-1] -> [a second conv].
  * The -O0, -O1 and -O3 graphs must give bit-identical outputs (floats compared as bits) on the
  * reference interpreter, and where the block has a shortcut and fits one op's stages, -O1 and
- * -O3 leave it as one bconv2d_chain with no batchnorm, add, relu or binarize beside it. */
+ * -O3 leave it as one bconv2d_chain with no batchnorm, add, relu or binarize beside it. The same
+ * for low-bit blocks (qconv2d_chain): quantize -> qconv2d -> cast -> chain -> [shortcut add] ->
+ * [relu] -> [quantize and/or quant]. */
 #include "harness.h"
 
 static const int levels[] = {0, 1, 3};
@@ -237,6 +239,116 @@ static void check_block_fused(const Graph *opt, uint64_t seed, int level) {
               level, count_ops(opt, op), op_info(op)->name, float_ops_left(opt), want, allowed);
 }
 
+/* ---------------------------------------------------------------- low-bit blocks */
+
+/* What the last build_qblock made: the quantizer (0 none, 1 quantize, 2 quant, 3 both). */
+static int built_quant;
+
+/* A quantize (codes) or quant of v: scale, zero point, bits, signed, rounding as given. */
+static Value *hquant(Graph *g, Op op, Value *v, const float k[3], int sgn, const char *mode,
+                     const char *name) {
+    char kn[48];
+    Value *in[4] = {v, NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) {
+        snprintf(kn, sizeof kn, "%s_k%d", name, i);
+        in[i + 1] = hconst_scalar(g, kn, k[i]);
+    }
+    Node *n = hnode(g, op, 4, in, name);
+    set_attr_int(n, "signed", sgn);
+    set_attr_str(n, "rounding", mode);
+    return hfinish(n);
+}
+
+/* A w1a2-style block: quantize x (2 or 3 bits) -> qconv2d (+-1 or small signed weights) ->
+ * cast -> a random float chain -> [shortcut add, either order] -> [relu] -> [quantize and/or
+ * quant of random parameters, the codes sometimes read by a second qconv2d]. */
+static Graph *build_qblock(uint64_t seed) {
+    Rng r = rng_seed(seed);
+    Graph *g = new_graph("qblock");
+    int64_t c = channel_choices[rng_int(&r, 0, 2)], h = rng_int(&r, 3, 7), w = rng_int(&r, 3, 7);
+    int64_t xd[4] = {DIM_BATCH, c, h, w};
+    Value *x = add_input(g, "x", make_type(TY_F32, 4, xd));
+    int xbits = rng_int(&r, 2, 3);
+    float kx[3] = {0.25f, 0.0f, (float)xbits};
+    Value *codes = hquant(g, OP_QUANTIZE, x, kx, 0, "ROUND", "xq");
+    int64_t o = channel_choices[rng_int(&r, 0, 2)], kh = rng_int(&r, 1, 3), kw = rng_int(&r, 1, 3);
+    int64_t wd[4] = {o, c, kh, kw}, nw = o * c * kh * kw;
+    bool bipolar = rng_int(&r, 0, 1);
+    int8_t *wv = xmalloc((size_t)nw);
+    for (int64_t i = 0; i < nw; i++)
+        wv[i] = (int8_t)(bipolar ? (rng_int(&r, 0, 1) ? 1 : -1) : rng_int(&r, -2, 1));
+    Value *in[2] = {codes, add_const(g, "wq", make_type(TY_I8, 4, wd), wv, (size_t)nw)};
+    Node *conv = hnode(g, OP_QCONV2D, 2, in, "conv");
+    int64_t st[2] = {rng_int(&r, 1, 2), rng_int(&r, 1, 2)};
+    int64_t pads[4] = {kh > 1 ? rng_int(&r, 0, 1) : 0, kw > 1 ? rng_int(&r, 0, 1) : 0, 0, 0};
+    pads[2] = pads[0], pads[3] = pads[1];
+    set_attr_ints(conv, "strides", 2, st);
+    set_attr_ints(conv, "pads", 4, pads);
+    set_attr_int(conv, "xbits", xbits);
+    Value *acc = hfinish(conv);
+    int res = rng_int(&r, 0, 2); /* 0: none; 1: a graph input; 2: a value computed before */
+    Value *shortcut = NULL;
+    if (res) {
+        Type st4 = acc->type;
+        st4.dtype = TY_F32;
+        shortcut = add_input(g, "shortcut", st4);
+        if (res == 2) { /* computed before the conv: move the relu before it */
+            shortcut = h1(g, OP_RELU, shortcut, "shortcut_relu");
+            memmove(&g->nodes[2], &g->nodes[1], (size_t)(g->nnodes - 2) * sizeof *g->nodes);
+            g->nodes[1] = shortcut->def;
+        }
+    }
+    Value *v = hcast_f32(g, acc, "acc_f");
+    int nops = rng_int(&r, 0, 9) == 0 ? rng_int(&r, 4, 6) : rng_int(&r, 0, 3), stages = 0;
+    for (int i = 0; i < nops; i++)
+        v = random_chain_op(g, &r, v, i, &stages);
+    if (res) {
+        v = rng_int(&r, 0, 1) ? h2(g, OP_ADD, v, shortcut, "sum") : h2(g, OP_ADD, shortcut, v, "sum");
+        if (rng_int(&r, 0, 2))
+            v = h1(g, OP_RELU, v, "sum_relu");
+    }
+    built_quant = rng_int(&r, 0, 3);
+    static const char *const modes[] = {"ROUND", "HALF_UP", "FLOOR", "CEIL"};
+    float kq[3] = {rng_int(&r, 0, 1) ? 0.5f : 0.3f, (float)rng_int(&r, 0, 1), (float)rng_int(&r, 2, 3)};
+    int sgn = rng_int(&r, 0, 1);
+    const char *mode = modes[rng_int(&r, 0, 3)];
+    if (!built_quant)
+        add_output(g, v);
+    if (built_quant & 1) {
+        Value *q = hquant(g, OP_QUANTIZE, v, kq, sgn, mode, "yq");
+        if (rng_int(&r, 0, 1)) { /* the codes feed the next low-bit layer */
+            int64_t w2d[4] = {5, o, 1, 1};
+            int8_t *w2 = xmalloc((size_t)(5 * o));
+            for (int64_t i = 0; i < 5 * o; i++)
+                w2[i] = (int8_t)(rng_int(&r, 0, 1) ? 1 : -1);
+            Value *in2[2] = {q, add_const(g, "w2", make_type(TY_I8, 4, w2d), w2, (size_t)(5 * o))};
+            Node *c2 = hnode(g, OP_QCONV2D, 2, in2, "conv2");
+            set_attr_int(c2, "xbits", (int64_t)kq[2]);
+            add_output(g, hcast_f32(g, hfinish(c2), "out2"));
+        } else {
+            add_output(g, q);
+        }
+    }
+    if (built_quant & 2)
+        add_output(g, hquant(g, OP_QUANT, v, kq, sgn, mode, "yf"));
+    built_fusable = res && stages + 1 <= CHAIN_MAX_STAGES;
+    return g;
+}
+
+/* The low-bit blocks at -O1+: one qconv2d_chain for the block (and one for the second conv's
+ * cast), nothing float beside it but a computed shortcut's relu, and no quantizer left but
+ * the input's. */
+static void check_qblock_fused(const Graph *opt, uint64_t seed, int level) {
+    int allowed = graph_find_value((Graph *)opt, "shortcut_relu") != NULL;
+    int want = 1 + (graph_find_value((Graph *)opt, "out2") != NULL);
+    int quants = count_ops(opt, OP_QUANTIZE) + count_ops(opt, OP_QUANT);
+    CHECK_MSG(count_ops(opt, OP_QCONV2D_CHAIN) == want && float_ops_left(opt) == allowed && quants == 1 &&
+                  count_ops(opt, OP_CAST) == 0,
+              "qblock seed %llu -O%d: %d qconv2d_chain, %d float ops, %d quantizers, %d casts left "
+              "(want %d, %d, 1, 0)", (unsigned long long)seed, level, count_ops(opt, OP_QCONV2D_CHAIN),
+              float_ops_left(opt), quants, count_ops(opt, OP_CAST), want, allowed);
+}
+
 /* build(seed) for count seeds at -O0, -O1, -O3 against the graph as built, bit for bit; the
  * fused shape checked where the build says it is fusable. */
 static void test_random(const char *what, BuildFn build, void (*check_fused)(const Graph *, uint64_t, int),
@@ -273,5 +385,6 @@ int main(void) {
     block_dense = true;
     test_random("dense blocks", build_block, check_block_fused, 3000, 300);
     test_random("stems", build_stem, check_stem_fused, 5000, 300);
+    test_random("low-bit blocks", build_qblock, check_qblock_fused, 7000, 300);
     return check_report("test_fuse_epilogue");
 }

@@ -22,7 +22,13 @@
 //   count = sum_l (dir[o] >= 0 ? acc >= T[o][l] : acc <= T[o][l]) over QC_L levels, written as
 //   QC_YB image planes of QC_YPLANE words per image, [QC_OH*QC_OW][QC_LDY] each (QC_LDY words a
 //   pixel, zero words and tail): exactly the next qconv's X (one plane with QC_LDY a multiple
-//   of 8: a b1 NHWC-packed image).
+//   of 8: a b1 NHWC-packed image). 3 = the float chain of a qconv2d_chain (docs/kernels.md):
+//   v = (float)acc through QC_NST stages of EP [NST][2][QC_O] (v*a or v/a where bit k of QC_DIV,
+//   + b, relu where bit k of QC_RELU), + R (f32 NCHW) by QC_RES (1: v + r, 2: r + v), relu with
+//   QC_ORELU, then the quantizer q = clamp(round(v / scale + zero), QC_QLO, QC_QHI) (QC_ROUND,
+//   scale and zero as float bits QC_QSCALE, QC_QZERO): f32 NCHW Yf = v (QC_F32 1) or
+//   (q - zero) * scale (QC_F32 2), and the codes q - QC_QLO as QC_YB planes (0: none) in Y, as
+//   epi 2 writes its counts. Arguments (X, W, M, EP, R, Yf, Y).
 // One warp computes 16 pixels x 32 channels (four n8 MMA tiles); grid = (ceil(O/32),
 // ceil(M/16)), M = images * QC_OH * QC_OW. Each inclusion defines one kernel QC_NAME and
 // #undefs its QC_* macros at the end.
@@ -86,6 +92,18 @@ __device__ __forceinline__ void bnn_qc_mma(int *d, unsigned a0, unsigned a1, uns
 #ifndef QC_LDY
 #define QC_LDY 1
 #endif
+#ifndef QC_DIV
+#define QC_DIV 0
+#endif
+#ifndef QC_RELU
+#define QC_RELU 0
+#endif
+#ifndef QC_RES
+#define QC_RES 0
+#endif
+#ifndef QC_ORELU
+#define QC_ORELU 0
+#endif
 #define QC_TAPS (QC_KH * QC_KW)
 #define QC_CELLS (QC_OH * QC_OW)
 #define QC_KROW ((QC_TAPS * QC_LDW + 7) / 8 * 8)                 // words of a weight row
@@ -94,9 +112,21 @@ __device__ __forceinline__ void bnn_qc_mma(int *d, unsigned a0, unsigned a1, uns
 #define QC_NEG (QC_WSIGNED && !QC_WBIPOLAR)
 #define QC_NPOS (QC_NEG ? QC_XB + QC_WB - 2 : QC_XB + QC_WB - 1)
 
+#if QC_EPI == 3
+#if !defined(QC_NST) || !defined(QC_F32) || QC_NST < 1 || QC_NST > 8 || QC_RES < 0 || QC_RES > 2
+#error "qconv.cu: the chain epilogue needs QC_NST (1..8), QC_DIV, QC_RELU, QC_RES (0..2), QC_ORELU, QC_F32"
+#endif
+#if QC_F32 == 0 && QC_YB == 0
+#error "qconv.cu: a chain epilogue with no output"
+#endif
+BNN_QC_LINKAGE __global__ void __launch_bounds__(32)
+QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, const float *__restrict__ EP,
+        const float *__restrict__ R, float *__restrict__ Yf, unsigned *__restrict__ Y) {
+#else
 BNN_QC_LINKAGE __global__ void __launch_bounds__(32)
 QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M,
         const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y) {
+#endif
     const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
     const int m0 = blockIdx.y * 16, n0 = blockIdx.x * 32;
     __shared__ int tile[16][33];
@@ -216,6 +246,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M,
             ((int *)Y)[(image * QC_O + o) * QC_CELLS + cell] = v;
 #else
         int count = 0;
+#if QC_EPI == 2
         if (o < QC_O) {
             const bool up = dir[o] >= 0;
             for (int l = 0; l < QC_L; l++) {
@@ -223,6 +254,39 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M,
                 count += up ? v >= th : v <= th;
             }
         }
+#else
+        // The float chain (rt_cpu.c run_qconv_chain's operations, each rounded on its own, no
+        // contraction): stages, residual, relu, then the next layer's quantizer.
+        if (o < QC_O) {
+            const long long at = (image * QC_O + o) * QC_CELLS + cell;
+            float x = __int2float_rn(v);
+            for (int k = 0; k < QC_NST; k++) {
+                const float a = __ldg(EP + 2 * k * QC_O + o), b = __ldg(EP + (2 * k + 1) * QC_O + o);
+                x = (QC_DIV >> k & 1) ? __fdiv_rn(x, a) : __fmul_rn(x, a);
+                x = __fadd_rn(x, b);
+                if (QC_RELU >> k & 1)
+                    x = x < 0.0f ? 0.0f : x;
+            }
+#if QC_RES == 1
+            x = __fadd_rn(x, R[at]);
+#elif QC_RES == 2
+            x = __fadd_rn(R[at], x);
+#endif
+#if QC_ORELU
+            x = x < 0.0f ? 0.0f : x;
+#endif
+#if QC_YB > 0 || QC_F32 == 2
+            const float scale = __int_as_float(QC_QSCALE), zero = __int_as_float(QC_QZERO);
+            const float q = bnn_quantize_one(&x, 0, scale, zero, QC_QLO, QC_QHI, QC_ROUND);
+            count = q != q ? 0 : (int)(long long)__fsub_rn(q, (float)QC_QLO);
+#endif
+#if QC_F32 == 1
+            Yf[at] = x;
+#elif QC_F32 == 2
+            Yf[at] = __fmul_rn(__fsub_rn(q, zero), scale);
+#endif
+        }
+#endif
         // The next layer's codes, written directly as its image planes (32 channels a word).
         for (int b = 0; b < QC_YB; b++) {
             const unsigned word = __ballot_sync(0xffffffffu, (count >> b) & 1);
@@ -268,6 +332,17 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M,
 #undef QC_YB
 #undef QC_LDW
 #undef QC_LDY
+#undef QC_NST
+#undef QC_DIV
+#undef QC_RELU
+#undef QC_RES
+#undef QC_ORELU
+#undef QC_F32
+#undef QC_QLO
+#undef QC_QHI
+#undef QC_ROUND
+#undef QC_QSCALE
+#undef QC_QZERO
 #undef QC_TAPS
 #undef QC_CELLS
 #undef QC_KROW
