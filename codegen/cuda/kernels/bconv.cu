@@ -222,6 +222,20 @@ template <int TH, int TW, int OH, int OW, bool POOL> struct BnnHaloRows {
 #define BC_TW 16
 #endif
 
+// The layer's epilogue (BC_EPI), the same call in both kernels below: `rows` maps tile rows to
+// GEMM rows (an int row offset, or the halo kernel's BnnHaloRows); the kernel's acc, rowpop,
+// n0, M, e, ep0, ep1, Y, Yb, O, OH, OW in scope. #undef'd at the end with the BC_* macros.
+#if BC_EPI == BNN_EPI_CHAIN
+#define BC_EPILOGUE(rows)                                                                                       \
+    bnn_epilogue_chain<Cfg, O, OH * OW, BC_NST, BC_DIV, BC_RES, BC_F32 != 0, BC_LDB, BC_RESW>(                  \
+        acc, rowpop, rows, n0, M, e, (const float *)ep0, (const float *)ep1, (float *)Y, (unsigned *)Yb)
+#else
+#define BC_EPILOGUE(rows) bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, BC_POOL>(acc, rowpop, rows, n0, M, e, ep0, ep1, Y)
+#endif
+#if BC_EPI == BNN_EPI_CHAIN && BC_POOL
+#error "bconv.cu: the float chain has no fused pooling"
+#endif
+
 #if BC_HALO
 // The halo-tile kernel. A block owns BN output channels (blockIdx.x) and walks tiles of TH x TW
 // output pixels of one image (tile t = blockIdx.y, + gridDim.y, ... < nb*TY*TX; any grid.y
@@ -382,13 +396,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, BC_MINB)
         }
         __syncthreads(); // rowpop is complete
         const BnnHaloRows<TH, TW, OH, OW, POOL> rows{n, oh0, ow0};
-#if BC_EPI == BNN_EPI_CHAIN
-        static_assert(!POOL, "the float chain has no fused pooling");
-        bnn_epilogue_chain<Cfg, O, OH * OW, BC_NST, BC_DIV, BC_RES, BC_F32 != 0, BC_LDB, BC_RESW>(
-            acc, rowpop, rows, n0, M, e, (const float *)ep0, (const float *)ep1, (float *)Y, (unsigned *)Yb);
-#else
-        bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, BC_POOL>(acc, rowpop, rows, n0, M, e, ep0, ep1, Y);
-#endif
+        BC_EPILOGUE(rows);
         __syncthreads(); // the halo, hpop and rowpop are free for the next tile
     }
 }
@@ -468,13 +476,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
     int acc[Cfg::MI][Cfg::NI][4];
     bnn_mainloop<Cfg>(bnn_dsmem, (KCH + Cfg::KC - 1) / Cfg::KC, load_a, load_b, acc, rowpop);
     BnnConvCorr<C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW, ONE, POOL> e{P};
-#if BC_EPI == BNN_EPI_CHAIN
-    static_assert(!POOL, "the float chain has no fused pooling");
-    bnn_epilogue_chain<Cfg, O, OH * OW, BC_NST, BC_DIV, BC_RES, BC_F32 != 0, BC_LDB, BC_RESW>(
-        acc, rowpop, m0, n0, M, e, (const float *)ep0, (const float *)ep1, (float *)Y, (unsigned *)Yb);
-#else
-    bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, BC_POOL>(acc, rowpop, m0, n0, M, e, ep0, ep1, Y);
-#endif
+    BC_EPILOGUE(m0);
 }
 #endif // BC_HALO
 
@@ -516,3 +518,4 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
 #undef BC_MINB
 #undef BC_TH
 #undef BC_TW
+#undef BC_EPILOGUE
