@@ -100,7 +100,8 @@ static const char float_glue[] =
 
 /* A tiled float kernel (float_ops.cu's bnn_conv2d_tile, bnn_dense_tile): the config struct,
  * then a __global__ whose whole body is the call; `total` is the batch (times the rows). The
- * launch bounds ask for 512 threads an SM, i.e. at most 128 registers a thread. */
+ * launch bounds ask for min_blocks blocks an SM, by default 512 threads (at most 128 registers
+ * a thread). */
 static const char float_tile_glue[] =
     "$DEFINES"
     "extern \"C\" __global__ void __launch_bounds__($THREADS, $MINBLOCKS)\n"
@@ -183,7 +184,8 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
         case KERNEL_FLOAT_TILE: {
             char threads[32], minblocks[32];
             snprintf(threads, sizeof threads, "%d", s->threads);
-            snprintf(minblocks, sizeof minblocks, "%d", s->threads < 512 ? 512 / s->threads : 1);
+            snprintf(minblocks, sizeof minblocks, "%d",
+                     s->min_blocks ? s->min_blocks : s->threads < 512 ? 512 / s->threads : 1);
             Hole h[] = {{"DEFINES", s->defines}, {"THREADS", threads}, {"MINBLOCKS", minblocks}, {"NAME", s->name},
                         {"CALL", s->call}};
             fill_template(&b, float_tile_glue, h, 5);

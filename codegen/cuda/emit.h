@@ -28,6 +28,7 @@ typedef struct KernelSpec {
     int64_t count;       /* FLOAT: work items per batch item */
     char *call;          /* FLOAT, FLOAT_TILE: the float_ops.cu call; MLP: the kernel's body (malloc'ed) */
     int threads;         /* FLOAT_TILE, MLP: threads per block (the __launch_bounds__) */
+    int min_blocks;      /* FLOAT_TILE: blocks an SM must fit (__launch_bounds__); 0: 512 threads' worth */
     const char *shared_by; /* the other steps that launch this kernel ("s13_bconv, s21_bconv"):
                             * their kernels were the same but for the name; or NULL */
 } KernelSpec;
