@@ -174,14 +174,13 @@ def refused_blobs(tmp, model):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
-    a = ap.parse_args()
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
+    device = parser.parse_args().device
     import onnx
     with tempfile.TemporaryDirectory() as tmp:
-        if a.device == "gpu" and not gpu_available(tmp):
-            print("skipped: no GPU or no NVIDIA driver")
-            sys.exit(77)
+        if device == "gpu" and not gpu_available(tmp):
+            sys.exit(print("skipped: no GPU or no NVIDIA driver") or 77)
         for i, (name, k0, widths, bits) in enumerate(MODELS):
             model = os.path.join(tmp, name + ".onnx")
             onnx.save(mlp(name, np.random.default_rng(100 + i), k0, widths, bits, signed_in=i % 2), model)
@@ -189,7 +188,7 @@ def main():
             counts = {"int8": (total, 0), "planes": (0, total), "auto": (auto, total - auto)}
             rng = np.random.default_rng(i)
             # NVRTC for the GPU targets on two models (each compile takes seconds), all on a GPU
-            check(tmp, name, model, [inputs(rng, k0, b) for b in (1, 3, 67)], counts, a.device,
+            check(tmp, name, model, [inputs(rng, k0, b) for b in (1, 3, 67)], counts, device,
                   name in ("w4a4", "mixed"))
         kws = os.path.join(SHARED, "models", "qonnx", "kwsmlp_w3a3.onnx")
         if os.path.exists(kws):
@@ -197,7 +196,7 @@ def main():
             # docs/passes.md): no low-bit dense layer, so every mode gives the same float plan.
             rng = np.random.default_rng(9)
             xs = [rng.uniform(-110, 110, size=(b, 1, 10, 49)).astype(np.float32) for b in (1, 3, 67)]
-            check(tmp, "kwsmlp_w3a3", kws, xs, {m: (0, 0) for m in ("int8", "planes", "auto")}, a.device, False)
+            check(tmp, "kwsmlp_w3a3", kws, xs, {m: (0, 0) for m in ("int8", "planes", "auto")}, device, False)
         refused(tmp)
         refused_blobs(tmp, os.path.join(tmp, "w4a4.onnx"))
     sys.exit(1 if failures else 0)

@@ -74,14 +74,14 @@
 #include "../../codegen/cuda/kernels/bgemm_planes.cu"
 
 /* a bit-plane layer before an int8 one: its counts as bytes (PL_YFMT 1) */
-#define PL_NAME emu_w2a2_y8
-#define PL_N 70
-#define PL_K 300
-#define PL_XB 2
+#define PL_NAME emu_w2a3_y8
+#define PL_N 300
+#define PL_K 784
+#define PL_XB 3
 #define PL_WB 2
 #define PL_EPI 2
-#define PL_L 3
-#define PL_YB 2
+#define PL_L 7
+#define PL_YB 3
 #define PL_YFMT 1
 #include "../../codegen/cuda/kernels/bgemm_planes.cu"
 
@@ -97,7 +97,7 @@ static const Spec specs[] = {
     {emu_w3a4_i32, "w3a4, int32", 33, 520, 4, 3, 1, 0, 1, 1, 1, 0},
     {emu_w1s_a3_i32, "signed w1 (0/-1) a3, int32", 9, 3, 3, 1, 1, 0, 1, 1, 1, 0},
     {emu_u2a5, "unsigned w2 a5, planes out", 40, 257, 5, 2, 0, 0, 2, 7, 3, 0},
-    {emu_w2a2_y8, "w2a2, bytes out", 70, 300, 2, 2, 1, 0, 2, 3, 2, 1},
+    {emu_w2a3_y8, "w2a3, bytes out", 300, 784, 3, 2, 1, 0, 2, 7, 3, 1},
 };
 
 static uint32_t rng_state = 4242;

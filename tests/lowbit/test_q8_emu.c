@@ -7,7 +7,7 @@
  * GEMM on int8 codes (rt_cpu_qgemm_int8, itself checked against the interpreter by
  * test_qsteps): all three epilogues, planes and bytes out, 1 and 8 bits, odd N and K, one and
  * many K stages, batch 1, 3, 67 and 130. This checks the kernel's tiling, staging ring and
- * epilogues, not the PTX (test_q8_nvrtc, and on a GPU test_lowbit_int8.py --device gpu). */
+ * epilogues, not the PTX (test_planes_nvrtc, and on a GPU test_lowbit_int8.py --device gpu). */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -196,7 +196,7 @@ static void check_spec(const Spec *s, int M) {
             W[n * ld + k] = (int8_t)(s->wlo == -1 && s->whi == 1 ? (rnd(0, 1) ? 1 : -1) : rnd(s->wlo, s->whi));
     int32_t *acc = malloc((size_t)(M * N) * 4);
     rt_cpu_qgemm_int8(A, W, M, N, ld, acc, NULL, NULL, 0, 0, 0, NULL);
-    int32_t *t = malloc((size_t)(N * s->l) * 4), *dir = malloc((size_t)N * 4);
+    int32_t *t = malloc((size_t)(N * s->l + N) * 4), *dir = t + N * s->l; /* thresholds, then dir */
     for (int64_t n = 0; n < N; n++) {
         dir[n] = rnd(0, 1) ? 1 : -1;
         for (int l = 0; l < s->l; l++)
@@ -205,7 +205,7 @@ static void check_spec(const Spec *s, int M) {
     size_t bytes = s->epi != 2 ? (size_t)(M * N) * 4
                    : s->yfmt    ? (size_t)(M * blob_int8_ld(N))
                                 : (size_t)(M * s->yb * ((N + 255) / 256 * 8)) * 4;
-    uint8_t *want = malloc(bytes), *got = malloc(bytes);
+    uint8_t *want = malloc(2 * bytes), *got = want + bytes;
     if (s->epi == 2)
         rt_cpu_qgemm_int8(A, W, M, N, ld, NULL, t, dir, s->l, s->yb, s->yfmt, want);
     else
@@ -229,9 +229,7 @@ static void check_spec(const Spec *s, int M) {
     free(W);
     free(acc);
     free(t);
-    free(dir);
     free(want);
-    free(got);
 }
 
 int main(void) {
