@@ -256,17 +256,28 @@ typedef struct { int64_t count, from, to; } BlobCastParams;
  * zeropt are float32 bit patterns, rounding a BLOB_ROUND_*. spatial > 0 (image planes, the
  * qconv operand; rows 1, dequant 0): the item is NCHW, k / spatial channels x spatial pixels,
  * and each of the `bits` planes is [spatial][ld] (ld words per pixel, channel c at bit c%32 of
- * word c/32) in blob_image_plane_words(spatial, ld) words, the tail zero. */
+ * word c/32) in blob_image_plane_words(spatial, ld) words, the tail zero. format
+ * BLOB_CODES_INT8 (dequant 0, spatial 0, bits <= 8): the level indices as bytes instead,
+ * [rows][ld] u8 with ld = blob_int8_ld(k) bytes, the bytes past k zero (the int8 qgemm's in). */
 typedef struct {
-    int64_t rows, k, ld, bits, lo, hi, rounding, scale_bits, zeropt_bits, dequant, spatial;
+    int64_t rows, k, ld, bits, lo, hi, rounding, scale_bits, zeropt_bits, dequant, spatial, format;
 } BlobQuantizeParams;
 /* qgemm: acc = sum_p sum_q c_q 2^(p+q) popc(in_p AND w_q) over an item's [rows][xb][ld] planes
  * and the weights' [wb][n][ld]; epi 1: out i32 [rows][n]; 2: the level counts against p0 =
  * t i32[n][levels], p1 = dir i32[n] as yb planes [rows][yb][ldy], ldy = n rounded up to 256
- * bits; 3: the counts as i32 [rows][n]. */
+ * bits; 3: the counts as i32 [rows][n]. format BLOB_CODES_INT8 (docs/kernels.md "Low-bit layers
+ * on int8 MMA"): in [rows][ld] u8 codes (< 2^xb, xb <= 8), w [n][ld] s8 codes (wb <= 8; one
+ * byte each, +-1 when bipolar), ld = blob_int8_ld(K) bytes with zero bytes past K, and
+ * acc = sum_k in[k] * w[k]. yformat (epi 2): BLOB_CODES_PLANES the planes above,
+ * BLOB_CODES_INT8 the counts as bytes [rows][blob_int8_ld(n)] (yb <= 8, zero bytes past n). */
 typedef struct {
-    int64_t rows, n, ld, xb, wb, wsigned, bipolar, epi, levels, yb;
+    int64_t rows, n, ld, xb, wb, wsigned, bipolar, epi, levels, yb, format, yformat;
 } BlobQgemmParams;
+/* How low-bit codes are stored (quantize, qgemm): 0 bit-planes, 1 one byte a code. */
+enum { BLOB_CODES_PLANES = 0, BLOB_CODES_INT8 = 1 };
+/* Bytes of a row of int8 codes for k codes: k rounded up to 64 (two k32 MMA steps; every row
+ * starts 64-byte aligned). */
+static inline int64_t blob_int8_ld(int64_t k) { return (k + 63) / 64 * 64; }
 /* qconv: qconv2d over image planes (docs/blob-format.md): in xb planes of round8(h*w*ldw) words
  * per item, a plane [h*w][ldw] (ldw words per pixel: 1, 2, 4 or a multiple of 8); weights
  * [wb][o][round8(kh*kw*ldw)], the taps' words in a row (planes as qgemm's: two's complement

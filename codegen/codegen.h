@@ -31,6 +31,10 @@ typedef struct CodegenOptions {
      * as hi + lo fp16 pairs, three products per term), f32 sums in the tensor cores' order:
      * no longer bit-identical to the reference. The CPU path stays exact in every mode. */
     enum { FLOAT_CONVS_EXACT, FLOAT_CONVS_FP16, FLOAT_CONVS_FP16X3 } float_convs;
+    /* --lowbit: how low-bit dense layers (qgemm steps) compute. AUTO: int8 MMA where activation
+     * bits x weight bits > 8, bit-planes otherwise (docs/codegen.md "Bit-planes or int8");
+     * PLANES / INT8: every layer that can, the others an error naming the layer. */
+    enum { LOWBIT_AUTO, LOWBIT_PLANES, LOWBIT_INT8 } lowbit;
 } CodegenOptions;
 
 /* Parse "sm_90a,sm_80,cpu" into o->targets ("cpu" adds no GPU target; targets point into

@@ -58,6 +58,8 @@ typedef struct Lower {
     int nexact_bit_convs; /* conv2d_chains on it that write exact bits (lower_conv2d_bits) */
     int tiled_kernel; /* codegen_tiled_kernel of the options: which pre-tiled GEMM the targets run */
     int ntiled;       /* pre-tiled bgemm steps, for --report */
+    int lowbit;       /* CodegenOptions.lowbit: bit-planes or int8 codes for the qgemm steps */
+    int nqgemm_int8, nqgemm_planes; /* qgemm steps of each kind, for --report */
 } Lower;
 
 /* ---------------------------------------------------------------- small helpers */
@@ -2510,6 +2512,41 @@ static int64_t weight_planes(const int8_t *u, int64_t n, bool *wsigned, bool *bi
 
 static int weight_bit(int8_t u, int64_t q, bool bipolar) { return bipolar ? u > 0 : ((uint8_t)u >> q) & 1; }
 
+/* Bit-planes or int8 codes (docs/codegen.md "Bit-planes or int8"). A qdense over xb-bit codes
+ * and wb-bit weights costs xb*wb binary MMAs as bit-planes, one int8 MMA of the same work at
+ * 1/8 of the b1 rate (HARDWARE.md: 10.3 vs 1.3 POPS with mma.sync, 15.7 vs 1.96 with wgmma):
+ * int8 wins once xb*wb > 8. --lowbit=planes / int8 force either. The weight planes of n. */
+static int64_t qdense_weight_planes(const Node *n) {
+    bool wsigned, bipolar;
+    return weight_planes(n->in[1]->data, type_numel(&n->in[1]->type, 1), &wsigned, &bipolar);
+}
+
+/* What the qdense n reading x wants by itself: 1 int8, 0 bit-planes, -1 it cannot read int8
+ * codes (a flatten of a convolution's image planes, computed weights, codes wider than 8 bits). */
+static int qdense_wants_int8(const Lower *L, const Node *n, int64_t xb) {
+    if (n->in[1]->kind != VAL_CONST || image_source(n->in[0]) || xb < 1 || xb > 8)
+        return -1;
+    if (L->lowbit != LOWBIT_AUTO)
+        return L->lowbit == LOWBIT_INT8;
+    return xb * qdense_weight_planes(n) > 8;
+}
+
+/* Codes v (a quantize or a thresholded qdense) are stored as int8 bytes when every reader is a
+ * qdense that wants int8 (readers that disagree all read bit-planes). */
+static bool codes_int8(const Lower *L, const Value *v) {
+    int64_t xb = code_planes(v);
+    bool any = false, all = xb > 0 && !is_output(L->g, v) && v->type.rank == 2;
+    for (int i = 0; all && i < L->g->nnodes; i++) {
+        const Node *u = L->g->nodes[i];
+        for (int j = 0; all && !u->dead && j < u->nin; j++)
+            if (u->in[j] == v) {
+                all = u->op == OP_QDENSE && j == 0 && qdense_wants_int8(L, u, xb) == 1;
+                any = true;
+            }
+    }
+    return all && any;
+}
+
 /* What a qdense / qconv2d step writes: the i32 accumulator (t NULL), or with thresholds (its
  * own t, dir; or a multi-level threshold that is its only reader, as -O1 leaves them) the
  * next codes as yb planes, or a one-level threshold to packed b1 (one plane). */
@@ -2638,6 +2675,23 @@ static int lower_quantize(Lower *L, const Node *n) {
     if (n->op == OP_QUANTIZE && is_image_codes(y))
         return lower_quantize_image(L, n, qp);
     int out;
+    if (n->op == OP_QUANTIZE && codes_int8(L, y)) { /* a byte a code: the int8 qgemm's A */
+        qp.bits = code_planes(y);
+        qp.ld = blob_int8_ld(k);
+        qp.format = BLOB_CODES_INT8;
+        out = new_buf(L, qp.ld);
+        L->vbuf[y->id] = out;
+        LStep *st = new_step(L, BLOB_STEP_QUANTIZE);
+        use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+        use_arena(L, st, BLOB_SLOT_OUT, out);
+        st->s.quantize = qp;
+        float_kernel(L, st, "quantize", qp.ld / 4, /* one thread per 4 bytes */
+                     str_printf("bnn_quantize_bytes(item, j, (const float *)in, (unsigned *)out, %lld, %lld, %lld, "
+                                "%lld, %lld, %uu, %uu)",
+                                (long long)k, (long long)qp.ld, (long long)lo, (long long)hi, (long long)rounding,
+                                (unsigned)sb, (unsigned)zb));
+        return 0;
+    }
     if (n->op == OP_QUANTIZE) {
         if (codes_only_for_qdense(L, y))
             return -1;
@@ -2661,15 +2715,27 @@ static int lower_quantize(Lower *L, const Node *n) {
     return 0;
 }
 
-/* qdense: one qgemm step; its i32 result, its codes as bit-planes (with thresholds), or, when
- * a one-level threshold to packed bits is its only reader, those bits directly (one plane). */
+/* qdense: one qgemm step; its i32 result, its codes as bit-planes or int8 bytes (with
+ * thresholds: the format the next layers read, codes_int8), or, when a one-level threshold to
+ * packed bits is its only reader, those bits directly (one plane). The step runs on bit-planes
+ * (bgemm_planes.cu) or on int8 codes (qgemm_s8.cu) as its input is stored. */
 static int lower_qdense(Lower *L, const Node *n) {
     const Value *x = n->in[0], *w = n->in[1], *y = n->out[0];
     int64_t xb = image_source(x) ? image_code_planes(image_source(x)) : code_planes(x);
     if (!xb || w->kind != VAL_CONST)
         return unsupported(L, "a qdense over codes that are not a quantize, a thresholded "
                               "qdense or a flatten of a thresholded qconv2d, or over computed weights");
-    int64_t K = x->type.dim[1], O = w->type.dim[0], ld = (K + 255) / 256 * 8;
+    bool int8 = !image_source(x) && codes_int8(L, x);
+    if (L->lowbit == LOWBIT_INT8 && !int8)
+        return fail_node(L, "--lowbit=int8: this layer cannot run on int8 codes (%s); use --lowbit=auto",
+                         image_source(x) ? "it reads the flatten of a convolution's image planes, which "
+                                           "only the bit-plane kernel reads"
+                         : xb > 8        ? "its codes have more than 8 bits"
+                                         : "its input codes are read elsewhere too: a graph output, or a layer with computed "
+                                           "weights");
+    if (L->lowbit == LOWBIT_PLANES && int8)
+        unreachable("--lowbit=planes chose int8 codes");
+    int64_t K = x->type.dim[1], O = w->type.dim[0], ld = int8 ? blob_int8_ld(K) : (K + 255) / 256 * 8;
     if (image_source(x)) /* a flatten of image planes: each plane is one row of pixels x ldw words */
         ld = blob_image_plane_words(spatial_of(&image_source(x)->type), image_ldw(image_source(x)->type.dim[1]));
     int64_t ldy = (O + 255) / 256 * 8;
@@ -2677,15 +2743,20 @@ static int lower_qdense(Lower *L, const Node *n) {
     bool wsigned, bipolar;
     int64_t wb = weight_planes(u, O * K, &wsigned, &bipolar);
     const Value *img = image_source(x);
-    uint32_t *wp = xcalloc((size_t)(wb * O * ld), 4);
-    for (int64_t q = 0; q < wb; q++)
+    size_t wbytes = int8 ? (size_t)(O * ld) : (size_t)(wb * O * ld) * 4;
+    void *wp = xcalloc(wbytes, 1);
+    if (int8) /* a byte a weight code, [O][ld], zero past K */
+        for (int64_t o = 0; o < O; o++)
+            memcpy((int8_t *)wp + o * ld, u + o * K, (size_t)K);
+    for (int64_t q = 0; !int8 && q < wb; q++)
         for (int64_t o = 0; o < O; o++)
             for (int64_t k = 0; k < K; k++) {
                 int64_t at = img ? flat_image_bit(img, k) : k;
-                wp[(q * O + o) * ld + at / 32] |= (uint32_t)weight_bit(u[o * K + k], q, bipolar) << (at % 32);
+                ((uint32_t *)wp)[(q * O + o) * ld + at / 32] |= (uint32_t)weight_bit(u[o * K + k], q, bipolar)
+                                                                << (at % 32);
             }
     BlobQgemmParams qp = {.rows = 1, .n = O, .ld = ld, .xb = xb, .wb = wb, .wsigned = wsigned,
-                          .bipolar = bipolar, .epi = 1};
+                          .bipolar = bipolar, .epi = 1, .format = int8 ? BLOB_CODES_INT8 : BLOB_CODES_PLANES};
     CodeEpilogue ce;
     if (choose_code_epilogue(L, n, false, ldy, &ce)) {
         free(wp);
@@ -2695,10 +2766,11 @@ static int lower_qdense(Lower *L, const Node *n) {
         qp.epi = 2;
         qp.levels = ce.levels;
         qp.yb = ce.yb;
+        qp.yformat = codes_int8(L, ce.out) ? BLOB_CODES_INT8 : BLOB_CODES_PLANES;
     }
     int out;
     if (qp.epi == 2) {
-        out = new_buf(L, qp.yb * ldy * 4);
+        out = new_buf(L, qp.yformat == BLOB_CODES_INT8 ? blob_int8_ld(O) : qp.yb * ldy * 4);
         L->vbuf[ce.out->id] = out;
     } else {
         out = def_buf(L, y);
@@ -2706,23 +2778,40 @@ static int lower_qdense(Lower *L, const Node *n) {
     LStep *st = new_step(L, BLOB_STEP_QGEMM);
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
-    st->s.slot[BLOB_SLOT_W] = put_weights(L, wp, (size_t)(wb * O * ld) * 4);
+    st->s.slot[BLOB_SLOT_W] = put_weights(L, wp, wbytes);
     put_code_thresholds(L, st, &ce, O);
     st->s.qgemm = qp;
     free(wp);
-    /* The GPU: bgemm_planes.cu, the batch items as its M rows (one row per item), one warp per
-     * 16 x 32 tile; arguments (A, W, M, T, dir, Y), T and dir null for the i32 result. */
+    int64_t levels = qp.epi == 2 ? qp.levels : 1, yb = qp.epi == 2 ? qp.yb : 1;
+    /* The GPU, the batch items as the kernel's M rows (one row per item); arguments (A, W, M, T,
+     * dir, Y), T and dir null for the i32 result. int8: qgemm_s8.cu, 64 x 128 tiles of 256
+     * threads, grid (ceil(N/128), ceil(batch/64)). Bit-planes: bgemm_planes.cu, one warp per
+     * 16 x 32 tile, grid (ceil(N/32), ceil(batch/16)). */
     name_kernel(L, st, "qgemm");
-    st->k.family = KERNEL_PLANES;
-    st->k.defines = str_printf("#define PL_NAME %s\n#define PL_N %lld\n#define PL_K %lld\n#define PL_XB %lld\n"
-                               "#define PL_WB %lld\n#define PL_WSIGNED %d\n#define PL_WBIPOLAR %d\n"
-                               "#define PL_EPI %lld\n#define PL_L %lld\n#define PL_YB %lld\n",
-                               st->k.name, (long long)O, (long long)(image_source(x) ? ld * 32 : K), (long long)xb, (long long)wb,
-                               wsigned ? 1 : 0, bipolar ? 1 : 0, (long long)qp.epi,
-                               (long long)(qp.epi == 2 ? qp.levels : 1), (long long)(qp.epi == 2 ? qp.yb : 1));
-    BlobGridDim grid[3] = {{(uint32_t)((O + 31) / 32), 0, 1}, {0, 1, 16}, {1, 0, 1}};
-    uint32_t block[3] = {32, 1, 1};
-    blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
+    if (int8) {
+        L->nqgemm_int8++;
+        st->k.family = KERNEL_Q8;
+        st->k.defines = str_printf("#define Q8_NAME %s\n#define Q8_N %lld\n#define Q8_LD %lld\n#define Q8_XB %lld\n"
+                                   "#define Q8_EPI %lld\n#define Q8_L %lld\n#define Q8_YB %lld\n#define Q8_YFMT %lld\n",
+                                   st->k.name, (long long)O, (long long)ld, (long long)xb, (long long)qp.epi,
+                                   (long long)levels, (long long)yb, (long long)qp.yformat);
+        BlobGridDim grid[3] = {{(uint32_t)((O + 127) / 128), 0, 1}, {0, 1, 64}, {1, 0, 1}};
+        uint32_t block[3] = {256, 1, 1};
+        blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
+    } else {
+        L->nqgemm_planes++;
+        st->k.family = KERNEL_PLANES;
+        st->k.defines = str_printf("#define PL_NAME %s\n#define PL_N %lld\n#define PL_K %lld\n#define PL_XB %lld\n"
+                                   "#define PL_WB %lld\n#define PL_WSIGNED %d\n#define PL_WBIPOLAR %d\n"
+                                   "#define PL_EPI %lld\n#define PL_L %lld\n#define PL_YB %lld\n%s",
+                                   st->k.name, (long long)O, (long long)(img ? ld * 32 : K), (long long)xb,
+                                   (long long)wb, wsigned ? 1 : 0, bipolar ? 1 : 0, (long long)qp.epi,
+                                   (long long)levels, (long long)yb,
+                                   qp.yformat == BLOB_CODES_INT8 ? "#define PL_YFMT 1\n" : "");
+        BlobGridDim grid[3] = {{(uint32_t)((O + 31) / 32), 0, 1}, {0, 1, 16}, {1, 0, 1}};
+        uint32_t block[3] = {32, 1, 1};
+        blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
+    }
     add_planes_args(st, 1);
     return 0;
 }
@@ -3060,6 +3149,7 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     memset(L, 0, sizeof *L);
     L->g = g;
     L->float_convs = o ? (int)o->float_convs : FLOAT_CONVS_EXACT;
+    L->lowbit = o ? (int)o->lowbit : LOWBIT_AUTO;
     L->tiled_kernel = codegen_tiled_kernel(o);
     L->w = blob_new();
     for (int i = 0; i < g->nvalues; i++)
@@ -3438,6 +3528,11 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                                   "(a bound on the rounding checked per bit, the reference's sum where it is too "
                                   "close)\n",
                        L.nexact_bit_convs);
+        if (L.nqgemm_int8 + L.nqgemm_planes)
+            buf_printf(o->report, "codegen: low-bit dense layers: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
+                                  "(bgemm_planes.cu)%s\n",
+                       L.nqgemm_int8, L.nqgemm_planes,
+                       o->lowbit == LOWBIT_AUTO ? ": int8 where activation x weight bits > 8" : "");
         if (o->float_convs != FLOAT_CONVS_EXACT)
             buf_printf(o->report, "codegen: --float-convs=%s: %d float convolutions on fp16 tensor cores "
                                   "(GPU results differ from the reference by %s; the CPU path stays exact)\n",

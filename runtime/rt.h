@@ -95,6 +95,15 @@ void rt_cpu_qgemm_planes(const uint32_t *A, const uint32_t *W, int64_t M, int64_
                          int xb, int wb, bool wsigned, bool bipolar, int32_t *acc,
                          const int32_t *t, const int32_t *dir, int L, int yb, uint32_t *Y);
 
+/* The same GEMM on int8 codes (the qgemm step's format BLOB_CODES_INT8, docs/kernels.md "Low-bit
+ * layers on int8 MMA"): A[M][ld] u8 activation codes, W[N][ld] s8 weight codes, zero bytes past
+ * K; acc = sum_k A[m][k] * W[n][k]. Without t: int32 acc[M][N]. With t and dir: the level
+ * counts, as yb bit-planes (yformat BLOB_CODES_PLANES, the layout above) or as bytes
+ * Y[M][blob_int8_ld(N)] (BLOB_CODES_INT8, zero bytes past N). */
+void rt_cpu_qgemm_int8(const uint8_t *A, const int8_t *W, int64_t M, int64_t N, int64_t ld,
+                       int32_t *acc, const int32_t *t, const int32_t *dir, int L, int yb,
+                       int yformat, void *Y);
+
 /* GPU path. create fills s->cuda and s->device_name or returns a status with a message.
  * run copies inputs in and outputs out when they are not NULL (NULL: a resident run on what
  * the arena holds), and sets s->last_ms when s->device_timing. arena: its device address. */

@@ -551,6 +551,18 @@ static bnn_status check_quantize(const StepCheck *c) {
                    p->ld > MAX_DIM || (!p->spatial && p->ld < (int64_t)words_for(p->k))))
         return bad_step(c, "bad planes: %lld bits, ld %lld", (long long)p->bits, (long long)p->ld);
     uint64_t in, out;
+    if (p->format & ~1ll)
+        return bad_step(c, "bad codes format %lld (0 bit-planes, 1 int8)", (long long)p->format);
+    if (p->format == BLOB_CODES_INT8) { /* a byte a code: [rows][ld] */
+        if (!planes || p->spatial || p->bits > 8 || p->ld % 64 || p->ld < p->k ||
+            !mul3_ok((uint64_t)p->rows, (uint64_t)p->k, 4, &in) ||
+            !mul3_ok((uint64_t)p->rows, (uint64_t)p->ld, 1, &out))
+            return bad_step(c, "bad int8 codes: %lld bits, k %lld, ld %lld (bytes: a multiple of 64, at "
+                               "least k), dequant %lld, spatial %lld", (long long)p->bits, (long long)p->k,
+                            (long long)p->ld, (long long)p->dequant, (long long)p->spatial);
+        TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
+        return check_simple(c, in, out, false);
+    }
     if (p->spatial) { /* image planes: [bits][spatial][ld], ld words per pixel */
         if (!dim_ok(p->spatial) || p->rows != 1 || !planes || p->k % p->spatial ||
             !image_words_ok(p->ld, p->k / p->spatial) || !mul3_ok((uint64_t)p->k, 4, 1, &in) ||
@@ -668,12 +680,20 @@ static bnn_status check_qgemm(const StepCheck *c) {
         return bad_step(c, "bad shape, planes or epilogue (rows %lld n %lld ld %lld xb %lld wb "
                            "%lld epi %lld)", (long long)p->rows, (long long)p->n, (long long)p->ld,
                         (long long)p->xb, (long long)p->wb, (long long)p->epi);
+    bool x8 = p->format == BLOB_CODES_INT8, y8 = p->yformat == BLOB_CODES_INT8;
+    if ((p->format & ~1ll) || (p->yformat & ~1ll) || (p->yformat && p->epi != 2) ||
+        (x8 && (p->xb > 8 || p->wb > 8 || p->ld % 64)) || (y8 && p->yb > 8))
+        return bad_step(c, "bad codes formats (in %lld, out %lld: 0 bit-planes, 1 int8 with at most 8 "
+                           "bits and ld a multiple of 64 bytes; out only for epi 2; xb %lld wb %lld yb %lld "
+                           "ld %lld)", (long long)p->format, (long long)p->yformat, (long long)p->xb,
+                        (long long)p->wb, (long long)p->yb, (long long)p->ld);
     uint64_t a, w, out, t;
-    uint64_t ldy = (uint64_t)(p->n + 255) / 256 * 8, row = p->epi == 2 ? (uint64_t)p->yb * ldy
-                                                                         : (uint64_t)p->n;
-    if (!mul3_ok((uint64_t)p->rows, (uint64_t)(p->xb * p->ld), 4, &a) ||
-        !mul3_ok((uint64_t)(p->wb * p->n), (uint64_t)p->ld, 4, &w) ||
-        !mul3_ok((uint64_t)p->rows, row, 4, &out) ||
+    /* bytes of an output row: i32, yb planes of ldy words, or one byte a code */
+    uint64_t ldy = (uint64_t)(p->n + 255) / 256 * 8;
+    uint64_t row = p->epi != 2 ? (uint64_t)p->n * 4 : y8 ? (uint64_t)blob_int8_ld(p->n) : (uint64_t)p->yb * ldy * 4;
+    if (!mul3_ok((uint64_t)p->rows, x8 ? (uint64_t)p->ld : (uint64_t)(p->xb * p->ld), x8 ? 1 : 4, &a) ||
+        !mul3_ok(x8 ? (uint64_t)p->n : (uint64_t)(p->wb * p->n), (uint64_t)p->ld, x8 ? 1 : 4, &w) ||
+        !mul3_ok((uint64_t)p->rows, row, 1, &out) ||
         !mul3_ok((uint64_t)p->n, p->epi == 1 ? 0 : (uint64_t)p->levels, 4, &t))
         return bad_step(c, "operands too large");
     TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, a, false));

@@ -561,43 +561,80 @@ static void run_cast(const Ctx *c) {
     }
 }
 
-/* The bit-plane low-bit GEMM: the AND-popc of two 0/1 planes is the dot of their bits, so
- * each plane pair adds its popcount shifted by p + q (negated for a signed top weight plane). */
-void rt_cpu_qgemm_planes(const uint32_t *A, const uint32_t *W, int64_t M, int64_t N, int64_t ld,
-                         int xb, int wb, bool wsigned, bool bipolar, int32_t *acc,
-                         const int32_t *t, const int32_t *dir, int L, int yb, uint32_t *Y) {
-    int64_t ldy = (N + 255) / 256 * 8; /* the next layer's ld: zero words past N */
+/* The levels of a qgemm / qconv threshold epilogue that the accumulator v reaches:
+ * sum_l (dir < 0 ? v <= t[l] : v >= t[l]). */
+static int level_count(int64_t v, const int32_t *t, int32_t dir, int L) {
+    int count = 0;
+    for (int l = 0; l < L; l++)
+        count += dir < 0 ? v <= t[l] : v >= t[l];
+    return count;
+}
+
+/* The bit-plane dot of row a (xb planes of ld words) with output n of W ([wb][N][ld]): the
+ * AND-popc of two 0/1 planes is the dot of their bits, so each plane pair adds its popcount
+ * shifted by p + q (negated for a signed top weight plane). */
+static int64_t planes_dot(const uint32_t *a, const uint32_t *W, int64_t n, int64_t N, int64_t ld, int xb,
+                          int wb, bool wsigned, bool bipolar) {
+    int64_t v = 0;
+    for (int p = 0; p < xb; p++, a += ld) {
+        int pw;
+        if (bipolar) { /* u = 2b - 1 */
+            v += ((int64_t)2 * popc_and(a, W + n * ld, ld, &pw) - popc_words(a, ld)) * ((int64_t)1 << p);
+            continue;
+        }
+        for (int q = 0; q < wb; q++) {
+            int64_t d = (int64_t)popc_and(a, W + ((int64_t)q * N + n) * ld, ld, &pw) << (p + q);
+            v += wsigned && q == wb - 1 ? -d : d;
+        }
+    }
+    return v;
+}
+
+/* One qgemm over M rows (blob.h BlobQgemmParams): operands as bit-planes or int8 codes
+ * (format), the accumulator into acc (t NULL) or the level counts into Y as planes or bytes
+ * (yformat). */
+static void qgemm_rows(const void *A, const void *W, int format, int64_t M, int64_t N, int64_t ld, int xb,
+                       int wb, bool wsigned, bool bipolar, int32_t *acc, const int32_t *t,
+                       const int32_t *dir, int L, int yb, int yformat, void *Y) {
+    bool y8 = yformat == BLOB_CODES_INT8;
+    int64_t ldy = y8 ? blob_int8_ld(N) : (N + 255) / 256 * 8; /* bytes / words: zeros past N */
     if (t)
-        memset(Y, 0, (size_t)(yb * M * ldy) * sizeof *Y);
+        memset(Y, 0, (size_t)(M * ldy) * (y8 ? 1 : (size_t)yb * 4));
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
             int64_t v = 0;
-            for (int p = 0; p < xb; p++) {
-                const uint32_t *a = A + (m * xb + p) * ld;
-                if (bipolar) { /* u = 2b - 1 */
-                    int pw;
-                    v += ((int64_t)2 * popc_and(a, W + n * ld, ld, &pw) - popc_words(a, ld)) *
-                         ((int64_t)1 << p);
-                    continue;
-                }
-                for (int q = 0; q < wb; q++) {
-                    int pw;
-                    const uint32_t *w = W + ((int64_t)q * N + n) * ld;
-                    int64_t d = (int64_t)popc_and(a, w, ld, &pw) << (p + q);
-                    v += wsigned && q == wb - 1 ? -d : d;
-                }
+            if (format == BLOB_CODES_INT8) { /* u8 codes times s8 codes, zero bytes past K */
+                const uint8_t *a = (const uint8_t *)A + m * ld;
+                const int8_t *w = (const int8_t *)W + n * ld;
+                for (int64_t k = 0; k < ld; k++)
+                    v += (int64_t)a[k] * w[k];
+            } else {
+                v = planes_dot((const uint32_t *)A + m * xb * ld, W, n, N, ld, xb, wb, wsigned, bipolar);
             }
             if (!t) {
                 acc[m * N + n] = (int32_t)v;
                 continue;
             }
-            int count = 0;
-            for (int l = 0; l < L; l++)
-                count += dir[n] < 0 ? v <= t[n * L + l] : v >= t[n * L + l];
-            for (int b = 0; b < yb; b++)
+            int count = level_count(v, t + n * L, dir[n], L);
+            if (y8)
+                ((uint8_t *)Y)[m * ldy + n] = (uint8_t)count;
+            for (int b = 0; !y8 && b < yb; b++)
                 if ((count >> b) & 1)
-                    Y[(m * yb + b) * ldy + n / 32] |= 1u << (n % 32);
+                    ((uint32_t *)Y)[(m * yb + b) * ldy + n / 32] |= 1u << (n % 32);
         }
+}
+
+void rt_cpu_qgemm_planes(const uint32_t *A, const uint32_t *W, int64_t M, int64_t N, int64_t ld,
+                         int xb, int wb, bool wsigned, bool bipolar, int32_t *acc,
+                         const int32_t *t, const int32_t *dir, int L, int yb, uint32_t *Y) {
+    qgemm_rows(A, W, BLOB_CODES_PLANES, M, N, ld, xb, wb, wsigned, bipolar, acc, t, dir, L, yb,
+               BLOB_CODES_PLANES, Y);
+}
+
+void rt_cpu_qgemm_int8(const uint8_t *A, const int8_t *W, int64_t M, int64_t N, int64_t ld,
+                       int32_t *acc, const int32_t *t, const int32_t *dir, int L, int yb,
+                       int yformat, void *Y) {
+    qgemm_rows(A, W, BLOB_CODES_INT8, M, N, ld, 8, 8, true, false, acc, t, dir, L, yb, yformat, Y);
 }
 
 /* ---------------------------------------------------------------- low-bit steps */
@@ -657,6 +694,14 @@ static void run_quantize(const Ctx *c) {
     for (int64_t item = 0; item < c->batch; item++) {
         const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
         uint32_t *out = slot_ptr(c, BLOB_SLOT_OUT, item);
+        if (p->format == BLOB_CODES_INT8) { /* a byte per code, zero bytes past k */
+            uint8_t *y = (uint8_t *)out;
+            memset(y, 0, (size_t)(p->rows * p->ld));
+            for (int64_t r = 0; r < p->rows; r++)
+                for (int64_t k = 0; k < p->k; k++)
+                    y[r * p->ld + k] = (uint8_t)quantize_code(p, x[r * p->k + k], scale, zeropt);
+            continue;
+        }
         if (!p->dequant)
             memset(out, 0, (size_t)(p->rows * p->bits * p->ld) * 4);
         for (int64_t r = 0; r < p->rows; r++)
@@ -676,26 +721,17 @@ static void run_quantize(const Ctx *c) {
 
 static void run_qgemm(const Ctx *c) {
     const BlobQgemmParams *p = &c->s->qgemm;
-    const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
+    const void *w = slot_ptr(c, BLOB_SLOT_W, 0);
     const int32_t *t = slot_ptr(c, BLOB_SLOT_P0, 0), *dir = slot_ptr(c, BLOB_SLOT_P1, 0);
     for (int64_t item = 0; item < c->batch; item++) {
-        const uint32_t *a = slot_ptr(c, BLOB_SLOT_IN, item);
         void *out = slot_ptr(c, BLOB_SLOT_OUT, item);
-        if (p->epi == 2) {
-            rt_cpu_qgemm_planes(a, w, p->rows, p->n, p->ld, (int)p->xb, (int)p->wb, p->wsigned,
-                                p->bipolar, NULL, t, dir, (int)p->levels, (int)p->yb, out);
-            continue;
-        }
+        bool codes = p->epi == 2;
+        qgemm_rows(slot_ptr(c, BLOB_SLOT_IN, item), w, (int)p->format, p->rows, p->n, p->ld, (int)p->xb,
+                   (int)p->wb, p->wsigned, p->bipolar, codes ? NULL : out, codes ? t : NULL, dir,
+                   (int)p->levels, (int)p->yb, (int)p->yformat, out);
         int32_t *y = out;
-        rt_cpu_qgemm_planes(a, w, p->rows, p->n, p->ld, (int)p->xb, (int)p->wb, p->wsigned,
-                            p->bipolar, y, NULL, NULL, 0, 0, NULL);
-        for (int64_t i = 0; p->epi == 3 && i < p->rows * p->n; i++) { /* counts, in place */
-            int64_t o = i % p->n;
-            int32_t count = 0;
-            for (int64_t l = 0; l < p->levels; l++)
-                count += dir[o] < 0 ? y[i] <= t[o * p->levels + l] : y[i] >= t[o * p->levels + l];
-            y[i] = count;
-        }
+        for (int64_t i = 0; p->epi == 3 && i < p->rows * p->n; i++) /* counts, in place */
+            y[i] = level_count(y[i], t + i % p->n * p->levels, dir[i % p->n], (int)p->levels);
     }
 }
 
@@ -813,9 +849,7 @@ static void run_qconv(const Ctx *c) {
                     ((int32_t *)out)[o * cells + cell] = (int32_t)v;
                     continue;
                 }
-                int32_t count = 0;
-                for (int64_t l = 0; l < p->levels; l++)
-                    count += dir[o] < 0 ? v <= t[o * p->levels + l] : v >= t[o * p->levels + l];
+                int32_t count = level_count(v, t + o * p->levels, dir[o], (int)p->levels);
                 for (int64_t b = 0; b < p->yb; b++)
                     if ((count >> b) & 1)
                         ((uint32_t *)out)[b * plane + cell * p->ldy + o / 32] |= 1u << (o % 32);

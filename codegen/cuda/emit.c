@@ -16,6 +16,8 @@ extern const char bnn_bgemm_planes_cu[]; /* embedded kernels/bgemm_planes.cu (th
 extern const size_t bnn_bgemm_planes_cu_len;
 extern const char bnn_qconv_cu[]; /* embedded kernels/qconv.cu (the qconv step) */
 extern const size_t bnn_qconv_cu_len;
+extern const char bnn_qgemm_s8_cu[]; /* embedded kernels/qgemm_s8.cu (the qgemm step on int8 codes) */
+extern const size_t bnn_qgemm_s8_cu_len;
 extern const char bnn_mlp_fused_cu[]; /* embedded kernels/mlp_fused.cu (fused binary MLPs) */
 extern const size_t bnn_mlp_fused_cu_len;
 
@@ -159,6 +161,7 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
         case KERNEL_BGEMM_WGMMA: kfile = bnn_bgemm_wgmma_cu, kfile_len = bnn_bgemm_wgmma_cu_len; break;
         case KERNEL_PLANES: kfile = bnn_bgemm_planes_cu, kfile_len = bnn_bgemm_planes_cu_len; break;
         case KERNEL_QCONV: kfile = bnn_qconv_cu, kfile_len = bnn_qconv_cu_len; break;
+        case KERNEL_Q8: kfile = bnn_qgemm_s8_cu, kfile_len = bnn_qgemm_s8_cu_len; break;
         default: break;
         }
         if (kfile) {

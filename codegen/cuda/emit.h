@@ -11,6 +11,7 @@ typedef enum {
     KERNEL_FLOAT, /* a __global__ wrapper around one call into kernels/float_ops.cu */
     KERNEL_PLANES, /* defines (PL_*) + kernels/bgemm_planes.cu (the qgemm step) */
     KERNEL_QCONV, /* defines (QC_*) + kernels/qconv.cu (the qconv step) */
+    KERNEL_Q8, /* defines (Q8_*) + kernels/qgemm_s8.cu (the qgemm step on int8 codes) */
     KERNEL_FLOAT_TILE, /* defines (a config struct) + a __global__ around one tiled float_ops.cu call */
     KERNEL_MLP, /* a __global__ whose body (call) drives kernels/mlp_fused.cu: a fused binary MLP */
     KERNEL_BGEMM_TILED, /* defines (BT_*) + kernels/bgemm_tiled.cu: pre-tiled operands, mma.sync (sm_90+) */

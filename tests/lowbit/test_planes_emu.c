@@ -73,19 +73,31 @@
 #define PL_YB 3
 #include "../../codegen/cuda/kernels/bgemm_planes.cu"
 
+/* a bit-plane layer before an int8 one: its counts as bytes (PL_YFMT 1) */
+#define PL_NAME emu_w2a3_y8
+#define PL_N 300
+#define PL_K 784
+#define PL_XB 3
+#define PL_WB 2
+#define PL_EPI 2
+#define PL_L 7
+#define PL_YB 3
+#define PL_YFMT 1
+#include "../../codegen/cuda/kernels/bgemm_planes.cu"
 
 typedef struct Spec {
     EmuKernel fn;
     const char *name;
-    int n, k, xb, wb, wsigned, bipolar, epi, l, yb;
+    int n, k, xb, wb, wsigned, bipolar, epi, l, yb, yfmt;
 } Spec;
 
 static const Spec specs[] = {
-    {emu_w1a2, "w1a2 bipolar, planes out", 64, 784, 2, 1, 1, 1, 2, 3, 2},
-    {emu_w2a2, "w2a2, planes out", 70, 300, 2, 2, 1, 0, 2, 3, 2},
-    {emu_w3a4_i32, "w3a4, int32", 33, 520, 4, 3, 1, 0, 1, 1, 1},
-    {emu_w1s_a3_i32, "signed w1 (0/-1) a3, int32", 9, 3, 3, 1, 1, 0, 1, 1, 1},
-    {emu_u2a5, "unsigned w2 a5, planes out", 40, 257, 5, 2, 0, 0, 2, 7, 3},
+    {emu_w1a2, "w1a2 bipolar, planes out", 64, 784, 2, 1, 1, 1, 2, 3, 2, 0},
+    {emu_w2a2, "w2a2, planes out", 70, 300, 2, 2, 1, 0, 2, 3, 2, 0},
+    {emu_w3a4_i32, "w3a4, int32", 33, 520, 4, 3, 1, 0, 1, 1, 1, 0},
+    {emu_w1s_a3_i32, "signed w1 (0/-1) a3, int32", 9, 3, 3, 1, 1, 0, 1, 1, 1, 0},
+    {emu_u2a5, "unsigned w2 a5, planes out", 40, 257, 5, 2, 0, 0, 2, 7, 3, 0},
+    {emu_w2a3_y8, "w2a3, bytes out", 300, 784, 3, 2, 1, 0, 2, 7, 3, 1},
 };
 
 static uint32_t rng_state = 4242;
@@ -132,12 +144,27 @@ static void check_spec(const Spec *s, int M) {
             t[n * s->l + l] = acc[rnd(0, M * (int)N - 1)] + rnd(-2, 2);
     }
     size_t words = s->epi == 1 ? (size_t)(M * N) : (size_t)(s->yb * M * ldy);
+    int64_t ldy8 = (N + 63) / 64 * 64; /* PL_YFMT 1: bytes a row */
+    if (s->yfmt)
+        words = (size_t)(M * ldy8) / 4;
     uint32_t *want = malloc(words * 4), *got = malloc(words * 4);
-    if (s->epi == 1)
+    if (s->epi == 1) {
         memcpy(want, acc, words * 4);
-    else
+    } else if (s->yfmt) { /* the counts' planes as bytes */
+        uint32_t *planes = malloc((size_t)(s->yb * M * ldy) * 4);
+        rt_cpu_qgemm_planes(A, W, M, N, ld, s->xb, s->wb, s->wsigned, s->bipolar, NULL, t, dir,
+                            s->l, s->yb, planes);
+        memset(want, 0, words * 4);
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++)
+                for (int b = 0; b < s->yb; b++)
+                    ((uint8_t *)want)[m * ldy8 + n] |=
+                        (uint8_t)(((planes[(m * s->yb + b) * ldy + n / 32] >> (n % 32)) & 1u) << b);
+        free(planes);
+    } else {
         rt_cpu_qgemm_planes(A, W, M, N, ld, s->xb, s->wb, s->wsigned, s->bipolar, NULL, t, dir,
                             s->l, s->yb, want);
+    }
     memset(got, 0xa5, words * 4);
     emu_launch(s->fn, (unsigned)(s->n + 31) / 32, (unsigned)(M + 15) / 16, A, W, M, t, dir, got);
     size_t bad = 0;

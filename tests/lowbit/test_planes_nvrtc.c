@@ -1,8 +1,11 @@
-/* test_planes_nvrtc: bgemm_planes.cu (the bit-plane GEMM of qdense) and qconv.cu (its
- * convolution, after common.cu) compile through NVRTC without a GPU for sm_90a and sm_80:
- * signed, unsigned and bipolar weight planes, the int32 and the multi-level threshold
- * epilogues, odd shapes, pad codes, several specializations in one program. The
- * PTX must hold the AND-popc m16n8k256 mma.sync and no XOR-popc. Exit 77 (skipped) when
+/* test_planes_nvrtc: bgemm_planes.cu (the bit-plane GEMM of qdense), qconv.cu (its
+ * convolution, after common.cu) and qgemm_s8.cu (qdense on int8 codes) compile through NVRTC
+ * without a GPU for sm_90a and sm_80: signed, unsigned and bipolar weight planes, the int32 and
+ * the multi-level threshold epilogues, odd shapes, pad codes, several specializations in one
+ * program; for int8 7- and 8-bit codes and every epilogue (int32, counts as bit-planes or
+ * bytes, counts as int32), one and many K stages, and a bit-plane layer writing bytes
+ * (PL_YFMT 1). The PTX must hold the AND-popc m16n8k256 mma.sync and no XOR-popc, the
+ * m16n8k32 .s8.s8 and .u8.s8 mma.sync and cp.async. Exit 77 (skipped) when
  * libnvrtc is not installed, unless BNN_REQUIRE_NVRTC=1. */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,17 @@
 extern const char bnn_bgemm_planes_cu[]; /* embedded by codegen/cuda/embed.py */
 extern const char bnn_qconv_cu[];
 extern const char bnn_common_cu[];
+extern const char bnn_qgemm_s8_cu[];
+
+/* qgemm_s8.cu: n, ld (bytes), xb, epi, l, yb, yfmt */
+static const struct {
+    int n, ld, xb, epi, l, yb, yfmt;
+} q8s[] = {
+    {4096, 4096, 4, 2, 15, 4, 1}, /* w4a4 hidden layer: bytes out */
+    {257, 1024, 8, 2, 255, 8, 0}, /* w8a8 (.u8), odd N, planes out */
+    {10, 64, 3, 1, 1, 1, 0},      /* an output layer: int32, one K stage */
+    {33, 192, 8, 3, 7, 3, 0},     /* the counts as int32 */
+};
 
 static const struct {
     int n, k, xb, wb, wsigned, bipolar, epi, l, yb;
@@ -78,6 +92,18 @@ int main(void) {
         buf_puts(&b, bnn_bgemm_planes_cu);
         buf_puts(&b, "\n");
     }
+    int nq = (int)(sizeof q8s / sizeof q8s[0]);
+    for (int i = 0; i < nq; i++) {
+        buf_printf(&b,
+                   "#define Q8_NAME q8_%d\n#define Q8_N %d\n#define Q8_LD %d\n#define Q8_XB %d\n"
+                   "#define Q8_EPI %d\n#define Q8_L %d\n#define Q8_YB %d\n#define Q8_YFMT %d\n",
+                   i, q8s[i].n, q8s[i].ld, q8s[i].xb, q8s[i].epi, q8s[i].l, q8s[i].yb, q8s[i].yfmt);
+        buf_puts(&b, bnn_qgemm_s8_cu);
+        buf_puts(&b, "\n");
+    }
+    buf_puts(&b, "#define PL_NAME planes_y8\n#define PL_N 300\n#define PL_K 784\n#define PL_XB 2\n#define PL_WB 2\n"
+                 "#define PL_EPI 2\n#define PL_L 3\n#define PL_YB 2\n#define PL_YFMT 1\n");
+    buf_puts(&b, bnn_bgemm_planes_cu);
     static const char *const archs[] = {"sm_90a", "sm_80"};
     for (int a = 0; a < 2; a++) {
         NvrtcOutput out;
@@ -89,10 +115,16 @@ int main(void) {
         CHECK_MSG(strstr(out.ptx, "mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc"),
                   "%s: no AND-popc mma.sync in the PTX", archs[a]);
         CHECK_MSG(!strstr(out.ptx, "xor.popc"), "%s: XOR-popc in the PTX", archs[a]);
-        CHECK_MSG(count_str(out.ptx, ".entry planes_") == nk && count_str(out.ptx, ".entry qconv_") == nc,
+        CHECK_MSG(strstr(out.ptx, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") &&
+                      strstr(out.ptx, "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32"),
+                  "%s: no s8.s8 / u8.s8 m16n8k32 mma.sync in the PTX", archs[a]);
+        CHECK_MSG(strstr(out.ptx, "cp.async.cg.shared.global"), "%s: no cp.async in the PTX", archs[a]);
+        CHECK_MSG(count_str(out.ptx, ".entry planes_") == nk + 1 && count_str(out.ptx, ".entry qconv_") == nc &&
+                      count_str(out.ptx, ".entry q8_") == nq,
                   "%s: %d entries", archs[a], count_str(out.ptx, ".entry"));
-        printf("%s: %d kernels, CUBIN %zu bytes, %d AND-popc MMAs in the PTX\n", archs[a], nk + nc,
-               out.cubin_size, count_str(out.ptx, ".and.popc"));
+        printf("%s: %d kernels, CUBIN %zu bytes, %d AND-popc and %d int8 MMAs in the PTX\n", archs[a],
+               nk + nc + nq + 1, out.cubin_size, count_str(out.ptx, ".and.popc"),
+               count_str(out.ptx, "m16n8k32.row.col.s32"));
         nvrtc_output_free(&out);
     }
     buf_free(&b);

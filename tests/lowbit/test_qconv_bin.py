@@ -104,9 +104,10 @@ def fnv1a(data, h=0xcbf29ce484222325):
     return h
 
 
-def patched_qconv(blob, out, edits):
-    """A copy of blob whose first qconv step (kind 20) has params[i] = v for (i, v) in edits,
-    every checksum recomputed (docs/blob-format.md), so only the loader's checks can refuse it."""
+def patched_qconv(blob, out, edits, step_kind=20):
+    """A copy of blob whose first qconv step (kind 20, or step_kind) has params[i] = v for (i, v)
+    in edits, every checksum recomputed (docs/blob-format.md), so only the loader's checks can
+    refuse it."""
     b = bytearray(open(blob, "rb").read())
     n = struct.unpack_from("<I", b, 16)[0]
     for i in range(n):
@@ -115,7 +116,7 @@ def patched_qconv(blob, out, edits):
         if kind == 2:  # PLAN: a 64-byte header, then 648-byte steps, params at 456
             for k in range((size - 64) // 648):
                 at = off + 64 + 648 * k
-                if struct.unpack_from("<I", b, at)[0] == 20:
+                if struct.unpack_from("<I", b, at)[0] == step_kind:
                     for idx, v in edits:
                         struct.pack_into("<q", b, at + 456 + 8 * idx, v)
                     break

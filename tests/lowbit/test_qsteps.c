@@ -1,7 +1,8 @@
 /* test_qsteps: the runtime's low-bit plan steps (quantize, qgemm in runtime/rt_cpu.c, formats in
  * docs/blob-format.md) against the reference interpreter's quantize and qdense on the same
  * data: f32 -> quantize (bit-planes) -> qgemm with thresholds (output planes) -> qgemm (int32),
- * plus the counts epilogue; random bit widths, signedness, narrow ranges, rounding modes, zero
+ * plus the counts epilogue, and the same chain on int8 codes (quantize to bytes, int8 qgemm with
+ * its counts as bytes and as planes, the counts epilogue); random bit widths, signedness, narrow ranges, rounding modes, zero
  * points, ±1 (bipolar) and two's-complement weights, odd sizes, several batch items. */
 #include <math.h>
 #include <stdbool.h>
@@ -162,7 +163,7 @@ static void check_chain(int trial) {
     s1.slot[BLOB_SLOT_IN] = ARENA(o_x, sz_x);
     s1.slot[BLOB_SLOT_OUT] = ARENA(o_p1, sz_p1);
     s1.quantize =
-        (BlobQuantizeParams){1, K, ld1, xb, lo, hi, mode, float_bits(scale), float_bits(zp), 0, 0};
+        (BlobQuantizeParams){1, K, ld1, xb, lo, hi, mode, float_bits(scale), float_bits(zp), 0, 0, 0};
     memset(&s2, 0, sizeof s2);
     s2.kind = BLOB_STEP_QGEMM;
     s2.slot[BLOB_SLOT_IN] = ARENA(o_p1, sz_p1);
@@ -170,7 +171,7 @@ static void check_chain(int trial) {
     s2.slot[BLOB_SLOT_W] = WEIGHTS(ow1, (uint64_t)(wb1 * O1 * ld1) * 4);
     s2.slot[BLOB_SLOT_P0] = WEIGHTS(ot1, (uint64_t)(O1 * L) * 4);
     s2.slot[BLOB_SLOT_P1] = WEIGHTS(od1, (uint64_t)O1 * 4);
-    s2.qgemm = (BlobQgemmParams){1, O1, ld1, xb, wb1, ws1, bip1, 2, L, yb};
+    s2.qgemm = (BlobQgemmParams){1, O1, ld1, xb, wb1, ws1, bip1, 2, L, yb, 0, 0};
     s4 = s2; /* the counts epilogue: i32 into the count buffer */
     s4.slot[BLOB_SLOT_OUT] = ARENA(o_c, sz_c);
     s4.qgemm.epi = 3;
@@ -179,7 +180,7 @@ static void check_chain(int trial) {
     s3.slot[BLOB_SLOT_IN] = ARENA(o_p2, sz_p2);
     s3.slot[BLOB_SLOT_OUT] = ARENA(o_y, sz_y);
     s3.slot[BLOB_SLOT_W] = WEIGHTS(ow2, (uint64_t)(wb2 * O2 * ld2) * 4);
-    s3.qgemm = (BlobQgemmParams){1, O2, ld2, yb, wb2, 1, 0, 1, 0, 0};
+    s3.qgemm = (BlobQgemmParams){1, O2, ld2, yb, wb2, 1, 0, 1, 0, 0, 0, 0};
     rt_cpu_run_step(&m, &s1, arena, (int)B);
     rt_cpu_run_step(&m, &s2, arena, (int)B);
     rt_cpu_run_step(&m, &s3, arena, (int)B);
@@ -192,6 +193,75 @@ static void check_chain(int trial) {
               bip1 ? " bipolar" : "");
     CHECK_MSG(memcmp(cnt, ref[1].data, (size_t)(B * O1) * 4) == 0,
               "trial %d: qgemm counts differ from the interpreter", trial);
+
+    /* The same chain on int8 codes (format BLOB_CODES_INT8): quantize to bytes, the first
+     * layer's counts as bytes into an int8 layer and as planes into a bit-plane layer, the
+     * counts epilogue: all equal to the interpreter. */
+    int64_t l81 = blob_int8_ld(K), l82 = blob_int8_ld(O1);
+    size_t w8a = 0, w8b = (size_t)(O1 * l81 + 63) / 64 * 64;
+    size_t w8size = w8b + (size_t)(O2 * l82);
+    size_t t8 = (w8size + 63) / 64 * 64, d8 = t8 + (od1 - ot1); /* t1, dir1 after them */
+    unsigned char *w8 = xcalloc(d8 + (size_t)O1 * 4, 1);
+    for (int64_t o = 0; o < O1; o++)
+        memcpy(w8 + w8a + (size_t)(o * l81), u1 + o * K, (size_t)K);
+    for (int64_t o = 0; o < O2; o++)
+        memcpy(w8 + w8b + (size_t)(o * l82), u2 + o * O1, (size_t)O1);
+    memcpy(w8 + t8, t1, (size_t)(O1 * L) * 4);
+    memcpy(w8 + d8, dir1, (size_t)O1 * 4);
+    m.weights = w8;
+    m.weights_size = d8 + (size_t)O1 * 4;
+    uint64_t z_x = (uint64_t)K * 4, z_a = ((uint64_t)l81 + 63) / 64 * 64, z_h = ((uint64_t)l82 + 63) / 64 * 64;
+    uint64_t z_hp = sz_p2, z_y = sz_y, z_c = sz_c;
+    uint64_t q_x = 0, q_a = q_x + z_x, q_h = q_a + z_a, q_hp = q_h + z_h, q_y = q_hp + z_hp, q_y2 = q_y + z_y,
+             q_c = q_y2 + z_y;
+    unsigned char *ar8 = xcalloc((size_t)((q_c + z_c) * (uint64_t)B), 1);
+    memcpy(ar8, x, (size_t)(B * K) * 4);
+    BlobStep e[6];
+    memset(e, 0, sizeof e);
+    e[0] = s1;
+    e[0].slot[BLOB_SLOT_IN] = ARENA(q_x, z_x);
+    e[0].slot[BLOB_SLOT_OUT] = ARENA(q_a, z_a);
+    e[0].quantize.ld = l81;
+    e[0].quantize.format = BLOB_CODES_INT8;
+    e[1] = s2; /* int8 layer, counts as bytes */
+    e[1].slot[BLOB_SLOT_IN] = ARENA(q_a, z_a);
+    e[1].slot[BLOB_SLOT_OUT] = ARENA(q_h, z_h);
+    e[1].slot[BLOB_SLOT_W] = WEIGHTS(w8a, (uint64_t)(O1 * l81));
+    e[1].slot[BLOB_SLOT_P0] = WEIGHTS(t8, (uint64_t)(O1 * L) * 4);
+    e[1].slot[BLOB_SLOT_P1] = WEIGHTS(d8, (uint64_t)O1 * 4);
+    e[1].qgemm.ld = l81;
+    e[1].qgemm.format = BLOB_CODES_INT8;
+    e[1].qgemm.yformat = BLOB_CODES_INT8;
+    e[2] = e[1]; /* the same layer, counts as bit-planes */
+    e[2].slot[BLOB_SLOT_OUT] = ARENA(q_hp, z_hp);
+    e[2].qgemm.yformat = BLOB_CODES_PLANES;
+    e[3] = s3; /* int8 layer over the bytes, i32 out */
+    e[3].slot[BLOB_SLOT_IN] = ARENA(q_h, z_h);
+    e[3].slot[BLOB_SLOT_OUT] = ARENA(q_y, z_y);
+    e[3].slot[BLOB_SLOT_W] = WEIGHTS(w8b, (uint64_t)(O2 * l82));
+    e[3].qgemm.ld = l82;
+    e[3].qgemm.format = BLOB_CODES_INT8;
+    e[4] = s3; /* the planes layer over the int8 layer's planes (the old weights) */
+    e[4].slot[BLOB_SLOT_IN] = ARENA(q_hp, z_hp);
+    e[4].slot[BLOB_SLOT_OUT] = ARENA(q_y2, z_y);
+    e[5] = e[1]; /* the counts epilogue */
+    e[5].slot[BLOB_SLOT_OUT] = ARENA(q_c, z_c);
+    e[5].qgemm.epi = 3;
+    e[5].qgemm.yformat = 0;
+    for (int i = 0; i < 6; i++) { /* step 4 reads the bit-plane weights */
+        m.weights = i == 4 ? wbuf : w8;
+        m.weights_size = i == 4 ? wsize : d8 + (size_t)O1 * 4;
+        rt_cpu_run_step(&m, &e[i], ar8, (int)B);
+    }
+    CHECK_MSG(memcmp(ar8 + q_y * B, ref[0].data, (size_t)(B * O2) * 4) == 0,
+              "trial %d: int8 qgemm chain differs from the interpreter (K=%lld, %d-bit %s, w%d%s)", trial,
+              (long long)K, bits, is_signed ? "signed" : "unsigned", wb1, bip1 ? " bipolar" : "");
+    CHECK_MSG(memcmp(ar8 + q_y2 * B, ref[0].data, (size_t)(B * O2) * 4) == 0,
+              "trial %d: int8 layer into a bit-plane layer differs from the interpreter", trial);
+    CHECK_MSG(memcmp(ar8 + q_c * B, ref[1].data, (size_t)(B * O1) * 4) == 0,
+              "trial %d: int8 qgemm counts differ from the interpreter", trial);
+    free(ar8);
+    free(w8);
     free_tensor(&ref[0]);
     free_tensor(&ref[1]);
     free_graph(g);

@@ -16,7 +16,8 @@
 //   count = sum_l (dir[n] >= 0 ? acc >= T[n][l] : acc <= T[n][l]) over PL_L levels (T, dir
 //   int32, as the qgemm step's p0 / p1), and
 //   Y: [M][PL_YB][PL_LDY] words, bit n of plane r = bit r of count, PL_LDY = N rounded up to
-//      256 bits with zero words: exactly the next layer's A operand.
+//      256 bits with zero words: exactly the next layer's A operand; or, with PL_YFMT 1, the
+//      counts as bytes Y[M][round64(N)] (zero bytes past N: qgemm_s8.cu's A operand).
 // One warp computes a 16 x 32 tile (four n8 MMA tiles); grid = (ceil(N/32), ceil(M/16)).
 // Each inclusion defines one kernel PL_NAME and #undefs its PL_* macros at the end.
 
@@ -58,8 +59,12 @@ __device__ __forceinline__ void bnn_pl_mma(int *d, unsigned a0, unsigned a1, uns
 #ifndef PL_YB
 #define PL_YB 1
 #endif
+#ifndef PL_YFMT
+#define PL_YFMT 0
+#endif
 #define PL_LD ((PL_K + 255) / 256 * 8)
 #define PL_LDY ((PL_N + 255) / 256 * 8)
+#define PL_LDY8 ((PL_N + 63) / 64 * 64)
 
 BNN_PL_LINKAGE __global__ void __launch_bounds__(32)
 PL_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, int M,
@@ -160,6 +165,17 @@ PL_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, int M,
                 count += up ? v >= th : v <= th;
             }
         }
+#if PL_YFMT == 1
+        // The next layer reads int8 codes (qgemm_s8.cu): a byte a channel, zero bytes past N
+        // up to the row's PL_LDY8 (the last column block writes the ones past its 32).
+        unsigned char *y8 = (unsigned char *)Y + (size_t)m * PL_LDY8;
+        if (n < PL_LDY8)
+            y8[n] = (unsigned char)count;
+        if (n0 + 32 >= PL_N)
+            for (int c = n0 + 32 + lane; c < PL_LDY8; c += 32)
+                y8[c] = 0;
+        continue;
+#endif
         // The next layer's codes, written directly as its bit-planes (32 channels a word).
         for (int b = 0; b < PL_YB; b++) {
             const unsigned word = __ballot_sync(0xffffffffu, (count >> b) & 1);
@@ -187,5 +203,7 @@ PL_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, int M,
 #undef PL_YB
 #undef PL_LD
 #undef PL_LDY
+#undef PL_LDY8
+#undef PL_YFMT
 #undef PL_NEG
 #undef PL_NPOS

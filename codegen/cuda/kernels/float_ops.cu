@@ -261,6 +261,21 @@ __device__ __forceinline__ void bnn_quantize(bnn_i64 item, int j, const float *x
     for (int b = 0; b < bits; ++b) y[(bnn_i64)b * ld + j] = word[b];
 }
 
+// quantize to int8 codes (the int8 qgemm's A, qgemm_s8.cu): a byte a level index n = q - lo,
+// [ld] bytes per item (ld a multiple of 64), zero past k; thread j makes bytes 4j..4j+3.
+__device__ __forceinline__ void bnn_quantize_bytes(bnn_i64 item, int j, const float *x, unsigned *out, int k, int ld,
+                                                   int lo, int hi, int rounding, unsigned scale_bits,
+                                                   unsigned zeropt_bits) {
+    const float scale = __int_as_float((int)scale_bits), zeropt = __int_as_float((int)zeropt_bits);
+    x += item * k;
+    unsigned word = 0u;
+    for (int i = 0; i < 4 && 4 * j + i < k; ++i) {
+        const float q = bnn_quantize_one(x, 4 * j + i, scale, zeropt, lo, hi, rounding);
+        word |= (q != q ? 0u : (unsigned)(bnn_i64)__fsub_rn(q, (float)lo)) << (8 * i);
+    }
+    out[item * (ld / 4) + j] = word;
+}
+
 // quantize of an NCHW item (C channels x S pixels) into image planes, `plane` words each ([S][ld]
 // then zero words: the qconv operand, channel c of pixel s at bit c%32 of word c/32): thread j
 // makes word j of every plane (word j%ld of pixel j/ld, or a tail word).

@@ -1,0 +1,255 @@
+// qgemm_s8.cu: low-bit GEMM (qdense, docs/ir.md) on the int8 tensor cores, for layers whose
+// activation bits x weight bits exceed 8 (docs/kernels.md "Low-bit layers on int8 MMA"):
+//     acc[m][n] = sum_k x[m][k] * u[n][k]
+// with x the unsigned activation codes (level indices, < 2^Q8_XB) one byte each and u the
+// signed weight codes one byte each (two's complement; +-1 for bipolar weights). Exact: both
+// are the integers themselves, so mma.sync m16n8k32 .s32 sums exactly what the bit-plane
+// kernel's shifted popcounts sum (int32, wrapping alike). Codes below 128 (Q8_XB <= 7) are the
+// same bytes as s8: .s8.s8; 8-bit codes use the .u8.s8 form of the same instruction.
+//
+// Operands (K padded with zero bytes to Q8_LD, a multiple of 64; blob.h blob_int8_ld):
+//   A: [M][Q8_LD] u8   activation codes (an arena batch item per row)
+//   W: [Q8_N][Q8_LD] s8 weight codes, K-major (the MMA's "col" operand)
+// Epilogues (Q8_EPI), as bgemm_planes.cu's: 1 int32 Y[M][Q8_N]; 2 the level counts
+//   count = sum_l (dir[n] >= 0 ? acc >= T[n][l] : acc <= T[n][l]) over Q8_L levels as the next
+//   layer's codes: Q8_YFMT 0 bit-planes Y[M][Q8_YB][LDY] words (LDY = N rounded up to 256
+//   bits, padding words zero: bgemm_planes.cu's A), Q8_YFMT 1 bytes Y[M][round64(N)] (zero
+//   bytes past N: this kernel's A); 3 the counts as int32 Y[M][Q8_N].
+// Block tile 64 x 128, 8 warps of 32 x 32 (2 m16 x 4 n8 MMA tiles each); K in stages of 64
+// bytes staged through shared memory by 16-byte cp.async (zero-filled past M and N), a ring
+// of Q8_STAGES; rows padded to 80 bytes so the fragment loads hit 32 distinct banks.
+// Grid (ceil(N/128), ceil(M/64)), 256 threads, static shared memory only (45 KiB).
+// Each inclusion defines one kernel Q8_NAME and #undefs its Q8_* macros at the end.
+
+#ifndef BNN_Q8_BM
+#define BNN_Q8_BM 64
+#define BNN_Q8_BN 128
+#define BNN_Q8_BK 64     // bytes of K a stage: two k32 MMA steps
+#define BNN_Q8_ROW 80    // bytes of a staged row: 64 + 16 of padding (bank spread)
+#define BNN_Q8_THREADS 256
+#endif
+// The PTX helpers (tests/lowbit/test_q8_emu.c defines BNN_Q8_ONCE and its own, to run this
+// file as C under a block emulator).
+#ifndef BNN_Q8_ONCE
+#define BNN_Q8_ONCE
+#define BNN_Q8_LINKAGE extern "C"
+// D[16][8] += A[16][32] * B[32][8] (B given as [8][32], K-major): lane 4g+t holds
+// a0 = A[g][4t..4t+3], a1 = A[g+8][4t..], a2 = A[g][16+4t..], a3 = A[g+8][16+4t..],
+// b0 = B[g][4t..4t+3], b1 = B[g][16+4t..] (4 bytes a register, the lowest k in the low byte),
+// d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1].
+__device__ __forceinline__ void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                           unsigned b0, unsigned b1, int a_unsigned) {
+#if __CUDA_ARCH__ >= 800
+    if (a_unsigned)
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                     : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+    (void)d; (void)a0; (void)a1; (void)a2; (void)a3; (void)b0; (void)b1; (void)a_unsigned;
+    __trap(); // the s8 MMA m16n8k32 needs sm_80 or later
+#endif
+}
+// 16-byte global -> shared copy, zero-filled (nothing read) when !ok.
+__device__ __forceinline__ void bnn_q8_cp16(void *dst, const void *src, bool ok) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                 "l"(src), "r"(ok ? 16u : 0u)
+                 : "memory");
+}
+__device__ __forceinline__ void bnn_q8_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+#define bnn_q8_wait(n) asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory")
+#endif
+#ifndef BNN_Q8_COUNT_ONCE
+#define BNN_Q8_COUNT_ONCE
+// The levels the accumulator v reaches: sum_l (dir >= 0 ? v >= t[l] : v <= t[l]).
+__device__ __forceinline__ int bnn_q8_count(int v, const int *t, int dir, int levels) {
+    int count = 0;
+    for (int l = 0; l < levels; l++)
+        count += dir >= 0 ? v >= t[l] : v <= t[l];
+    return count;
+}
+#endif
+
+#if !defined(Q8_N) || !defined(Q8_LD)
+#error "qgemm_s8.cu: define Q8_N and Q8_LD (bytes, a multiple of 64)"
+#endif
+#ifndef Q8_NAME
+#define Q8_NAME qgemm_s8
+#endif
+#ifndef Q8_XB
+#define Q8_XB 8
+#endif
+#ifndef Q8_EPI
+#define Q8_EPI 1
+#endif
+#ifndef Q8_L
+#define Q8_L 1
+#endif
+#ifndef Q8_YB
+#define Q8_YB 1
+#endif
+#ifndef Q8_YFMT
+#define Q8_YFMT 0
+#endif
+#ifndef Q8_STAGES
+#define Q8_STAGES 3
+#endif
+#define Q8_KT (Q8_LD / BNN_Q8_BK)
+#define Q8_LDY ((Q8_N + 255) / 256 * 8)
+#define Q8_LDY8 ((Q8_N + 63) / 64 * 64)
+#define Q8_STAGE_BYTES ((BNN_Q8_BM + BNN_Q8_BN) * BNN_Q8_ROW)
+#if Q8_LD % 64 != 0
+#error "qgemm_s8.cu: Q8_LD must be a multiple of 64 bytes"
+#endif
+
+BNN_Q8_LINKAGE __global__ void __launch_bounds__(BNN_Q8_THREADS)
+Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, int M,
+        const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y) {
+    // The stages, then (after the K loop) the block's accumulators [64][129] int32.
+    __shared__ __align__(16) unsigned char smem[Q8_STAGES * Q8_STAGE_BYTES > BNN_Q8_BM * (BNN_Q8_BN + 1) * 4
+                                                    ? Q8_STAGES * Q8_STAGE_BYTES
+                                                    : BNN_Q8_BM * (BNN_Q8_BN + 1) * 4];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    const int wm = warp >> 2, wn = warp & 3; // 2 x 4 warps, each 32 rows x 32 columns
+    const int m0 = blockIdx.y * BNN_Q8_BM, n0 = blockIdx.x * BNN_Q8_BN;
+    (void)T; (void)dir;
+
+    // One stage: A rows m0.. (4 chunks of 16 bytes each: 256 chunks, one a thread), W rows n0..
+    // (512 chunks, two a thread); rows past M or N are zero-filled.
+#define Q8_LOAD(kt, slot)                                                                                    \
+    do {                                                                                                     \
+        unsigned char *sa = smem + (slot) * Q8_STAGE_BYTES, *sw = sa + BNN_Q8_BM * BNN_Q8_ROW;               \
+        const int r = tid >> 2, c = (tid & 3) * 16, kb = (kt) * BNN_Q8_BK + c;                               \
+        bnn_q8_cp16(sa + r * BNN_Q8_ROW + c, m0 + r < M ? A + (size_t)(m0 + r) * Q8_LD + kb : A,              \
+                    m0 + r < M);                                                                             \
+        for (int h = 0; h < 2; h++) {                                                                        \
+            const int rn = r + 64 * h;                                                                       \
+            bnn_q8_cp16(sw + rn * BNN_Q8_ROW + c,                                                            \
+                        n0 + rn < Q8_N ? (const void *)(W + (size_t)(n0 + rn) * Q8_LD + kb) : (const void *)W, \
+                        n0 + rn < Q8_N);                                                                     \
+        }                                                                                                    \
+    } while (0)
+
+    int acc[2][4][4];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++)
+            for (int e = 0; e < 4; e++)
+                acc[i][j][e] = 0;
+    for (int s = 0; s < Q8_STAGES - 1; s++) {
+        if (s < Q8_KT)
+            Q8_LOAD(s, s);
+        bnn_q8_commit(); // empty groups keep the count of groups in flight fixed
+    }
+    for (int kt = 0; kt < Q8_KT; kt++) {
+        bnn_q8_wait(Q8_STAGES - 2); // stage kt has landed (this thread's copies) ...
+        __syncthreads();           // ... everyone's, and slot (kt - 1) % S is free again
+        if (kt + Q8_STAGES - 1 < Q8_KT)
+            Q8_LOAD(kt + Q8_STAGES - 1, (kt + Q8_STAGES - 1) % Q8_STAGES);
+        bnn_q8_commit();
+        const unsigned char *sa = smem + (kt % Q8_STAGES) * Q8_STAGE_BYTES, *sw = sa + BNN_Q8_BM * BNN_Q8_ROW;
+        for (int kk = 0; kk < BNN_Q8_BK; kk += 32) {
+            unsigned a[2][4], b[4][2];
+            for (int i = 0; i < 2; i++) {
+                const unsigned char *r0 = sa + (wm * 32 + 16 * i + g) * BNN_Q8_ROW + kk + 4 * t;
+                a[i][0] = *(const unsigned *)r0;
+                a[i][1] = *(const unsigned *)(r0 + 8 * BNN_Q8_ROW);
+                a[i][2] = *(const unsigned *)(r0 + 16);
+                a[i][3] = *(const unsigned *)(r0 + 8 * BNN_Q8_ROW + 16);
+            }
+            for (int j = 0; j < 4; j++) {
+                const unsigned char *r0 = sw + (wn * 32 + 8 * j + g) * BNN_Q8_ROW + kk + 4 * t;
+                b[j][0] = *(const unsigned *)r0;
+                b[j][1] = *(const unsigned *)(r0 + 16);
+            }
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 4; j++)
+                    bnn_q8_mma(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1], Q8_XB > 7);
+        }
+    }
+    bnn_q8_wait(0);
+    __syncthreads(); // the stages are dead: the accumulators go to shared memory
+    int *tile = (int *)smem;
+#define Q8_TILE(r, c) tile[(r) * (BNN_Q8_BN + 1) + (c)]
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            const int r = wm * 32 + 16 * i + g, c = wn * 32 + 8 * j + 2 * t;
+            Q8_TILE(r, c) = acc[i][j][0];
+            Q8_TILE(r, c + 1) = acc[i][j][1];
+            Q8_TILE(r + 8, c) = acc[i][j][2];
+            Q8_TILE(r + 8, c + 1) = acc[i][j][3];
+        }
+    __syncthreads();
+#if Q8_EPI != 2
+    // int32 accumulators (1) or level counts (3), one output a thread at a time, along N.
+    for (int e = tid; e < BNN_Q8_BM * BNN_Q8_BN; e += BNN_Q8_THREADS) {
+        const int r = e / BNN_Q8_BN, c = e % BNN_Q8_BN, m = m0 + r, n = n0 + c;
+        if (m >= M || n >= Q8_N)
+            continue;
+        int v = Q8_TILE(r, c);
+#if Q8_EPI == 3
+        v = bnn_q8_count(v, T + n * Q8_L, dir[n], Q8_L);
+#endif
+        ((int *)Y)[(size_t)m * Q8_N + n] = v;
+    }
+#elif Q8_YFMT == 0
+    // The counts as the next layer's bit-planes: one (row, 32 channels) word set a thread.
+    {
+        const int r = tid >> 2, wq = tid & 3, m = m0 + r, nw = n0 / 32 + wq;
+        if (m < M) {
+            unsigned word[Q8_YB];
+            for (int b = 0; b < Q8_YB; b++)
+                word[b] = 0u;
+            for (int i = 0; i < 32; i++) {
+                const int n = n0 + 32 * wq + i;
+                if (n >= Q8_N)
+                    break;
+                const int count = bnn_q8_count(Q8_TILE(r, 32 * wq + i), T + n * Q8_L, dir[n], Q8_L);
+                for (int b = 0; b < Q8_YB; b++)
+                    word[b] |= (unsigned)((count >> b) & 1) << i;
+            }
+            unsigned *yrow = (unsigned *)Y + (size_t)m * Q8_YB * Q8_LDY;
+            for (int b = 0; b < Q8_YB; b++) {
+                yrow[b * Q8_LDY + nw] = word[b];
+                // the last column block zeroes the row's padding words past its 4
+                if (wq == 3 && n0 + BNN_Q8_BN >= Q8_N)
+                    for (int w = nw + 1; w < Q8_LDY; w++)
+                        yrow[b * Q8_LDY + w] = 0u;
+            }
+        }
+    }
+#else
+    // The counts as bytes (the next int8 layer's A): 4 channels a 32-bit store.
+    for (int e = tid; e < BNN_Q8_BM * (BNN_Q8_BN / 4); e += BNN_Q8_THREADS) {
+        const int r = e / (BNN_Q8_BN / 4), c = (e % (BNN_Q8_BN / 4)) * 4, m = m0 + r;
+        if (m >= M || n0 + c >= Q8_LDY8)
+            continue;
+        unsigned word = 0u;
+        for (int i = 0; i < 4 && n0 + c + i < Q8_N; i++) {
+            const int n = n0 + c + i;
+            word |= (unsigned)bnn_q8_count(Q8_TILE(r, c + i), T + n * Q8_L, dir[n], Q8_L) << (8 * i);
+        }
+        *(unsigned *)((unsigned char *)Y + (size_t)m * Q8_LDY8 + n0 + c) = word;
+    }
+#endif
+#undef Q8_TILE
+#undef Q8_LOAD
+}
+
+#undef Q8_NAME
+#undef Q8_N
+#undef Q8_LD
+#undef Q8_XB
+#undef Q8_EPI
+#undef Q8_L
+#undef Q8_YB
+#undef Q8_YFMT
+#undef Q8_STAGES
+#undef Q8_KT
+#undef Q8_LDY
+#undef Q8_LDY8
+#undef Q8_STAGE_BYTES

@@ -1,0 +1,243 @@
+/* test_q8_emu: qgemm_s8.cu (the low-bit GEMM on int8 codes) run without a GPU. The kernel file
+ * is compiled as C under a block emulator: 256 POSIX threads stand for a block's threads,
+ * __syncthreads meets at a barrier, cp.async is an immediate copy (zero-filled past M and N),
+ * and mma.sync m16n8k32 .s8 / .u8 is computed from the 32 lanes' fragments of each warp with
+ * the PTX ISA's register layout (the same word layout HARDWARE.md verified for m16n8k256 b1).
+ * Every output word (padding included, the buffer poisoned first) must equal the runtime's CPU
+ * GEMM on int8 codes (rt_cpu_qgemm_int8, itself checked against the interpreter by
+ * test_qsteps): all three epilogues, planes and bytes out, 1 and 8 bits, odd N and K, one and
+ * many K stages, batch 1, 3, 67 and 130. This checks the kernel's tiling, staging ring and
+ * epilogues, not the PTX (test_planes_nvrtc, and on a GPU test_lowbit_int8.py --device gpu). */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "blob.h"
+#include "rt.h"
+
+/* ---------------------------------------------------------------- the block emulator */
+
+typedef struct EmuDim {
+    unsigned x, y, z;
+} EmuDim;
+static _Thread_local EmuDim threadIdx;
+static EmuDim blockIdx;
+static pthread_barrier_t block_bar;
+static unsigned emu_frag[256][6]; /* a0..a3, b0, b1 of each thread */
+
+#define __global__
+#define __device__
+#define __forceinline__ static inline
+#define __launch_bounds__(n)
+#define __restrict__ restrict
+#define __shared__ static
+#define __align__(n) _Alignas(n)
+#define __syncthreads() pthread_barrier_wait(&block_bar)
+
+#define BNN_Q8_ONCE
+#define BNN_Q8_LINKAGE static
+static void bnn_q8_cp16(void *dst, const void *src, bool ok) {
+    if (ok)
+        memcpy(dst, src, 16);
+    else
+        memset(dst, 0, 16);
+}
+static void bnn_q8_commit(void) {}
+#define bnn_q8_wait(n) ((void)(n))
+
+/* Every thread of the block calls this the same number of times (the kernel's main loop has
+ * no divergence), so a block barrier stands for the warp's. */
+static void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1,
+                       int a_unsigned) {
+    unsigned tid = threadIdx.x, w0 = tid & ~31u;
+    unsigned f[6] = {a0, a1, a2, a3, b0, b1};
+    memcpy(emu_frag[tid], f, sizeof f);
+    pthread_barrier_wait(&block_bar);
+    int A[16][32], B[8][32];
+    for (int l = 0; l < 32; l++) {
+        int g = l >> 2, t = l & 3;
+        const unsigned *r = emu_frag[w0 + (unsigned)l];
+        for (int i = 0; i < 4; i++) {
+            int sh = 8 * i;
+#define BYTE_A(v) (a_unsigned ? (int)(((v) >> sh) & 0xffu) : (int)(int8_t)(((v) >> sh) & 0xffu))
+            A[g][4 * t + i] = BYTE_A(r[0]);
+            A[g + 8][4 * t + i] = BYTE_A(r[1]);
+            A[g][16 + 4 * t + i] = BYTE_A(r[2]);
+            A[g + 8][16 + 4 * t + i] = BYTE_A(r[3]);
+#undef BYTE_A
+            B[g][4 * t + i] = (int8_t)((r[4] >> sh) & 0xffu);
+            B[g][16 + 4 * t + i] = (int8_t)((r[5] >> sh) & 0xffu);
+        }
+    }
+    pthread_barrier_wait(&block_bar);
+    int g = (int)(tid & 31) >> 2, t = (int)tid & 3;
+    int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 32; k++)
+            d[i] += A[rows[i]][k] * B[cols[i]][k];
+}
+
+/* ---------------------------------------------------------------- the kernels */
+
+#define Q8_NAME emu_w4a4_bytes
+#define Q8_N 300
+#define Q8_LD 1024
+#define Q8_XB 4
+#define Q8_EPI 2
+#define Q8_L 15
+#define Q8_YB 4
+#define Q8_YFMT 1
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+#define Q8_NAME emu_w8a8_planes
+#define Q8_N 257
+#define Q8_LD 256
+#define Q8_XB 8
+#define Q8_EPI 2
+#define Q8_L 255
+#define Q8_YB 8
+#define Q8_YFMT 0
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+#define Q8_NAME emu_a3_i32
+#define Q8_N 10
+#define Q8_LD 64
+#define Q8_XB 3
+#define Q8_EPI 1
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+#define Q8_NAME emu_a8_counts
+#define Q8_N 129
+#define Q8_LD 192
+#define Q8_XB 8
+#define Q8_EPI 3
+#define Q8_L 7
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+#define Q8_NAME emu_a2_planes1
+#define Q8_N 33
+#define Q8_LD 128
+#define Q8_XB 2
+#define Q8_EPI 2
+#define Q8_L 1
+#define Q8_YB 1
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+typedef void (*Q8Kernel)(const unsigned char *, const signed char *, int, const int *, const int *, void *);
+
+typedef struct Spec {
+    Q8Kernel fn;
+    const char *name;
+    int n, k, xb, wlo, whi, epi, l, yb, yfmt;
+} Spec;
+
+static const Spec specs[] = {
+    {emu_w4a4_bytes, "w4a4, bytes out", 300, 1000, 4, -8, 7, 2, 15, 4, 1},
+    {emu_w8a8_planes, "w8a8 (u8 codes), planes out", 257, 255, 8, -128, 127, 2, 255, 8, 0},
+    {emu_a3_i32, "w1a3 bipolar, int32, one stage", 10, 37, 3, -1, 1, 1, 1, 1, 0},
+    {emu_a8_counts, "w3a8, counts as int32", 129, 150, 8, -4, 3, 3, 7, 3, 0},
+    {emu_a2_planes1, "unsigned w5 a2, one plane out", 33, 100, 2, 0, 31, 2, 1, 1, 0},
+};
+
+static uint32_t rng_state = 777;
+static int rnd(int lo, int hi) {
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return lo + (int)((rng_state >> 8) % (uint32_t)(hi - lo + 1));
+}
+
+typedef struct Launch {
+    Q8Kernel fn;
+    const unsigned char *A;
+    const signed char *W;
+    int M;
+    const int *T, *dir;
+    void *Y;
+    unsigned tid;
+} Launch;
+
+static void *run_thread(void *arg) {
+    Launch *l = arg;
+    threadIdx.x = l->tid;
+    l->fn(l->A, l->W, l->M, l->T, l->dir, l->Y);
+    return NULL;
+}
+
+static void launch(Q8Kernel fn, unsigned gx, unsigned gy, const unsigned char *A, const signed char *W, int M,
+                   const int *T, const int *dir, void *Y) {
+    for (unsigned by = 0; by < gy; by++)
+        for (unsigned bx = 0; bx < gx; bx++) {
+            blockIdx.x = bx;
+            blockIdx.y = by;
+            pthread_t th[256];
+            Launch ls[256];
+            for (unsigned i = 0; i < 256; i++) {
+                ls[i] = (Launch){fn, A, W, M, T, dir, Y, i};
+                pthread_create(&th[i], NULL, run_thread, &ls[i]);
+            }
+            for (int i = 0; i < 256; i++)
+                pthread_join(th[i], NULL);
+        }
+}
+
+static void check_spec(const Spec *s, int M) {
+    int64_t N = s->n, K = s->k, ld = blob_int8_ld(K);
+    uint8_t *A = calloc((size_t)(M * ld), 1);
+    int8_t *W = calloc((size_t)(N * ld), 1);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t k = 0; k < K; k++)
+            A[m * ld + k] = (uint8_t)rnd(0, (1 << s->xb) - 1);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t k = 0; k < K; k++)
+            W[n * ld + k] = (int8_t)(s->wlo == -1 && s->whi == 1 ? (rnd(0, 1) ? 1 : -1) : rnd(s->wlo, s->whi));
+    int32_t *acc = malloc((size_t)(M * N) * 4);
+    rt_cpu_qgemm_int8(A, W, M, N, ld, acc, NULL, NULL, 0, 0, 0, NULL);
+    int32_t *t = malloc((size_t)(N * s->l + N) * 4), *dir = t + N * s->l; /* thresholds, then dir */
+    for (int64_t n = 0; n < N; n++) {
+        dir[n] = rnd(0, 1) ? 1 : -1;
+        for (int l = 0; l < s->l; l++)
+            t[n * s->l + l] = acc[rnd(0, M * (int)N - 1)] + rnd(-2, 2);
+    }
+    size_t bytes = s->epi != 2 ? (size_t)(M * N) * 4
+                   : s->yfmt    ? (size_t)(M * blob_int8_ld(N))
+                                : (size_t)(M * s->yb * ((N + 255) / 256 * 8)) * 4;
+    uint8_t *want = malloc(2 * bytes), *got = want + bytes;
+    if (s->epi == 2)
+        rt_cpu_qgemm_int8(A, W, M, N, ld, NULL, t, dir, s->l, s->yb, s->yfmt, want);
+    else
+        memcpy(want, acc, bytes);
+    for (int64_t i = 0; s->epi == 3 && i < M * N; i++) { /* the counts */
+        int c = 0;
+        for (int l = 0; l < s->l; l++)
+            c += dir[i % N] < 0 ? acc[i] <= t[i % N * s->l + l] : acc[i] >= t[i % N * s->l + l];
+        ((int32_t *)want)[i] = c;
+    }
+    memset(got, 0xa5, bytes);
+    launch(s->fn, (unsigned)(N + 127) / 128, (unsigned)(M + 63) / 64, A, (const signed char *)W, M, t, dir, got);
+    size_t bad = 0, first = bytes;
+    for (size_t i = 0; i < bytes; i++)
+        if (got[i] != want[i]) {
+            bad++;
+            first = first < i ? first : i;
+        }
+    CHECK_MSG(bad == 0, "%s, M=%d: %zu of %zu bytes differ (the first at %zu)", s->name, M, bad, bytes, first);
+    free(A);
+    free(W);
+    free(acc);
+    free(t);
+    free(want);
+}
+
+int main(void) {
+    pthread_barrier_init(&block_bar, NULL, 256);
+    static const int Ms[] = {1, 3, 67, 130};
+    for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
+        for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++)
+            check_spec(&specs[i], Ms[m]);
+    pthread_barrier_destroy(&block_bar);
+    return check_report("test_q8_emu");
+}
