@@ -31,6 +31,9 @@ typedef struct CodegenOptions {
      * as hi + lo fp16 pairs, three products per term), f32 sums in the tensor cores' order:
      * no longer bit-identical to the reference. The CPU path stays exact in every mode. */
     enum { FLOAT_CONVS_EXACT, FLOAT_CONVS_FP16, FLOAT_CONVS_FP16X3 } float_convs;
+    /* --qconv=direct: every qconv step on the direct kernel (qconv.cu without QC_HALO), not the
+     * halo-tile kernel where its shared memory fits (the default; docs/codegen.md). */
+    bool qconv_direct;
 } CodegenOptions;
 
 /* Parse "sm_90a,sm_80,cpu" into o->targets ("cpu" adds no GPU target; targets point into

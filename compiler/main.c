@@ -26,6 +26,7 @@ typedef struct Args {
     const char *targets; /* --target=LIST */
     bool no_cache;       /* --no-cache */
     int float_convs;     /* --float-convs: CodegenOptions.float_convs */
+    bool qconv_direct;   /* --qconv=direct: CodegenOptions.qconv_direct */
 } Args;
 
 static void usage(FILE *out) {
@@ -51,6 +52,9 @@ static void usage(FILE *out) {
             "                       cores: fastest, about 1e-3 off, so a sign after them may\n"
             "                       flip); fp16x3 (hi + lo fp16 pairs, three products a term:\n"
             "                       about 2^-21 off). The CPU path stays exact in every mode\n"
+            "  --qconv=KERNEL       low-bit convolutions on the GPU: halo (default: the halo-tile\n"
+            "                       kernel wherever its shared memory fits), direct (the direct\n"
+            "                       kernel everywhere); same results, docs/codegen.md\n"
             "  --no-cache           compile the kernels even when the CUBIN cache has them, and\n"
             "                       store nothing there (cache: $BNNCC_CACHE_DIR, else\n"
             "                       $XDG_CACHE_HOME/bnncc, else ~/.cache/bnncc)\n"
@@ -119,6 +123,10 @@ static int parse_args(int argc, char **argv, Args *a) {
             a->copts.formats = FORMATS_TILED;
         } else if (!strncmp(s, "--formats", 9)) {
             return bad_arg("unknown '%s' (--formats=auto, plain or tiled)", s);
+        } else if (!strcmp(s, "--qconv=halo") || !strcmp(s, "--qconv=direct")) {
+            a->qconv_direct = s[8] == 'd';
+        } else if (!strncmp(s, "--qconv", 7)) {
+            return bad_arg("unknown '%s' (--qconv=halo or direct)", s);
         } else if (!strncmp(s, "--float-convs", 13)) {
             return bad_arg("unknown '%s' (--float-convs=exact, fp16 or fp16x3)", s);
         } else if (s[0] == '-' && s[1] == 'O' && s[2] >= '0' && s[2] <= '3' && !s[3]) {
@@ -199,6 +207,7 @@ static int emit_blob(const Args *a, const Graph *g) {
     o.report = a->report ? &report : NULL;
     o.no_cache = a->no_cache;
     o.float_convs = a->float_convs;
+    o.qconv_direct = a->qconv_direct;
     /* NVRTC takes seconds on a big model: say so where someone watches, or with -v. */
     o.progress = a->report || isatty(STDERR_FILENO);
     int rc = codegen_write_blob(g, &o, path);
@@ -239,7 +248,7 @@ static int compile(Args *a) {
         rc = emit_text(a->out, text) == 0 ? 0 : 1;
         free(text);
     } else if (a->emit == EMIT_CUDA) {
-        CodegenOptions o = {.float_convs = a->float_convs};
+        CodegenOptions o = {.float_convs = a->float_convs, .qconv_direct = a->qconv_direct};
         if (codegen_parse_targets(a->targets ? a->targets : "sm_90a,sm_80", &o) != 0) {
             fprintf(stderr, "bnncc: error: %s\n", diag_message());
             goto done;
