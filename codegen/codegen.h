@@ -35,6 +35,9 @@ typedef struct CodegenOptions {
      * bits x weight bits > 8, bit-planes otherwise (docs/codegen.md "Bit-planes or int8");
      * PLANES / INT8: every layer that can, the others an error naming the layer. */
     enum { LOWBIT_AUTO, LOWBIT_PLANES, LOWBIT_INT8 } lowbit;
+    /* --qconv=direct: every qconv step on the direct kernel (qconv.cu without QC_HALO), not the
+     * halo-tile kernel where its shared memory fits (the default; docs/codegen.md). */
+    bool qconv_direct;
 } CodegenOptions;
 
 /* Parse "sm_90a,sm_80,cpu" into o->targets ("cpu" adds no GPU target; targets point into

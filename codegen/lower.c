@@ -55,6 +55,7 @@ typedef struct Lower {
     int node_index;
     int float_convs;  /* CodegenOptions.float_convs: float convs on fp16 tensor cores (GPU only) */
     int nfp16_convs;  /* how many got that kernel, for --report */
+    bool qconv_direct; /* CodegenOptions.qconv_direct: no halo-tile qconv kernels */
     int nexact_bit_convs; /* conv2d_chains on it that write exact bits (lower_conv2d_bits) */
     int tiled_kernel; /* codegen_tiled_kernel of the options: which pre-tiled GEMM the targets run */
     int ntiled;       /* pre-tiled bgemm steps, for --report */
@@ -1225,6 +1226,14 @@ static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int
     return 0;
 }
 
+/* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
+static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
+    BlobGridDim grid[3] = {{(uint32_t)((O + hc->bn - 1) / hc->bn), 0, 1},
+                           {hc->grid_base, hc->grid_per_batch, hc->grid_div}, {1, 0, 1}};
+    uint32_t block[3] = {(uint32_t)bnn_tile_threads(hc->wm, hc->wn), 1, 1};
+    blob_step_set_kernel(&st->s, st->k.name, grid, block, (uint32_t)hc->smem);
+}
+
 /* conv2d over b1 x b1 (bconv2d, bconv2d_chain, or conv2d with its threshold / cast) -> a bconv
  * step. A bconv2d_chain's float chain (chain_epilogue: stages, a residual add, the bits) runs in
  * the same step, f32 written NCHW and bits NHWC by CPU and GPU alike; a conv2d's cast is a
@@ -1393,10 +1402,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
                                    "#define BC_WM %d\n#define BC_WN %d\n#define BC_MINB %d\n",
                                    head, hc.th, hc.tw, hc.bn, hc.wm, hc.wn, hc.minb);
         free(head);
-        BlobGridDim grid[3] = {{(uint32_t)((O + hc.bn - 1) / hc.bn), 0, 1},
-                               {hc.grid_base, hc.grid_per_batch, hc.grid_div}, {1, 0, 1}};
-        uint32_t block[3] = {(uint32_t)bnn_tile_threads(hc.wm, hc.wn), 1, 1};
-        blob_step_set_kernel(&st->s, st->k.name, grid, block, (uint32_t)hc.smem);
+        set_halo_launch(st, &hc, O);
     } else {
         BlobGridDim grid[3] = {{(uint32_t)((O + BNN_BCONV_BN - 1) / BNN_BCONV_BN), 0, 1},
                                {0, (uint32_t)pix, BNN_BCONV_BM}, {1, 0, 1}};
@@ -2972,9 +2978,24 @@ static int lower_qconv(Lower *L, const Node *n) {
         (long long)(planes ? qp.yb : chain ? 0 : 1), (long long)ldw, (long long)(planes ? qp.ldy : 1),
         chain_defs.data ? chain_defs.data : "");
     free(chain_defs.data);
-    BlobGridDim grid[3] = {{(uint32_t)((O + 31) / 32), 0, 1}, {0, (uint32_t)(OH * OW), 16}, {1, 0, 1}};
-    uint32_t block[3] = {32, 1, 1};
-    blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
+    /* The halo-tile kernel (qconv.cu QC_HALO) wherever its shared memory fits, its tile from
+     * bnn_qhalo_choose (kernels.h); else (or with --qconv=direct) the direct kernel. Same
+     * operands, arguments and results either way. */
+    BnnHaloCfg hc;
+    int nacc = (int)(qp.wsigned && !qp.bipolar ? qp.xb + qp.wb - 2 + qp.xb : qp.xb + qp.wb - 1);
+    if (!L->qconv_direct && bnn_qhalo_choose((int)C, (int)OH, (int)OW, (int)O, (int)KH, (int)KW, (int)s[0], (int)s[1],
+                                             (int)d[0], (int)d[1], (int)xb, (int)qp.wb, nacc, &hc) == 0) {
+        char *head = st->k.defines;
+        st->k.defines = str_printf("%s#define QC_HALO 1\n#define QC_TH %d\n#define QC_TW %d\n#define QC_WM %d\n"
+                                   "#define QC_WN %d\n#define QC_MINB %d\n",
+                                   head, hc.th, hc.tw, hc.wm, hc.wn, hc.minb);
+        free(head);
+        set_halo_launch(st, &hc, O);
+    } else {
+        BlobGridDim grid[3] = {{(uint32_t)((O + 31) / 32), 0, 1}, {0, (uint32_t)(OH * OW), 16}, {1, 0, 1}};
+        uint32_t block[3] = {32, 1, 1};
+        blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
+    }
     if (!chain) {
         add_planes_args(st, OH * OW);
         return 0;
@@ -3150,6 +3171,7 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     L->g = g;
     L->float_convs = o ? (int)o->float_convs : FLOAT_CONVS_EXACT;
     L->lowbit = o ? (int)o->lowbit : LOWBIT_AUTO;
+    L->qconv_direct = o && o->qconv_direct;
     L->tiled_kernel = codegen_tiled_kernel(o);
     L->w = blob_new();
     for (int i = 0; i < g->nvalues; i++)

@@ -27,6 +27,7 @@ typedef struct Args {
     bool no_cache;       /* --no-cache */
     int float_convs;     /* --float-convs: CodegenOptions.float_convs */
     int lowbit;          /* --lowbit: CodegenOptions.lowbit */
+    bool qconv_direct;   /* --qconv=direct: CodegenOptions.qconv_direct */
 } Args;
 
 static void usage(FILE *out) {
@@ -55,6 +56,9 @@ static void usage(FILE *out) {
             "  --lowbit=MODE        low-bit dense layers: auto (default: int8 MMA where activation\n"
             "                       bits x weight bits > 8, bit-planes otherwise), planes, int8\n"
             "                       (every such layer; an error naming a layer that cannot)\n"
+            "  --qconv=KERNEL       low-bit convolutions on the GPU: halo (default: the halo-tile\n"
+            "                       kernel wherever its shared memory fits), direct (the direct\n"
+            "                       kernel everywhere); same results, docs/codegen.md\n"
             "  --no-cache           compile the kernels even when the CUBIN cache has them, and\n"
             "                       store nothing there (cache: $BNNCC_CACHE_DIR, else\n"
             "                       $XDG_CACHE_HOME/bnncc, else ~/.cache/bnncc)\n"
@@ -131,6 +135,10 @@ static int parse_args(int argc, char **argv, Args *a) {
             a->lowbit = LOWBIT_INT8;
         } else if (!strncmp(s, "--lowbit", 8)) {
             return bad_arg("unknown '%s' (--lowbit=auto, planes or int8)", s);
+        } else if (!strcmp(s, "--qconv=halo") || !strcmp(s, "--qconv=direct")) {
+            a->qconv_direct = s[8] == 'd';
+        } else if (!strncmp(s, "--qconv", 7)) {
+            return bad_arg("unknown '%s' (--qconv=halo or direct)", s);
         } else if (!strncmp(s, "--float-convs", 13)) {
             return bad_arg("unknown '%s' (--float-convs=exact, fp16 or fp16x3)", s);
         } else if (s[0] == '-' && s[1] == 'O' && s[2] >= '0' && s[2] <= '3' && !s[3]) {
@@ -212,6 +220,7 @@ static int emit_blob(const Args *a, const Graph *g) {
     o.no_cache = a->no_cache;
     o.float_convs = a->float_convs;
     o.lowbit = a->lowbit;
+    o.qconv_direct = a->qconv_direct;
     /* NVRTC takes seconds on a big model: say so where someone watches, or with -v. */
     o.progress = a->report || isatty(STDERR_FILENO);
     int rc = codegen_write_blob(g, &o, path);
@@ -252,7 +261,7 @@ static int compile(Args *a) {
         rc = emit_text(a->out, text) == 0 ? 0 : 1;
         free(text);
     } else if (a->emit == EMIT_CUDA) {
-        CodegenOptions o = {.float_convs = a->float_convs, .lowbit = a->lowbit};
+        CodegenOptions o = {.float_convs = a->float_convs, .lowbit = a->lowbit, .qconv_direct = a->qconv_direct};
         if (codegen_parse_targets(a->targets ? a->targets : "sm_90a,sm_80", &o) != 0) {
             fprintf(stderr, "bnncc: error: %s\n", diag_message());
             goto done;

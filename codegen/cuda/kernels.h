@@ -67,8 +67,34 @@ static inline void bnn_halo_grid(int tiles, int nbx, unsigned *base, unsigned *d
     *div = tiles / 4 > 8 ? (unsigned)(tiles / 4) : 8u;
 }
 
+/* cfg's tiles over an oh x ow output and its grid.y terms (bnn_halo_grid), O channels. */
+static inline void bnn_halo_set_grid(BnnHaloCfg *cfg, int oh, int ow, int o) {
+    cfg->tiles = ((oh + cfg->th - 1) / cfg->th) * ((ow + cfg->tw - 1) / cfg->tw);
+    bnn_halo_grid(cfg->tiles, (o + cfg->bn - 1) / cfg->bn, &cfg->grid_base, &cfg->grid_div);
+    cfg->grid_per_batch = (unsigned)cfg->tiles;
+}
+
 /* The largest shared memory a halo block may take: two blocks still fit on an SM. */
 enum { BNN_HALO_SMEM_MAX = 110 * 1024 };
+
+/* The output tiles (TH x TW pixels) the halo kernels choose from, and the choice: the first
+ * whose padding waste is small (at least 3/4 of its rows are real pixels of an ohe x owe
+ * output) and that gives at least min_blocks blocks for one image (nbx column blocks); failing
+ * that, the one with the most blocks at one image among those at least half full. */
+static const int bnn_halo_tiles[4][2] = {{8, 16}, {8, 8}, {4, 8}, {4, 4}};
+static inline int bnn_halo_pick(int ohe, int owe, int nbx, int min_blocks) {
+    int best = -1, best_blocks = -1;
+    for (int i = 0; i < 4; i++) {
+        int th = bnn_halo_tiles[i][0], tw = bnn_halo_tiles[i][1];
+        int tiles = ((ohe + th - 1) / th) * ((owe + tw - 1) / tw);
+        long real = (long)ohe * owe, rows = (long)tiles * th * tw;
+        if (4 * real >= 3 * rows && tiles * nbx >= min_blocks)
+            return i;
+        if (2 * real >= rows && tiles * nbx > best_blocks)
+            best = i, best_blocks = tiles * nbx;
+    }
+    return best < 0 ? 3 : best;
+}
 
 /* Picks the tile of the halo kernel for a convolution; 0, or -1 when it does not apply (its
  * shared memory would exceed BNN_HALO_SMEM_MAX: very wide C). Cost model: among output tiles
@@ -82,29 +108,15 @@ enum { BNN_HALO_SMEM_MAX = 110 * 1024 };
  * (168 registers, 3 blocks per SM). grid.y: bnn_halo_grid. */
 static inline int bnn_halo_choose(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh, int dw,
                                   int pool, int min_blocks, BnnHaloCfg *cfg) {
-    static const int cand[4][2] = {{8, 16}, {8, 8}, {4, 8}, {4, 4}};
     cfg->minb = 2;
     if (min_blocks < 0) {
         min_blocks = c <= 128 ? 66 : 0;
         cfg->minb = c <= 128 ? 2 : 3;
     }
     int ohe = pool ? oh / 2 * 2 : oh, owe = pool ? ow / 2 * 2 : ow;
-    int bn = o <= 32 ? 32 : 64, nbx = (o + bn - 1) / bn, best = -1, best_blocks = -1;
-    for (int i = 0; i < 4; i++) {
-        int th = cand[i][0], tw = cand[i][1];
-        int tiles = ((ohe + th - 1) / th) * ((owe + tw - 1) / tw);
-        long real = (long)ohe * owe, rows = (long)tiles * th * tw;
-        if (4 * real >= 3 * rows && tiles * nbx >= min_blocks) {
-            best = i;
-            break;
-        }
-        if (2 * real >= rows && tiles * nbx > best_blocks)
-            best = i, best_blocks = tiles * nbx;
-    }
-    if (best < 0)
-        best = 3;
-    cfg->th = cand[best][0];
-    cfg->tw = cand[best][1];
+    int bn = o <= 32 ? 32 : 64, best = bnn_halo_pick(ohe, owe, (o + bn - 1) / bn, min_blocks);
+    cfg->th = bnn_halo_tiles[best][0];
+    cfg->tw = bnn_halo_tiles[best][1];
     cfg->bn = bn;
     cfg->wm = cfg->th * cfg->tw >= 32 ? 2 : 1;
     cfg->wn = bn / 32;
@@ -116,9 +128,47 @@ static inline int bnn_halo_choose(int c, int oh, int ow, int o, int kh, int kw, 
     }
     if (cfg->smem > BNN_HALO_SMEM_MAX)
         return -1;
-    cfg->tiles = ((ohe + cfg->th - 1) / cfg->th) * ((owe + cfg->tw - 1) / cfg->tw);
-    bnn_halo_grid(cfg->tiles, (o + cfg->bn - 1) / cfg->bn, &cfg->grid_base, &cfg->grid_div);
-    cfg->grid_per_batch = (unsigned)cfg->tiles;
+    bnn_halo_set_grid(cfg, ohe, owe, o);
+    return 0;
+}
+
+/* The halo-tile qconv (QC_HALO 1, qconv.cu): a block's dynamic shared memory (QC_HSMEM), which
+ * it checks on entry: the weight slice (wb planes x KH*KW taps x ceil(C/128) 16-byte chunks x
+ * 32*wn rows), two halos of xb planes (HH rows of HWS slots per chunk), a zero line, the
+ * popcount of each halo slot and of each tile row. */
+static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, int dw, int th, int tw, int wn,
+                                 int xb, int wb) {
+    int she = kh == 1 ? 1 : sh, swe = kw == 1 ? 1 : sw;
+    int ccr = (c + 127) / 128, hh = (th - 1) * she + (kh - 1) * dh + 1, hwd = (tw - 1) * swe + (kw - 1) * dw + 1;
+    int hws = she == 1 ? bnn_halo_ws(hwd, tw * swe) : hwd, nhp = hh * hws;
+    return wb * kh * kw * ccr * 32 * wn * 16 + 2 * xb * ccr * nhp * 16 + 16 + 4 * nhp + 4 * th * tw;
+}
+
+/* The halo qconv's configuration (QC_TH, QC_TW, QC_WM, QC_WN, QC_MINB in cfg->th, tw, wm, wn,
+ * minb; bn = 32*wn channels a block; grid as bnn_halo_choose's); 0, or -1 when its shared
+ * memory would exceed BNN_HALO_SMEM_MAX even with bn = 32 (the direct kernel then). The rule:
+ * the tile of bnn_halo_pick with min_blocks 66 (at least half an H100's SMs busy at batch 1),
+ * bn = 64 (32 when O <= 32), each warp 32 channels; a warp takes two m16 tiles of rows (one
+ * when the tile has 16 rows, or when nacc, the accumulator sets pos + neg of the plane pairs,
+ * exceeds 4: registers), QC_MINB 2. */
+static inline int bnn_qhalo_choose(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh, int dw,
+                                   int xb, int wb, int nacc, BnnHaloCfg *cfg) {
+    int bn = o <= 32 ? 32 : 64, best = bnn_halo_pick(oh, ow, (o + bn - 1) / bn, 66);
+    cfg->th = bnn_halo_tiles[best][0];
+    cfg->tw = bnn_halo_tiles[best][1];
+    int mi = cfg->th * cfg->tw >= 32 && nacc <= 4 ? 2 : 1;
+    cfg->wm = cfg->th * cfg->tw / (16 * mi);
+    cfg->minb = 2;
+    for (; bn >= 32; bn -= 32) {
+        cfg->bn = bn;
+        cfg->wn = bn / 32;
+        cfg->smem = bnn_qhalo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, cfg->wn, xb, wb);
+        if (cfg->smem <= BNN_HALO_SMEM_MAX)
+            break;
+    }
+    if (cfg->smem > BNN_HALO_SMEM_MAX)
+        return -1;
+    bnn_halo_set_grid(cfg, oh, ow, o);
     return 0;
 }
 

@@ -1,49 +1,69 @@
-/* warp_emu.h: a warp emulator to run the bit-plane kernel files (bgemm_planes.cu, qconv.cu)
- * as C without a GPU: 32 POSIX threads per block stand for the lanes, the warp primitives
- * (__syncwarp, __ballot_sync, __shfl_xor_sync) meet at a barrier, and mma.sync m16n8k256
- * .and.popc (emu_mma) is computed from the lanes' fragments with the register layout
- * HARDWARE.md verified on the hardware. Include once per test, before the kernel files;
- * initialize warp_bar for 32 threads. */
+/* warp_emu.h: a block emulator to run the bit-plane kernel files (bgemm_planes.cu, qconv.cu)
+ * as C without a GPU. A block of up to EMU_MAXW warps is that many POSIX threads; the warp
+ * primitives (__syncwarp, __ballot_sync, __shfl_xor_sync, ldmatrix, mma.sync) meet at their
+ * warp's barrier, __syncthreads at the block's. mma.sync m16n8k256 .and.popc (emu_mma) is
+ * computed from the lanes' fragments with the register layout HARDWARE.md verified on the
+ * hardware; ldmatrix .x4 (bnn_qh_ldsm4) hands lane l word l%4 of row l/4 of matrix j, whose
+ * rows lanes 8j..8j+7 addressed; cp.async (bnn_qh_cp) is queued per thread and lands only at
+ * the cp.async.wait_group that covers its group (a read before the wait sees the old bytes).
+ * Dynamic shared memory is filled with 0xa5 before each block; its addresses are offsets into
+ * emu_dsmem, checked for bounds and alignment. Include once per test, before the kernel files. */
 #ifndef BNN_WARP_EMU_H
 #define BNN_WARP_EMU_H
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+enum { EMU_MAXW = 16, EMU_DSMEM = 232448, EMU_MAXCP = 4096 };
 
 typedef struct EmuDim {
     unsigned x, y, z;
 } EmuDim;
 static _Thread_local EmuDim threadIdx;
-static EmuDim blockIdx;
-static pthread_barrier_t warp_bar;
-static unsigned emu_u[32];
-static int emu_i[32];
-static unsigned emu_frag[32][6]; /* a0..a3, b0, b1 of each lane */
+static EmuDim blockIdx, gridDim;
+static pthread_barrier_t emu_wbar[EMU_MAXW], emu_bbar;
+static unsigned emu_u[EMU_MAXW][32];
+static int emu_i[EMU_MAXW][32];
+static unsigned emu_frag[EMU_MAXW][32][6]; /* a0..a3, b0, b1 of each lane */
+static unsigned emu_addr[EMU_MAXW][32];
+static _Alignas(16) unsigned char emu_dsmem[EMU_DSMEM];
+static unsigned emu_dsmem_size; /* the launch's dynamic shared memory */
 
 #define __global__
-#define __launch_bounds__(n)
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
 #define __restrict__ restrict
 #define __shared__ static
 #define __popc(x) __builtin_popcount(x)
+#define __trap() (fprintf(stderr, "__trap at %s:%d\n", __FILE__, __LINE__), abort())
 
-static void emu_sync(void) { pthread_barrier_wait(&warp_bar); }
+static void emu_fail(const char *what, unsigned v) {
+    fprintf(stderr, "warp_emu: %s (%u), thread %u of block (%u, %u)\n", what, v, threadIdx.x, blockIdx.x, blockIdx.y);
+    abort();
+}
+static void emu_sync(void) { pthread_barrier_wait(&emu_wbar[threadIdx.x / 32]); }
 #define __syncwarp() emu_sync()
+#define __syncthreads() pthread_barrier_wait(&emu_bbar)
 
 static unsigned __ballot_sync(unsigned mask, int pred) {
     (void)mask;
-    emu_u[threadIdx.x] = pred != 0;
+    unsigned w = threadIdx.x / 32, r = 0;
+    emu_u[w][threadIdx.x % 32] = pred != 0;
     emu_sync();
-    unsigned w = 0;
     for (int l = 0; l < 32; l++)
-        w |= emu_u[l] << l;
+        r |= emu_u[w][l] << l;
     emu_sync();
-    return w;
+    return r;
 }
 
 static int __shfl_xor_sync(unsigned mask, int v, int o) {
     (void)mask;
-    emu_i[threadIdx.x] = v;
+    unsigned w = threadIdx.x / 32;
+    emu_i[w][threadIdx.x % 32] = v;
     emu_sync();
-    int r = emu_i[threadIdx.x ^ (unsigned)o];
+    int r = emu_i[w][(threadIdx.x % 32) ^ (unsigned)o];
     emu_sync();
     return r;
 }
@@ -53,19 +73,19 @@ static int __shfl_xor_sync(unsigned mask, int v, int o) {
  * d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1]. */
 static void emu_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
                        unsigned b1) {
-    unsigned lane = threadIdx.x;
+    unsigned lane = threadIdx.x % 32, wp = threadIdx.x / 32;
     unsigned f[6] = {a0, a1, a2, a3, b0, b1};
-    memcpy(emu_frag[lane], f, sizeof f);
+    memcpy(emu_frag[wp][lane], f, sizeof f);
     emu_sync();
     unsigned A[16][8], B[8][8];
     for (int l = 0; l < 32; l++) {
         int g = l >> 2, t = l & 3;
-        A[g][t] = emu_frag[l][0];
-        A[g + 8][t] = emu_frag[l][1];
-        A[g][4 + t] = emu_frag[l][2];
-        A[g + 8][4 + t] = emu_frag[l][3];
-        B[g][t] = emu_frag[l][4];
-        B[g][4 + t] = emu_frag[l][5];
+        A[g][t] = emu_frag[wp][l][0];
+        A[g + 8][t] = emu_frag[wp][l][1];
+        A[g][4 + t] = emu_frag[wp][l][2];
+        A[g + 8][4 + t] = emu_frag[wp][l][3];
+        B[g][t] = emu_frag[wp][l][4];
+        B[g][4 + t] = emu_frag[wp][l][5];
     }
     emu_sync();
     int g = (int)lane >> 2, t = (int)lane & 3;
@@ -75,8 +95,120 @@ static void emu_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, 
             d[i] += __builtin_popcount(A[rows[i]][w] & B[cols[i]][w]);
 }
 
+/* ---- shared memory: 32-bit addresses are offsets into emu_dsmem */
+static unsigned char *emu_at(unsigned a, unsigned bytes, unsigned align) {
+    if (a % align)
+        emu_fail("misaligned shared address", a);
+    if (a + bytes > emu_dsmem_size)
+        emu_fail("shared address past the launch's dynamic shared memory", a);
+    return emu_dsmem + a;
+}
+#define BNN_QC_DSMEM(name) unsigned char *name = emu_dsmem
+#define bnn_qh_smem(p) ((unsigned)((unsigned char *)(p) - emu_dsmem))
+#define bnn_qh_smem_size() emu_dsmem_size
+#define BNN_QC_UNROLL
+static inline void bnn_qh_st16(unsigned a, unsigned x, unsigned y, unsigned z, unsigned w) {
+    unsigned v[4] = {x, y, z, w};
+    memcpy(emu_at(a, 16, 16), v, 16);
+}
+static inline void bnn_qh_ld16(unsigned a, unsigned *v) { memcpy(v, emu_at(a, 16, 16), 16); }
+
+/* ldmatrix.sync.aligned.m8n8.x4.shared.b16: lanes 8j..8j+7 give the rows of matrix j (16
+ * bytes each); register j of lane l = 32-bit word l%4 of row l/4 of matrix j. */
+static inline void bnn_qh_ldsm4(unsigned a, unsigned *r) {
+    unsigned w = threadIdx.x / 32, l = threadIdx.x % 32;
+    emu_addr[w][l] = a;
+    emu_sync();
+    for (int j = 0; j < 4; j++)
+        memcpy(&r[j], emu_at(emu_addr[w][8 * j + l / 4], 16, 16) + 4 * (l % 4), 4);
+    emu_sync();
+}
+
+/* cp.async: size bytes (4, 8 or 16) to shared dst, src_bytes of them read (0: zeros). */
+typedef struct EmuCopy {
+    unsigned dst, size, src_bytes;
+    const void *src;
+    int group;
+} EmuCopy;
+static _Thread_local EmuCopy emu_cp[EMU_MAXCP];
+static _Thread_local int emu_ncp, emu_groups;
+static inline void bnn_qh_cp(unsigned dst, const void *src, int size, unsigned src_bytes) {
+    if (size != 4 && size != 8 && size != 16)
+        emu_fail("cp.async size", (unsigned)size);
+    if (src_bytes != 0 && src_bytes != (unsigned)size)
+        emu_fail("cp.async src_bytes", src_bytes);
+    if ((size_t)src % (size_t)size)
+        emu_fail("misaligned cp.async source", (unsigned)((size_t)src % 16));
+    emu_at(dst, (unsigned)size, (unsigned)size);
+    if (emu_ncp == EMU_MAXCP)
+        emu_fail("too many cp.async in flight", EMU_MAXCP);
+    emu_cp[emu_ncp++] = (EmuCopy){dst, (unsigned)size, src_bytes, src, emu_groups};
+}
+static inline void bnn_qh_commit(void) { emu_groups++; }
+/* cp.async.wait_group n: the copies of all but the n most recent committed groups land. */
+static inline void emu_cp_wait(int n) {
+    int k = 0;
+    for (int i = 0; i < emu_ncp; i++) {
+        EmuCopy c = emu_cp[i];
+        if (c.group < emu_groups - n) {
+            unsigned char *d = emu_at(c.dst, c.size, c.size);
+            memset(d, 0, c.size);
+            if (c.src_bytes)
+                memcpy(d, c.src, c.src_bytes);
+        } else {
+            emu_cp[k++] = c;
+        }
+    }
+    emu_ncp = k;
+}
+#define bnn_qh_wait1() emu_cp_wait(1)
+
+/* One launch: grid (gx, gy), `threads` threads a block (a multiple of 32), `smem` bytes of
+ * dynamic shared memory; body(ctx) runs the kernel in every thread, blocks one after another. */
+typedef struct EmuThread {
+    void (*body)(void *);
+    void *ctx;
+    unsigned tid;
+} EmuThread;
+
+static void *emu_run_thread(void *arg) {
+    EmuThread *t = arg;
+    threadIdx.x = t->tid;
+    emu_ncp = emu_groups = 0;
+    t->body(t->ctx);
+    emu_cp_wait(0);
+    return NULL;
+}
+
+static void emu_launch_body(void (*body)(void *), void *ctx, unsigned gx, unsigned gy, unsigned threads,
+                            unsigned smem) {
+    if (threads % 32 || threads / 32 > EMU_MAXW || smem > EMU_DSMEM)
+        emu_fail("launch configuration", threads);
+    for (unsigned w = 0; w < threads / 32; w++)
+        pthread_barrier_init(&emu_wbar[w], NULL, 32);
+    pthread_barrier_init(&emu_bbar, NULL, threads);
+    emu_dsmem_size = smem;
+    gridDim = (EmuDim){gx, gy, 1};
+    for (unsigned by = 0; by < gy; by++)
+        for (unsigned bx = 0; bx < gx; bx++) {
+            blockIdx = (EmuDim){bx, by, 0};
+            memset(emu_dsmem, 0xa5, sizeof emu_dsmem);
+            pthread_t th[EMU_MAXW * 32];
+            EmuThread ts[EMU_MAXW * 32];
+            for (unsigned l = 0; l < threads; l++) {
+                ts[l] = (EmuThread){body, ctx, l};
+                pthread_create(&th[l], NULL, emu_run_thread, &ts[l]);
+            }
+            for (unsigned l = 0; l < threads; l++)
+                pthread_join(th[l], NULL);
+        }
+    for (unsigned w = 0; w < threads / 32; w++)
+        pthread_barrier_destroy(&emu_wbar[w]);
+    pthread_barrier_destroy(&emu_bbar);
+}
+
 /* The bit-plane kernels' signature (A or X, W, rows, T, dir, Y) and one launch of one: grid
- * (gx, gy), 32 threads, the blocks one after another. */
+ * (gx, gy), 32 threads. */
 typedef void (*EmuKernel)(const unsigned *, const unsigned *, int, const int *, const int *, void *);
 
 typedef struct EmuLaunch {
@@ -85,30 +217,16 @@ typedef struct EmuLaunch {
     int M;
     const int *T, *dir;
     void *Y;
-    unsigned lane;
 } EmuLaunch;
 
-static void *emu_run_lane(void *arg) {
+static void emu_call(void *arg) {
     EmuLaunch *l = arg;
-    threadIdx.x = l->lane;
     l->fn(l->A, l->W, l->M, l->T, l->dir, l->Y);
-    return NULL;
 }
 
-static void emu_launch(EmuKernel fn, unsigned gx, unsigned gy, const unsigned *A, const unsigned *W, int M,
+static inline void emu_launch(EmuKernel fn, unsigned gx, unsigned gy, const unsigned *A, const unsigned *W, int M,
                        const int *T, const int *dir, void *Y) {
-    for (unsigned by = 0; by < gy; by++)
-        for (unsigned bx = 0; bx < gx; bx++) {
-            blockIdx.x = bx;
-            blockIdx.y = by;
-            pthread_t th[32];
-            EmuLaunch ls[32];
-            for (unsigned l = 0; l < 32; l++) {
-                ls[l] = (EmuLaunch){fn, A, W, M, T, dir, Y, l};
-                pthread_create(&th[l], NULL, emu_run_lane, &ls[l]);
-            }
-            for (int l = 0; l < 32; l++)
-                pthread_join(th[l], NULL);
-        }
+    EmuLaunch l = {fn, A, W, M, T, dir, Y};
+    emu_launch_body(emu_call, &l, gx, gy, 32, 0);
 }
 #endif

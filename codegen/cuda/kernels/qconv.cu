@@ -36,11 +36,40 @@
 #ifndef BNN_QCONV_ONCE
 #define BNN_QCONV_ONCE
 #define BNN_QC_LINKAGE extern "C" // (tests/lowbit/test_qconv_emu.c runs this file as C)
+#define BNN_QC_FN static __device__ __forceinline__
 __device__ __forceinline__ void bnn_qc_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
                                            unsigned b0, unsigned b1) {
     const unsigned a[4] = {a0, a1, a2, a3};
     bnn_bmma(*reinterpret_cast<int(*)[4]>(d), a, b0, b1); // common.cu: the AND-popc MMA
 }
+// The halo kernel's shared-memory operations (common.cu's, in a form the C emulator can stand
+// in for): shared addresses are 32-bit, as in common.cu.
+#define BNN_QC_DSMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#define bnn_qh_smem(p) bnn_smem(p)
+#define bnn_qh_smem_size() bnn_dyn_smem_size()
+#define bnn_qh_commit() bnn_cp_commit()
+#define bnn_qh_wait1() bnn_cp_wait<1>()
+#define bnn_qh_st16(d, x, y, z, w) bnn_st16(d, x, y, z, w)
+#define BNN_QC_UNROLL _Pragma("unroll")
+// A size-byte cp.async (16: .cg; 8 and 4: .ca, for 1 or 2 words a pixel), src_bytes 0 or size.
+__device__ __forceinline__ void bnn_qh_cp(unsigned dst, const void *src, int size, unsigned src_bytes) {
+    if (size == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+    else if (size == 8)
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void bnn_qh_ld16(unsigned a, unsigned *v) {
+    unsigned r[4];
+    bnn_ld16(a, r);
+    v[0] = r[0], v[1] = r[1], v[2] = r[2], v[3] = r[3];
+}
+__device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm4(a, r[0], r[1], r[2], r[3]); }
+#endif
+#ifndef QC_CAT // a name of this inclusion's kernel: QC_CAT(QC_NAME, row) = <name>_row
+#define QC_CAT_(a, b) a##_##b
+#define QC_CAT(a, b) QC_CAT_(a, b)
 #endif
 
 #if !defined(QC_C) || !defined(QC_H) || !defined(QC_W) || !defined(QC_O) || !defined(QC_KH) || \
@@ -104,6 +133,12 @@ __device__ __forceinline__ void bnn_qc_mma(int *d, unsigned a0, unsigned a1, uns
 #ifndef QC_ORELU
 #define QC_ORELU 0
 #endif
+#ifndef QC_HALO // 1: the halo-tile kernel (tiles of QC_TH x QC_TW pixels, QC_WM x QC_WN warps)
+#define QC_HALO 0
+#endif
+#ifndef QC_MINB // halo kernel: blocks per SM the registers must allow
+#define QC_MINB 2
+#endif
 #define QC_TAPS (QC_KH * QC_KW)
 #define QC_CELLS (QC_OH * QC_OW)
 #define QC_KROW ((QC_TAPS * QC_LDW + 7) / 8 * 8)                 // words of a weight row
@@ -119,29 +154,320 @@ __device__ __forceinline__ void bnn_qc_mma(int *d, unsigned a0, unsigned a1, uns
 #if QC_F32 == 0 && QC_YB == 0
 #error "qconv.cu: a chain epilogue with no output"
 #endif
-BNN_QC_LINKAGE __global__ void __launch_bounds__(32)
-QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, const float *__restrict__ EP,
-        const float *__restrict__ R, float *__restrict__ Yf, unsigned *__restrict__ Y) {
+#define QC_EPARAMS const float *__restrict__ EP, const float *__restrict__ R, float *__restrict__ Yf, unsigned *__restrict__ Y
+#define QC_EARGS EP, R, Yf, Y
+#else
+#define QC_EPARAMS const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y
+#define QC_EARGS T, dir, Y
+#endif
+#if QC_HALO
+#define QC_MI (QC_TH * QC_TW / (16 * QC_WM)) // m16 tiles of a warp
+#else
+#define QC_MI 1
+#endif
+
+// The plane pairs' accumulators of a warp: pos[s] for the pairs of shift s = p + q, neg[p] for
+// a signed top weight plane's (as in bgemm_planes.cu); [m16 tile][n8 tile][fragment].
+#define QC_NACC (QC_NPOS > 0 ? QC_NPOS : 1)
+#define QC_NNEG (QC_NEG ? QC_XB : 1)
+BNN_QC_FN void QC_CAT(QC_NAME, zero)(int pos[][QC_MI][4][4], int neg[][QC_MI][4][4]) {
+    for (int s = 0; s < QC_NACC; s++)
+        for (int mi = 0; mi < QC_MI; mi++)
+            for (int j = 0; j < 4; j++)
+                for (int i = 0; i < 4; i++)
+                    pos[s][mi][j][i] = 0;
+    for (int p = 0; p < QC_NNEG; p++)
+        for (int mi = 0; mi < QC_MI; mi++)
+            for (int j = 0; j < 4; j++)
+                for (int i = 0; i < 4; i++)
+                    neg[p][mi][j][i] = 0;
+}
+
+// Combine the plane pairs of m16 tile mi: acc = sum_s 2^s pos[s] - sum_p 2^(p + WB - 1) neg[p]
+// (bipolar planes count twice), into tile[16][33] (row, channel of the warp's 32).
+BNN_QC_FN void QC_CAT(QC_NAME, combine)(int pos[][QC_MI][4][4], int neg[][QC_MI][4][4], int mi, int lane,
+                                        int (*tile)[33]) {
+    const int g = lane >> 2, t = lane & 3;
+    for (int j = 0; j < 4; j++) {
+        int acc[4];
+        for (int i = 0; i < 4; i++) {
+            int v = 0;
+            for (int s = 0; s < QC_NPOS; s++)
+                v += pos[s][mi][j][i] << s;
+#if QC_NEG
+            for (int p = 0; p < QC_XB; p++)
+                v -= neg[p][mi][j][i] << (p + QC_WB - 1);
+#else
+            (void)neg;
+#endif
+            acc[i] = QC_WBIPOLAR ? 2 * v : v;
+        }
+        // d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1] per n8 tile.
+        tile[g][8 * j + 2 * t] = acc[0];
+        tile[g][8 * j + 2 * t + 1] = acc[1];
+        tile[g + 8][8 * j + 2 * t] = acc[2];
+        tile[g + 8][8 * j + 2 * t + 1] = acc[3];
+    }
+}
+
+// The epilogue of one output pixel (image, cell) for channel n0 + lane, v its accumulator; the
+// 32 lanes of the warp call it together (the code planes are ballots).
+BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, long long image, long long cell, int n0, int lane, QC_EPARAMS) {
+    const int o = n0 + lane;
+#if QC_EPI == 1
+    (void)T, (void)dir;
+    if (o < QC_O)
+        ((int *)Y)[(image * QC_O + o) * QC_CELLS + cell] = v;
+#else
+    int count = 0;
+#if QC_EPI == 2
+    if (o < QC_O) {
+        const bool up = dir[o] >= 0;
+        for (int l = 0; l < QC_L; l++) {
+            const int th = T[o * QC_L + l];
+            count += up ? v >= th : v <= th;
+        }
+    }
+#else
+    // The float chain (rt_cpu.c run_qconv_chain's operations, each rounded on its own, no
+    // contraction): stages, residual, relu, then the next layer's quantizer.
+    if (o < QC_O) {
+        const long long at = (image * QC_O + o) * QC_CELLS + cell;
+        float x = __int2float_rn(v);
+        for (int k = 0; k < QC_NST; k++) {
+            const float a = __ldg(EP + 2 * k * QC_O + o), b = __ldg(EP + (2 * k + 1) * QC_O + o);
+            x = (QC_DIV >> k & 1) ? __fdiv_rn(x, a) : __fmul_rn(x, a);
+            x = __fadd_rn(x, b);
+            if (QC_RELU >> k & 1)
+                x = x < 0.0f ? 0.0f : x;
+        }
+#if QC_RES == 1
+        x = __fadd_rn(x, R[at]);
+#elif QC_RES == 2
+        x = __fadd_rn(R[at], x);
+#endif
+#if QC_ORELU
+        x = x < 0.0f ? 0.0f : x;
+#endif
+#if QC_YB > 0 || QC_F32 == 2
+        const float scale = __int_as_float(QC_QSCALE), zero = __int_as_float(QC_QZERO);
+        const float q = bnn_quantize_one(&x, 0, scale, zero, QC_QLO, QC_QHI, QC_ROUND);
+        count = q != q ? 0 : (int)(long long)__fsub_rn(q, (float)QC_QLO);
+#endif
+#if QC_F32 == 1
+        Yf[at] = x;
+#elif QC_F32 == 2
+        Yf[at] = __fmul_rn(__fsub_rn(q, zero), scale);
+#endif
+    }
+#endif
+    // The next layer's codes, written directly as its image planes (32 channels a word).
+    for (int b = 0; b < QC_YB; b++) {
+        const unsigned word = __ballot_sync(0xffffffffu, (count >> b) & 1);
+        unsigned *yplane = (unsigned *)Y + (image * QC_YB + b) * QC_YPLANE;
+        if (lane == 0)
+            yplane[cell * QC_LDY + n0 / 32] = word;
+        // The last column block zeroes the pixel's padding words (the next K's zero bits),
+        // and at the last pixel the plane's tail.
+        if (n0 + 32 >= QC_O) {
+            for (int w = n0 / 32 + 1 + lane; w < QC_LDY; w += 32)
+                yplane[cell * QC_LDY + w] = 0u;
+            if (cell == QC_CELLS - 1)
+                for (long long w = (long long)QC_CELLS * QC_LDY + lane; w < QC_YPLANE; w += 32)
+                    yplane[w] = 0u;
+        }
+    }
+#endif
+}
+
+#if QC_HALO
+// The halo-tile kernel (QC_HALO 1; docs/kernels.md). A block owns QC_BN = 32*QC_WN output
+// channels (blockIdx.x) and walks tiles of QC_TH x QC_TW output pixels of one image (tile
+// blockIdx.y, + gridDim.y, ... < images * tiles per image; any grid.y works). Warp (wm, wn)
+// computes QC_MI m16 tiles of rows x the 32 channels wn*32.. of the block.
+// Shared memory (all 16-byte lines; QC_HSMEM bytes, kernels.h bnn_qhalo_smem mirrors it):
+//   weights, once per block: line ((q*NIT + j)*BN + o) = 16-byte chunk cc of tap `tap` of
+//     weight plane q, channel o, for the items j = tap*CCR + cc over the CCR = ceil(C/128) chunks
+//     that hold real channels (with QC_LDW < 4 a chunk is the tap's LDW words and zero words);
+//   two input halos (the next tile's loads while this one computes): line ((p*CCR + cc)*NHP +
+//     s) = chunk cc of activation plane p at halo slot s = hy*HWS + hx, the HH x HWD input
+//     pixels the tile's taps read (along a 1-wide kernel axis only every stride-th one), a
+//     pixel outside the image holding pad_code's planes as the direct kernel reads them;
+//   a zero line, the weighted popcount of each halo slot and of each tile row (bipolar only).
+// K runs over the items, two per m16n8k256 MMA (its k128 halves may come from different taps;
+// an odd last item is paired with the zero line of B); every lane gives ldmatrix its own row's
+// halo slot at the item's tap. Each MMA pairs one activation plane with one weight plane into
+// the accumulators of the direct kernel; combine and epilogue are the direct kernel's.
+#define QC_BM (QC_TH * QC_TW)
+#define QC_BN (32 * QC_WN)
+#define QC_NT (QC_WM * QC_WN * 32)
+#define QC_CCR ((QC_C + 127) / 128)
+#define QC_NIT (QC_TAPS * QC_CCR)
+#define QC_FH (QC_KH == 1 ? QC_SH : 1) // input rows per halo row
+#define QC_FW (QC_KW == 1 ? QC_SW : 1)
+#define QC_SHE (QC_SH / QC_FH) // output stride inside the halo
+#define QC_SWE (QC_SW / QC_FW)
+#define QC_HH ((QC_TH - 1) * QC_SHE + (QC_KH - 1) * QC_DH + 1)
+#define QC_HWD ((QC_TW - 1) * QC_SWE + (QC_KW - 1) * QC_DW + 1)
+// Row stride in slots: with unit stride in the halo, congruent to TW*SWE mod 8, so that the 8
+// rows an ldmatrix reads lie in 8 bank groups (bconv.cu's bnn_halo_ws).
+#define QC_HWS (QC_SHE == 1 ? QC_HWD + ((QC_TW * QC_SWE - QC_HWD) % 8 + 8) % 8 : QC_HWD)
+#define QC_NHP (QC_HH * QC_HWS)
+#define QC_TX ((QC_OW + QC_TW - 1) / QC_TW)
+#define QC_TYX ((QC_OH + QC_TH - 1) / QC_TH * QC_TX)
+#define QC_BSZ (QC_WB * QC_NIT * QC_BN * 16)
+#define QC_ASZ (QC_XB * QC_CCR * QC_NHP * 16)
+#define QC_HSMEM (QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM)
+#if QC_BM % (16 * QC_WM) != 0 || QC_MI < 1 || QC_LDW == 3
+#error "qconv.cu: QC_TH * QC_TW must be a multiple of 16 * QC_WM"
+#endif
+
+// The halo of tile `tl` into the buffer at shared address dst: one cp.async per (plane, pixel,
+// chunk) inside the image, pad_code's words (real channel bits where its bit p is set) outside.
+BNN_QC_FN void QC_CAT(QC_NAME, halo)(const unsigned *X, int tl, unsigned dst, int tid) {
+    const int n = tl / QC_TYX, ih0 = tl % QC_TYX / QC_TX * QC_TH * QC_SH - QC_PT;
+    const int iw0 = tl % QC_TX * QC_TW * QC_SW - QC_PL;
+    for (int i = tid; i < QC_XB * QC_CCR * QC_HH * QC_HWD; i += QC_NT) {
+        const int cc = i % QC_CCR, px = i / QC_CCR % (QC_HH * QC_HWD), p = i / QC_CCR / (QC_HH * QC_HWD);
+        const int hy = px / QC_HWD, hx = px % QC_HWD, ih = ih0 + hy * QC_FH, iw = iw0 + hx * QC_FW;
+        const unsigned d = dst + ((p * QC_CCR + cc) * QC_NHP + hy * QC_HWS + hx) * 16;
+        if (ih >= 0 && ih < QC_H && iw >= 0 && iw < QC_W) {
+            const unsigned *src = X + ((long long)n * QC_XB + p) * QC_PLANE + ((long long)ih * QC_W + iw) * QC_LDW + 4 * cc;
+            bnn_qh_cp(d, src, QC_LDW >= 4 ? 16 : 4 * QC_LDW, QC_LDW >= 4 ? 16u : 4u * QC_LDW);
+        } else {
+            unsigned w[4];
+            for (int k = 0; k < 4; k++) {
+                const int bits = QC_C - 32 * (4 * cc + k);
+                w[k] = !((QC_PAD_CODE >> p) & 1) || bits <= 0 ? 0u : bits >= 32 ? 0xffffffffu : (1u << bits) - 1u;
+            }
+            bnn_qh_st16(d, w[0], w[1], w[2], w[3]);
+        }
+    }
+}
+
+BNN_QC_LINKAGE __global__ void __launch_bounds__(QC_NT, QC_MINB)
+QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, QC_EPARAMS) {
+    BNN_QC_DSMEM(qc_dsmem);
+    __shared__ int tile[QC_WM * QC_WN][16][33];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp % QC_WM, wn = warp / QC_WM;
+    const int ntiles = M / QC_CELLS * QC_TYX, n0 = blockIdx.x * QC_BN + wn * 32; // the warp's channels
+    if (bnn_qh_smem_size() < QC_HSMEM)
+        __trap(); // launched with too little shared memory
+    if ((int)blockIdx.y >= ntiles)
+        return;
+    const unsigned sB = bnn_qh_smem(qc_dsmem), sA0 = sB + QC_BSZ, sZ = sA0 + 2 * QC_ASZ;
+    int *hpop = (int *)(qc_dsmem + QC_BSZ + 2 * QC_ASZ + 16), *rowpop = hpop + QC_NHP;
+    // Zero lines first: the zero line of B, and the words past LDW of every chunk (LDW < 4),
+    // which the narrower cp.async below never write.
+    for (int i = tid; i < (QC_BSZ + 2 * QC_ASZ) / 16 + 1; i += QC_NT)
+        bnn_qh_st16(sB + 16 * i, 0u, 0u, 0u, 0u);
+    __syncthreads();
+    for (int i = tid; i < QC_WB * QC_NIT * QC_BN; i += QC_NT) {
+        const int j = i % QC_NIT, ol = i / QC_NIT % QC_BN, q = i / QC_NIT / QC_BN, o = blockIdx.x * QC_BN + ol;
+        const unsigned *src = W + ((long long)q * QC_O + (o < QC_O ? o : 0)) * QC_KROW + j / QC_CCR * QC_LDW + j % QC_CCR * 4;
+        bnn_qh_cp(sB + ((q * QC_NIT + j) * QC_BN + ol) * 16, src, QC_LDW >= 4 ? 16 : 4 * QC_LDW,
+                  o < QC_O ? (QC_LDW >= 4 ? 16u : 4u * QC_LDW) : 0u);
+    }
+    QC_CAT(QC_NAME, halo)(X, blockIdx.y, sA0, tid);
+    bnn_qh_commit(); // with the weights
+
+    unsigned abase[QC_MI]; // halo slot of this lane's ldmatrix row at tap (0, 0), per m16 tile
+    for (int mi = 0; mi < QC_MI; mi++) {
+        const int r = wm * (QC_MI * 16) + mi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
+        abase[mi] = (unsigned)((r / QC_TW * QC_SHE * QC_HWS + r % QC_TW * QC_SWE) * 16);
+    }
+    int buf = 0;
+    for (int tl = blockIdx.y; tl < ntiles; tl += gridDim.y, buf ^= 1) {
+        const unsigned sA = sA0 + buf * QC_ASZ;
+        // The other buffer was last read by the previous tile, which every thread has finished.
+        if (tl + (int)gridDim.y < ntiles)
+            QC_CAT(QC_NAME, halo)(X, tl + gridDim.y, sA0 + (buf ^ 1) * QC_ASZ, tid);
+        bnn_qh_commit();
+        bnn_qh_wait1(); // this tile's halo (and the first time the weights) are in
+        __syncthreads();
+#if QC_WBIPOLAR
+        // sum_p 2^p popc(X_p) of each row over its taps (u = 2b - 1), from each slot's count.
+        for (int px = tid; px < QC_HH * QC_HWD; px += QC_NT) {
+            const int s = px / QC_HWD * QC_HWS + px % QC_HWD;
+            int c = 0;
+            for (int p = 0; p < QC_XB; p++)
+                for (int cc = 0; cc < QC_CCR; cc++) {
+                    unsigned v[4];
+                    bnn_qh_ld16(sA + ((p * QC_CCR + cc) * QC_NHP + s) * 16, v);
+                    c += (__popc(v[0]) + __popc(v[1]) + __popc(v[2]) + __popc(v[3])) << p;
+                }
+            hpop[s] = c;
+        }
+        __syncthreads();
+        for (int r = tid; r < QC_BM; r += QC_NT) {
+            const int b = r / QC_TW * QC_SHE * QC_HWS + r % QC_TW * QC_SWE;
+            int c = 0;
+            for (int tap = 0; tap < QC_TAPS; tap++)
+                c += hpop[b + tap / QC_KW * QC_DH * QC_HWS + tap % QC_KW * QC_DW];
+            rowpop[r] = c;
+        }
+#else
+        (void)hpop;
+#endif
+        int pos[QC_NACC][QC_MI][4][4], neg[QC_NNEG][QC_MI][4][4];
+        QC_CAT(QC_NAME, zero)(pos, neg);
+        BNN_QC_UNROLL
+        for (int k = 0; k < (QC_NIT + 1) / 2; k++) {
+            // Items 2k (k128 half lo: lanes 0-15) and 2k+1 (hi: lanes 16-31; past NIT the zero
+            // line of B, A any row).
+            const int jl = 2 * k, jh = 2 * k + 1 < QC_NIT ? 2 * k + 1 : 2 * k, j = (lane >> 4) ? jh : jl;
+            const unsigned ao = sA + ((j % QC_CCR) * QC_NHP + j / QC_CCR / QC_KW * QC_DH * QC_HWS +
+                                      j / QC_CCR % QC_KW * QC_DW) * 16;
+            unsigned a[QC_XB][QC_MI][4];
+            for (int p = 0; p < QC_XB; p++)
+                for (int mi = 0; mi < QC_MI; mi++)
+                    bnn_qh_ldsm4(ao + p * QC_CCR * QC_NHP * 16 + abase[mi], a[p][mi]);
+            for (int q = 0; q < QC_WB; q++) {
+                // b0, b1 of n8 tiles 2h and 2h+1: matrices (rows of tile 2h | 2h+1) x (lo | hi).
+                unsigned b[4][2];
+                for (int h = 0; h < 2; h++) {
+                    const int br = wn * 32 + h * 16 + (lane >> 4) * 8 + (lane & 7);
+                    const unsigned ba = !((lane >> 3) & 1) ? sB + ((q * QC_NIT + jl) * QC_BN + br) * 16
+                                        : 2 * k + 1 < QC_NIT ? sB + ((q * QC_NIT + 2 * k + 1) * QC_BN + br) * 16
+                                                             : sZ;
+                    unsigned r4[4];
+                    bnn_qh_ldsm4(ba, r4);
+                    b[2 * h][0] = r4[0], b[2 * h][1] = r4[1], b[2 * h + 1][0] = r4[2], b[2 * h + 1][1] = r4[3];
+                }
+                for (int p = 0; p < QC_XB; p++)
+                    for (int mi = 0; mi < QC_MI; mi++)
+                        for (int jn = 0; jn < 4; jn++) {
+                            int *d = QC_NEG && q == QC_WB - 1 ? neg[QC_NEG ? p : 0][mi][jn] : pos[p + q][mi][jn];
+                            bnn_qc_mma(d, a[p][mi][0], a[p][mi][1], a[p][mi][2], a[p][mi][3], b[jn][0], b[jn][1]);
+                        }
+            }
+        }
+        __syncthreads(); // rowpop is complete
+        const int n = tl / QC_TYX, oh0 = tl % QC_TYX / QC_TX * QC_TH, ow0 = tl % QC_TX * QC_TW;
+        for (int mi = 0; mi < QC_MI; mi++) {
+            QC_CAT(QC_NAME, combine)(pos, neg, mi, lane, tile[warp]);
+            __syncwarp();
+            for (int r = 0; r < 16 && n0 < QC_O; r++) {
+                const int rl = wm * (QC_MI * 16) + mi * 16 + r, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
+                if (oh < QC_OH && ow < QC_OW) // rows of a tile overhanging the output are not stored
+                    QC_CAT(QC_NAME, row)(tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[rl] : 0), n,
+                                         (long long)oh * QC_OW + ow, n0, lane, QC_EARGS);
+            }
+            __syncwarp();
+        }
+        __syncthreads(); // the halo, hpop and rowpop are free for the next tile
+    }
+}
 #else
 BNN_QC_LINKAGE __global__ void __launch_bounds__(32)
-QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M,
-        const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y) {
-#endif
+QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, QC_EPARAMS) {
     const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
     const int m0 = blockIdx.y * 16, n0 = blockIdx.x * 32;
     __shared__ int tile[16][33];
     // Plane pairs with the same shift s = p + q share an accumulator (pos[s]); those of a signed
     // top weight plane get their own (neg[p]), as in bgemm_planes.cu.
-    int pos[QC_NPOS > 0 ? QC_NPOS : 1][4][4];
-    int neg[QC_NEG ? QC_XB : 1][4][4];
-    for (int s = 0; s < (QC_NPOS > 0 ? QC_NPOS : 1); s++)
-        for (int j = 0; j < 4; j++)
-            for (int i = 0; i < 4; i++)
-                pos[s][j][i] = 0;
-    for (int p = 0; p < (QC_NEG ? QC_XB : 1); p++)
-        for (int j = 0; j < 4; j++)
-            for (int i = 0; i < 4; i++)
-                neg[p][j][i] = 0;
+    int pos[QC_NACC][1][4][4], neg[QC_NNEG][1][4][4];
+    QC_CAT(QC_NAME, zero)(pos, neg);
     // This lane's two A rows (g and g + 8): image, top-left tap, and whether the row exists.
     const unsigned *img[2];
     int ih0[2], iw0[2];
@@ -182,30 +508,12 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M,
                 const unsigned b0 = n < QC_O ? wq[t] : 0u;
                 const unsigned b1 = n < QC_O ? wq[4 + t] : 0u;
                 for (int p = 0; p < QC_XB; p++) {
-                    int *d = QC_NEG && q == QC_WB - 1 ? neg[QC_NEG ? p : 0][j] : pos[p + q][j];
+                    int *d = QC_NEG && q == QC_WB - 1 ? neg[QC_NEG ? p : 0][0][j] : pos[p + q][0][j];
                     bnn_qc_mma(d, a[p][0], a[p][1], a[p][2], a[p][3], b0, b1);
                 }
             }
     }
-    // Combine: acc = sum_s 2^s pos[s] - sum_p 2^(p + WB - 1) neg[p]; bipolar planes count twice.
-    for (int j = 0; j < 4; j++) {
-        int acc[4];
-        for (int i = 0; i < 4; i++) {
-            int v = 0;
-            for (int s = 0; s < QC_NPOS; s++)
-                v += pos[s][j][i] << s;
-#if QC_NEG
-            for (int p = 0; p < QC_XB; p++)
-                v -= neg[p][j][i] << (p + QC_WB - 1);
-#endif
-            acc[i] = QC_WBIPOLAR ? 2 * v : v;
-        }
-        // d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1] per n8 tile.
-        tile[g][8 * j + 2 * t] = acc[0];
-        tile[g][8 * j + 2 * t + 1] = acc[1];
-        tile[g + 8][8 * j + 2 * t] = acc[2];
-        tile[g + 8][8 * j + 2 * t + 1] = acc[3];
-    }
+    QC_CAT(QC_NAME, combine)(pos, neg, 0, lane, tile);
     __syncwarp();
 #if QC_WBIPOLAR
     // u = 2b - 1: subtract sum_p 2^p * popc(X_p) over each row's taps, padded taps included.
@@ -234,79 +542,14 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M,
         __syncwarp();
     }
 #endif
-    const int o = n0 + lane;
     for (int r = 0; r < 16; r++) {
         const int m = m0 + r;
         if (m >= M)
             break;
-        const int v = tile[r][lane];
-        const long long image = m / QC_CELLS, cell = m % QC_CELLS;
-#if QC_EPI == 1
-        if (o < QC_O)
-            ((int *)Y)[(image * QC_O + o) * QC_CELLS + cell] = v;
-#else
-        int count = 0;
-#if QC_EPI == 2
-        if (o < QC_O) {
-            const bool up = dir[o] >= 0;
-            for (int l = 0; l < QC_L; l++) {
-                const int th = T[o * QC_L + l];
-                count += up ? v >= th : v <= th;
-            }
-        }
-#else
-        // The float chain (rt_cpu.c run_qconv_chain's operations, each rounded on its own, no
-        // contraction): stages, residual, relu, then the next layer's quantizer.
-        if (o < QC_O) {
-            const long long at = (image * QC_O + o) * QC_CELLS + cell;
-            float x = __int2float_rn(v);
-            for (int k = 0; k < QC_NST; k++) {
-                const float a = __ldg(EP + 2 * k * QC_O + o), b = __ldg(EP + (2 * k + 1) * QC_O + o);
-                x = (QC_DIV >> k & 1) ? __fdiv_rn(x, a) : __fmul_rn(x, a);
-                x = __fadd_rn(x, b);
-                if (QC_RELU >> k & 1)
-                    x = x < 0.0f ? 0.0f : x;
-            }
-#if QC_RES == 1
-            x = __fadd_rn(x, R[at]);
-#elif QC_RES == 2
-            x = __fadd_rn(R[at], x);
-#endif
-#if QC_ORELU
-            x = x < 0.0f ? 0.0f : x;
-#endif
-#if QC_YB > 0 || QC_F32 == 2
-            const float scale = __int_as_float(QC_QSCALE), zero = __int_as_float(QC_QZERO);
-            const float q = bnn_quantize_one(&x, 0, scale, zero, QC_QLO, QC_QHI, QC_ROUND);
-            count = q != q ? 0 : (int)(long long)__fsub_rn(q, (float)QC_QLO);
-#endif
-#if QC_F32 == 1
-            Yf[at] = x;
-#elif QC_F32 == 2
-            Yf[at] = __fmul_rn(__fsub_rn(q, zero), scale);
-#endif
-        }
-#endif
-        // The next layer's codes, written directly as its image planes (32 channels a word).
-        for (int b = 0; b < QC_YB; b++) {
-            const unsigned word = __ballot_sync(0xffffffffu, (count >> b) & 1);
-            unsigned *yplane = (unsigned *)Y + (image * QC_YB + b) * QC_YPLANE;
-            if (lane == 0)
-                yplane[cell * QC_LDY + n0 / 32] = word;
-            // The last column block zeroes the pixel's padding words (the next K's zero bits),
-            // and at the last pixel the plane's tail.
-            if (n0 + 32 >= QC_O) {
-                for (int w = n0 / 32 + 1 + lane; w < QC_LDY; w += 32)
-                    yplane[cell * QC_LDY + w] = 0u;
-                if (cell == QC_CELLS - 1)
-                    for (long long w = (long long)QC_CELLS * QC_LDY + lane; w < QC_YPLANE; w += 32)
-                        yplane[w] = 0u;
-            }
-        }
-#endif
+        QC_CAT(QC_NAME, row)(tile[r][lane], m / QC_CELLS, m % QC_CELLS, n0, lane, QC_EARGS);
     }
 }
-
+#endif // QC_HALO
 #undef QC_NAME
 #undef QC_C
 #undef QC_H
@@ -350,3 +593,32 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M,
 #undef QC_YPLANE
 #undef QC_NEG
 #undef QC_NPOS
+#undef QC_HALO
+#undef QC_MINB
+#undef QC_TH
+#undef QC_TW
+#undef QC_WM
+#undef QC_WN
+#undef QC_MI
+#undef QC_NACC
+#undef QC_NNEG
+#undef QC_EPARAMS
+#undef QC_EARGS
+#undef QC_BM
+#undef QC_BN
+#undef QC_NT
+#undef QC_CCR
+#undef QC_NIT
+#undef QC_FH
+#undef QC_FW
+#undef QC_SHE
+#undef QC_SWE
+#undef QC_HH
+#undef QC_HWD
+#undef QC_HWS
+#undef QC_NHP
+#undef QC_TX
+#undef QC_TYX
+#undef QC_BSZ
+#undef QC_ASZ
+#undef QC_HSMEM
