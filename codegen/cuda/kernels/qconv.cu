@@ -210,9 +210,12 @@ BNN_QC_FN void QC_CAT(QC_NAME, combine)(int pos[][QC_MI][4][4], int neg[][QC_MI]
     }
 }
 
-// The epilogue of one output pixel (image, cell) for channel n0 + lane, v its accumulator; the
-// 32 lanes of the warp call it together (the code planes are ballots).
-BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, long long image, long long cell, int n0, int lane, QC_EPARAMS) {
+// The epilogue of one output pixel (image, cell) for channel n0 + lane, v its accumulator, r its
+// residual (epi 3 with QC_RES; the caller loads the residuals of all its rows first, so their
+// latency is paid once, not once per row); the 32 lanes of the warp call it together (the code
+// planes are ballots).
+BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long cell, int n0, int lane,
+                                    QC_EPARAMS) {
     const int o = n0 + lane;
 #if QC_EPI == 1
     (void)T, (void)dir;
@@ -242,9 +245,9 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, long long image, long long cell, int 
                 x = x < 0.0f ? 0.0f : x;
         }
 #if QC_RES == 1
-        x = __fadd_rn(x, R[at]);
+        x = __fadd_rn(x, r);
 #elif QC_RES == 2
-        x = __fadd_rn(R[at], x);
+        x = __fadd_rn(r, x);
 #endif
 #if QC_ORELU
         x = x < 0.0f ? 0.0f : x;
@@ -447,10 +450,24 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         for (int mi = 0; mi < QC_MI; mi++) {
             QC_CAT(QC_NAME, combine)(pos, neg, mi, lane, tile[warp]);
             __syncwarp();
-            for (int r = 0; r < 16 && n0 < QC_O; r++) {
+            float rv[16] = {0.0f};
+#if QC_EPI == 3 && QC_RES
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+            for (int r = 0; r < 16; r++) {
                 const int rl = wm * (QC_MI * 16) + mi * 16 + r, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
-                if (oh < QC_OH && ow < QC_OW) // rows of a tile overhanging the output are not stored
-                    QC_CAT(QC_NAME, row)(tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[rl] : 0), n,
+                if (oh < QC_OH && ow < QC_OW && n0 + lane < QC_O)
+                    rv[r] = R[((long long)n * QC_O + n0 + lane) * QC_CELLS + (long long)oh * QC_OW + ow];
+            }
+#endif
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+            for (int r = 0; r < 16; r++) {
+                const int rl = wm * (QC_MI * 16) + mi * 16 + r, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
+                if (n0 < QC_O && oh < QC_OH && ow < QC_OW) // rows of a tile overhanging the output are not stored
+                    QC_CAT(QC_NAME, row)(tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[rl] : 0), rv[r], n,
                                          (long long)oh * QC_OW + ow, n0, lane, QC_EARGS);
             }
             __syncwarp();
@@ -542,11 +559,23 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         __syncwarp();
     }
 #endif
+    float rv[16] = {0.0f};
+#if QC_EPI == 3 && QC_RES
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int r = 0; r < 16; r++)
+        if (m0 + r < M && n0 + lane < QC_O)
+            rv[r] = R[((long long)(m0 + r) / QC_CELLS * QC_O + n0 + lane) * QC_CELLS + (m0 + r) % QC_CELLS];
+#endif
+#ifdef __CUDACC__
+#pragma unroll
+#endif
     for (int r = 0; r < 16; r++) {
         const int m = m0 + r;
         if (m >= M)
             break;
-        QC_CAT(QC_NAME, row)(tile[r][lane], m / QC_CELLS, m % QC_CELLS, n0, lane, QC_EARGS);
+        QC_CAT(QC_NAME, row)(tile[r][lane], rv[r], m / QC_CELLS, m % QC_CELLS, n0, lane, QC_EARGS);
     }
 }
 #endif // QC_HALO
