@@ -225,6 +225,21 @@ typedef struct {
      * bit c set where v is NaN. */
     int64_t out_words, epi_stages, epi_div, epi_relu, zero, nan_flags;
 } BlobConv2dParams;
+/* The bit of a conv2d step with out_words > 0 for output channel o whose value (sum + bias) is
+ * v: the stages of chain ([epi_stages][2][o]), each operation rounded on its own, then the
+ * binarize; 1 or 0, -1 for NaN. The CPU path runs it, and the compiler bisects it for the GPU
+ * kernel's thresholds: one definition, so both read the format alike. */
+static inline int blob_conv2d_chain_bit(const BlobConv2dParams *p, const float *chain, int64_t o, float v) {
+    for (int64_t s = 0; s < p->epi_stages; s++) {
+        float a = chain[2 * s * p->o + o], k = chain[(2 * s + 1) * p->o + o];
+        float t = (p->epi_div >> s) & 1 ? v / a : v * a;
+        v = t + k;
+        if ((p->epi_relu >> s) & 1)
+            v = v < 0.0f ? 0.0f : v;
+    }
+    return v != v ? -1 : v > 0.0f || (v == 0.0f && p->zero);
+}
+
 /* conv2d's optional p1 (bnncc --float-convs=fp16|fp16x3): the weights as IEEE fp16 for the
  * GPU's tensor-core kernel, [1 or 2 planes][O rounded up to BLOB_F16_ROWS][C*KH*KW rounded up
  * to BLOB_F16_COLS], zero padded (groups 1). */

@@ -1077,6 +1077,17 @@ static void pool_epilogue(const PoolSpec *ps, const Value *dir, int64_t o, Epilo
     free(b);
 }
 
+/* A convolution's strides, dilations and pads (top, left, bottom, right), with ONNX's defaults. */
+static void conv_geometry(const Node *n, int64_t s[2], int64_t d[2], int64_t p[4]) {
+    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+    memcpy(s, one2, sizeof one2);
+    memcpy(d, one2, sizeof one2);
+    memcpy(p, zero4, sizeof zero4);
+    attr_ints(n, "strides", s, 2, 2, one2);
+    attr_ints(n, "dilations", d, 2, 2, one2);
+    attr_ints(n, "pads", p, 4, 4, zero4);
+}
+
 /* The parameters of pool node n (maxpool or avgpool, no dilation) from x to y. */
 static BlobPoolParams pool_params(const Node *n, const Type *x, const Type *y) {
     int64_t k[2], s[2] = {1, 1}, p[4] = {0, 0, 0, 0};
@@ -1256,17 +1267,15 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
         return unsupported(L, "a binary convolution padded with -1 (pad_value=-1)");
     int64_t C = x->type.dim[1], H = x->type.dim[2], W = x->type.dim[3];
     int64_t O = w->type.dim[0], KH = w->type.dim[2], KW = w->type.dim[3];
-    int64_t s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
-    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
-    attr_ints(n, "strides", s, 2, 2, one2);
-    attr_ints(n, "dilations", d, 2, 2, one2);
-    attr_ints(n, "pads", p, 4, 4, zero4);
+    int64_t s[2], d[2], p[4];
+    conv_geometry(n, s, d, p);
     int64_t OH = (H + p[0] + p[2] - d[0] * (KH - 1) - 1) / s[0] + 1;
     int64_t OW = (W + p[1] + p[3] - d[1] * (KW - 1) - 1) / s[1] + 1;
     bool pool = get_attr(n, "pool_kernel") != NULL, fallback = false;
     int pool_mode = 0; /* the step's pool: 1 OR of the bits, 2 OR / AND by dir (bconv.cu BC_POOL) */
     PoolSpec ps = {{2, 2}, {2, 2}, {0, 0, 0, 0}, false};
     if (pool) {
+        static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
         attr_ints(n, "pool_kernel", ps.k, 2, 2, one2);
         attr_ints(n, "pool_strides", ps.s, 2, 2, one2);
         attr_ints(n, "pool_pads", ps.p, 4, 4, zero4);
@@ -1975,19 +1984,9 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         L->nfp16_convs++;
 }
 
-/* Channel c's bit of a conv2d_chain for the sum v (before the bias): the chain as the CPU path
- * runs it (rt_cpu.c chain_bit), each float operation rounded on its own; -1 for NaN. */
-static int stem_bit(const float *k, int64_t S, int64_t o, int64_t c, int64_t div, int64_t relu, const float *bias,
-                    bool zero, float v) {
-    if (bias)
-        v = bias[c] + v;
-    for (int64_t s = 0; s < S; s++) {
-        float t = (div >> s) & 1 ? v / k[2 * s * o + c] : v * k[2 * s * o + c];
-        v = t + k[(2 * s + 1) * o + c];
-        if ((relu >> s) & 1)
-            v = v < 0.0f ? 0.0f : v;
-    }
-    return v != v ? -1 : v > 0.0f || (v == 0.0f && zero);
+/* Channel c's bit for the sum v (before the bias), as the CPU path computes it. */
+static int stem_bit(const BlobConv2dParams *cp, const float *chain, const float *bias, int64_t c, float v) {
+    return blob_conv2d_chain_bit(cp, chain, c, bias ? bias[c] + v : v);
 }
 
 /* The float of an order key (0 .. +-0x7f7fffff: the finite floats in order, both zeros at 0). */
@@ -2002,11 +2001,11 @@ static float key_float(int64_t key) {
  * v >= t; -1: v <= t; 2: always 1; 0: always 0; 3: no NaN-free monotone form (the kernel runs
  * the chain). The chain is monotone in v (each rounded op is), so where its ends -FLT_MAX and
  * FLT_MAX give no NaN no finite v does, and the bit flips at most once: t by bisection. */
-static void stem_threshold(const float *k, int64_t S, int64_t o, int64_t c, int64_t div, int64_t relu,
-                           const float *bias, bool zero, float *t, float *mode) {
+static void stem_threshold(const BlobConv2dParams *cp, const float *chain, const float *bias, int64_t c, float *t,
+                           float *mode) {
     const int64_t top = 0x7f7fffff;
-    int lo = stem_bit(k, S, o, c, div, relu, bias, zero, key_float(-top));
-    int hi = stem_bit(k, S, o, c, div, relu, bias, zero, key_float(top));
+    int lo = stem_bit(cp, chain, bias, c, key_float(-top));
+    int hi = stem_bit(cp, chain, bias, c, key_float(top));
     *t = 0.0f;
     if (lo < 0 || hi < 0) {
         *mode = 3;
@@ -2019,7 +2018,7 @@ static void stem_threshold(const float *k, int64_t S, int64_t o, int64_t c, int6
     int64_t a = -top, b = top; /* bit(a) = lo, bit(b) = hi */
     while (b - a > 1) {
         int64_t mid = a + (b - a) / 2;
-        if (stem_bit(k, S, o, c, div, relu, bias, zero, key_float(mid)) == hi)
+        if (stem_bit(cp, chain, bias, c, key_float(mid)) == hi)
             b = mid;
         else
             a = mid;
@@ -2068,8 +2067,7 @@ static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const
         for (int64_t i = 0; i < kk; i++)
             sum += fabs((double)w[c * kk + i]);
         in2[2 * S * o + c] = nextafterf((float)sum, INFINITY); /* rounded up */
-        stem_threshold(k, S, o, c, cp.epi_div, cp.epi_relu, bv, cp.zero, &in2[(2 * S + 1) * o + c],
-                       &in2[(2 * S + 2) * o + c]);
+        stem_threshold(&cp, k, bv, c, &in2[(2 * S + 1) * o + c], &in2[(2 * S + 2) * o + c]);
     }
     int out = pool ? new_buf(L, cp.oh * cp.ow * cp.out_words * 2 * 4) : def_buf(L, bits);
     LStep *st = new_step(L, BLOB_STEP_CONV2D);
@@ -2123,11 +2121,8 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     if (x->type.dtype != TY_F32 || w->type.dtype != TY_F32 || w->kind != VAL_CONST ||
         (b && (b->kind != VAL_CONST || b->type.dtype != TY_F32)))
         return unsupported(L, "a convolution of this form (float activations, constant float weights expected)");
-    int64_t s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
-    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
-    attr_ints(n, "strides", s, 2, 2, one2);
-    attr_ints(n, "dilations", d, 2, 2, one2);
-    attr_ints(n, "pads", p, 4, 4, zero4);
+    int64_t s[2], d[2], p[4];
+    conv_geometry(n, s, d, p);
     Type conv_t = n->out[0]->type; /* a conv2d_chain's pool comes after the conv */
     for (int i = 0; i < 2; i++)
         conv_t.dim[2 + i] = (x->type.dim[2 + i] + p[i] + p[i + 2] - d[i] * (w->type.dim[2 + i] - 1) - 1) / s[i] + 1;
@@ -2899,11 +2894,8 @@ static int lower_qconv(Lower *L, const Node *n) {
         return unsupported(L, "a grouped qconv2d");
     int64_t C = x->type.dim[1], H = x->type.dim[2], W = x->type.dim[3];
     int64_t O = w->type.dim[0], KH = w->type.dim[2], KW = w->type.dim[3];
-    int64_t s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0, 0, 0, 0};
-    static const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
-    attr_ints(n, "strides", s, 2, 2, one2);
-    attr_ints(n, "dilations", d, 2, 2, one2);
-    attr_ints(n, "pads", p, 4, 4, zero4);
+    int64_t s[2], d[2], p[4];
+    conv_geometry(n, s, d, p);
     int64_t OH = y->type.dim[2], OW = y->type.dim[3], taps = KH * KW, ldw = image_ldw(C);
     int64_t krow = (taps * ldw + 7) / 8 * 8, xb = image_code_planes(x);
     BlobQconvParams qp = {.c = C, .h = H, .w = W, .o = O, .kh = KH, .kw = KW, .stride_h = s[0],

@@ -362,19 +362,6 @@ static float conv2d_sum(const BlobConv2dParams *p, const float *x, const float *
     return b ? b[o] + acc : acc;
 }
 
-/* A conv2d_chain's bit (out_words > 0): v through the stages of `chain` ([stages][2][o]),
- * each operation rounded on its own, then the binarize: 1 or 0, -1 for NaN. */
-static int chain_bit(const BlobConv2dParams *p, const float *chain, int64_t o, float v) {
-    for (int64_t s = 0; s < p->epi_stages; s++) {
-        float a = chain[2 * s * p->o + o], k = chain[(2 * s + 1) * p->o + o];
-        float t = (p->epi_div >> s) & 1 ? v / a : v * a;
-        v = t + k;
-        if ((p->epi_relu >> s) & 1)
-            v = v < 0.0f ? 0.0f : v;
-    }
-    return v != v ? -1 : v > 0.0f || (v == 0.0f && p->zero);
-}
-
 static void run_conv2d(const Ctx *c) {
     const BlobConv2dParams *p = &c->s->conv2d;
     const float *w = slot_ptr(c, BLOB_SLOT_W, 0), *b = slot_ptr(c, BLOB_SLOT_P0, 0);
@@ -393,7 +380,7 @@ static void run_conv2d(const Ctx *c) {
                         ((float *)out)[(o * p->oh + oy) * p->ow + ox] = v;
                         continue;
                     }
-                    int bit = chain_bit(p, chain, o, v);
+                    int bit = blob_conv2d_chain_bit(p, chain, o, v);
                     if (bit == 1 || (bit < 0 && p->nan_flags))
                         ((uint32_t *)out)[(oy * p->ow + ox) * px_words + (bit < 0) * p->out_words + o / 32] |=
                             1u << (o % 32);
