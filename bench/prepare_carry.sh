@@ -15,7 +15,7 @@ ninja -C build >/dev/null
 c=.cache/bench/carry
 mkdir -p "$c/build/compiler" "$c/build/runtime"
 [ -f .cache/bench/xnorresnet18.onnx ] || /usr/bin/python3 bench/models.py .cache/bench  # torch 1.13
-[ -f .cache/bench/w1a2resnet18.onnx ] || python3 -c "import sys; sys.path.insert(0, 'bench'); import qonnx_resnet; qonnx_resnet.save('w1a2resnet18', '.cache/bench')"  # numpy + onnx
+[ -f .cache/bench/w1a2resnet18.onnx ] || python3 bench/qonnx_resnet.py .cache/bench --only w1a2resnet18  # numpy + onnx
 for m in birealnet18 xnorresnet18 vggsmall tfc w1a2resnet18; do
     [ "$c/$m.onnx.gz" -nt ".cache/bench/$m.onnx" ] || gzip -1 -c ".cache/bench/$m.onnx" > "$c/$m.onnx.gz"
 done
