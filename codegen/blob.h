@@ -210,9 +210,29 @@ typedef struct {
     int64_t h, w, c, words, o, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom,
         pad_right, pad_value, dil_h, dil_w, oh, ow, pool, out_words, out_layout;
     /* The float chain of an AFFINE epilogue (docs/blob-format.md, "bconv"); epi_stages 0: the
-     * plain one, p0 scale and p1 bias. */
+     * plain one, p0 scale and p1 bias. With a THRESHOLD epilogue, epi_residual >> 2 > 0 (its
+     * words a pixel) makes it a threshold by a residual of bits: p0 t[2][o], p1 dir[2][o], row
+     * 1 where the residual's bit of the channel is 1, row 0 where it is 0. */
     int64_t epi_stages, epi_div, epi_residual;
 } BlobBconvParams;
+/* The float chain of a bconv (epi_stages > 0) on a dot: v = (float)dot, each stage v * a (or
+ * v / a where bit k of epi_div) then + b (ep [epi_stages][2][o]), then the residual r added on
+ * its side (epi_residual & 3: 1 v + r, 2 r + v); one rounding per operation. The CPU path runs
+ * it, and the compiler scans it for the thresholds by a residual of bits: one definition. */
+static inline float blob_bconv_chain_value(const BlobBconvParams *p, const float *ep, int64_t o, int64_t dot,
+                                           float r) {
+    float v = (float)dot;
+    for (int64_t k = 0; k < p->epi_stages; k++) {
+        float a = ep[2 * k * p->o + o], b = ep[(2 * k + 1) * p->o + o];
+        float t = (p->epi_div >> k) & 1 ? v / a : v * a;
+        v = t + b;
+    }
+    if ((p->epi_residual & 3) == 1)
+        v = v + r;
+    else if ((p->epi_residual & 3) == 2)
+        v = r + v;
+    return v;
+}
 typedef struct { int64_t rows, n, k; } BlobDenseParams;
 typedef struct {
     int64_t c, h, w, o, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,

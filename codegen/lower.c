@@ -1253,6 +1253,46 @@ static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
  * transpose: three steps, the first CPU-only, the other two GPU-only. */
 static int64_t residual_bit_words(const Lower *L, const Value *r);
 
+/* A bconv chain that writes only bits (v >= 0) and adds a residual of bits (+-1) is, per
+ * channel and residual bit, a threshold on the integer dot: its float ops are monotone in the
+ * dot under any rounding, so the bits over every dot in [-k, k] (k = the fan-in) rise, fall,
+ * or stay constant. Scans them with the CPU path's own chain (blob_bconv_chain_value) and
+ * fills t[2][o], dir[2][o] (row 1: residual +1, row 0: -1; a constant channel as the folding
+ * pass writes it: t INT32_MIN, dir +1 for 1, -1 for 0). False if some channel is not a
+ * threshold (a NaN or infinity in its chain): the chain stays. */
+static bool residual_thresholds(const BlobBconvParams *bp, const float *chain, int64_t k, int32_t *t, int32_t *dir) {
+    uint8_t *bits = xmalloc((size_t)(2 * k + 1));
+    bool ok = true;
+    for (int64_t row = 0; row < 2 && ok; row++)
+        for (int64_t o = 0; o < bp->o && ok; o++) {
+            bool up = true, down = true;
+            for (int64_t i = 0; i <= 2 * k; i++) {
+                bits[i] = blob_bconv_chain_value(bp, chain, o, i - k, row ? 1.0f : -1.0f) >= 0.0f;
+                if (i > 0) {
+                    up = up && bits[i - 1] <= bits[i];
+                    down = down && bits[i - 1] >= bits[i];
+                }
+            }
+            int64_t at = row * bp->o + o, i = 0;
+            if (up && down) {
+                t[at] = INT32_MIN;
+                dir[at] = bits[0] ? 1 : -1;
+            } else if (up) { /* the first dot with bit 1 */
+                while (!bits[i])
+                    i++;
+                t[at] = (int32_t)(i - k), dir[at] = 1;
+            } else if (down) { /* the last dot with bit 1 */
+                while (bits[i + 1])
+                    i++;
+                t[at] = (int32_t)(i - k), dir[at] = -1;
+            } else {
+                ok = false;
+            }
+        }
+    free(bits);
+    return ok;
+}
+
 static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir) {
     const Value *x = n->in[0], *w = n->in[1];
     if (w->kind != VAL_CONST)
@@ -1354,6 +1394,23 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     /* A shortcut of +-1 bits: the chain reads the packed bits (epi_residual's words field). */
     int64_t res_words = e.residual && rest_from < 0 ? residual_bit_words(L, e.residual) : 0;
     bp.epi_residual |= res_words << 2;
+    /* Bits only with such a shortcut: a threshold by the residual's bit, when every channel is
+     * one (residual_thresholds); the float chain's operations then run at compile time. */
+    int32_t *res_t = NULL, *res_dir = NULL;
+    if (chain && !e.need_f32 && res_words && !pool && !fallback && rest_from < 0) {
+        res_t = xmalloc((size_t)(2 * O) * 4), res_dir = xmalloc((size_t)(2 * O) * 4);
+        if (residual_thresholds(&bp, e.chain, C * KH * KW, res_t, res_dir)) {
+            e.kind = BLOB_EPI_THRESHOLD;
+            bits = true, chain = false;
+            bp.epi_stages = bp.epi_div = 0;
+            bp.epi_residual = res_words << 2;
+            bp.out_layout = BLOB_LAYOUT_SC;
+            bp.out_words = owords;
+        } else {
+            free(res_t), free(res_dir);
+            res_t = res_dir = NULL;
+        }
+    }
     int64_t pix = pool ? OH / 2 * (OW / 2) * 4 : OH * OW;
     /* The CPU's step (for bits and chains, also the GPU's). */
     LStep *st = new_step(L, BLOB_STEP_BCONV);
@@ -1365,7 +1422,14 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
         use_arena(L, st, BLOB_SLOT_X1, bits_out);
     st->s.slot[BLOB_SLOT_W] = wref;
     st->s.slot[BLOB_SLOT_X0] = pref;
-    set_epilogue_operands(L, st, &e, O);
+    if (res_t) {
+        st->s.epilogue = BLOB_EPI_THRESHOLD;
+        st->s.slot[BLOB_SLOT_P0] = put_weights(L, res_t, (size_t)(2 * O) * 4);
+        st->s.slot[BLOB_SLOT_P1] = put_weights(L, res_dir, (size_t)(2 * O) * 4);
+        free(res_t), free(res_dir);
+    } else {
+        set_epilogue_operands(L, st, &e, O);
+    }
     free_epilogue(&e);
     st->s.bconv = bp;
     BlobRef ep0 = st->s.slot[BLOB_SLOT_P0], ep1 = st->s.slot[BLOB_SLOT_P1];
@@ -1393,6 +1457,11 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
         (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3],
         (long long)d[0], (long long)d[1], pad_value > 0, pool_mode, (long long)cwp, epi_macro(&e),
         (long long)(bits ? owords : O));
+    if (bp.epi_residual && !chain) {
+        char *head = st->k.defines;
+        st->k.defines = str_printf("%s#define BC_RESW %lld\n", head, (long long)res_words);
+        free(head);
+    }
     if (chain) {
         char *head = st->k.defines;
         st->k.defines = str_printf("%s#define BC_NST %d\n#define BC_DIV %u\n#define BC_RES %d\n#define BC_F32 %d\n"
@@ -1401,11 +1470,13 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
                                    (long long)res_words);
         free(head);
     }
-    /* The halo-tile kernel (bconv.cu BC_HALO) wherever its shared memory fits, its tile from
-     * the cost model of bnn_halo_choose (kernels.h); else the implicit GEMM's default tile. */
+    /* The halo-tile kernel (bconv.cu BC_HALO) wherever its shared memory fits, its tile from the
+     * rule of bnn_halo_choose (kernels.h); else the implicit GEMM's default tile. */
     BnnHaloCfg hc;
+    int classes = bnn_corr_classes((int)H, (int)W, (int)KH, (int)KW, (int)s[0], (int)s[1], (int)p[0], (int)p[1],
+                                   (int)d[0], (int)d[1], (int)OH, (int)OW, pad_value > 0);
     if (bnn_halo_choose((int)C, (int)OH, (int)OW, (int)O, (int)KH, (int)KW, (int)s[0], (int)s[1], (int)d[0],
-                        (int)d[1], pool, -1, &hc) == 0) {
+                        (int)d[1], pool, classes, &hc) == 0) {
         char *head = st->k.defines;
         st->k.defines = str_printf("%s#define BC_HALO 1\n#define BC_TH %d\n#define BC_TW %d\n#define BC_BN %d\n"
                                    "#define BC_WM %d\n#define BC_WN %d\n#define BC_MINB %d\n",
@@ -1419,10 +1490,15 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
         blob_step_set_kernel(&st->s, st->k.name, grid, block,
                              (uint32_t)bnn_tile_smem(BNN_BCONV_BM, BNN_BCONV_BN, BNN_BCONV_KC, BNN_BCONV_STAGES));
     }
-    if (chain)
+    if (chain) {
         add_chain_args(st, e.need_f32, bits_out >= 0 ? BLOB_SLOT_X1 : e.bits ? BLOB_SLOT_OUT : -1);
-    else
+    } else if (bp.epi_residual) { /* the threshold by a residual of bits: X, W, P, t, dir, Y, R, batch */
         add_family_args(st, 1);
+        st->s.args[st->s.nargs - 1] = (BlobArg){BLOB_ARG_PTR, BLOB_SLOT_IN2, 0};
+        blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, 1);
+    } else {
+        add_family_args(st, 1);
+    }
     if (!bits && !chain) {
         st = new_step(L, BLOB_STEP_KERNEL); /* NHWC scratch -> the NCHW result */
         use_arena(L, st, BLOB_SLOT_IN, scratch);

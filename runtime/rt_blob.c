@@ -428,11 +428,31 @@ static bnn_status check_bconv(const StepCheck *c) {
     uint64_t cells = (uint64_t)oh * (uint64_t)ow;
     if (c->s->epilogue == BLOB_EPI_AFFINE && p->epi_stages > 0)
         return check_bconv_chain(c, cells);
-    if (p->epi_stages || p->epi_div || p->epi_residual)
+    if (p->epi_stages || p->epi_div)
         return bad_step(c, "float chain parameters without a float chain");
-    TRY(want_slot(c, BLOB_SLOT_IN2, 0, 0, false));
+    /* A threshold by a residual of bits: its words a pixel, thresholds t[2][o] and dir[2][o]. */
+    int64_t res_words = p->epi_residual >> 2;
+    if (p->epi_residual && (c->s->epilogue != BLOB_EPI_THRESHOLD || (p->epi_residual & 3) || p->pool ||
+                            res_words < (int64_t)words_for(p->o) || res_words > MAX_DIM))
+        return bad_step(c, "a residual (epi_residual %lld) needs a float chain, or the threshold epilogue with "
+                        "%lld or more words a pixel and no pool", (long long)p->epi_residual,
+                        (long long)words_for(p->o));
+    uint64_t res_bytes = 0;
+    if (res_words && !mul3_ok(cells, (uint64_t)res_words, 4, &res_bytes))
+        return bad_step(c, "operands too large");
+    TRY(want_slot(c, BLOB_SLOT_IN2, res_words ? BLOB_SPACE_ARENA : 0, res_bytes, false));
     uint64_t bit_rows = p->pool ? (uint64_t)(oh / 2) * (uint64_t)(ow / 2) : cells;
-    TRY(check_epilogue(c, p->o, cells, bit_rows, p->out_words));
+    if (res_words) { /* check_epilogue's, with two rows of thresholds */
+        if (p->out_words < (int64_t)words_for(p->o) || p->out_words > MAX_DIM ||
+            !mul3_ok(bit_rows, (uint64_t)p->out_words, 4, &res_bytes))
+            return bad_step(c, "%lld output words cannot hold %lld channels", (long long)p->out_words,
+                            (long long)p->o);
+        TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, res_bytes, false));
+        TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 8, false));
+        TRY(want_slot(c, BLOB_SLOT_P1, BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 8, false));
+    } else {
+        TRY(check_epilogue(c, p->o, cells, bit_rows, p->out_words));
+    }
     return check_overlap(c, false);
 }
 

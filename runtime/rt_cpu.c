@@ -205,26 +205,6 @@ static int64_t bconv_dot(const BlobBconvParams *p, const uint32_t *in, const uin
     return dot;
 }
 
-/* The float chain of a bconv (epi_stages > 0): v = (float)dot, each stage v * a (or v / a)
- * then + b, then the residual added on its side; one rounding per op, no FMA (C11 mode does
- * not contract across statements). */
-static float chain_value(const BlobBconvParams *p, const float *ep, int64_t o, int64_t dot, const float *r) {
-    float v = (float)dot;
-    for (int64_t k = 0; k < p->epi_stages; k++) {
-        float a = ep[2 * k * p->o + o], b = ep[(2 * k + 1) * p->o + o];
-        if (p->epi_div >> k & 1)
-            v = v / a;
-        else
-            v = v * a;
-        v = v + b;
-    }
-    if ((p->epi_residual & 3) == 1)
-        v = v + *r;
-    else if ((p->epi_residual & 3) == 2)
-        v = *r + v;
-    return v;
-}
-
 /* A bconv with a float chain: f32 NCHW into out (unless only bits are asked for) and the
  * bits of v >= 0 (binarize {zero=1}) NHWC-packed into x1, or into out when there is no f32. */
 static void run_bconv_chain(const Ctx *c) {
@@ -247,7 +227,7 @@ static void run_bconv_chain(const Ctx *c) {
             for (int64_t o = 0; o < p->o; o++) {
                 int64_t at = o * cells + cell;
                 float rv = !r ? 0.0f : !res_words ? r[at] : rbits[cell * res_words + o / 32] >> (o % 32) & 1 ? 1.0f : -1.0f;
-                float v = chain_value(p, ep, o, bconv_dot(p, in, w, o, cell / p->ow, cell % p->ow), r ? &rv : NULL);
+                float v = blob_bconv_chain_value(p, ep, o, bconv_dot(p, in, w, o, cell / p->ow, cell % p->ow), rv);
                 if (out)
                     out[at] = v;
                 if (row) /* NaN compares false: -1 */
@@ -266,11 +246,14 @@ static void run_bconv(const Ctx *c) {
     const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
     const int32_t *dir = slot_ptr(c, BLOB_SLOT_P1, 0);
     /* Output cells cover f x f conv positions: the OR of their bits (a max-pool of +-1), or with
-     * pool 2 (a max-pool of the accumulators, then the threshold) their AND where dir < 0. */
-    int64_t f = p->pool ? 2 : 1;
+     * pool 2 (a max-pool of the accumulators, then the threshold) their AND where dir < 0. A
+     * threshold by a residual of bits (res_words > 0, no pool) takes row 0 or 1 of t and dir
+     * by the residual's bit of the channel. */
+    int64_t f = p->pool ? 2 : 1, res_words = p->epi_residual >> 2;
     int64_t ch = p->oh / f, cw = p->ow / f;
     for (int64_t item = 0; item < c->batch; item++) {
         const uint32_t *in = slot_ptr(c, BLOB_SLOT_IN, item);
+        const uint32_t *res = res_words ? slot_ptr(c, BLOB_SLOT_IN2, item) : NULL;
         void *out = slot_ptr(c, BLOB_SLOT_OUT, item);
         for (int64_t y = 0; y < ch; y++)
             for (int64_t x = 0; x < cw; x++) {
@@ -283,7 +266,11 @@ static void run_bconv(const Ctx *c) {
                 }
                 uint32_t *bits = (uint32_t *)out + cell * p->out_words;
                 memset(bits, 0, (size_t)p->out_words * 4);
-                for (int64_t o = 0; o < p->o; o++) {
+                for (int64_t o = 0; res && o < p->o; o++) {
+                    int64_t row = res[cell * res_words + o / 32] >> (o % 32) & 1;
+                    bits[o / 32] |= (uint32_t)threshold_bit(c, row * p->o + o, bconv_dot(p, in, w, o, y, x)) << (o % 32);
+                }
+                for (int64_t o = 0; !res && o < p->o; o++) {
                     bool all = p->pool == 2 && dir[o] < 0, bit = all;
                     for (int64_t dy = 0; dy < f && bit == all; dy++)
                         for (int64_t dx = 0; dx < f && bit == all; dx++)

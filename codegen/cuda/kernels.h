@@ -35,17 +35,33 @@ static inline int bnn_tile_smem(int bm, int bn, int kc, int stages) {
     return stages * kc * ((bm + bn) * 16 + 2 * (128 / kc)) + bm * 4;
 }
 
-/* The halo-tile bconv (BC_HALO 1, bconv.cu): a block's dynamic shared memory, which it checks
- * on entry. Its weight slice (KH*KW taps x ceil(C/128) 16-byte chunks x BN rows), two input
- * halos of a TH x TW output tile (HH rows of HWS 16-byte slots per chunk), a zero line, the
- * popcount of each halo slot and of each tile row. Mirrors the kernel's constexprs. */
+/* Halo row stride in 16-byte slots (bnn_halo_ws in bconv.cu): the smallest >= hw congruent to
+ * want mod 8, so the 8 rows an ldmatrix reads fall in 8 bank groups. */
 static inline int bnn_halo_ws(int hw, int want) { return hw + ((want - hw) % 8 + 8) % 8; }
+/* Classes of output positions along one conv axis by their valid kernel range (BnnAxisBands in
+ * bconv.cu): the first A outputs (o*s < p), one class for all full ones, the last B; when no
+ * full one lies between them, one class per output. */
+static inline int bnn_axis_classes(int n, int k, int s, int p, int d, int no) {
+    int a = (p + s - 1) / s < no ? (p + s - 1) / s : no, f = n + p - (k - 1) * d;
+    int fo = f <= 0 ? 0 : (f + s - 1) / s, b = fo >= no ? 0 : no - fo;
+    return a + 1 + b >= no ? no : a + 1 + b;
+}
+/* Entries per column of the border-correction table of the halo bconv (BnnConvCorrT):
+ * row classes x column classes, 1 with one padding (every tap counts). */
+static inline int bnn_corr_classes(int h, int w, int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw,
+                                   int oh, int ow, int pad_one) {
+    return pad_one ? 1 : bnn_axis_classes(h, kh, sh, pt, dh, oh) * bnn_axis_classes(w, kw, sw, pl, dw, ow);
+}
+
+/* The halo-tile bconv (BC_HALO, bconv.cu): the weight slice, a zero line, per warp (nw of them)
+ * two halos of its TH x TW tile and the popc(a) of its rows, and the correction table
+ * (classes entries per column, bnn_corr_classes). Mirrors the kernel. */
 static inline int bnn_halo_smem(int c, int kh, int kw, int sh, int sw, int dh, int dw, int th, int tw, int bn,
-                                int pool) {
-    int she = kh == 1 ? 1 : sh, swe = kw == 1 ? 1 : sw; /* a 1-wide kernel reads every stride-th pixel only */
+                                int pool, int nw, int classes) {
+    int she = kh == 1 ? 1 : sh, swe = kw == 1 ? 1 : sw;
     int ccr = (c + 127) / 128, hh = (th - 1) * she + (kh - 1) * dh + 1, hwd = (tw - 1) * swe + (kw - 1) * dw + 1;
     int hws = she == 1 ? bnn_halo_ws(hwd, pool ? 4 : tw * swe) : hwd, nhp = hh * hws;
-    return kh * kw * ccr * bn * 16 + 2 * ccr * nhp * 16 + 16 + 4 * nhp + 4 * th * tw;
+    return kh * kw * ccr * bn * 16 + 16 + nw * (2 * ccr * nhp * 16 + 4 * th * tw) + classes * bn * 4;
 }
 
 /* A halo-tile configuration of one convolution (BC_TH, BC_TW, BC_BN, BC_WM, BC_WN), chosen by
@@ -96,39 +112,29 @@ static inline int bnn_halo_pick(int ohe, int owe, int nbx, int min_blocks) {
     return best < 0 ? 3 : best;
 }
 
-/* Picks the tile of the halo kernel for a convolution; 0, or -1 when it does not apply (its
- * shared memory would exceed BNN_HALO_SMEM_MAX: very wide C). Cost model: among output tiles
- * 8x16, 8x8, 4x8, 4x4 (pixels; BM = th*tw rows) the first whose padding waste is small (at
- * least 3/4 of its rows are real pixels) and that gives at least min_blocks blocks for one
- * image; failing that, the one with the most blocks at one image among those at least half
- * full. BN = 64 output channels (32 when O <= 32), 2x2 warps (1x2 for 16-row tiles).
- * min_blocks < 0: the rule lower.c uses, from the layer table of docs/kernels.md (H100,
- * batch 1, 8 and 256): C <= 128 (one 16-byte chunk per pixel, little work per tile): small
- * tiles, min_blocks 66, BC_MINB 2; wider C: the large tiles (min_blocks 0) with BC_MINB 3
- * (168 registers, 3 blocks per SM). grid.y: bnn_halo_grid. */
+/* The tile of the halo-tile bconv (BC_HALO): each warp a TH x TW tile x all BN channels of
+ * its block. The rule, from the layer table of docs/kernels.md ("The halo-tile convolution",
+ * batch 1, 8 and 256): 4x4 pixels x BN 32 channels a warp, 8 warps a block, BC_MINB 3 (80
+ * registers, no spills). It beat the block-tile kernel it replaced on every ResNet-18 and
+ * VGG-small layer at every batch measured; 4x8 x 64 tiles are faster still at batch 256 (up
+ * to 1.4x on the 56x56 layers) but slower at batch 1, and the batch is not known here.
+ * grid.y: bnn_halo_grid's base (3 blocks an SM at a small batch), and 4 tiles a warp at a
+ * large one. classes: bnn_corr_classes. 0, or -1 when the shared memory would exceed
+ * BNN_HALO_SMEM_MAX (very wide C: the implicit GEMM then). */
 static inline int bnn_halo_choose(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh, int dw,
-                                  int pool, int min_blocks, BnnHaloCfg *cfg) {
-    cfg->minb = 2;
-    if (min_blocks < 0) {
-        min_blocks = c <= 128 ? 66 : 0;
-        cfg->minb = c <= 128 ? 2 : 3;
-    }
+                                  int pool, int classes, BnnHaloCfg *cfg) {
     int ohe = pool ? oh / 2 * 2 : oh, owe = pool ? ow / 2 * 2 : ow;
-    int bn = o <= 32 ? 32 : 64, best = bnn_halo_pick(ohe, owe, (o + bn - 1) / bn, min_blocks);
-    cfg->th = bnn_halo_tiles[best][0];
-    cfg->tw = bnn_halo_tiles[best][1];
-    cfg->bn = bn;
-    cfg->wm = cfg->th * cfg->tw >= 32 ? 2 : 1;
-    cfg->wn = bn / 32;
-    cfg->smem = bnn_halo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, bn, pool);
-    if (cfg->smem > BNN_HALO_SMEM_MAX && bn > 32) {
-        cfg->bn = bn = 32;
-        cfg->wn = 1;
-        cfg->smem = bnn_halo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, bn, pool);
-    }
+    cfg->th = 4;
+    cfg->tw = 4;
+    cfg->wm = 8;
+    cfg->wn = 1;
+    cfg->minb = 3;
+    cfg->bn = 32;
+    cfg->smem = bnn_halo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, cfg->bn, pool, cfg->wm, classes);
     if (cfg->smem > BNN_HALO_SMEM_MAX)
         return -1;
     bnn_halo_set_grid(cfg, ohe, owe, o);
+    cfg->grid_div = (unsigned)(cfg->wm * 4);
     return 0;
 }
 

@@ -28,10 +28,11 @@ typedef struct BconvSpec {
     int epi;
     int cwp, ldw, ldy; /* 0: the default, filled in by bconv_resolve */
     Tile tile;
-    /* th > 0: the halo-tile kernel (BC_HALO 1) with TH x TW output tiles; tile.bn, wm, wn are
-     * its BN and warps (tile.bm, kc, stages unused); minb: BC_MINB (0: the default); gy > 0:
-     * launch that many blocks along y instead of the runtime's grid (tests the tile loop). */
-    int th, tw, minb, gy;
+    /* th > 0: the halo-tile kernel (BC_HALO) with TH x TW output tiles a warp; tile.bn is its
+     * BN, tile.wm its warps a block (tile.wn 1; tile.bm = th*tw; kc, stages unused); minb:
+     * BC_MINB (0: the default); tpw: tiles per warp the runtime's grid aims at when the batch
+     * is large (0: 4); gy > 0: launch that many blocks along y instead (tests the tile loop). */
+    int th, tw, minb, tpw, gy;
 } BconvSpec;
 
 static inline int kdiv_up(int a, int b) { return (a + b - 1) / b; }
@@ -76,16 +77,23 @@ static inline void bconv_resolve(BconvSpec *s) {
     tile_resolve(&s->tile, true);
 }
 
-/* The halo kernel's tile and BC_MINB from bnn_halo_choose, min_blocks as given (-1: what
- * lower.c emits). */
-static inline bool bconv_halo_auto(BconvSpec *s, int oh, int ow, int min_blocks) {
+static inline int bconv_oh(const BconvSpec *s);
+static inline int bconv_ow(const BconvSpec *s);
+/* bnn_corr_classes of a resolved spec. */
+static inline int bconv_corr_classes(const BconvSpec *s) {
+    return bnn_corr_classes(s->H, s->W, s->KH, s->KW, s->SH, s->SW, s->PT, s->PL, s->DH, s->DW, bconv_oh(s),
+                            bconv_ow(s), s->pad_one);
+}
+/* The halo kernel's tile as bnn_halo_choose picks it (what lower.c emits) for a resolved spec. */
+static inline bool bconv_halo_auto(BconvSpec *s) {
     BnnHaloCfg h;
-    if (bnn_halo_choose(s->C, oh, ow, s->O, s->KH, s->KW, s->SH ? s->SH : 1, s->SW ? s->SW : 1, s->DH ? s->DH : 1,
-                        s->DW ? s->DW : 1, s->pool, min_blocks, &h) != 0)
+    if (bnn_halo_choose(s->C, bconv_oh(s), bconv_ow(s), s->O, s->KH, s->KW, s->SH, s->SW, s->DH, s->DW, s->pool,
+                        bconv_corr_classes(s), &h) != 0)
         return false;
     s->th = h.th;
     s->tw = h.tw;
     s->minb = h.minb;
+    s->tpw = (int)h.grid_div / h.wm;
     s->tile = (Tile){h.th * h.tw, h.bn, h.wm, h.wn, 8, 2};
     return true;
 }

@@ -184,7 +184,8 @@ static void epi_make(Epi *e, int kind, int n, int ldy, const int *dots, int rows
         /* Thresholds on real dot values (and next to them) test the >= / <= edges exactly. */
         int pick = dots ? dots[(size_t)(rnd() % (uint64_t)rows) * (size_t)n + (size_t)j] : 0;
         int r = (int)(rnd() % 8);
-        e->thr[j] = r == 0 ? -1000000 : r == 1 ? 1000000 : pick + (int)(rnd() % 3) - 1;
+        /* r 2: the folding pass's constant channel, t = INT32_MIN (dir -1: always 0) */
+        e->thr[j] = r == 0 ? -1000000 : r == 1 ? 1000000 : r == 2 ? INT32_MIN : pick + (int)(rnd() % 3) - 1;
         e->dir[j] = rnd() & 1 ? 1 : -1;
         e->scale[j] = rndf(-0.05f, 0.05f);
         e->bias[j] = rndf(-3.0f, 3.0f);
@@ -507,7 +508,8 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
     snprintf(shape, sizeof shape, "conv n%d %dx%dx%d->%d k%dx%d", nb, s.H, s.W, C, O, s.KH, s.KW);
     char tilestr[48];
     if (s.th)
-        snprintf(tilestr, sizeof tilestr, "halo %dx%d bn%d%s", s.th, s.tw, s.tile.bn, s.gy ? " loop" : "");
+        snprintf(tilestr, sizeof tilestr, "halo %dx%d bn%d w%d%s", s.th, s.tw, s.tile.bn, s.tile.wm,
+                 s.gy ? " loop" : "");
     else
         snprintf(tilestr, sizeof tilestr, "%dx%d", s.tile.bm, s.tile.bn);
     snprintf(variant, sizeof variant, "%s s%d p%d%s%s d%d %s %s%s%s", epi_name(s.epi), s.SH, s.PT,
@@ -548,7 +550,8 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
         return;
     }
     if (s.th) { /* the halo kernel's own shared memory */
-        k.smem = bnn_halo_smem(C, s.KH, s.KW, s.SH, s.SW, s.DH, s.DW, s.th, s.tw, s.tile.bn, s.pool);
+        k.smem = bnn_halo_smem(C, s.KH, s.KW, s.SH, s.SW, s.DH, s.DW, s.th, s.tw, s.tile.bn, s.pool, s.tile.wm,
+                               bconv_corr_classes(&s));
         CU(cu.FuncSetAttribute(k.fn, CU_FUNC_MAX_DYNAMIC_SMEM, k.smem));
         cached.smem = k.smem;
     }
@@ -610,6 +613,7 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
         int tiles = kdiv_up(ohe, s.th) * kdiv_up(owe, s.tw);
         unsigned base, div;
         bnn_halo_grid(tiles, kdiv_up(O, s.tile.bn), &base, &div);
+        div = (unsigned)(s.tile.wm * (s.tpw ? s.tpw : 4)); /* tiles per block: tpw for each warp */
         gy = s.gy ? (unsigned)s.gy : base + ((unsigned)(nb * tiles) + div - 1) / div;
     }
     launch(k.fn, gx, gy, (unsigned)k.threads, (unsigned)k.smem, args);
@@ -648,12 +652,12 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
 static bool bconv_bench; /* --bconv-bench: the layers of binary ResNet-18 and VGG-small */
 static bool halo_only;   /* --halo-only: only the halo-kernel cases (for compute-sanitizer) */
 
-/* Each layer at batch 1, 8 and 256: the implicit-GEMM kernel with lower.c's old tile (128x64)
- * against the halo kernel with the tile bnn_halo_choose picks (min_blocks 0, as lower.c
- * does) and with min_blocks 132 (small tiles: more blocks at batch 1). Threshold epilogue,
- * activations and outputs in the compiler's format (words per pixel: ceil(C/256)*8), random
- * inputs; every run checks 66 output rows (pooled rows with a pool) against the reference.
- * Times: median of 20 device-event-timed launches after 3 warm-ups. */
+/* Each layer at batch 1, 8 and 256: the implicit-GEMM kernel with lower.c's old tile (128x64),
+ * and the halo-tile kernel with the tile bnn_halo_choose picks (what lower.c emits) and with
+ * fixed ones.
+ * Threshold epilogue, activations and outputs in the compiler's format (words per pixel:
+ * ceil(C/256)*8), random inputs; every run checks 66 output rows (pooled rows with a pool)
+ * against the reference. Times: median of 20 device-event-timed launches after warm-up. */
 static void run_bconv_bench(void) {
     struct {
         const char *name;
@@ -676,14 +680,19 @@ static void run_bconv_bench(void) {
         {"vgg 8x8 512-512 +pool", 512, 8, 512, 3, 1, 1, 1},
     };
     static const int batches[3] = {1, 8, 256};
-    /* halo variants: bnn_halo_choose's min_blocks, BC_MINB (0: the chooser's); the first is
-     * what lower.c emits */
-    static const int var[][2] = {{-1, 0}, {0, 2}, {66, 2}, {0, 3}};
+    /* variants after "old": the halo kernel with the tile bnn_halo_choose picks (th 0), or with
+     * th x tw pixels x bn channels a warp, nw warps a block, BC_MINB minb, tpw tiles a warp */
+    static const struct {
+        const char *name;
+        int th, tw, bn, nw, minb, tpw;
+    } var[] = {
+        {"auto", 0, 0, 0, 0, 0, 0},         {"4x8/64/4", 4, 8, 64, 4, 3, 4}, {"4x4/64/4", 4, 4, 64, 4, 4, 4},
+        {"4x8/64/8", 4, 8, 64, 8, 2, 4},    {"4x8/32/4", 4, 8, 32, 4, 4, 4}, {"4x4/32/8", 4, 4, 32, 8, 3, 4},
+    };
     enum { NV = 1 + sizeof var / sizeof *var };
     struct {
         double ms[NV];
         bool ok;
-        char tile[NV][12];
     } res[15][3];
     memset(res, 0, sizeof res);
     for (size_t l = 0; l < sizeof L / sizeof *L; l++) {
@@ -692,41 +701,49 @@ static void run_bconv_bench(void) {
                           .pool = L[l].pool != 0, .epi = BNN_EPI_THRESHOLD, .cwp = kdiv_up(L[l].C, 256) * 8,
                           .ldy = kdiv_up(L[l].O, 256) * 8};
         bconv_resolve(&base);
+        for (int b = 0; b < 3; b++)
+            res[l][b].ok = true;
         for (int v = 0; v < NV; v++)
             for (int b = 0; b < 3; b++) {
                 BconvSpec s = base;
-                if (b == 0 && v == 0)
-                    for (int i = 0; i < 3; i++)
-                        res[l][i].ok = true;
-                if (v > 0 && !bconv_halo_auto(&s, bconv_oh(&s), bconv_ow(&s), var[v - 1][0])) {
-                    res[l][b].ms[v] = -1;
+                res[l][b].ms[v] = -1;
+                if (v > 0 && var[v - 1].th == 0 && !bconv_halo_auto(&s))
                     continue;
-                }
-                if (v > 0) {
-                    if (var[v - 1][1])
-                        s.minb = var[v - 1][1];
-                    snprintf(res[l][b].tile[v], sizeof res[l][b].tile[v], "%dx%d", s.th, s.tw);
+                if (v > 0 && var[v - 1].th > 0) {
+                    s.th = var[v - 1].th;
+                    s.tw = var[v - 1].tw;
+                    s.minb = var[v - 1].minb;
+                    s.tpw = var[v - 1].tpw;
+                    s.tile = (Tile){s.th * s.tw, var[v - 1].bn, var[v - 1].nw, 1, 8, 2};
+                    if (bnn_halo_smem(s.C, s.KH, s.KW, s.SH, s.SW, s.DH, s.DW, s.th, s.tw, s.tile.bn, s.pool,
+                                      s.tile.wm, bconv_corr_classes(&s)) > BNN_HALO_SMEM_MAX)
+                        continue;
                 }
                 test_bconv(batches[b], s, false, 20);
-                res[l][b].ms[v] = last_conv_ms;
+                res[l][b].ms[v] = last_conv_ok ? last_conv_ms : -1;
                 res[l][b].ok &= last_conv_ok;
             }
     }
-    printf("\nbconv layers, threshold epilogue, times in us (median of 20), POPS = 2*M*O*K_real / time\n"
-           "old = implicit GEMM 128x64 (lower.c before); h1 = halo kernel as lower.c emits it (bnn_halo_choose\n"
-           "min_blocks -1: C <= 128 as h3, else as h4); h2: min_blocks 0, BC_MINB 2; h3: min_blocks 66, BC_MINB 2;\n"
-           "h4: min_blocks 0, BC_MINB 3\n");
-    printf("%-25s %5s %8s %8s %8s %8s %8s %6s %6s %7s %-5s %-5s %-5s %s\n", "layer", "batch", "old", "h1", "h2", "h3",
-           "h4", "old_P", "h1_P", "old/h1", "t1", "t2", "t3", "exact");
+    printf("\nbconv layers, threshold epilogue, times in us (median of 20; -1: not applicable), POPS of the best\n"
+           "old = implicit GEMM 128x64; auto = halo kernel as lower.c emits it (bnn_halo_choose); THxTW/BN/NW =\n"
+           "halo kernel with warp tiles of TH x TW pixels x BN channels, NW warps a block\n");
+    printf("%-25s %5s %8s", "layer", "batch", "old");
+    for (int v = 1; v < NV; v++)
+        printf(" %9s", var[v - 1].name);
+    printf(" %6s %8s %s\n", "best_P", "old/auto", "exact");
     for (size_t l = 0; l < sizeof L / sizeof *L; l++)
         for (int b = 0; b < 3; b++) {
             int nb = batches[b], oh = bnn_conv_out(L[l].HW, L[l].K, L[l].S, L[l].P, L[l].P, 1);
             double ops = 2.0 * nb * oh * oh * L[l].O * (double)L[l].C * L[l].K * L[l].K;
-            double *ms = res[l][b].ms;
-            printf("%-25s %5d %8.2f %8.2f %8.2f %8.2f %8.2f %6.3f %6.3f %6.2fx %-5s %-5s %-5s %s\n", L[l].name, nb,
-                   1e3 * ms[0], 1e3 * ms[1], 1e3 * ms[2], 1e3 * ms[3], 1e3 * ms[4], ms[0] > 0 ? ops / ms[0] * 1e-12 : 0,
-                   ms[1] > 0 ? ops / ms[1] * 1e-12 : 0, ms[1] > 0 ? ms[0] / ms[1] : 0, res[l][b].tile[1],
-                   res[l][b].tile[2], res[l][b].tile[3], res[l][b].ok ? "yes" : "NO");
+            double *ms = res[l][b].ms, best = 1e30;
+            printf("%-25s %5d", L[l].name, nb);
+            for (int v = 0; v < NV; v++) {
+                printf(v ? " %9.2f" : " %8.2f", ms[v] > 0 ? 1e3 * ms[v] : -1.0);
+                if (ms[v] > 0 && ms[v] < best)
+                    best = ms[v];
+            }
+            printf(" %6.3f %7.2fx %s\n", best < 1e30 ? ops / best * 1e-12 : 0, ms[1] > 0 ? ms[0] / ms[1] : 0,
+                   res[l][b].ok ? "yes" : "NO");
         }
 }
 
@@ -828,21 +845,6 @@ int main(int argc, char **argv) {
     if (!bconv_bench) {
         for (size_t i = 0; !halo_only && i < sizeof convs / sizeof *convs; i++)
             test_bconv(convs[i].nb, convs[i].s, true, reps);
-        /* The halo kernel on the same cases: the tile lower.c picks, then forced small tiles
-         * with few blocks (several tiles per block) and 1x2 / 2x1 warps. */
-        for (size_t i = 0; i < sizeof convs / sizeof *convs; i++) {
-            BconvSpec h = convs[i].s;
-            bconv_resolve(&h);
-            if (bconv_halo_auto(&h, bconv_oh(&h), bconv_ow(&h), -1))
-                test_bconv(convs[i].nb, h, true, reps);
-            h = convs[i].s;
-            bconv_resolve(&h);
-            if (bconv_halo_auto(&h, bconv_oh(&h), bconv_ow(&h), 1000)) {
-                h.gy = 2;
-                h.minb = 2;
-                test_bconv(convs[i].nb, h, true, 0);
-            }
-        }
 #define P1 .PT = 1, .PL = 1, .PB = 1, .PR = 1
         struct {
             int nb;
@@ -850,41 +852,59 @@ int main(int argc, char **argv) {
         } halos[] = {
             /* odd item counts (9 taps x 1 chunk, 27), channels 3, 64 in 256-bit words, 130, 300 */
             {2, {.C = 64, .H = 56, .W = 56, .O = 64, .KH = 3, .KW = 3, P1, .cwp = 8, .epi = BNN_EPI_THRESHOLD, .ldy = 8,
-                 .tile = {128, 64, 2, 2, 8, 2}, .th = 8, .tw = 16}},
+                 .tile = {32, 64, 4, 1, 8, 2}, .th = 4, .tw = 8}},
             {2, {.C = 3, .H = 17, .W = 19, .O = 40, .KH = 3, .KW = 3, P1, .epi = BNN_EPI_I32,
-                 .tile = {64, 64, 2, 2, 8, 2}, .th = 8, .tw = 8}},
+                 .tile = {32, 64, 2, 1, 8, 2}, .th = 4, .tw = 8}},
             {3, {.C = 300, .H = 9, .W = 11, .O = 70, .KH = 3, .KW = 3, P1, .epi = BNN_EPI_THRESHOLD,
-                 .tile = {32, 64, 2, 2, 8, 2}, .th = 4, .tw = 8}},
+                 .tile = {32, 64, 4, 1, 8, 2}, .th = 4, .tw = 8}},
             {2, {.C = 130, .H = 13, .W = 13, .O = 200, .KH = 3, .KW = 3, .SH = 2, .SW = 2, P1, .pad_one = true,
-                 .epi = BNN_EPI_AFFINE, .tile = {16, 64, 1, 2, 8, 2}, .th = 4, .tw = 4}},
+                 .epi = BNN_EPI_AFFINE, .tile = {16, 64, 2, 1, 8, 2}, .th = 4, .tw = 4}},
             /* 1x1 stride 2 (one item, the hi half is the zero line), 5x5 dilation 2, uneven pads */
             {2, {.C = 64, .H = 56, .W = 56, .O = 128, .KH = 1, .KW = 1, .SH = 2, .SW = 2, .cwp = 8,
-                 .epi = BNN_EPI_THRESHOLD, .tile = {128, 64, 2, 2, 8, 2}, .th = 8, .tw = 16}},
+                 .epi = BNN_EPI_THRESHOLD, .tile = {32, 64, 4, 1, 8, 2}, .th = 4, .tw = 8}},
             {2, {.C = 65, .H = 12, .W = 10, .O = 33, .KH = 5, .KW = 3, .PT = 3, .PL = 0, .PB = 1, .PR = 2, .DH = 2,
-                 .epi = BNN_EPI_I32, .tile = {32, 64, 2, 2, 8, 2}, .th = 4, .tw = 8}},
+                 .epi = BNN_EPI_I32, .tile = {32, 64, 2, 1, 8, 2}, .th = 4, .tw = 8}},
             /* 1-wide kernels with strides: the halo keeps every stride-th row / column only */
             {2, {.C = 65, .H = 13, .W = 12, .O = 40, .KH = 1, .KW = 3, .SH = 2, .SW = 2, P1, .pad_one = true,
-                 .epi = BNN_EPI_I32, .tile = {32, 64, 2, 2, 8, 2}, .th = 4, .tw = 8}},
+                 .epi = BNN_EPI_I32, .tile = {32, 64, 4, 1, 8, 2}, .th = 4, .tw = 8}},
             {2, {.C = 32, .H = 15, .W = 16, .O = 64, .KH = 1, .KW = 1, .SH = 2, .SW = 3, .PT = 1, .PL = 0, .PB = 0,
-                 .PR = 2, .epi = BNN_EPI_THRESHOLD, .tile = {16, 64, 1, 2, 8, 2}, .th = 4, .tw = 4, .gy = 3}},
+                 .PR = 2, .epi = BNN_EPI_THRESHOLD, .tile = {16, 64, 2, 1, 8, 2}, .th = 4, .tw = 4, .gy = 3}},
             {2, {.C = 200, .H = 14, .W = 14, .O = 96, .KH = 3, .KW = 1, .SH = 2, .SW = 2, .PT = 1, .PL = 0, .PB = 1,
-                 .PR = 0, .DH = 2, .pad_one = true, .epi = BNN_EPI_THRESHOLD, .tile = {64, 32, 2, 1, 8, 2}, .th = 8,
-                 .tw = 8}},
+                 .PR = 0, .DH = 2, .pad_one = true, .epi = BNN_EPI_THRESHOLD, .tile = {32, 32, 4, 1, 8, 2}, .th = 4, .tw = 8}},
             {1, {.C = 65, .H = 12, .W = 10, .O = 33, .KH = 5, .KW = 3, .PT = 3, .PL = 0, .PB = 1, .PR = 2, .DH = 2,
                  .pad_one = true, .epi = BNN_EPI_THRESHOLD, .tile = {32, 32, 2, 1, 8, 2}, .th = 4, .tw = 8}},
             /* pools: odd output, tiles that overhang it, one padding, padded LDY */
             {2, {.C = 256, .H = 15, .W = 15, .O = 64, .KH = 3, .KW = 3, P1, .pool = true, .pad_one = true,
-                 .epi = BNN_EPI_THRESHOLD, .ldy = 8, .tile = {64, 64, 2, 2, 8, 2}, .th = 8, .tw = 8}},
+                 .epi = BNN_EPI_THRESHOLD, .ldy = 8, .tile = {32, 64, 4, 1, 8, 2}, .th = 4, .tw = 8}},
             {3, {.C = 128, .H = 32, .W = 32, .O = 128, .KH = 3, .KW = 3, P1, .pool = true, .epi = BNN_EPI_THRESHOLD,
-                 .cwp = 8, .ldy = 8, .tile = {128, 64, 2, 2, 8, 2}, .th = 8, .tw = 16, .gy = 5}},
+                 .cwp = 8, .ldy = 8, .tile = {32, 64, 2, 1, 8, 2}, .th = 4, .tw = 8, .gy = 5}},
             {1, {.C = 512, .H = 8, .W = 8, .O = 512, .KH = 3, .KW = 3, P1, .pool = true, .epi = BNN_EPI_THRESHOLD,
-                 .tile = {16, 64, 1, 2, 8, 2}, .th = 4, .tw = 4}},
+                 .tile = {16, 64, 4, 1, 8, 2}, .th = 4, .tw = 4}},
             {4, {.C = 512, .H = 7, .W = 7, .O = 512, .KH = 3, .KW = 3, P1, .epi = BNN_EPI_THRESHOLD,
-                 .tile = {64, 64, 2, 2, 8, 2}, .th = 8, .tw = 8, .nb = 4}},
+                 .tile = {32, 64, 2, 1, 8, 2}, .th = 4, .tw = 8, .nb = 4}},
         };
 #undef P1
         for (size_t i = 0; i < sizeof halos / sizeof *halos; i++)
             test_bconv(halos[i].nb, halos[i].s, true, reps);
+        /* The halo kernel on all cases above: the tile lower.c picks, then 4x4 tiles on 2 blocks
+         * of 2 warps with BC_MINB 2 (several tiles a warp: its double buffer). */
+        for (size_t i = 0; i < sizeof convs / sizeof *convs + sizeof halos / sizeof *halos; i++) {
+            bool from_convs = i < sizeof convs / sizeof *convs;
+            int nb = from_convs ? convs[i].nb : halos[i - sizeof convs / sizeof *convs].nb;
+            BconvSpec h = from_convs ? convs[i].s : halos[i - sizeof convs / sizeof *convs].s;
+            h.th = h.tw = h.gy = h.minb = 0;
+            h.tile = (Tile){0};
+            bconv_resolve(&h);
+            if (!bconv_halo_auto(&h))
+                continue;
+            test_bconv(nb, h, true, reps);
+            h.th = h.tw = 4;
+            h.tile.bm = 16;
+            h.tile.wm = 2;
+            h.minb = 2;
+            h.gy = 2;
+            test_bconv(nb, h, true, 0);
+        }
     } else
         run_bconv_bench();
 

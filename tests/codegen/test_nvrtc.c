@@ -38,17 +38,17 @@ static const BconvSpec convs[] = {
      .epi = BNN_EPI_THRESHOLD},
     /* the halo-tile kernel (BC_HALO): tiles, warps, items, pools, pads, epilogues */
     {.C = 64, .H = 56, .W = 56, .O = 64, .KH = 3, .KW = 3, .PT = 1, .PL = 1, .PB = 1, .PR = 1, .cwp = 8,
-     .epi = BNN_EPI_THRESHOLD, .ldy = 8, .tile = {128, 64, 2, 2, 8, 2}, .th = 8, .tw = 16},
+     .epi = BNN_EPI_THRESHOLD, .ldy = 8, .tile = {32, 64, 4, 1, 8, 2}, .th = 4, .tw = 8},
     {.C = 300, .H = 9, .W = 11, .O = 70, .KH = 3, .KW = 3, .PT = 1, .PL = 1, .PB = 1, .PR = 1, .pad_one = true,
-     .epi = BNN_EPI_I32, .tile = {32, 64, 2, 2, 8, 2}, .th = 4, .tw = 8},
+     .epi = BNN_EPI_I32, .tile = {32, 64, 8, 1, 8, 2}, .th = 4, .tw = 8},
     {.C = 130, .H = 13, .W = 13, .O = 200, .KH = 3, .KW = 3, .SH = 2, .SW = 2, .PT = 1, .PL = 1, .PB = 1, .PR = 1,
-     .epi = BNN_EPI_AFFINE, .tile = {16, 64, 1, 2, 8, 2}, .th = 4, .tw = 4, .minb = 2},
+     .epi = BNN_EPI_AFFINE, .tile = {16, 64, 2, 1, 8, 2}, .th = 4, .tw = 4, .minb = 2},
     {.C = 64, .H = 56, .W = 56, .O = 128, .KH = 1, .KW = 1, .SH = 2, .SW = 2, .cwp = 8, .epi = BNN_EPI_THRESHOLD,
-     .tile = {128, 64, 2, 2, 8, 2}, .th = 8, .tw = 16},
+     .tile = {32, 64, 4, 1, 8, 2}, .th = 4, .tw = 8},
     {.C = 512, .H = 8, .W = 8, .O = 512, .KH = 3, .KW = 3, .PT = 1, .PL = 1, .PB = 1, .PR = 1, .pool = true,
-     .epi = BNN_EPI_THRESHOLD, .tile = {64, 32, 2, 1, 8, 2}, .th = 8, .tw = 8},
+     .epi = BNN_EPI_THRESHOLD, .tile = {32, 32, 8, 1, 8, 2}, .th = 4, .tw = 8},
     {.C = 65, .H = 12, .W = 10, .O = 33, .KH = 5, .KW = 3, .PT = 3, .PL = 0, .PB = 1, .PR = 2, .DH = 2,
-     .epi = BNN_EPI_I32, .nb = 2, .tile = {32, 64, 2, 2, 8, 2}, .th = 4, .tw = 8},
+     .epi = BNN_EPI_I32, .nb = 2, .tile = {32, 64, 2, 1, 8, 2}, .th = 4, .tw = 8},
 };
 
 static int count_str(const char *hay, const char *needle) {
@@ -130,15 +130,17 @@ static void compile_defaults(void) {
 }
 
 /* The halo kernel with the float chain of a Bi-Real block (3 stages, residual, f32 and bits)
- * and with a tile from bnn_halo_choose, for both targets. */
+ * and the tile bnn_halo_choose picks, for both targets. */
 static void compile_halo_chain(void) {
     for (int t = 0; t < 2; t++) {
         const char *arch = t ? "sm_80" : "sm_90a";
         Buf b = {0};
         buf_put(&b, bnn_common_cu, bnn_common_cu_len);
         BnnHaloCfg h;
-        CHECK(bnn_halo_choose(256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 0, -1, &h) == 0);
-        CHECK(h.smem <= BNN_HALO_SMEM_MAX && h.th * h.tw % (16 * h.wm) == 0);
+        int classes = bnn_corr_classes(14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 14, 14, 0);
+        CHECK(classes == 9);
+        CHECK(bnn_halo_choose(256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 0, classes, &h) == 0);
+        CHECK(h.smem <= BNN_HALO_SMEM_MAX && h.wn == 1 && (h.th * h.tw == 16 || h.th * h.tw == 32));
         buf_printf(&b, "#define BC_NAME chain\n#define BC_C 256\n#define BC_H 14\n#define BC_W 14\n#define BC_O 256\n"
                        "#define BC_KH 3\n#define BC_KW 3\n#define BC_PT 1\n#define BC_PL 1\n#define BC_CWP 8\n"
                        "#define BC_EPI BNN_EPI_CHAIN\n#define BC_NST 3\n#define BC_DIV 2\n#define BC_RES 1\n"
@@ -154,14 +156,20 @@ static void compile_halo_chain(void) {
         nvrtc_output_free(&out);
         buf_free(&b);
     }
-    /* the cost model: large tiles where they fill, the fallback for a very wide C */
+    /* the rule: 4x4 tiles a warp, 32 channels, 8 warps; the implicit GEMM for a very wide C */
     BnnHaloCfg h;
-    CHECK(bnn_halo_choose(64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 0, 0, &h) == 0 && h.th == 8 && h.tw == 16);
-    CHECK(bnn_halo_choose(512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 0, 0, &h) == 0 && h.th == 8 && h.tw == 8);
-    CHECK(bnn_halo_choose(64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 0, -1, &h) == 0 && h.th == 4 && h.tw == 8 && h.minb == 2);
-    CHECK(bnn_halo_choose(512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 0, -1, &h) == 0 && h.th == 8 && h.tw == 8 && h.minb == 3);
-    CHECK(bnn_halo_choose(8192, 7, 7, 512, 3, 3, 1, 1, 1, 1, 0, 0, &h) == -1);
+    CHECK(bnn_halo_choose(64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 0, 9, &h) == 0 && h.th * h.tw == 16 && h.bn == 32 &&
+          h.wm == 8 && h.minb == 3);
+    CHECK(bnn_halo_choose(512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 0, 9, &h) == 0 && h.smem <= BNN_HALO_SMEM_MAX);
+    CHECK(bnn_halo_choose(8192, 7, 7, 512, 3, 3, 1, 1, 1, 1, 0, 9, &h) == -1);
     CHECK(h.smem > BNN_HALO_SMEM_MAX);
+    /* border classes: top / full / bottom by left / full / right; none past a 1x1 kernel; one
+     * per output where no output is full; one with one padding */
+    CHECK(bnn_corr_classes(56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 56, 56, 0) == 9);
+    CHECK(bnn_corr_classes(56, 56, 1, 1, 2, 2, 0, 0, 1, 1, 28, 28, 0) == 1);
+    CHECK(bnn_corr_classes(2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 2, 2, 0) == 4);
+    CHECK(bnn_corr_classes(14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 7, 7, 0) == 4); /* stride 2: no bottom band */
+    CHECK(bnn_corr_classes(56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 56, 56, 1) == 1);
 }
 
 static void compile_errors(void) {

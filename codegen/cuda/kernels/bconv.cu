@@ -90,7 +90,78 @@ struct BnnConvCorr {
         return C * (r.h1 - r.h0) * (r.w1 - r.w0) - 2 * s;
     }
 };
-// Halo tiles (BC_HALO 1): tile row r -> output pixel (th, tw) inside a TH x TW tile. With POOL
+// Along one axis of a convolution (input N, kernel K, stride S, leading pad P, dilation D, NO
+// outputs) the valid kernel range [lo, hi) of output o is [0, K) except for the first A outputs
+// (o*S < P) and the last B (the kernel runs past N): classes o < A, then A for every full
+// output, then A+1.. for the last B; when that leaves no full output between them, class = o.
+template <int N, int K, int S, int P, int D, int NO> struct BnnAxisBands {
+    static constexpr int A = (P + S - 1) / S < NO ? (P + S - 1) / S : NO;
+    static constexpr int F = N + P - (K - 1) * D; // o >= ceil(F / S): the kernel runs past N
+    static constexpr int FO = F <= 0 ? 0 : (F + S - 1) / S;
+    static constexpr int B = FO >= NO ? 0 : NO - FO;
+    static constexpr bool SMALL = A + 1 + B >= NO;
+    static constexpr int NCLS = SMALL ? NO : A + 1 + B;
+    static __device__ __forceinline__ int cls(int o) { return SMALL || o < A ? o : o >= NO - B ? A + 1 + o - (NO - B) : A; }
+    static __device__ __forceinline__ int rep(int c) { return SMALL || c <= A ? c : NO - B + c - A - 1; }
+    static __device__ __forceinline__ void range(int o, int &lo, int &hi) { // as BnnConvCorr::row
+        lo = hi = 0;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            lo += o * S - P + k * D < 0;
+            hi += o * S - P + k * D < N;
+        }
+        hi = hi < lo ? lo : hi;
+    }
+};
+// The dot correction of BnnConvCorr from a table in shared memory, one entry per (row class,
+// column class, column of the block): the halo kernel (BC_HALO) builds it once per block
+// (build()), then a correction is one shared load, with no per-output branch or P lookups.
+template <int C, int H, int W, int O, int KH, int KW, int SH, int SW, int PT, int PL, int DH, int DW, int OH,
+          int OW, bool ONE, bool POOL, int BN>
+struct BnnConvCorrT {
+    typedef BnnAxisBands<H, KH, SH, PT, DH, OH> AH;
+    typedef BnnAxisBands<W, KW, SW, PL, DW, OW> AW;
+    static constexpr int NHC = ONE ? 1 : AH::NCLS, NWC = ONE ? 1 : AW::NCLS, ENTRIES = NHC * NWC * BN;
+    const int *T; // T[(hc*NWC + wc)*BN + c - n0], shared memory
+    typedef int Row;
+    typedef int Col;
+    // Fills the table for columns n0.. of P[(KH+1)*(KW+1)][O]; the caller syncs after it.
+    static __device__ __forceinline__ void build(int *t, const int *P, int n0, int tid, int nthreads) {
+        for (int i = tid; i < ENTRIES; i += nthreads) {
+            const int c = n0 + i % BN, cls = i / BN;
+            int h0 = 0, h1 = KH, w0 = 0, w1 = KW;
+            if (!ONE) {
+                AH::range(AH::rep(cls / NWC), h0, h1);
+                AW::range(AW::rep(cls % NWC), w0, w1);
+            }
+            int v = 0;
+            if (c < O) {
+                const int s = P[(h1 * (KW + 1) + w1) * O + c] - P[(h0 * (KW + 1) + w1) * O + c] -
+                              P[(h1 * (KW + 1) + w0) * O + c] + P[(h0 * (KW + 1) + w0) * O + c];
+                v = C * (h1 - h0) * (w1 - w0) - 2 * s;
+            }
+            t[i] = v;
+        }
+    }
+    __device__ __forceinline__ Row row(int m) const {
+        if (ONE) return 0;
+        int oh, ow;
+        if (POOL) {
+            constexpr int PH = OH / 2, PW = OW / 2;
+            const int r = m % (PH * PW * 4), win = r / 4, q = r % 4;
+            oh = win / PW * 2 + (q >> 1);
+            ow = win % PW * 2 + (q & 1);
+        } else {
+            const int p = m % (OH * OW);
+            oh = p / OW;
+            ow = p % OW;
+        }
+        return (AH::cls(oh) * NWC + AW::cls(ow)) * BN;
+    }
+    __device__ __forceinline__ int col(int) const { return 0; }
+    __device__ __forceinline__ int corr(const Row &r, int, int c) const { return T[r + c]; }
+};
+// Halo tiles (BC_HALO): tile row r -> output pixel (th, tw) inside a TH x TW tile. With POOL
 // the rows go window by window (4 consecutive rows = one 2x2 window), else row-major.
 template <int TH, int TW, bool POOL> __device__ __forceinline__ void bnn_tile_rc(int r, int &th, int &tw) {
     if (POOL) {
@@ -209,7 +280,7 @@ template <int TH, int TW, int OH, int OW, bool POOL> struct BnnHaloRows {
 #ifndef BC_STAGES
 #define BC_STAGES 3
 #endif
-#ifndef BC_HALO // 1: the halo-tile kernel below (tiles of BC_TH x BC_TW output pixels)
+#ifndef BC_HALO // 1: the halo-tile kernel below (each warp tiles of BC_TH x BC_TW output pixels)
 #define BC_HALO 0
 #endif
 #ifndef BC_MINB // halo kernel: blocks per SM the registers must allow
@@ -229,6 +300,10 @@ template <int TH, int TW, int OH, int OW, bool POOL> struct BnnHaloRows {
 #define BC_EPILOGUE(rows)                                                                                       \
     bnn_epilogue_chain<Cfg, O, OH * OW, BC_NST, BC_DIV, BC_RES, BC_F32 != 0, BC_LDB, BC_RESW>(                  \
         acc, rowpop, rows, n0, M, e, (const float *)ep0, (const float *)ep1, (float *)Y, (unsigned *)Yb)
+#elif BC_RESW > 0 // a threshold by a residual of bits (BNN_EPI_THRESHOLD): R, the kernel's argument
+#define BC_EPILOGUE(rows)                                                                                       \
+    bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, BC_POOL, BC_RESW>(acc, rowpop, rows, n0, M, e, ep0, ep1, Y,            \
+                                                           (const unsigned *)R)
 #else
 #define BC_EPILOGUE(rows) bnn_epilogue<Cfg, BC_EPI, O, BC_LDY, BC_POOL>(acc, rowpop, rows, n0, M, e, ep0, ep1, Y)
 #endif
@@ -237,26 +312,36 @@ template <int TH, int TW, int OH, int OW, bool POOL> struct BnnHaloRows {
 #endif
 
 #if BC_HALO
-// The halo-tile kernel. A block owns BN output channels (blockIdx.x) and walks tiles of TH x TW
-// output pixels of one image (tile t = blockIdx.y, + gridDim.y, ... < nb*TY*TX; any grid.y
-// works). Its weight slice, all KH*KW taps x CCR = ceil(C/128) real 16-byte channel chunks of
-// BN rows, is loaded into shared memory once; per tile, the input halo the tile's taps touch,
-// HH x HWD pixels x CCR chunks, is loaded once (one 16-byte cp.async per pixel chunk instead
-// of one per pixel, tap and chunk: 6x fewer for a 3x3 stride-1 conv with 8x16 tiles), into
-// one of two buffers while the previous tile computes, and every tap reads it through
-// ldmatrix with per-lane row addresses. K runs over the items
-// (tap, chunk) of real chunks only, two per m16n8k256 MMA (k128 halves from different taps):
-// C = 64 costs 5 MMAs per 9 taps, not 9. An odd last item is paired with a zero line of B.
-// popc(a) of a row = the sum over its taps of each halo pixel's popcount (two small passes).
-// Padding (zero / one), the correction table P, the epilogues and the fused pool are those of
-// the kernel below; only the row order inside a tile differs (bnn_tile_rc), the epilogue
-// maps tile rows to GEMM rows (BnnHaloRows). Shared memory: bnn_halo_smem() in kernels.h.
-// A block loads, then computes: latency is hidden by BC_MINB resident blocks per SM.
-extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, BC_MINB)
+// The halo-tile kernel. The implicit GEMM below issues one 16-byte cp.async per (output pixel,
+// tap, channel chunk); this kernel loads each input chunk once per tile instead:
+// - A block owns BN output channels (blockIdx.x); its weight slice, all KH*KW taps x CCR =
+//   ceil(C/128) real 16-byte channel chunks x BN rows, is loaded into shared memory once.
+// - Every warp owns its own output tiles of TH x TW pixels (16 or 32 GEMM rows) x all BN
+//   channels: warp w of block y takes tiles y*NW + w, + gridDim.y*NW, ... (NW = BC_WM warps;
+//   BC_WN must be 1; any grid.y works). Per tile it loads the input halo its taps touch, HH x
+//   HWD pixels x CCR chunks, one cp.async each, into one of its two buffers while the other
+//   tile computes, and every tap reads it through ldmatrix with per-lane row addresses.
+// - K runs over the items (tap, chunk) of real chunks, two per m16n8k256 MMA (k128 halves from
+//   different taps): C = 64 costs 5 MMAs per 9 taps, not 9. An odd last item is paired with a
+//   zero line of B.
+// - popc(a) of each row is one more MMA per m16 tile and item pair, against a B of all ones
+//   (its k128 half past an odd last item zero).
+// - The border correction of a dot is one shared load from a table of the block's columns per
+//   class of border position (BnnConvCorrT): no per-output branch, no P lookups.
+// The only block-wide barrier is the one after the weights and the table; a warp's tiles need
+// __syncwarp only, so one warp's loads, MMAs and epilogue overlap the others'. (A kernel with
+// block tiles, four barriers a tile and popcount passes, ran latency-bound at 25 % occupancy
+// with an epilogue of P lookups per output: docs/kernels.md.) Padding (zero / one), the
+// epilogues and the fused pool are the implicit GEMM's; only the row order inside a tile
+// differs (bnn_tile_rc), the epilogue maps tile rows to GEMM rows (BnnHaloRows). Shared
+// memory: bnn_halo_smem() in kernels.h.
+extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     BC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ Wt, const int *__restrict__ P,
             const void *__restrict__ ep0, const void *__restrict__ ep1, void *__restrict__ Y,
 #if BC_EPI == BNN_EPI_CHAIN
             void *__restrict__ Yb,
+#elif BC_RESW > 0
+            const void *__restrict__ R,
 #endif
             int nb_rt) {
     constexpr int C = BC_C, H = BC_H, W = BC_W, O = BC_O, KH = BC_KH, KW = BC_KW, CWP = BC_CWP;
@@ -265,25 +350,26 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, BC_MINB)
     constexpr int OW = (W + BC_PL + BC_PR - DW * (KW - 1) - 1) / SW + 1;
     constexpr int LDW = BC_LDW;
     constexpr bool ONE = BC_PAD_ONE != 0, POOL = BC_POOL != 0;
-    constexpr int TH = BC_TH, TW = BC_TW, BM = TH * TW, BN = BC_BN, WM = BC_WM, WN = BC_WN, T = WM * WN * 32;
-    typedef BnnTile<BM, BN, WM, WN, 8, 2> Cfg; // the epilogue's view of the tile (KC, S unused)
-    constexpr int WTM = Cfg::WTM, WTN = Cfg::WTN, MI = Cfg::MI, NI = Cfg::NI;
+    constexpr int TH = BC_TH, TW = BC_TW, BM = TH * TW, BN = BC_BN, NW = BC_WM, T = NW * 32;
+    static_assert(BC_WN == 1, "BC_HALO: BC_WM warps of one column each (BC_WN 1)");
+    typedef BnnTile<BM, BN, 1, 1, 8, 2> Cfg; // one warp's tile, as the epilogue sees it
+    constexpr int MI = Cfg::MI, NI = Cfg::NI;
     constexpr int CCR = (C + 127) / 128, KK = KH * KW, NIT = KK * CCR, NPAIR = (NIT + 1) / 2;
-    // The halo grid: along an axis with a 1-wide kernel only every stride-th input row / column
-    // is read, so the halo keeps those (FH, FW input rows / columns per halo step, stride SHE,
-    // SWE inside the halo); otherwise every input pixel of the footprint (FH = 1, SHE = SH).
     constexpr int FH = KH == 1 ? SH : 1, FW = KW == 1 ? SW : 1, SHE = SH / FH, SWE = SW / FW;
     constexpr int HH = (TH - 1) * SHE + (KH - 1) * DH + 1, HWD = (TW - 1) * SWE + (KW - 1) * DW + 1;
     constexpr int HWS = SHE == 1 ? bnn_halo_ws(HWD, POOL ? 4 : TW * SWE) : HWD, NHP = HH * HWS;
     constexpr int OHE = POOL ? OH / 2 * 2 : OH, OWE = POOL ? OW / 2 * 2 : OW;
     constexpr int TX = (OWE + TW - 1) / TW, TYX = (OHE + TH - 1) / TH * TX;
-    // Two halo buffers: the next tile's halo loads while this one computes.
-    constexpr unsigned BSZ = NIT * BN * 16, ASZ = CCR * NHP * 16, SMEM = BSZ + 2 * ASZ + 16 + 4 * NHP + 4 * BM;
+    // Per warp: two halo buffers and the popc(a) of its tile rows.
+    typedef BnnConvCorrT<C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW, ONE, POOL, BN> E;
+    constexpr unsigned BSZ = NIT * BN * 16, ASZ = CCR * NHP * 16, WSZ = 2 * ASZ + 4 * BM, TSZ = E::ENTRIES * 4;
+    constexpr unsigned SMEM = BSZ + 16 + NW * WSZ + TSZ;
     static_assert(CWP % 4 == 0 && CWP * 32 >= C, "BC_CWP: a multiple of 4 words holding C bits");
     static_assert(LDW % 4 == 0 && LDW >= KH * KW * CWP, "BC_LDW");
     static_assert(OH >= 1 && OW >= 1, "empty output");
     static_assert(!POOL || (OH >= 2 && OW >= 2 && TH % 2 == 0 && TW % 2 == 0), "pooling: 2x2 output, even tile");
-    static_assert(BM % (16 * WM) == 0, "BC_TH*BC_TW: a multiple of 16*BC_WM");
+    static_assert(BM == 16 || BM == 32, "BC_HALO: warp tiles of 16 or 32 pixels");
+    static_assert(BN % 16 == 0 && (BC_EPI != BNN_EPI_THRESHOLD && BC_LDB == 0 || BN % 32 == 0), "BC_BN");
     constexpr int PIX = POOL ? OH / 2 * (OW / 2) * 4 : OH * OW; // GEMM rows per image
 #ifdef BC_NB
     const int nb = BC_NB;
@@ -293,23 +379,23 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, BC_MINB)
     const int M = nb * PIX, NMT = nb * TYX;
     extern __shared__ __align__(128) unsigned char bnn_dsmem[];
     if (bnn_dyn_smem_size() < SMEM) __trap(); // launched with too little shared memory
-    if ((int)blockIdx.y >= NMT) return;
-    const unsigned sB = bnn_smem(bnn_dsmem), sA0 = sB + BSZ, sZ = sA0 + 2 * ASZ;
-    int *hpop = (int *)(bnn_dsmem + BSZ + 2 * ASZ + 16), *rowpop = hpop + NHP;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp % WM, wn = warp / WM;
+    if ((int)blockIdx.y * NW >= NMT) return; // the whole block: no tile for any warp
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const unsigned sB = bnn_smem(bnn_dsmem), sZ = sB + BSZ, sW = sZ + 16 + warp * WSZ;
+    int *rowpop = (int *)(bnn_dsmem + BSZ + 16 + warp * WSZ + 2 * ASZ);
     const int n0 = blockIdx.x * BN;
 
-    // The block's weight slice, item-major: item j = tap*CCR + chunk, BN rows of 16 bytes each.
-    for (int i = tid; i < BN * NIT; i += T) {
+    for (int i = tid; i < BN * NIT; i += T) { // the weight slice, item-major: item j = tap*CCR + chunk, BN rows
         const int j = i % NIT, ol = i / NIT, o = n0 + ol, tap = j / CCR, cc = j % CCR;
         const bool ok = o < O;
         bnn_cp16(sB + (j * BN + ol) * 16, Wt + (ok ? (long long)o * LDW + tap * CWP + cc * 4 : 0), ok ? 16u : 0u);
     }
     if (tid == 0) bnn_st16(sZ, 0u, 0u, 0u, 0u);
-    // The halo of tile t into buffer dst, chunk-major: chunk cc of slot s at (cc*NHP + s)*16.
-    auto load_halo = [&](int t, unsigned dst) {
+    int *corr = (int *)(bnn_dsmem + BSZ + 16 + NW * WSZ);
+    E::build(corr, P, n0, tid, T);
+    auto load_halo = [&](int t, unsigned dst) { // tile t's halo, by this warp's lanes
         const int n = t / TYX, ih0 = t % TYX / TX * TH * SH - PT, iw0 = t % TX * TW * SW - PL;
-        for (int i = tid; i < HH * HWD * CCR; i += T) {
+        for (int i = lane; i < HH * HWD * CCR; i += 32) {
             const int cc = i % CCR, p = i / CCR, hy = p / HWD, hx = p % HWD, ih = ih0 + hy * FH, iw = iw0 + hx * FW;
             const bool inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
             const unsigned d = dst + (cc * NHP + hy * HWS + hx) * 16;
@@ -320,59 +406,41 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, BC_MINB)
                 bnn_cp16(d, X + (inside ? (((long long)n * H + ih) * W + iw) * CWP + cc * 4 : 0), inside ? 16u : 0u);
         }
     };
-    load_halo(blockIdx.y, sA0);
-    bnn_cp_commit(); // with the weights
+    const int t0 = blockIdx.y * NW + warp, tstep = gridDim.y * NW;
+    if (t0 < NMT) load_halo(t0, sW);
+    bnn_cp_commit();
+    bnn_cp_wait<0>();
+    __syncthreads(); // the weights, the correction table (and every warp's first halo) are in
 
     int abase[MI]; // halo slot of this lane's ldmatrix row at tap (0, 0), per m16 tile
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
         int th, tw;
-        bnn_tile_rc<TH, TW, POOL>(wm * WTM + mi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7), th, tw);
+        bnn_tile_rc<TH, TW, POOL>(mi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7), th, tw);
         abase[mi] = (th * SHE * HWS + tw * SWE) * 16;
     }
-    BnnConvCorr<C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW, ONE, POOL> e{P};
+    const E e{corr - n0};
+    const bool bhi = (lane >> 3) & 1;
 
     int buf = 0;
-    for (int t = blockIdx.y; t < NMT; t += gridDim.y, buf ^= 1) {
+    for (int t = t0; t < NMT; t += tstep, buf ^= 1) {
         const int n = t / TYX, oh0 = t % TYX / TX * TH, ow0 = t % TX * TW;
-        const unsigned sA = sA0 + buf * ASZ;
-        // The other buffer was last read by the previous tile, which every thread has finished.
-        if (t + (int)gridDim.y < NMT) load_halo(t + gridDim.y, sA0 + (buf ^ 1) * ASZ);
+        const unsigned sA = sW + buf * ASZ;
+        // The other buffer was last read by this warp's previous tile (the __syncwarp below).
+        if (t + tstep < NMT) load_halo(t + tstep, sW + (buf ^ 1) * ASZ);
         bnn_cp_commit();
-        bnn_cp_wait<1>(); // this tile's halo (and the first time the weights) are in
-        __syncthreads();
-        for (int p = tid; p < HH * HWD; p += T) {
-            const int s = p / HWD * HWS + p % HWD;
-            int c = 0;
-#pragma unroll
-            for (int cc = 0; cc < CCR; ++cc) {
-                unsigned v[4];
-                bnn_ld16(sA + (cc * NHP + s) * 16, v);
-                c += __popc(v[0]) + __popc(v[1]) + __popc(v[2]) + __popc(v[3]);
-            }
-            hpop[s] = c;
-        }
-        __syncthreads();
-        for (int r = tid; r < BM; r += T) { // popc(a) of each tile row: its taps' pixels
-            int th, tw;
-            bnn_tile_rc<TH, TW, POOL>(r, th, tw);
-            const int b = th * SHE * HWS + tw * SWE;
-            int c = 0;
-#pragma unroll
-            for (int kh = 0; kh < KH; ++kh)
-#pragma unroll
-                for (int kw = 0; kw < KW; ++kw) c += hpop[b + kh * DH * HWS + kw * DW];
-            rowpop[r] = c;
-        }
+        bnn_cp_wait<1>();
+        __syncwarp(); // every lane's copies of this tile's halo are in
 
-        int acc[MI][NI][4];
+        int acc[MI][NI][4], pacc[MI][4];
 #pragma unroll
-        for (int i = 0; i < MI; ++i)
+        for (int i = 0; i < MI; ++i) {
+            pacc[i][0] = pacc[i][1] = pacc[i][2] = pacc[i][3] = 0;
 #pragma unroll
             for (int j = 0; j < NI; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0;
+        }
 #pragma unroll
         for (int q = 0; q < NPAIR; ++q) {
-            // Items 2q (k128 half lo) and 2q+1 (hi; past NIT: B is the zero line, A any row).
             const int jl = 2 * q, jh = 2 * q + 1 < NIT ? 2 * q + 1 : 2 * q;
             const int offl = ((jl % CCR) * NHP + (jl / CCR) / KW * DH * HWS + (jl / CCR) % KW * DW) * 16;
             const int offh = ((jh % CCR) * NHP + (jh / CCR) / KW * DH * HWS + (jh / CCR) % KW * DW) * 16;
@@ -380,24 +448,32 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, BC_MINB)
             unsigned a[MI][4], b[NI][2];
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi) bnn_ldsm4(ao + abase[mi], a[mi][0], a[mi][1], a[mi][2], a[mi][3]);
-            const bool bhi = (lane >> 3) & 1;
 #pragma unroll
             for (int nj = 0; nj < NI / 2; ++nj) {
-                const int br = wn * WTN + nj * 16 + (lane >> 4) * 8 + (lane & 7);
+                const int br = nj * 16 + (lane >> 4) * 8 + (lane & 7);
                 const unsigned ba = !bhi ? sB + (jl * BN + br) * 16
                                     : 2 * q + 1 < NIT ? sB + ((2 * q + 1) * BN + br) * 16
                                                       : sZ;
                 bnn_ldsm4(ba, b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0], b[2 * nj + 1][1]);
             }
+            const unsigned ones_hi = 2 * q + 1 < NIT ? 0xffffffffu : 0u;
 #pragma unroll
-            for (int mi = 0; mi < MI; ++mi)
+            for (int mi = 0; mi < MI; ++mi) {
+                bnn_bmma(pacc[mi], a[mi], 0xffffffffu, ones_hi);
 #pragma unroll
                 for (int ni = 0; ni < NI; ++ni) bnn_bmma(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
+            }
         }
-        __syncthreads(); // rowpop is complete
+        if ((lane & 3) == 0) // popc(a): every column of pacc holds it; rows g and g + 8
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) {
+                rowpop[mi * 16 + (lane >> 2)] = pacc[mi][0];
+                rowpop[mi * 16 + (lane >> 2) + 8] = pacc[mi][2];
+            }
+        __syncwarp();
         const BnnHaloRows<TH, TW, OH, OW, POOL> rows{n, oh0, ow0};
         BC_EPILOGUE(rows);
-        __syncthreads(); // the halo, hpop and rowpop are free for the next tile
+        __syncwarp(); // this halo buffer and rowpop are free for the tile after next
     }
 }
 #else
@@ -412,6 +488,8 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
             const void *__restrict__ ep0, const void *__restrict__ ep1, void *__restrict__ Y,
 #if BC_EPI == BNN_EPI_CHAIN
             void *__restrict__ Yb,
+#elif BC_RESW > 0
+            const void *__restrict__ R,
 #endif
             int nb_rt) {
     typedef BnnTile<BC_BM, BC_BN, BC_WM, BC_WN, BC_KC, BC_STAGES> Cfg;

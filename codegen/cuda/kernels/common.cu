@@ -169,6 +169,28 @@ __device__ __forceinline__ void bnn_mainloop(unsigned char *smem, int nkt, const
 __device__ __forceinline__ int bnn_row_of(int m0, int rl) { return m0 + rl; }
 template <class RM> __device__ __forceinline__ int bnn_row_of(const RM &rm, int rl) { return rm(rl); }
 
+// The residual words of bits (RESW words a GEMM row) holding the warp's columns, for each row
+// the thread holds (m16 tile mi, half h), all loaded before the first is used so that their
+// latency is paid once per tile: rw[mi][h][k] = word cw0/32 + k (zero past the row or RESW).
+template <class Cfg, int RESW, class RM>
+__device__ __forceinline__ void bnn_residual_words(const RM &m0, int M, int cw0, int wm, int g,
+                                                   const unsigned *__restrict__ R,
+                                                   unsigned (&rw)[RESW ? Cfg::MI : 1][2][RESW ? Cfg::WTN / 32 : 1]) {
+    if (RESW)
+#pragma unroll
+        for (int mi = 0; mi < Cfg::MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = bnn_row_of(m0, wm * Cfg::WTM + mi * 16 + g + 8 * h);
+                const bool rok = row >= 0 && row < M;
+#pragma unroll
+                for (int k = 0; k < (RESW ? Cfg::WTN / 32 : 1); ++k) {
+                    const int wd = cw0 / 32 + k;
+                    rw[RESW ? mi : 0][h][k] = rok && wd < RESW ? R[(long long)row * RESW + wd] : 0u;
+                }
+            }
+}
+
 // dot(row, col) = 4*acc - 2*popc(a row) + corr, where the kernel family supplies corr through
 // E: E::Col col(c) once per column (c < N), E::Row row(m) once per row, and
 // int corr(const Row&, const Col&, c). Columns >= N and rows >= M are never stored, except
@@ -182,35 +204,51 @@ template <class RM> __device__ __forceinline__ int bnn_row_of(const RM &rm, int 
 // +-1 outputs; POOL 2 (the pool comes before the threshold: a max of the accumulators) ORs
 // them where dir >= 0 (max(acc) >= t) and ANDs them where dir < 0 (max(acc) <= t). Window r/4
 // is written as output row r/4.
-template <class Cfg, int EPI, int N, int LDY, int POOL, class E, class RM>
+// RESW > 0 (THRESHOLD, no POOL): a threshold by a residual of bits, R NHWC-packed, RESW words
+// a pixel row: ep0 = t[2][N], ep1 = dir[2][N], row 1 where the row's residual bit of the
+// column is 1, row 0 where it is 0 (bconv's XNOR shortcut with its float chain folded).
+template <class Cfg, int EPI, int N, int LDY, int POOL, int RESW = 0, class E, class RM>
 __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][4], const int *rowpop, const RM &m0,
                                              int n0, int M, const E &e, const void *__restrict__ ep0,
-                                             const void *__restrict__ ep1, void *__restrict__ Y) {
+                                             const void *__restrict__ ep1, void *__restrict__ Y,
+                                             const unsigned *__restrict__ R = nullptr) {
     constexpr int MI = Cfg::MI, NI = Cfg::NI;
+    static_assert(RESW == 0 || (EPI == BNN_EPI_THRESHOLD && !POOL && Cfg::WTN % 32 == 0), "residual threshold");
     static_assert(EPI == BNN_EPI_THRESHOLD ? LDY * 32 >= N : LDY >= N, "output row stride LDY too small for N");
     static_assert(!POOL || EPI == BNN_EPI_THRESHOLD, "fused pooling needs the bit (threshold) epilogue");
     static_assert(EPI == BNN_EPI_I32 || EPI == BNN_EPI_THRESHOLD || EPI == BNN_EPI_AFFINE, "unknown epilogue");
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    // tid within the tile's threads: a warp-tile kernel (bconv BC_HALO 2) passes a one-warp Cfg.
+    const int tid = threadIdx.x % Cfg::T, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const int wm = warp % Cfg::WM, wn = warp / Cfg::WM;
     const int cw0 = n0 + wn * Cfg::WTN; // first column of the warp
     typename E::Col ci[NI][2];
-    int p0[NI][2], p1[NI][2]; // per column epilogue parameters, raw 32-bit
+    // per column epilogue parameters, raw 32-bit; q: the residual threshold's row 1
+    int p0[NI][2], p1[NI][2], q0[RESW ? NI : 1][2], q1[RESW ? NI : 1][2];
 #pragma unroll
     for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
             const int c = cw0 + ni * 8 + 2 * t + j;
             p0[ni][j] = p1[ni][j] = 0;
+            if (RESW) q0[RESW ? ni : 0][j] = q1[RESW ? ni : 0][j] = 0;
             if (c < N) {
                 ci[ni][j] = e.col(c);
                 if (EPI != BNN_EPI_I32) {
                     p0[ni][j] = ((const int *)ep0)[c];
                     p1[ni][j] = ((const int *)ep1)[c];
+                    if (EPI == BNN_EPI_THRESHOLD) // dot <= t is ~dot >= ~t: one comparison either way
+                        p0[ni][j] ^= p1[ni][j] >> 31;
+                }
+                if (RESW) {
+                    q1[RESW ? ni : 0][j] = ((const int *)ep1)[N + c];
+                    q0[RESW ? ni : 0][j] = ((const int *)ep0)[N + c] ^ (q1[RESW ? ni : 0][j] >> 31);
                 }
             } else {
                 ci[ni][j] = typename E::Col();
             }
         }
+    unsigned rw[RESW ? MI : 1][2][RESW ? Cfg::WTN / 32 : 1];
+    bnn_residual_words<Cfg, RESW>(m0, M, cw0, wm, g, R, rw);
     // POOL 2: bit b of and_cols[q] marks column cw0 + 32q + b, whose pool is an AND (dir < 0).
     unsigned and_cols[NI / 4 > 0 ? NI / 4 : 1];
 #pragma unroll
@@ -239,7 +277,7 @@ __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][
 #pragma unroll
                 for (int j = 0; j < 2; ++j) {
                     const int c = cw0 + ni * 8 + 2 * t + j;
-                    d[ni][j] = 4 * acc[mi][ni][2 * h + j] + ra + (c < N ? e.corr(ri, ci[ni][j], c) : 0);
+                    d[ni][j] = 4 * acc[mi][ni][2 * h + j] + ra + (N % Cfg::BN == 0 || c < N ? e.corr(ri, ci[ni][j], c) : 0);
                 }
             if (EPI == BNN_EPI_THRESHOLD) {
                 static_assert(EPI != BNN_EPI_THRESHOLD || Cfg::WTN % 32 == 0, "bit output needs WTN % 32 == 0");
@@ -252,9 +290,11 @@ __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][
 #pragma unroll
                         for (int j = 0; j < 2; ++j) {
                             const int ni = 4 * q + u, c = cw0 + ni * 8 + 2 * t + j;
-                            const int dv = d[ni][j], th = p0[ni][j];
-                            const bool on = p1[ni][j] >= 0 ? dv >= th : dv <= th;
-                            if (c < N && on) bits |= 1u << (u * 8 + 2 * t + j);
+                            // RESW: row 1 of the thresholds where the residual bit is 1
+                            const bool r1 = RESW && (rw[RESW ? mi : 0][h][RESW ? q : 0] >> (c % 32)) & 1u;
+                            const int dv = d[ni][j], th = r1 ? q0[RESW ? ni : 0][j] : p0[ni][j];
+                            const bool on = (dv ^ ((r1 ? q1[RESW ? ni : 0][j] : p1[ni][j]) >> 31)) >= th;
+                            if ((N % Cfg::BN == 0 || c < N) && on) bits |= 1u << (u * 8 + 2 * t + j);
                         }
                     bits |= __shfl_xor_sync(0xffffffffu, bits, 1); // the 4 lanes t of row g
                     bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
@@ -271,6 +311,11 @@ __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][
                     const int wcol = cw0 / 32 + q;
                     if (rok && t == (q & 3) && (!POOL || (g & 3) == 0) && wcol < LDY) y[wcol] = bits;
                 }
+                // Words past the last column tile (a padded LDY): zeroed by the last tile's first
+                // warp column, the 4 lanes of the row taking every 4th word.
+                constexpr int NBX = (N + Cfg::BN - 1) / Cfg::BN, W0 = NBX * Cfg::BN / 32;
+                if (LDY > W0 && (int)blockIdx.x == NBX - 1 && wn == 0 && rok && (!POOL || (g & 3) == 0))
+                    for (int wd = W0 + t; wd < LDY; wd += 4) y[wd] = 0u;
             } else if (rok) {
 #pragma unroll
                 for (int ni = 0; ni < NI; ++ni) {
@@ -299,18 +344,6 @@ __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][
                 }
             }
         }
-    if (EPI == BNN_EPI_THRESHOLD) {
-        // Words past the last column tile (a padded LDY): zero them once, from the last tile.
-        constexpr int NBX = (N + Cfg::BN - 1) / Cfg::BN, W0 = NBX * Cfg::BN / 32;
-        constexpr int DIV = POOL ? 4 : 1; // tile rows per output row
-        if (LDY > W0 && (int)blockIdx.x == NBX - 1) {
-            constexpr int NW = LDY > W0 ? LDY - W0 : 1;
-            for (int i = tid; i < Cfg::BM / DIV * NW; i += Cfg::T) {
-                const int row = bnn_row_of(m0, i / NW * DIV); // the first row of an output row
-                if (row >= 0 && row < M) ((unsigned *)Y)[(long long)(row / DIV) * LDY + W0 + i % NW] = 0u;
-            }
-        }
-    }
 }
 
 // The float chain of a binary convolution (BNN_EPI_CHAIN), per output (pixel row m, channel c):
@@ -343,7 +376,8 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
     static_assert(NST >= 1 && NST <= 8 && RES >= 0 && RES <= 2, "chain: 1..8 stages, residual 0..2");
     static_assert(F32 || LDB > 0, "chain: no output");
     static_assert(LDB == 0 || (LDB * 32 >= N && Cfg::WTN % 32 == 0), "chain: bit output words");
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+    // tid within the tile's threads: a warp-tile kernel (bconv BC_HALO 2) passes a one-warp Cfg.
+    const int tid = threadIdx.x % Cfg::T, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const int wm = warp % Cfg::WM, wn = warp / Cfg::WM;
     const int cw0 = n0 + wn * Cfg::WTN;
     typename E::Col ci[NI][2];
@@ -360,11 +394,12 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
     // bandwidth; prefetched, its four layers went from 2.31 to 1.38 ms).
     // Bits: the WTN / 32 words holding the warp's columns (column ni*8 + 2t + j in word ni / 4).
     constexpr bool RLD = RES && !RESW;
-    constexpr int NW = RESW ? Cfg::WTN / 32 : 1;
     static_assert(!RESW || (Cfg::WTN % 32 == 0 && Cfg::BN % 32 == 0), "chain: bit residual words");
     float rv[RLD ? MI : 1][2][RLD ? NI : 1][2];
-    unsigned rw[RESW ? MI : 1][2][NW];
-    if (RES)
+    unsigned rw[RESW ? MI : 1][2][RESW ? Cfg::WTN / 32 : 1];
+    if (RES && RESW)
+        bnn_residual_words<Cfg, RESW>(m0, M, cw0, wm, g, (const unsigned *)R, rw);
+    if (RLD)
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
@@ -372,20 +407,13 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
                 const int row = bnn_row_of(m0, wm * Cfg::WTM + mi * 16 + g + 8 * h);
                 const bool rok = row >= 0 && row < M;
                 const long long base = (long long)(row / PIX) * N * PIX + row % PIX;
-                if (RESW)
 #pragma unroll
-                    for (int k = 0; k < NW; ++k) {
-                        const int wd = cw0 / 32 + k;
-                        rw[RESW ? mi : 0][h][k] = rok && wd < RESW ? ((const unsigned *)R)[(long long)row * RESW + wd] : 0u;
+                for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                    for (int j = 0; j < 2; ++j) {
+                        const int c = cw0 + ni * 8 + 2 * t + j;
+                        rv[RLD ? mi : 0][h][RLD ? ni : 0][j] = rok && c < N ? R[base + (long long)c * PIX] : 0.0f;
                     }
-                else
-#pragma unroll
-                    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-                        for (int j = 0; j < 2; ++j) {
-                            const int c = cw0 + ni * 8 + 2 * t + j;
-                            rv[RLD ? mi : 0][h][RLD ? ni : 0][j] = rok && c < N ? R[base + (long long)c * PIX] : 0.0f;
-                        }
             }
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
@@ -429,18 +457,12 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
                     const int wcol = cw0 / 32 + q;
                     if (rok && t == (q & 3) && wcol < LDB) Yb[(long long)row * LDB + wcol] = bits;
                 }
+                // Words past the last column tile: as bnn_epilogue's.
+                constexpr int NBX = (N + Cfg::BN - 1) / Cfg::BN, W0 = NBX * Cfg::BN / 32;
+                if (LDB > W0 && (int)blockIdx.x == NBX - 1 && wn == 0 && rok)
+                    for (int wd = W0 + t; wd < LDB; wd += 4) Yb[(long long)row * LDB + wd] = 0u;
             }
         }
-    if (LDB > 0) { // words past the last column tile: zeroed once, by the last tile
-        constexpr int NBX = (N + Cfg::BN - 1) / Cfg::BN, W0 = NBX * Cfg::BN / 32;
-        if (LDB > W0 && (int)blockIdx.x == NBX - 1) {
-            constexpr int NW = LDB > W0 ? LDB - W0 : 1;
-            for (int i = tid; i < Cfg::BM * NW; i += Cfg::T) {
-                const int row = bnn_row_of(m0, i / NW);
-                if (row >= 0 && row < M) Yb[(long long)row * LDB + W0 + i % NW] = 0u;
-            }
-        }
-    }
 }
 
 // ---------------------------------------------------------------- prep kernels
