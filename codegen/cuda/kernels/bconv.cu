@@ -287,10 +287,10 @@ template <int TH, int TW, int OH, int OW, bool POOL> struct BnnHaloRows {
 #define BC_MINB 3
 #endif
 #ifndef BC_TH
-#define BC_TH 8
+#define BC_TH 4
 #endif
 #ifndef BC_TW
-#define BC_TW 16
+#define BC_TW 4
 #endif
 
 // The layer's epilogue (BC_EPI), the same call in both kernels below: `rows` maps tile rows to
