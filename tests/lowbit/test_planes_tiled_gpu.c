@@ -6,7 +6,7 @@
  * after it are poisoned first: every output word must equal the CPU's, the guard untouched.
  * bnn_planes_row_pop (the bipolar correction) must equal the host sums.
  * On sm_90a the wgmma variant (PT_WGMMA) runs the same checks on its own specs.
- * With --bench: w1a2 and w2a2 at 8192^3, bit-plane output, the old kernel (bgemm_planes.cu),
+ * With --bench: w1a2, w2a2 and w4a4 at 8192^3, bit-plane output, the old kernel (bgemm_planes.cu),
  * the tiled mma.sync kernel and (sm_90a) the wgmma one in the same run, device-event medians,
  * effective POPS (2*M*N*K), each tiled main loop alone (PT_NOSTORE), and every tiled kernel's
  * whole 8192^3 output compared word for word with the old one's (whose 8 rows are checked
@@ -372,6 +372,7 @@ int main(int argc, char **argv) {
         bench_case("w1a2", (PtSpec){.n = 8192, .k = 8192, .xb = 2, .wb = 1, .wsigned = 1, .bipolar = 1, .epi = 2,
                                     .l = 3, .yb = 2});
         bench_case("w2a2", (PtSpec){.n = 8192, .k = 8192, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2});
+        bench_case("w4a4", (PtSpec){.n = 8192, .k = 8192, .xb = 4, .wb = 4, .wsigned = 1, .epi = 2, .l = 15, .yb = 4});
     }
     return check_report("test_planes_tiled_gpu");
 }
