@@ -93,7 +93,7 @@ static inline void bnn_halo_set_grid(BnnHaloCfg *cfg, int oh, int ow, int o) {
 /* The largest shared memory a halo block may take: two blocks still fit on an SM. */
 enum { BNN_HALO_SMEM_MAX = 110 * 1024 };
 
-/* The output tiles (TH x TW pixels) the halo kernels choose from, and the choice: the first
+/* The output tiles (TH x TW pixels) the halo qconv chooses from, and the choice: the first
  * whose padding waste is small (at least 3/4 of its rows are real pixels of an ohe x owe
  * output) and that gives at least min_blocks blocks for one image (nbx column blocks); failing
  * that, the one with the most blocks at one image among those at least half full. */
