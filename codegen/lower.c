@@ -57,6 +57,7 @@ typedef struct Lower {
     int nfp16_convs;  /* how many got that kernel, for --report */
     bool qconv_direct; /* CodegenOptions.qconv_direct: no halo-tile qconv kernels */
     int nexact_bit_convs; /* conv2d_chains on it that write exact bits (lower_conv2d_bits) */
+    int nres_thresholds;  /* bconv chains become thresholds by a residual of bits (lower_bconv) */
     int tiled_kernel; /* codegen_tiled_kernel of the options: which pre-tiled GEMM the targets run */
     int ntiled;       /* pre-tiled bgemm steps, for --report */
     int lowbit;       /* CodegenOptions.lowbit: bit-planes or int8 codes for the qgemm steps */
@@ -1400,6 +1401,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     if (chain && !e.need_f32 && res_words && !pool && !fallback && rest_from < 0) {
         res_t = xmalloc((size_t)(2 * O) * 4), res_dir = xmalloc((size_t)(2 * O) * 4);
         if (residual_thresholds(&bp, e.chain, C * KH * KW, res_t, res_dir)) {
+            L->nres_thresholds++;
             e.kind = BLOB_EPI_THRESHOLD;
             bits = true, chain = false;
             bp.epi_stages = bp.epi_div = 0;
@@ -3618,6 +3620,10 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                                   "(a bound on the rounding checked per bit, the reference's sum where it is too "
                                   "close)\n",
                        L.nexact_bit_convs);
+        if (L.nres_thresholds)
+            buf_printf(o->report, "codegen: %d binary convolutions with a shortcut of bits compare their dot with "
+                                  "two integer thresholds a channel (their float chains run at compile time)\n",
+                       L.nres_thresholds);
         if (L.nqgemm_int8 + L.nqgemm_planes)
             buf_printf(o->report, "codegen: low-bit dense layers: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
                                   "(bgemm_planes.cu)%s\n",

@@ -149,6 +149,18 @@ def run_pair(tmp, blob, model, xs, nout, device, tag):
     return [np.load(o) for o in outs], [np.load(r) for r in refs], None
 
 
+def check_report_line(model, tmp, text, count):
+    """bnncc -O3 --report on model: its `codegen: N ...text...` line says count (no line: 0)."""
+    name = os.path.basename(model)
+    p = run([BNNCC, "-O3", "--target=cpu", "--report", model, "-o", os.path.join(tmp, name + ".report.bin")])
+    if p.returncode:
+        return fail(f"{name}: bnncc --report failed: {p.stderr.strip()}")
+    got = [int(l.split()[1]) for l in p.stderr.splitlines() if l.startswith("codegen: ") and text in l]
+    if (got[0] if got else 0) != count:
+        return fail(f"{name}: --report says {got or 'nothing'} for '{text}', expected {count}")
+    print(f"ok: {name}: --report: {count} x '{text}'")
+
+
 def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0", batches=None, exact=False,
                 flags=(), tol=None, extra_cases=()):
     """flags: more bnncc options; tol: floats within tol of the largest output (else exact or
@@ -676,6 +688,12 @@ def main():
                  [os.path.join(SRC, "tests", "passes", m + s) for m in ("bireal_block", "stem", "dense_chain")
                   for s in (".bnn", "_fused.bnn")]
                  if not a.only or a.only in os.path.basename(m)]
+        # The XNOR blocks' chains become thresholds by the residual bit (the report says how
+        # many): the two models above test that form, not the float chain.
+        jobs += [lambda m=m: check_report_line(m, tmp, "compare their dot with two integer thresholds",
+                                               2 if "xnor" in m else 0)
+                 for m in residual_models(tmp, np.random.default_rng(88))
+                 if "resid_xnor" in os.path.basename(m) or "resid_bireal" in os.path.basename(m)]
         # Fused binary MLPs (one GPU kernel for the chain): bit for bit at batch 1, 3 and 1000.
         jobs += [lambda m=m: check_model(m, a.device, tmp, exact=True)
                  for m in mlp_models(tmp, np.random.default_rng(99)) +
