@@ -433,6 +433,18 @@ static void e_chain_no_params(unsigned char *b, size_t *len) {
     blob_put_u64(step_at(b, 4) + BCONV_EPI_STAGES_AT, 2);
 }
 
+/* A threshold by a residual of bits (epi_residual = words << 2 on a threshold bconv): its side
+ * bits must be 0, its words in range, its residual bits in in2. */
+static void e_resthr_side(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u64(step_at(b, 1) + BCONV_EPI_STAGES_AT + 16, (64u << 2) | 1u);
+}
+static void e_resthr_words(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u64(step_at(b, 1) + BCONV_EPI_STAGES_AT + 16, 1ull << 40);
+}
+static void e_resthr_no_in2(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u64(step_at(b, 1) + BCONV_EPI_STAGES_AT + 16, 64u << 2);
+}
+
 static void test_bconv_chain(void) {
     Buf b = {0};
     TestConv ref;
@@ -443,6 +455,11 @@ static void test_bconv_chain(void) {
     expect(&b, e_chain_stages, true, BNN_STATUS_BAD_BLOB, "bad float chain: 9 stages", "chain stages");
     expect(&b, e_chain_residual, true, BNN_STATUS_BAD_BLOB, "residual 3", "chain residual");
     expect(&b, e_chain_no_params, true, BNN_STATUS_BAD_BLOB, "slot p0", "chain without p0");
+    expect(&b, e_resthr_side, true, BNN_STATUS_BAD_BLOB, "needs a float chain, or the threshold epilogue",
+           "residual threshold with a side");
+    expect(&b, e_resthr_words, true, BNN_STATUS_BAD_BLOB, "needs a float chain, or the threshold epilogue",
+           "residual threshold words");
+    expect(&b, e_resthr_no_in2, true, BNN_STATUS_BAD_BLOB, "slot in2", "residual threshold without in2");
     buf_free(&b);
 }
 
