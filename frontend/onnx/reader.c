@@ -252,7 +252,8 @@ CTensor *read_tensor(Imp *im, const Onnx__TensorProto *tp, const char *what) {
         imp_error(im, "%s: segmented tensors are not supported", what);
         return NULL;
     }
-    CTensor *t = new_ctensor(elem_is_float(elem) ? CT_F32 : CT_I64, elem, (int)tp->n_dims, dim);
+    /* The data is checked against the shape before the tensor is allocated: a shape that
+     * claims more than the file holds must not allocate it. */
     size_t want = (size_t)n * (size_t)size;
     bool external = tp->has_data_location &&
                     tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
@@ -261,20 +262,18 @@ CTensor *read_tensor(Imp *im, const Onnx__TensorProto *tp, const char *what) {
         uint8_t *owned = NULL;
         if (external) {
             owned = read_external(im, tp, what, want);
-            if (!owned) {
-                free_ctensor(t);
+            if (!owned)
                 return NULL;
-            }
             raw = owned;
         } else {
             if (tp->raw_data.len != want) {
                 imp_error(im, "%s: raw_data holds %zu bytes, the %s tensor needs %zu", what,
                           tp->raw_data.len, elem_name(elem), want);
-                free_ctensor(t);
                 return NULL;
             }
             raw = tp->raw_data.data;
         }
+        CTensor *t = new_ctensor(elem_is_float(elem) ? CT_F32 : CT_I64, elem, (int)tp->n_dims, dim);
         for (int64_t k = 0; k < n; k++)
             store_raw(t, k, raw + (size_t)k * (size_t)size);
         free(owned);
@@ -291,9 +290,9 @@ CTensor *read_tensor(Imp *im, const Onnx__TensorProto *tp, const char *what) {
     }
     if (have != (size_t)n) {
         imp_error(im, "%s: holds %zu values, its shape needs %lld", what, have, (long long)n);
-        free_ctensor(t);
         return NULL;
     }
+    CTensor *t = new_ctensor(elem_is_float(elem) ? CT_F32 : CT_I64, elem, (int)tp->n_dims, dim);
     for (int64_t k = 0; k < n; k++) {
         switch (elem) {
         case ONNX_FLOAT: t->f[k] = tp->float_data[k]; break;

@@ -344,6 +344,12 @@ static void test_bad_models(void) {
     m.init.raw_data.len = 16;
     m.init.n_dims = 0; /* a scalar with 4 values */
     expect_import(&m, NULL, "raw_data holds 16 bytes");
+    /* A shape far larger than its data (a fuzzer's find): refused before anything that size is
+     * allocated (it was: 8 GB, out of memory). */
+    static int64_t huge[2] = {1 << 28, 8};
+    m.init.n_dims = 2;
+    m.init.dims = huge;
+    expect_import(&m, NULL, "raw_data holds 16 bytes, the FLOAT tensor needs 8589934592");
 
     /* External data: next to the model, bounds-checked, no escaping the folder. */
     char dir[] = "/tmp/bnn_onnx_XXXXXX";
