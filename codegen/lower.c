@@ -1258,37 +1258,19 @@ static int64_t residual_bit_words(const Lower *L, const Value *r);
  * channel and residual bit, a threshold on the integer dot: its float ops are monotone in the
  * dot under any rounding, so the bits over every dot in [-k, k] (k = the fan-in) rise, fall,
  * or stay constant. Scans them with the CPU path's own chain (blob_bconv_chain_value) and
- * fills t[2][o], dir[2][o] (row 1: residual +1, row 0: -1; a constant channel as the folding
- * pass writes it: t INT32_MIN, dir +1 for 1, -1 for 0). False if some channel is not a
- * threshold (a NaN or infinity in its chain): the chain stays. */
+ * fits t[2][o], dir[2][o] with threshold_of_bits, as the folding pass does (row 1: residual
+ * +1, row 0: -1). False if some channel is not a threshold (a NaN or infinity in its chain):
+ * the chain stays. */
 static bool residual_thresholds(const BlobBconvParams *bp, const float *chain, int64_t k, int32_t *t, int32_t *dir) {
     uint8_t *bits = xmalloc((size_t)(2 * k + 1));
     bool ok = true;
     for (int64_t row = 0; row < 2 && ok; row++)
         for (int64_t o = 0; o < bp->o && ok; o++) {
-            bool up = true, down = true;
-            for (int64_t i = 0; i <= 2 * k; i++) {
+            for (int64_t i = 0; i <= 2 * k; i++)
                 bits[i] = blob_bconv_chain_value(bp, chain, o, i - k, row ? 1.0f : -1.0f) >= 0.0f;
-                if (i > 0) {
-                    up = up && bits[i - 1] <= bits[i];
-                    down = down && bits[i - 1] >= bits[i];
-                }
-            }
-            int64_t at = row * bp->o + o, i = 0;
-            if (up && down) {
-                t[at] = INT32_MIN;
-                dir[at] = bits[0] ? 1 : -1;
-            } else if (up) { /* the first dot with bit 1 */
-                while (!bits[i])
-                    i++;
-                t[at] = (int32_t)(i - k), dir[at] = 1;
-            } else if (down) { /* the last dot with bit 1 */
-                while (bits[i + 1])
-                    i++;
-                t[at] = (int32_t)(i - k), dir[at] = -1;
-            } else {
-                ok = false;
-            }
+            int d = 0;
+            ok = threshold_of_bits(bits, k, &t[row * bp->o + o], &d);
+            dir[row * bp->o + o] = d;
         }
     free(bits);
     return ok;

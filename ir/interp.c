@@ -12,6 +12,31 @@ float batchnorm_scalar(float x, float scale, float bias, float mean, float var, 
     return (x - mean) / sqrtf(var + eps) * scale + bias;
 }
 
+bool threshold_of_bits(const uint8_t *bits, int64_t k, int32_t *t, int *dir) {
+    int64_t n = 2 * k + 1;
+    bool up = true, down = true;
+    for (int64_t i = 0; i + 1 < n; i++) {
+        up = up && bits[i] <= bits[i + 1];
+        down = down && bits[i] >= bits[i + 1];
+    }
+    int64_t i = 0;
+    if (up && down) { /* constant */
+        *t = INT32_MIN;
+        *dir = bits[0] ? 1 : -1;
+    } else if (up) { /* the first dot with bit 1 */
+        while (!bits[i])
+            i++;
+        *t = (int32_t)(i - k), *dir = 1;
+    } else if (down) { /* the last dot with bit 1 */
+        for (i = n - 1; !bits[i]; i--)
+            ;
+        *t = (int32_t)(i - k), *dir = -1;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 void free_tensor(Tensor *t) {
     free(t->data);
     t->data = NULL;

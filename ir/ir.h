@@ -283,6 +283,12 @@ void free_tensor(Tensor *t);
  * evaluates exactly the float expression the interpreter does. */
 float batchnorm_scalar(float x, float scale, float bias, float mean, float var, float eps);
 
+/* The threshold op's form (t, dir) of a table of bits over the integer dots -k .. k (bits[i]
+ * the bit of dot i - k): bit = dir > 0 ? dot >= t : dot <= t for every dot. A constant table
+ * is t = INT32_MIN with dir +1 (all 1) or -1 (all 0). False when the bits are not monotone in
+ * the dot. The folding pass and the code generator's residual thresholds both fit with it. */
+bool threshold_of_bits(const uint8_t *bits, int64_t k, int32_t *t, int *dir);
+
 /* b1 storage helpers: element i is bit i%8 of byte i/8. */
 static inline int bit_get(const void *data, int64_t i) {
     return (((const uint8_t *)data)[i >> 3] >> (i & 7)) & 1;

@@ -311,31 +311,13 @@ static int end_bit(const Node *end, int64_t c, float x) {
 static bool fit_channel(const Chain *ch, int64_t c, const uint8_t *bits, int32_t *t, int8_t *dir,
                         char *why, size_t whylen) {
     int64_t k = ch->fan_in, n = 2 * k + 1;
-    bool up = true, down = true;
-    for (int64_t i = 0; i + 1 < n; i++) {
-        up &= bits[i] <= bits[i + 1];
-        down &= bits[i] >= bits[i + 1];
-    }
-    if (up && down) { /* constant channel */
-        *t = INT32_MIN;
-        *dir = bits[0] ? 1 : -1;
-    } else if (up) {
-        int64_t i = 0;
-        while (!bits[i])
-            i++;
-        *t = (int32_t)(i - k);
-        *dir = 1;
-    } else if (down) {
-        int64_t i = n - 1;
-        while (!bits[i])
-            i--;
-        *t = (int32_t)(i - k);
-        *dir = -1;
-    } else {
+    int d;
+    if (!threshold_of_bits(bits, k, t, &d)) {
         snprintf(why, whylen, "channel %lld: the float path is not monotone in the accumulator",
                  (long long)c);
         return false;
     }
+    *dir = (int8_t)d;
     for (int64_t i = 0; i < n; i++) {
         int64_t y = i - k;
         int b = *dir > 0 ? y >= *t : y <= *t;
