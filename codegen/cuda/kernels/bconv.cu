@@ -33,12 +33,10 @@ __device__ __forceinline__ unsigned bnn_chmask(int C, int wi) {
     const int b = C - 32 * wi;
     return b >= 32 ? 0xffffffffu : b <= 0 ? 0u : (1u << b) - 1u;
 }
-// GEMM row m -> top-left input tap (ih0, iw0) of its output pixel, and its image n.
-template <int OH, int OW, int SH, int SW, int PT, int PL, bool POOL>
-__device__ __forceinline__ void bnn_conv_pixel(int m, int &n, int &ih0, int &iw0) {
-    int oh, ow;
+// GEMM row m -> its output pixel (oh, ow) and its image n.
+template <int OH, int OW, bool POOL> __device__ __forceinline__ void bnn_conv_out_pixel(int m, int &n, int &oh, int &ow) {
     if (POOL) { // window-major: 4 consecutive rows are one 2x2 window
-        constexpr int PH = OH / 2, PW = OW / 2;
+        constexpr int PH = POOL ? OH / 2 : 1, PW = POOL ? OW / 2 : 1;
         const int r = m % (PH * PW * 4), win = r / 4, q = r % 4;
         n = m / (PH * PW * 4);
         oh = win / PW * 2 + (q >> 1);
@@ -49,47 +47,15 @@ __device__ __forceinline__ void bnn_conv_pixel(int m, int &n, int &ih0, int &iw0
         oh = p / OW;
         ow = p % OW;
     }
+}
+// GEMM row m -> top-left input tap (ih0, iw0) of its output pixel, and its image n.
+template <int OH, int OW, int SH, int SW, int PT, int PL, bool POOL>
+__device__ __forceinline__ void bnn_conv_pixel(int m, int &n, int &ih0, int &iw0) {
+    int oh, ow;
+    bnn_conv_out_pixel<OH, OW, POOL>(m, n, oh, ow);
     ih0 = oh * SH - PT;
     iw0 = ow * SW - PL;
 }
-// The convolution's dot correction from the valid-tap rectangle of each output pixel.
-template <int C, int H, int W, int O, int KH, int KW, int SH, int SW, int PT, int PL, int DH, int DW, int OH,
-          int OW, bool ONE, bool POOL>
-struct BnnConvCorr {
-    const int *P; // [(KH+1)*(KW+1)][O], see above
-    struct Row {
-        int h0, h1, w0, w1;
-        bool full;
-    };
-    typedef int Col;
-    __device__ __forceinline__ Row row(int m) const {
-        int n, ih0, iw0;
-        bnn_conv_pixel<OH, OW, SH, SW, PT, PL, POOL>(m, n, ih0, iw0);
-        Row r;
-        r.h0 = r.h1 = r.w0 = r.w1 = 0;
-#pragma unroll
-        for (int k = 0; k < KH; ++k) { // ih = ih0 + k*DH grows with k: valid taps are a range
-            r.h0 += ih0 + k * DH < 0;
-            r.h1 += ih0 + k * DH < H;
-        }
-#pragma unroll
-        for (int k = 0; k < KW; ++k) {
-            r.w0 += iw0 + k * DW < 0;
-            r.w1 += iw0 + k * DW < W;
-        }
-        r.h1 = r.h1 < r.h0 ? r.h0 : r.h1;
-        r.w1 = r.w1 < r.w0 ? r.w0 : r.w1;
-        r.full = ONE || (r.h0 == 0 && r.h1 == KH && r.w0 == 0 && r.w1 == KW);
-        return r;
-    }
-    __device__ __forceinline__ int col(int c) const { return C * KH * KW - 2 * P[(KH * (KW + 1) + KW) * O + c]; }
-    __device__ __forceinline__ int corr(const Row &r, int ci, int c) const {
-        if (r.full) return ci;
-        const int s = P[(r.h1 * (KW + 1) + r.w1) * O + c] - P[(r.h0 * (KW + 1) + r.w1) * O + c] -
-                      P[(r.h1 * (KW + 1) + r.w0) * O + c] + P[(r.h0 * (KW + 1) + r.w0) * O + c];
-        return C * (r.h1 - r.h0) * (r.w1 - r.w0) - 2 * s;
-    }
-};
 // Along one axis of a convolution (input N, kernel K, stride S, leading pad P, dilation D, NO
 // outputs) the valid kernel range [lo, hi) of output o is [0, K) except for the first A outputs
 // (o*S < P) and the last B (the kernel runs past N): classes o < A, then A for every full
@@ -103,14 +69,42 @@ template <int N, int K, int S, int P, int D, int NO> struct BnnAxisBands {
     static constexpr int NCLS = SMALL ? NO : A + 1 + B;
     static __device__ __forceinline__ int cls(int o) { return SMALL || o < A ? o : o >= NO - B ? A + 1 + o - (NO - B) : A; }
     static __device__ __forceinline__ int rep(int c) { return SMALL || c <= A ? c : NO - B + c - A - 1; }
-    static __device__ __forceinline__ void range(int o, int &lo, int &hi) { // as BnnConvCorr::row
+    // The valid kernel range of output o: the taps k with o*S - P + k*D inside [0, N).
+    static __device__ __forceinline__ void range(int o, int &lo, int &hi) {
         lo = hi = 0;
 #pragma unroll
-        for (int k = 0; k < K; ++k) {
+        for (int k = 0; k < K; ++k) { // the input index grows with k: the valid taps are a range
             lo += o * S - P + k * D < 0;
             hi += o * S - P + k * D < N;
         }
         hi = hi < lo ? lo : hi;
+    }
+};
+// The convolution's dot correction from the valid-tap rectangle of each output pixel.
+template <int C, int H, int W, int O, int KH, int KW, int SH, int SW, int PT, int PL, int DH, int DW, int OH,
+          int OW, bool ONE, bool POOL>
+struct BnnConvCorr {
+    const int *P; // [(KH+1)*(KW+1)][O], see above
+    struct Row {
+        int h0, h1, w0, w1;
+        bool full;
+    };
+    typedef int Col;
+    __device__ __forceinline__ Row row(int m) const {
+        int n, oh, ow;
+        bnn_conv_out_pixel<OH, OW, POOL>(m, n, oh, ow);
+        Row r;
+        BnnAxisBands<H, KH, SH, PT, DH, OH>::range(oh, r.h0, r.h1);
+        BnnAxisBands<W, KW, SW, PL, DW, OW>::range(ow, r.w0, r.w1);
+        r.full = ONE || (r.h0 == 0 && r.h1 == KH && r.w0 == 0 && r.w1 == KW);
+        return r;
+    }
+    __device__ __forceinline__ int col(int c) const { return C * KH * KW - 2 * P[(KH * (KW + 1) + KW) * O + c]; }
+    __device__ __forceinline__ int corr(const Row &r, int ci, int c) const {
+        if (r.full) return ci;
+        const int s = P[(r.h1 * (KW + 1) + r.w1) * O + c] - P[(r.h0 * (KW + 1) + r.w1) * O + c] -
+                      P[(r.h1 * (KW + 1) + r.w0) * O + c] + P[(r.h0 * (KW + 1) + r.w0) * O + c];
+        return C * (r.h1 - r.h0) * (r.w1 - r.w0) - 2 * s;
     }
 };
 // The dot correction of BnnConvCorr from a table in shared memory, one entry per (row class,
@@ -145,17 +139,8 @@ struct BnnConvCorrT {
     }
     __device__ __forceinline__ Row row(int m) const {
         if (ONE) return 0;
-        int oh, ow;
-        if (POOL) {
-            constexpr int PH = OH / 2, PW = OW / 2;
-            const int r = m % (PH * PW * 4), win = r / 4, q = r % 4;
-            oh = win / PW * 2 + (q >> 1);
-            ow = win % PW * 2 + (q & 1);
-        } else {
-            const int p = m % (OH * OW);
-            oh = p / OW;
-            ow = p % OW;
-        }
+        int n, oh, ow;
+        bnn_conv_out_pixel<OH, OW, POOL>(m, n, oh, ow);
         return (AH::cls(oh) * NWC + AW::cls(ow)) * BN;
     }
     __device__ __forceinline__ int col(int) const { return 0; }
