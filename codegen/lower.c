@@ -544,23 +544,26 @@ static const char *epi_macro(const Epilogue *e) {
 }
 
 /* The last kernel arguments of the binary GEMM / conv kernels: ep0, ep1 (null where unused),
- * Y, batch * rows_arg. */
-static void add_epilogue_args(LStep *st, int64_t rows_arg) {
+ * Y, the operand in slot `extra` where it is >= 0 (bconv's residual of bits, BC_RESW), batch *
+ * rows_arg. */
+static void add_epilogue_args(LStep *st, int64_t rows_arg, int extra) {
     for (int slot = BLOB_SLOT_P0; slot <= BLOB_SLOT_P1; slot++)
         if (st->s.slot[slot].space != BLOB_SPACE_NONE)
             blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slot, 0);
         else
             blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
+    if (extra >= 0)
+        blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)extra, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows_arg);
 }
 
-/* Kernel arguments of both families: X, W, popc table, ep0, ep1, Y, batch * rows_arg. */
-static void add_family_args(LStep *st, int64_t rows_arg) {
+/* Kernel arguments of both families: X, W, popc table, then add_epilogue_args'. */
+static void add_family_args(LStep *st, int64_t rows_arg, int extra) {
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
-    add_epilogue_args(st, rows_arg);
+    add_epilogue_args(st, rows_arg, extra);
 }
 
 /* Kernel arguments of a bconv chain: X, W, popc table, chain parameters, residual, f32 out,
@@ -633,7 +636,7 @@ static int lower_bgemm(Lower *L, const Node *n, const Value *t, const Value *dir
     uint32_t block[3] = {(uint32_t)bnn_tile_threads(BNN_BGEMM_WM, BNN_BGEMM_WN), 1, 1};
     blob_step_set_kernel(&st->s, st->k.name, grid, block,
                          (uint32_t)bnn_tile_smem(BNN_BGEMM_BM, BNN_BGEMM_BN, BNN_BGEMM_KC, BNN_BGEMM_STAGES));
-    add_family_args(st, 1);
+    add_family_args(st, 1, -1);
     if (n->op == OP_BDENSE_CHAIN)
         return lower_chain_rest(L, n, out, &n->out[0]->type, rest_from, true, count_uses(L->g, n->out[1]) > 0);
     return 0;
@@ -723,7 +726,7 @@ static int lower_bgemm_tiled(Lower *L, const Node *n, const Value *t, const Valu
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X1, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
-    add_epilogue_args(st, 1);
+    add_epilogue_args(st, 1, -1);
     L->ntiled++;
     if (n->op == OP_BDENSE_CHAIN)
         return lower_chain_rest(L, n, out, &n->out[0]->type, rest_from, true, count_uses(L->g, n->out[1]) > 0);
@@ -1476,12 +1479,8 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     }
     if (chain) {
         add_chain_args(st, e.need_f32, bits_out >= 0 ? BLOB_SLOT_X1 : e.bits ? BLOB_SLOT_OUT : -1);
-    } else if (bp.epi_residual) { /* the threshold by a residual of bits: X, W, P, t, dir, Y, R, batch */
-        add_family_args(st, 1);
-        st->s.args[st->s.nargs - 1] = (BlobArg){BLOB_ARG_PTR, BLOB_SLOT_IN2, 0};
-        blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, 1);
-    } else {
-        add_family_args(st, 1);
+    } else { /* a threshold by a residual of bits takes R after Y */
+        add_family_args(st, 1, bp.epi_residual ? BLOB_SLOT_IN2 : -1);
     }
     if (!bits && !chain) {
         st = new_step(L, BLOB_STEP_KERNEL); /* NHWC scratch -> the NCHW result */
