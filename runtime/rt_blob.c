@@ -300,9 +300,10 @@ static int64_t out_extent(int64_t n, int64_t a, int64_t b, int64_t k, int64_t d,
 }
 
 /* Epilogue operands of bgemm/bconv over n output channels, with `cells` outputs per item
- * (bits: cells_bits rows of out_words words). */
+ * (bits: bit_rows rows of out_words words; thresholds: t_rows rows of n, 2 for bconv's
+ * threshold by a residual of bits). */
 static bnn_status check_epilogue(const StepCheck *c, int64_t n, uint64_t cells,
-                                 uint64_t bit_rows, int64_t out_words) {
+                                 uint64_t bit_rows, int64_t out_words, uint64_t t_rows) {
     uint64_t bytes;
     switch (c->s->epilogue) {
     case BLOB_EPI_I32:
@@ -320,8 +321,8 @@ static bnn_status check_epilogue(const StepCheck *c, int64_t n, uint64_t cells,
         if (!mul3_ok(bit_rows, (uint64_t)out_words, 4, &bytes))
             return bad_step(c, "the output is too large");
         TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, bytes, false));
-        TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)n * 4, false));
-        return want_slot(c, BLOB_SLOT_P1, BLOB_SPACE_WEIGHTS, (uint64_t)n * 4, false);
+        TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, t_rows * (uint64_t)n * 4, false));
+        return want_slot(c, BLOB_SLOT_P1, BLOB_SPACE_WEIGHTS, t_rows * (uint64_t)n * 4, false);
     }
     return bad_step(c, "unknown epilogue %u", c->s->epilogue);
 }
@@ -351,7 +352,7 @@ static bnn_status check_bgemm(const StepCheck *c) {
     TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
     if (tiled) /* x1: popc(a) of each row, written by the GPU's prep kernel (the CPU ignores it) */
         TRY(want_slot(c, BLOB_SLOT_X1, BLOB_SPACE_ARENA, (uint64_t)p->rows * 4, true));
-    TRY(check_epilogue(c, p->n, (uint64_t)p->rows, (uint64_t)p->rows, p->out_words));
+    TRY(check_epilogue(c, p->n, (uint64_t)p->rows, (uint64_t)p->rows, p->out_words, 1));
     return check_overlap(c, false);
 }
 
@@ -442,17 +443,7 @@ static bnn_status check_bconv(const StepCheck *c) {
         return bad_step(c, "operands too large");
     TRY(want_slot(c, BLOB_SLOT_IN2, res_words ? BLOB_SPACE_ARENA : 0, res_bytes, false));
     uint64_t bit_rows = p->pool ? (uint64_t)(oh / 2) * (uint64_t)(ow / 2) : cells;
-    if (res_words) { /* check_epilogue's, with two rows of thresholds */
-        if (p->out_words < (int64_t)words_for(p->o) || p->out_words > MAX_DIM ||
-            !mul3_ok(bit_rows, (uint64_t)p->out_words, 4, &res_bytes))
-            return bad_step(c, "%lld output words cannot hold %lld channels", (long long)p->out_words,
-                            (long long)p->o);
-        TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, res_bytes, false));
-        TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 8, false));
-        TRY(want_slot(c, BLOB_SLOT_P1, BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 8, false));
-    } else {
-        TRY(check_epilogue(c, p->o, cells, bit_rows, p->out_words));
-    }
+    TRY(check_epilogue(c, p->o, cells, bit_rows, p->out_words, res_words ? 2 : 1));
     return check_overlap(c, false);
 }
 
