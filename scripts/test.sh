@@ -11,7 +11,7 @@ bash scripts/setup.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false
 
 status=0
 meson test -C build --suite quick --suite gpu --print-errorlogs --num-processes 2 || status=1
-ASAN_OPTIONS=detect_leaks=1 meson test -C build-asan --suite quick --print-errorlogs \
+meson test -C build-asan --suite quick --print-errorlogs \
     --num-processes 2 || status=1
 
 # Bounded fuzzing of the two readers of untrusted input (ONNX, model.bin) with libFuzzer.

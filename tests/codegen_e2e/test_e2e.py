@@ -45,19 +45,6 @@ def fail(msg):
 
 def run(cmd, **kw):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
-    # Under ASan, LeakSanitizer's own tracer crashes at exit in some bnncc runs that loaded
-    # NVRTC (TFC_1W1A in this test: "Tracer caught signal 11 ... LeakSanitizer has encountered
-    # a fatal error"; the same command alone passes with leak checking). That is the sanitizer
-    # failing, not a leak (a leak reads "detected memory leaks" and is not retried): rerun the
-    # command with leak checking off, ASan's memory checks still on. Leaks of the code
-    # generator stay covered by the other models here and by tests/lowbit.
-    if p.returncode and "LeakSanitizer has encountered a fatal error" in p.stderr:
-        print(f"note: LeakSanitizer's tracer crashed in {os.path.basename(cmd[0])}; "
-              "rerunning without leak checking")
-        env = dict(kw.pop("env", None) or os.environ)
-        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=env, **kw)
     return p
 
 
