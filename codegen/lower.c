@@ -3593,6 +3593,16 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
         buf_printf(o->report, "codegen: %d plan steps (%d GPU kernels, %d CPU-only), arena %lld bytes per "
                               "batch item, weights %lld bytes\n",
                    L.nsteps, kernels, cpu_only, (long long)L.arena, (long long)weights);
+        /* One line per step, for reading bnnrun --profile's table against the IR. */
+        for (int i = 0; i < L.nsteps; i++) {
+            const LStep *st = &L.steps[i];
+            const char *ir = st->k.ir_line ? st->k.ir_line : "";
+            while (*ir == ' ')
+                ir++;
+            buf_printf(o->report, "plan: step %d %s%s%s%s: %.*s\n", i, blob_step_name(st->s.kind),
+                       st->s.kernel[0] ? " (kernel " : "", st->s.kernel, st->s.kernel[0] ? ")" : "",
+                       (int)strcspn(ir, "\n"), ir);
+        }
         if (o->ntargets)
             buf_printf(o->report, "codegen: %d distinct kernels emitted for the %d GPU kernel steps (steps "
                                   "whose kernels differ only in name share one)\n", nkernels, kernels);

@@ -120,6 +120,19 @@ BNN_API bnn_status bnn_model_output_info(const bnn_model *model, int index, bnn_
 /* The GPU architectures the blob has code for, comma-separated ("sm_90a,sm_80"; "" if none). */
 BNN_API const char *bnn_model_targets(const bnn_model *model);
 
+/* The steps of the model's plan, in the order a run executes them (`bnncc --report` lists each
+ * with the layers it computes). kind: the step kind ("bconv", "conv2d", ...; docs/blob-format.md,
+ * "Step kinds"); kernel: its GPU kernel's name ("s3_bconv"), "" for none; on_cpu, on_gpu: 1
+ * where a CPU or GPU session runs it (a GPU helper kernel's result the CPU path computes inside
+ * the step that reads it; a step flagged CPU-only is a no-op on the GPU). */
+typedef struct bnn_step_info {
+    const char *kind;
+    const char *kernel;
+    int on_cpu, on_gpu;
+} bnn_step_info;
+BNN_API int bnn_model_num_steps(const bnn_model *model);
+BNN_API bnn_status bnn_model_step_info(const bnn_model *model, int index, bnn_step_info *info);
+
 /* A session owns the working memory for batches up to max_batch (on the GPU: one arena,
  * the weights, one CUDA graph per batch size used). */
 BNN_API bnn_status bnn_session_create(const bnn_model *model, bnn_device device, int max_batch,
@@ -156,6 +169,26 @@ BNN_API bnn_status bnn_session_run_resident(bnn_session *session, int batch);
  * per run; a CPU session always reports the wall clock. */
 BNN_API double bnn_session_last_run_ms(const bnn_session *session);
 BNN_API bnn_status bnn_session_set_device_timing(bnn_session *session, int on);
+
+/* The threads the CPU path runs on: the calling thread and threads - 1 workers that the session
+ * starts here and ends when it is freed (default 1: no workers). The heavy steps (binary and
+ * float convolutions, binary dense layers) split their output rows among them; every output is
+ * computed by one thread in the same order, so the results are the same for any count. A GPU
+ * session's CPU path is not used. 1 <= threads <= BNN_MAX_THREADS; on failure the session keeps
+ * the threads it had. */
+#define BNN_MAX_THREADS 256
+BNN_API bnn_status bnn_session_set_threads(bnn_session *session, int threads);
+BNN_API int bnn_session_threads(const bnn_session *session); /* 0 for NULL */
+
+/* Per-step timing, to see where a run's time goes. With it on, every run times each plan step
+ * on its own: a GPU session launches the steps one by one with a CUDA event after each instead
+ * of replaying its CUDA graph (so a run is slower by the launch gaps: profile to compare steps,
+ * not to time the model), a CPU session reads the wall clock around each step. Off again, GPU
+ * runs replay the graph. bnn_session_step_ms: the milliseconds step `index` took in the last
+ * run with profiling on; -1 for a step that the session's device does not run, before the
+ * first profiled run, or for an index out of range. */
+BNN_API bnn_status bnn_session_set_profiling(bnn_session *session, int on);
+BNN_API double bnn_session_step_ms(const bnn_session *session, int index);
 
 #ifdef __cplusplus
 }

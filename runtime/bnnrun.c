@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bnnrt.h"
 #include "frontend.h"
@@ -27,12 +28,15 @@ typedef struct Args {
     long batch; /* items per run; 0: the whole input */
     long bench; /* timed runs; 0: none */
     bool resident; /* time runs on the session's buffers, without copies */
+    long profile;  /* runs timed step by step; 0: none */
+    long threads;  /* CPU path threads; 0: one per CPU */
 } Args;
 
 static void usage(FILE *out) {
     fprintf(out,
             "usage: bnnrun MODEL.bin --input X.npy [--input ...] --output Y.npy [...]\n"
             "              [--device gpu|cpu|auto] [--batch N] [--bench N [--resident]]\n"
+            "              [--profile N] [--threads N]\n"
             "       bnnrun --reference MODEL --input X.npy [--input ...] --output Y.npy [...]\n"
             "\n"
             "Runs a model compiled by bnncc (model.bin) with libbnnrt, or MODEL (.bnn text model\n"
@@ -46,6 +50,10 @@ static void usage(FILE *out) {
             "                    latency per run of --batch items and the throughput\n"
             "  --resident        with --bench: time runs on the first --batch items left in\n"
             "                    the session's buffers, without the input and output copies\n"
+            "  --threads N       threads of the CPU path (default: one per CPU)\n"
+            "  --profile N       after the other runs, time each plan step over N runs (the\n"
+            "                    GPU launches steps one by one, without the CUDA graph) and\n"
+            "                    print a table: median ms per step and its share\n"
             "  --reference       use the reference interpreter (exact ONNX semantics)\n"
             "  --help, --version\n"
             "Exit codes: 0 ok, 1 user error, 2 internal error.\n");
@@ -82,7 +90,8 @@ static int parse_args(int argc, char **argv, Args *a) {
                 fprintf(stderr, "bnnrun: error: --device needs gpu, cpu or auto, not '%s'\n", d);
                 return -1;
             }
-        } else if (!strcmp(s, "--batch") || !strcmp(s, "--bench")) {
+        } else if (!strcmp(s, "--batch") || !strcmp(s, "--bench") || !strcmp(s, "--profile") ||
+                   !strcmp(s, "--threads")) {
             char *end = NULL;
             long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
             if (!end || *end || v < 1 || v > 1000000000) {
@@ -90,7 +99,14 @@ static int parse_args(int argc, char **argv, Args *a) {
                 return -1;
             }
             i++;
-            *(!strcmp(s, "--batch") ? &a->batch : &a->bench) = v;
+            if (!strcmp(s, "--threads") && v > BNN_MAX_THREADS) {
+                fprintf(stderr, "bnnrun: error: --threads %ld: at most %d\n", v, BNN_MAX_THREADS);
+                return -1;
+            }
+            *(!strcmp(s, "--batch")     ? &a->batch
+              : !strcmp(s, "--bench")   ? &a->bench
+              : !strcmp(s, "--profile") ? &a->profile
+                                        : &a->threads) = v;
         } else if (!strcmp(s, "--input") || !strcmp(s, "-i") || !strcmp(s, "--output") ||
                    !strcmp(s, "-o")) {
             bool in = s[2] == 'i' || s[1] == 'i';
@@ -121,9 +137,10 @@ static int parse_args(int argc, char **argv, Args *a) {
         fprintf(stderr, "bnnrun: error: no model given (see bnnrun --help)\n");
         return -1;
     }
-    if (a->reference && (a->device != BNN_DEVICE_AUTO || a->batch || a->bench || a->resident)) {
-        fprintf(stderr, "bnnrun: error: --device, --batch, --bench and --resident apply to "
-                        "model.bin, not to --reference\n");
+    if (a->reference &&
+        (a->device != BNN_DEVICE_AUTO || a->batch || a->bench || a->resident || a->profile || a->threads)) {
+        fprintf(stderr, "bnnrun: error: --device, --batch, --bench, --resident, --profile and --threads "
+                        "apply to model.bin, not to --reference\n");
         return -1;
     }
     if (a->resident && !a->bench) {
@@ -395,6 +412,70 @@ static bnn_status bench_resident(bnn_session *s, long runs, int nin, int nout, i
     return st;
 }
 
+/* --profile: `runs` runs over the input with per-step timing on, after one to warm up, then a
+ * table of each step's median time (its times summed over the chunks of a run) to stdout. */
+static bnn_status profile_steps(bnn_session *s, const bnn_model *m, long runs, int nin, int nout,
+                                int64_t batch, int64_t chunk, unsigned char *const *in,
+                                const size_t *in_item, unsigned char *const *out,
+                                const size_t *out_item) {
+    const void *ip[MAX_FILES];
+    void *op[MAX_FILES];
+    int nsteps = bnn_model_num_steps(m);
+    double *t = calloc((size_t)(nsteps ? nsteps : 1) * (size_t)runs, sizeof *t);
+    double *col = malloc(sizeof *col * (size_t)runs), *run_ms = calloc((size_t)runs, sizeof *run_ms);
+    bnn_status st = t && col && run_ms ? bnn_session_set_profiling(s, 1) : BNN_STATUS_OUT_OF_MEMORY;
+    if (st == BNN_STATUS_OUT_OF_MEMORY && !(t && col && run_ms))
+        die("out of memory");
+    for (long r = -1; r < runs && st == BNN_STATUS_OK; r++) /* run -1 warms up */
+        for (int64_t at = 0; at < batch && st == BNN_STATUS_OK; at += chunk) {
+            int n = (int)(batch - at < chunk ? batch - at : chunk);
+            for (int i = 0; i < nin; i++)
+                ip[i] = in[i] + (size_t)at * in_item[i];
+            for (int i = 0; i < nout; i++)
+                op[i] = out[i] + (size_t)at * out_item[i];
+            st = bnn_session_run(s, n, ip, op);
+            for (int k = 0; r >= 0 && st == BNN_STATUS_OK && k < nsteps; k++) {
+                double ms = bnn_session_step_ms(s, k);
+                t[(size_t)k * (size_t)runs + (size_t)r] += ms >= 0 ? ms : 0.0;
+                run_ms[r] += ms >= 0 ? ms : 0.0;
+            }
+        }
+    if (st == BNN_STATUS_OK) {
+        bnn_session_set_profiling(s, 0);
+        bool gpu = bnn_session_device(s) == BNN_DEVICE_GPU;
+        qsort(run_ms, (size_t)runs, sizeof *run_ms, compare_ms);
+        double total = run_ms[runs / 2];
+        const char *clock = gpu ? "steps launched one by one without the CUDA graph, GPU events" : "wall clock";
+        if (chunk == batch)
+            printf("profile: %ld runs of batch %lld on %s (%s); median ms per step\n", runs,
+                   (long long)batch, bnn_session_device_name(s), clock);
+        else
+            printf("profile: %ld passes over %lld items in runs of batch %lld on %s (%s); median ms "
+                   "per step, summed over a pass\n", runs, (long long)batch, (long long)chunk,
+                   bnn_session_device_name(s), clock);
+        printf("%5s  %-13s %-24s %10s %7s\n", "step", "kind", "kernel", "ms", "share");
+        for (int k = 0; k < nsteps; k++) {
+            bnn_step_info info;
+            bnn_model_step_info(m, k, &info);
+            if (bnn_session_step_ms(s, k) < 0) { /* not run on this device */
+                printf("%5d  %-13s %-24s %10s %7s\n", k, info.kind, info.kernel[0] ? info.kernel : "-",
+                       "-", "");
+                continue;
+            }
+            memcpy(col, t + (size_t)k * (size_t)runs, sizeof *col * (size_t)runs);
+            qsort(col, (size_t)runs, sizeof *col, compare_ms);
+            double med = col[runs / 2];
+            printf("%5d  %-13s %-24s %10.4f %6.1f%%\n", k, info.kind, info.kernel[0] ? info.kernel : "-",
+                   med, total > 0 ? 100.0 * med / total : 0.0);
+        }
+        printf("%5s  %-38s %10.4f\n", "", "all steps (median run)", total);
+    }
+    free(t);
+    free(col);
+    free(run_ms);
+    return st;
+}
+
 static int run_blob(const Args *a) {
     bnn_model *m = NULL;
     bnn_session *s = NULL;
@@ -420,7 +501,7 @@ static int run_blob(const Args *a) {
         die("the model has more inputs or outputs than bnnrun handles (16)");
         goto done;
     }
-    if (a->ninputs != nin || (a->noutputs != nout && !(a->bench && a->noutputs == 0))) {
+    if (a->ninputs != nin || (a->noutputs != nout && !((a->bench || a->profile) && a->noutputs == 0))) {
         bool ins = a->ninputs != nin;
         fprintf(stderr, "bnnrun: error: the model has %d %s%s, %d --%s file%s given\n",
                 ins ? nin : nout, ins ? "input" : "output", (ins ? nin : nout) == 1 ? "" : "s",
@@ -467,6 +548,15 @@ static int run_blob(const Args *a) {
         fprintf(stderr, "bnnrun: error: %s\n", bnn_last_error());
         goto done;
     }
+    if (bnn_session_device(s) == BNN_DEVICE_CPU) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        long threads = a->threads ? a->threads : cpus < 1 ? 1 : cpus > BNN_MAX_THREADS ? BNN_MAX_THREADS : cpus;
+        st = bnn_session_set_threads(s, (int)threads);
+        if (st != BNN_STATUS_OK) {
+            fprintf(stderr, "bnnrun: error: %s\n", bnn_last_error());
+            goto done;
+        }
+    }
     unsigned char *ins[MAX_FILES];
     for (int i = 0; i < nin; i++)
         ins[i] = arrs[i].data;
@@ -492,6 +582,8 @@ static int run_blob(const Args *a) {
             times[r] = ms * (double)chunk / (double)batch; /* per run of `chunk` items */
         }
     }
+    if (st == BNN_STATUS_OK && a->profile)
+        st = profile_steps(s, m, a->profile, nin, nout, batch, chunk, ins, in_item, outs, out_item);
     if (st != BNN_STATUS_OK) {
         fprintf(stderr, "bnnrun: error: %s\n", bnn_last_error());
         goto done;
@@ -499,8 +591,12 @@ static int run_blob(const Args *a) {
     if (a->bench) {
         qsort(times, (size_t)a->bench, sizeof *times, compare_ms);
         double med = times[a->bench / 2];
-        printf("device: %s\n", bnn_session_device_name(s));
         bool gpu = bnn_session_device(s) == BNN_DEVICE_GPU;
+        if (gpu)
+            printf("device: %s\n", bnn_session_device_name(s));
+        else
+            printf("device: %s, %d thread%s\n", bnn_session_device_name(s), bnn_session_threads(s),
+                   bnn_session_threads(s) == 1 ? "" : "s");
         printf("batch %lld, %ld runs: median %.4f ms, min %.4f ms, %.1f items/s (%s)\n",
                (long long)chunk, a->bench, med, times[0], med > 0 ? (double)chunk * 1e3 / med : 0.0,
                a->resident ? (gpu ? "GPU events around the graph, resident buffers: no copies"

@@ -64,6 +64,15 @@ bnn_status rt_parse_blob(bnn_model *m);
 
 typedef struct RtCuda RtCuda;
 
+/* The CPU path's threads (rt_pool.c): a job runs as rt_pool_threads parts, fn(arg, part, parts),
+ * part 0 on the calling thread. A NULL pool is one thread. */
+typedef struct RtPool RtPool;
+typedef void (*RtPoolFn)(void *arg, int part, int parts);
+bnn_status rt_pool_create(int threads, RtPool **pool);
+int rt_pool_threads(const RtPool *pool);
+void rt_pool_run(RtPool *pool, RtPoolFn fn, void *arg);
+void rt_pool_free(RtPool *pool);
+
 struct bnn_session {
     const bnn_model *model;
     bnn_device device;
@@ -73,6 +82,9 @@ struct bnn_session {
     RtCuda *cuda;         /* GPU */
     double last_ms;
     bool device_timing; /* GPU: last_ms from CUDA events instead of the wall clock */
+    bool profiling;     /* time every step (bnn_session_set_profiling) */
+    double *step_ms;    /* nsteps: each step's time in the last profiled run, -1 if none */
+    RtPool *pool;       /* the CPU path's threads (bnn_session_set_threads); NULL: one */
     char device_name[160];
 };
 
@@ -82,7 +94,7 @@ static inline uint64_t rt_slot_offset(const BlobRef *r, int batch) {
 }
 
 /* CPU path: run step s on the arena for this batch. Steps were checked at load. */
-void rt_cpu_run_step(const bnn_model *m, const BlobStep *s, unsigned char *arena, int batch);
+void rt_cpu_run_step(const bnn_model *m, const BlobStep *s, unsigned char *arena, int batch, RtPool *pool);
 
 /* Bit-plane qdense on the CPU (docs/kernels.md, "Low-bit layers as bit-planes"): A holds the
  * xb activation planes of each row, [M][xb][ld] (a row's planes together, as the arena keeps a
@@ -109,6 +121,8 @@ void rt_cpu_qgemm_int8(const uint8_t *A, const int8_t *W, int64_t M, int64_t N, 
  * the arena holds), and sets s->last_ms when s->device_timing. arena: its device address. */
 bnn_status rt_cuda_create(bnn_session *s);
 bnn_status rt_cuda_run(bnn_session *s, int batch, const void *const *inputs, void *const *outputs);
+/* The events a profiled run records (bnn_session_set_profiling), made once. */
+bnn_status rt_cuda_prepare_profiling(bnn_session *s);
 uint64_t rt_cuda_arena(const RtCuda *c);
 void rt_cuda_free(RtCuda *c);
 

@@ -218,13 +218,33 @@ bnn_status bnn_model_output_info(const bnn_model *m, int index, bnn_tensor_info 
     return io_info(m, index, false, info);
 }
 
+int bnn_model_num_steps(const bnn_model *m) { return m ? m->nsteps : 0; }
+
+bnn_status bnn_model_step_info(const bnn_model *m, int index, bnn_step_info *info) {
+    if (!m || !info)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_model_step_info: %s is NULL",
+                        m ? "info" : "model");
+    if (index < 0 || index >= m->nsteps)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_model_step_info: index %d is out of range "
+                        "(the plan has %d steps)", index, m->nsteps);
+    const BlobStep *st = &m->steps[index];
+    info->kind = blob_step_name(st->kind);
+    info->kernel = st->kernel;
+    info->on_cpu = st->kind != BLOB_STEP_KERNEL;
+    info->on_gpu = !(st->flags & BLOB_STEP_CPU_ONLY);
+    rt_clear_error();
+    return BNN_STATUS_OK;
+}
+
 /* ---------------------------------------------------------------- sessions */
 
 void bnn_session_free(bnn_session *s) {
     if (!s)
         return;
     rt_cuda_free(s->cuda);
+    rt_pool_free(s->pool);
     rt_free(s->arena_mem);
+    rt_free(s->step_ms);
     rt_free(s);
 }
 
@@ -292,6 +312,53 @@ bnn_device bnn_session_device(const bnn_session *s) { return s ? s->device : BNN
 const char *bnn_session_device_name(const bnn_session *s) { return s ? s->device_name : ""; }
 double bnn_session_last_run_ms(const bnn_session *s) { return s ? s->last_ms : 0.0; }
 
+bnn_status bnn_session_set_profiling(bnn_session *s, int on) {
+    if (!s)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_session_set_profiling: session is NULL");
+    if (on && !s->step_ms) {
+        int n = s->model->nsteps;
+        s->step_ms = rt_calloc((size_t)(n ? n : 1), sizeof *s->step_ms);
+        if (!s->step_ms)
+            return rt_error(BNN_STATUS_OUT_OF_MEMORY, "out of memory for the step times");
+        for (int i = 0; i < n; i++)
+            s->step_ms[i] = -1.0;
+    }
+    if (on && s->device == BNN_DEVICE_GPU) {
+        bnn_status st = rt_cuda_prepare_profiling(s);
+        if (st != BNN_STATUS_OK)
+            return st;
+    }
+    s->profiling = on != 0;
+    rt_clear_error();
+    return BNN_STATUS_OK;
+}
+
+bnn_status bnn_session_set_threads(bnn_session *s, int threads) {
+    if (!s)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_session_set_threads: session is NULL");
+    if (threads < 1 || threads > BNN_MAX_THREADS)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_session_set_threads: %d threads: give 1 to %d",
+                        threads, BNN_MAX_THREADS);
+    if (threads == bnn_session_threads(s))
+        return BNN_STATUS_OK;
+    RtPool *pool = NULL;
+    if (threads > 1) {
+        bnn_status st = rt_pool_create(threads, &pool);
+        if (st != BNN_STATUS_OK)
+            return st; /* the session keeps its threads */
+    }
+    rt_pool_free(s->pool);
+    s->pool = pool;
+    rt_clear_error();
+    return BNN_STATUS_OK;
+}
+
+int bnn_session_threads(const bnn_session *s) { return s ? rt_pool_threads(s->pool) : 0; }
+
+double bnn_session_step_ms(const bnn_session *s, int index) {
+    return s && s->step_ms && index >= 0 && index < s->model->nsteps ? s->step_ms[index] : -1.0;
+}
+
 bnn_status bnn_session_set_device_timing(bnn_session *s, int on) {
     if (!s)
         return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_session_set_device_timing: session is NULL");
@@ -355,9 +422,14 @@ static void run_cpu(bnn_session *s, int batch, const void *const *inputs, void *
     const bnn_model *m = s->model;
     for (int i = 0; inputs && i < m->ninputs; i++)
         memcpy(s->arena + io_offset(m, i, batch), inputs[i], m->io[i].item_bytes * (size_t)batch);
-    for (int i = 0; i < m->nsteps; i++)
-        if (m->steps[i].kind != BLOB_STEP_KERNEL)
-            rt_cpu_run_step(m, &m->steps[i], s->arena, batch);
+    for (int i = 0; i < m->nsteps; i++) {
+        if (m->steps[i].kind == BLOB_STEP_KERNEL) /* a GPU helper: the CPU steps need none */
+            continue;
+        double t0 = s->profiling ? now_ms() : 0.0;
+        rt_cpu_run_step(m, &m->steps[i], s->arena, batch, s->pool);
+        if (s->profiling)
+            s->step_ms[i] = now_ms() - t0;
+    }
     for (int i = 0; outputs && i < m->noutputs; i++)
         memcpy(outputs[i], s->arena + io_offset(m, m->ninputs + i, batch),
                m->io[m->ninputs + i].item_bytes * (size_t)batch);

@@ -1,7 +1,9 @@
 /* rt_cpu.c: the CPU path, one plain C function per step kind, following
  * docs/blob-format.md to the bit. Binary steps are exact integer arithmetic with
- * dot = 4*popc(a&w) - 2*popc(a) - 2*popc(w) + K; float steps compute in float32 in the order
- * documented. Shapes and ranges were checked by the loader (rt_blob.c), so nothing here
+ * dot = K - 2*popc(a^w) (the bits past K are zero in both); float steps compute in float32 in
+ * the order documented. The heavy steps (binary and float convolutions, binary GEMMs) split
+ * their output rows among the session's threads (rt_pool.c): each output is computed by one
+ * thread in the same order, so results do not depend on the thread count. Shapes and ranges were checked by the loader (rt_blob.c), so nothing here
  * re-checks them. Words are little-endian uint32, so a big-endian host would read them
  * wrongly: refuse to build there rather than run wrongly. */
 #include <math.h>
@@ -19,7 +21,14 @@ typedef struct Ctx {
     const BlobStep *s;
     unsigned char *arena;
     int batch;
+    int part, parts; /* this thread's share of a split step: part of parts */
 } Ctx;
+
+/* The units [*u0, *u1) of `units` (output rows of the whole batch) that this part computes. */
+static void my_units(const Ctx *c, int64_t units, int64_t *u0, int64_t *u1) {
+    *u0 = units * c->part / c->parts;
+    *u1 = units * (c->part + 1) / c->parts;
+}
 
 static void *slot_ptr(const Ctx *c, int slot, int64_t item) {
     const BlobRef *r = &c->s->slot[slot];
@@ -34,14 +43,19 @@ static void *slot_ptr(const Ctx *c, int slot, int64_t item) {
  * __builtin_popcount to a call of libgcc's table loop, which took 59 % of a CPU run of XNOR
  * ResNet-18; the functions that run those loops (RT_POPCNT) are compiled twice, with and
  * without the POPCNT instruction, and the loader picks by the CPU (function multiversioning,
- * an ifunc: GCC and clang on ELF). popc_words and popc_and inline into each. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+ * an ifunc: GCC and clang on ELF). popc_words, popc_xor and popc_and are forced inline into
+ * each (RT_INLINE): -O2 left popc_xor a call to its own generic copy, libgcc's loop again. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__) && !defined(__SANITIZE_THREAD__)
+/* (ThreadSanitizer's runtime is not up yet when the loader runs the ifunc resolvers.) */
 #define RT_POPCNT __attribute__((target_clones("popcnt", "default")))
+#define RT_AVX2 __attribute__((target_clones("avx2", "default")))
 #else
 #define RT_POPCNT
+#define RT_AVX2
 #endif
+#define RT_INLINE static inline __attribute__((always_inline))
 
-static int popc_words(const uint32_t *a, int64_t n) {
+RT_INLINE int popc_words(const uint32_t *a, int64_t n) {
     int s = 0;
     int64_t i = 0;
     for (; i + 2 <= n; i += 2) {
@@ -54,8 +68,25 @@ static int popc_words(const uint32_t *a, int64_t n) {
     return s;
 }
 
+/* popc(a ^ w) over n words: with the bits past the channels zero in both (the blob's rule), the
+ * exact +-1 dot of k channels is k - 2 popc(a ^ w), one count a word where the AND form of the
+ * GPU's tensor cores takes three. */
+RT_INLINE int popc_xor(const uint32_t *a, const uint32_t *w, int64_t n) {
+    int s = 0;
+    int64_t i = 0;
+    for (; i + 2 <= n; i += 2) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, w + i, 8);
+        s += __builtin_popcountll(x ^ y);
+    }
+    if (i < n)
+        s += __builtin_popcount(a[i] ^ w[i]);
+    return s;
+}
+
 /* popc(a & w) and popc(w) over n words in one pass. */
-static int popc_and(const uint32_t *a, const uint32_t *w, int64_t n, int *popc_w) {
+RT_INLINE int popc_and(const uint32_t *a, const uint32_t *w, int64_t n, int *popc_w) {
     int s = 0, pw = 0;
     int64_t i = 0;
     for (; i + 2 <= n; i += 2) {
@@ -101,26 +132,24 @@ static bool threshold_bit(const Ctx *c, int64_t o, int64_t dot) {
 RT_POPCNT static void run_bgemm(const Ctx *c) {
     const BlobBgemmParams *p = &c->s->bgemm;
     const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
-    for (int64_t item = 0; item < c->batch; item++) {
+    int64_t u0, u1;
+    my_units(c, c->batch * p->rows, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t item = u / p->rows, r = u % p->rows;
         const uint32_t *a = slot_ptr(c, BLOB_SLOT_IN, item);
         void *out = slot_ptr(c, BLOB_SLOT_OUT, item);
-        for (int64_t r = 0; r < p->rows; r++) {
-            const uint32_t *ar = a + r * p->words;
-            int pa = popc_words(ar, p->words);
-            uint32_t *bits = NULL;
-            if (c->s->epilogue == BLOB_EPI_THRESHOLD) {
-                bits = (uint32_t *)out + r * p->out_words;
-                memset(bits, 0, (size_t)p->out_words * 4);
-            }
-            for (int64_t o = 0; o < p->n; o++) {
-                int pw;
-                int pand = popc_and(ar, w + o * p->words, p->words, &pw);
-                int64_t dot = 4ll * pand - 2ll * pa - 2ll * pw + p->k;
-                if (bits)
-                    bits[o / 32] |= (uint32_t)threshold_bit(c, o, dot) << (o % 32);
-                else
-                    put_value(c, out, r, p->rows, p->n, o, BLOB_LAYOUT_SC, dot);
-            }
+        const uint32_t *ar = a + r * p->words;
+        uint32_t *bits = NULL;
+        if (c->s->epilogue == BLOB_EPI_THRESHOLD) {
+            bits = (uint32_t *)out + r * p->out_words;
+            memset(bits, 0, (size_t)p->out_words * 4);
+        }
+        for (int64_t o = 0; o < p->n; o++) {
+            int64_t dot = p->k - 2ll * popc_xor(ar, w + o * p->words, p->words);
+            if (bits)
+                bits[o / 32] |= (uint32_t)threshold_bit(c, o, dot) << (o % 32);
+            else
+                put_value(c, out, r, p->rows, p->n, o, BLOB_LAYOUT_SC, dot);
         }
     }
 }
@@ -135,24 +164,16 @@ RT_POPCNT static void run_bgemm_tiled(const Ctx *c) {
     unsigned char *out = slot_ptr(c, BLOB_SLOT_OUT, 0);
     const int64_t m = (int64_t)c->batch * p->rows, nch = p->words / 4, ochunks = p->out_words / 4;
     for (int64_t r = 0; r < m; r++) {
-        int pa = 0;
-        for (int64_t ch = 0; ch < nch; ch++) {
-            uint32_t x[4];
-            memcpy(x, a + blob_tiled_offset(r, ch, m, p->in_tile, nch), 16);
-            pa += popc_words(x, 4);
-        }
         uint32_t word = 0;
         for (int64_t o = 0; o < p->n; o++) {
-            int pand = 0, pw = 0;
+            int differ = 0;
             for (int64_t ch = 0; ch < nch; ch++) {
                 uint32_t x[4], y[4];
-                int pwc;
                 memcpy(x, a + blob_tiled_offset(r, ch, m, p->in_tile, nch), 16);
                 memcpy(y, w + blob_tiled_offset(o, ch, p->n, p->w_tile, nch), 16);
-                pand += popc_and(x, y, 4, &pwc);
-                pw += pwc;
+                differ += popc_xor(x, y, 4);
             }
-            int64_t dot = 4ll * pand - 2ll * pa - 2ll * pw + p->k;
+            int64_t dot = p->k - 2ll * differ;
             if (c->s->epilogue != BLOB_EPI_THRESHOLD) {
                 put_value(c, out, r, m, p->n, o, BLOB_LAYOUT_SC, dot);
                 continue;
@@ -192,28 +213,34 @@ static void run_retile(const Ctx *c) {
         }
 }
 
-/* The exact ±1 dot of output channel o at output position (oy, ox). */
-RT_POPCNT static int64_t bconv_dot(const BlobBconvParams *p, const uint32_t *in, const uint32_t *w,
-                         int64_t o, int64_t oy, int64_t ox) {
-    int64_t dot = 0;
+/* Output channels a bconv's CPU loops take at once (their dots on the stack). */
+enum { BCONV_CHANNELS = 256 };
+
+/* The exact ±1 dots of output channels o0 .. o0+n-1 (n <= BCONV_CHANNELS) at output position
+ * (oy, ox), into dot[0 .. n): tap by tap, the tap's input pixel read once for all of them. */
+RT_POPCNT static void bconv_dots(const BlobBconvParams *p, const uint32_t *in, const uint32_t *w,
+                                 int64_t oy, int64_t ox, int64_t o0, int64_t n, int64_t *dot) {
+    const int64_t taps = p->kh * p->kw, words = p->words;
+    memset(dot, 0, (size_t)n * sizeof *dot);
+    w += o0 * taps * words;
     for (int64_t ky = 0; ky < p->kh; ky++) {
         int64_t iy = oy * p->stride_h - p->pad_top + ky * p->dil_h;
         for (int64_t kx = 0; kx < p->kw; kx++) {
             int64_t ix = ox * p->stride_w - p->pad_left + kx * p->dil_w;
-            const uint32_t *wt = w + ((o * p->kh + ky) * p->kw + kx) * p->words;
-            bool inside = iy >= 0 && iy < p->h && ix >= 0 && ix < p->w;
-            if (inside) {
-                const uint32_t *at = in + (iy * p->w + ix) * p->words;
-                int pw, pand = popc_and(at, wt, p->words, &pw);
-                dot += 4ll * pand - 2ll * popc_words(at, p->words) - 2ll * pw + p->c;
+            const uint32_t *wt = w + (ky * p->kw + kx) * words; /* channel o at wt + o * taps * words */
+            if (iy >= 0 && iy < p->h && ix >= 0 && ix < p->w) {
+                const uint32_t *at = in + (iy * p->w + ix) * words;
+                for (int64_t o = 0; o < n; o++)
+                    dot[o] += p->c - 2ll * popc_xor(at, wt + o * taps * words, words);
             } else if (p->pad_value != 0) {
                 /* A tap of all +1 (or all -1) adds sum(w) (or -sum(w)); zero padding adds 0. */
-                int64_t sum_w = 2ll * popc_words(wt, p->words) - p->c;
-                dot += p->pad_value > 0 ? sum_w : -sum_w;
+                for (int64_t o = 0; o < n; o++) {
+                    int64_t sum_w = 2ll * popc_words(wt + o * taps * words, words) - p->c;
+                    dot[o] += p->pad_value > 0 ? sum_w : -sum_w;
+                }
             }
         }
     }
-    return dot;
 }
 
 /* A bconv with a float chain: f32 NCHW into out (unless only bits are asked for) and the
@@ -223,22 +250,28 @@ static void run_bconv_chain(const Ctx *c) {
     const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
     const float *ep = slot_ptr(c, BLOB_SLOT_P0, 0);
     bool x1 = c->s->slot[BLOB_SLOT_X1].space != BLOB_SPACE_NONE, f32 = x1 || p->out_words == 0;
-    int64_t cells = p->oh * p->ow;
-    for (int64_t item = 0; item < c->batch; item++) {
+    int64_t cells = p->oh * p->ow, u0, u1;
+    my_units(c, c->batch * cells, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t item = u / cells, cell = u % cells;
         const uint32_t *in = slot_ptr(c, BLOB_SLOT_IN, item);
         const float *r = slot_ptr(c, BLOB_SLOT_IN2, item);
         const uint32_t *rbits = (const uint32_t *)r; /* a shortcut of bits: +-1, res_words a pixel */
         int64_t res_words = p->epi_residual >> 2;
         float *out = f32 ? slot_ptr(c, BLOB_SLOT_OUT, item) : NULL;
         uint32_t *bits = p->out_words ? slot_ptr(c, x1 ? BLOB_SLOT_X1 : BLOB_SLOT_OUT, item) : NULL;
-        for (int64_t cell = 0; cell < cells; cell++) {
-            uint32_t *row = bits ? bits + cell * p->out_words : NULL;
-            if (row)
-                memset(row, 0, (size_t)p->out_words * 4);
-            for (int64_t o = 0; o < p->o; o++) {
+        uint32_t *row = bits ? bits + cell * p->out_words : NULL;
+        if (row)
+            memset(row, 0, (size_t)p->out_words * 4);
+        for (int64_t o0 = 0; o0 < p->o; o0 += BCONV_CHANNELS) {
+            int64_t n = p->o - o0 < BCONV_CHANNELS ? p->o - o0 : BCONV_CHANNELS, dot[BCONV_CHANNELS];
+            bconv_dots(p, in, w, cell / p->ow, cell % p->ow, o0, n, dot);
+            for (int64_t o = o0; o < o0 + n; o++) {
                 int64_t at = o * cells + cell;
-                float rv = !r ? 0.0f : !res_words ? r[at] : rbits[cell * res_words + o / 32] >> (o % 32) & 1 ? 1.0f : -1.0f;
-                float v = blob_bconv_chain_value(p, ep, o, bconv_dot(p, in, w, o, cell / p->ow, cell % p->ow), rv);
+                float rv = !r           ? 0.0f
+                           : !res_words ? r[at]
+                           : rbits[cell * res_words + o / 32] >> (o % 32) & 1 ? 1.0f : -1.0f;
+                float v = blob_bconv_chain_value(p, ep, o, dot[o - o0], rv);
                 if (out)
                     out[at] = v;
                 if (row) /* NaN compares false: -1 */
@@ -261,34 +294,43 @@ static void run_bconv(const Ctx *c) {
      * threshold by a residual of bits (res_words > 0, no pool) takes row 0 or 1 of t and dir
      * by the residual's bit of the channel. */
     int64_t f = p->pool ? 2 : 1, res_words = p->epi_residual >> 2;
-    int64_t ch = p->oh / f, cw = p->ow / f;
-    for (int64_t item = 0; item < c->batch; item++) {
+    int64_t ch = p->oh / f, cw = p->ow / f, u0, u1;
+    my_units(c, c->batch * ch, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t item = u / ch, y = u % ch;
         const uint32_t *in = slot_ptr(c, BLOB_SLOT_IN, item);
         const uint32_t *res = res_words ? slot_ptr(c, BLOB_SLOT_IN2, item) : NULL;
         void *out = slot_ptr(c, BLOB_SLOT_OUT, item);
-        for (int64_t y = 0; y < ch; y++)
-            for (int64_t x = 0; x < cw; x++) {
-                int64_t cell = y * cw + x;
-                if (c->s->epilogue != BLOB_EPI_THRESHOLD) {
-                    for (int64_t o = 0; o < p->o; o++)
-                        put_value(c, out, cell, ch * cw, p->o, o, p->out_layout,
-                                  bconv_dot(p, in, w, o, y, x));
-                    continue;
-                }
-                uint32_t *bits = (uint32_t *)out + cell * p->out_words;
+        for (int64_t x = 0; x < cw; x++) {
+            int64_t cell = y * cw + x;
+            uint32_t *bits = NULL;
+            if (c->s->epilogue == BLOB_EPI_THRESHOLD) {
+                bits = (uint32_t *)out + cell * p->out_words;
                 memset(bits, 0, (size_t)p->out_words * 4);
-                for (int64_t o = 0; res && o < p->o; o++) {
-                    int64_t row = res[cell * res_words + o / 32] >> (o % 32) & 1;
-                    bits[o / 32] |= (uint32_t)threshold_bit(c, row * p->o + o, bconv_dot(p, in, w, o, y, x)) << (o % 32);
-                }
-                for (int64_t o = 0; !res && o < p->o; o++) {
-                    bool all = p->pool == 2 && dir[o] < 0, bit = all;
-                    for (int64_t dy = 0; dy < f && bit == all; dy++)
-                        for (int64_t dx = 0; dx < f && bit == all; dx++)
-                            bit = threshold_bit(c, o, bconv_dot(p, in, w, o, y * f + dy, x * f + dx));
+            }
+            for (int64_t o0 = 0; o0 < p->o; o0 += BCONV_CHANNELS) {
+                int64_t n = p->o - o0 < BCONV_CHANNELS ? p->o - o0 : BCONV_CHANNELS, dot[4][BCONV_CHANNELS];
+                for (int64_t d = 0; d < f * f; d++)
+                    bconv_dots(p, in, w, y * f + d / f, x * f + d % f, o0, n, dot[d]);
+                for (int64_t o = o0; o < o0 + n; o++) {
+                    if (!bits) {
+                        put_value(c, out, cell, ch * cw, p->o, o, p->out_layout, dot[0][o - o0]);
+                        continue;
+                    }
+                    bool bit;
+                    if (res) {
+                        int64_t row = res[cell * res_words + o / 32] >> (o % 32) & 1;
+                        bit = threshold_bit(c, row * p->o + o, dot[0][o - o0]);
+                    } else {
+                        bool all = p->pool == 2 && dir[o] < 0;
+                        bit = all;
+                        for (int64_t d = 0; d < f * f && bit == all; d++)
+                            bit = threshold_bit(c, o, dot[d][o - o0]);
+                    }
                     bits[o / 32] |= (uint32_t)bit << (o % 32);
                 }
             }
+        }
     }
 }
 
@@ -339,51 +381,53 @@ static void run_dense(const Ctx *c) {
     }
 }
 
-/* One output of a float conv2d: the products summed in (ci, ky, kx) order, taps outside the
- * image skipped, then the bias added (docs/blob-format.md "conv2d", the reference's order). */
-static float conv2d_sum(const BlobConv2dParams *p, const float *x, const float *w, const float *b, int64_t o,
-                        int64_t oy, int64_t ox) {
-    int64_t cg = p->c / p->groups, g = o / (p->o / p->groups);
-    float acc = 0.0f;
+/* Outputs ox0 .. ox0 + RT_ROW - 1 of row oy of a float conv2d for nch output channels o0 .. of
+ * one group. Each output is the reference's sum (docs/blob-format.md "conv2d"): products in
+ * (ci, ky, kx) order, taps outside the image skipped (not added as 0: 0 * inf is NaN, and
+ * -0 + 0 is +0), then the bias. The nch x RT_ROW outputs run as independent chains so that
+ * they overlap instead of waiting on each other (one chain of dependent sums was latency-bound:
+ * a ResNet stem took half a CPU run), each input read once for the nch channels. `edge`: some
+ * tap along the row falls outside the image, or the row ends before ox0 + RT_ROW; such taps
+ * leave their sums as they are (a select, exact). nch (1 or RT_CHANNELS) and edge are
+ * constants where this is inlined. */
+enum { RT_ROW = 8, RT_CHANNELS = 4 };
+/* RT_ROW lanes, written as GCC vectors so that -O2 (which leaves such loops scalar) computes
+ * them as SIMD too; each lane's mul and add round separately (no contraction under -std=c11). */
+typedef float RtRowF __attribute__((vector_size(4 * RT_ROW)));
+typedef int32_t RtRowI __attribute__((vector_size(4 * RT_ROW)));
+static inline __attribute__((always_inline)) void conv2d_row_sums(const BlobConv2dParams *p, const float *x,
+                                                                  const float *w, const float *b, int64_t o0,
+                                                                  int nch, bool edge, int64_t oy, int64_t ox0,
+                                                                  float out[RT_CHANNELS][RT_ROW]) {
+    int64_t cg = p->c / p->groups, g = o0 / (p->o / p->groups), taps = p->kh * p->kw;
+    RtRowF acc[RT_CHANNELS];
+    for (int q = 0; q < nch; q++)
+        acc[q] = (RtRowF){0};
     for (int64_t ci = 0; ci < cg; ci++)
         for (int64_t ky = 0; ky < p->kh; ky++) {
             int64_t iy = oy * p->stride_h - p->pad_top + ky * p->dil_h;
             if (iy < 0 || iy >= p->h)
                 continue;
+            const float *xr = x + ((g * cg + ci) * p->h + iy) * p->w;
+            const float *wr = w + ((o0 * cg + ci) * p->kh + ky) * p->kw; /* channel o0 + q at q * cg * taps */
             for (int64_t kx = 0; kx < p->kw; kx++) {
-                int64_t ix = ox * p->stride_w - p->pad_left + kx * p->dil_w;
-                if (ix < 0 || ix >= p->w)
-                    continue;
-                acc += x[((g * cg + ci) * p->h + iy) * p->w + ix] * w[((o * cg + ci) * p->kh + ky) * p->kw + kx];
+                RtRowF xv;
+                RtRowI in; /* all ones where the tap is inside */
+                for (int j = 0; j < RT_ROW; j++) {
+                    int64_t ix = (ox0 + j) * p->stride_w - p->pad_left + kx * p->dil_w;
+                    bool inside = !edge || (ox0 + j < p->ow && ix >= 0 && ix < p->w);
+                    in[j] = inside ? -1 : 0;
+                    xv[j] = xr[inside ? ix : 0];
+                }
+                for (int q = 0; q < nch; q++) {
+                    RtRowF sum = acc[q] + xv * wr[q * cg * taps + kx];
+                    acc[q] = edge ? (RtRowF)(((RtRowI)sum & in) | ((RtRowI)acc[q] & ~in)) : sum;
+                }
             }
         }
-    return b ? b[o] + acc : acc;
-}
-
-/* conv2d_sum of RT_ROW outputs of one row at once, ox0 .. ox0 + RT_ROW - 1, every one of whose
- * taps along the row lies inside the image: the same operations on each output in the same
- * order, as RT_ROW independent chains, so that they overlap instead of waiting on each other
- * (one chain of dependent sums was latency-bound: a ResNet stem took half a CPU run). */
-enum { RT_ROW = 8 };
-static void conv2d_row_sums(const BlobConv2dParams *p, const float *x, const float *w, const float *b, int64_t o,
-                            int64_t oy, int64_t ox0, float *out) {
-    int64_t cg = p->c / p->groups, g = o / (p->o / p->groups);
-    float acc[RT_ROW] = {0};
-    for (int64_t ci = 0; ci < cg; ci++)
-        for (int64_t ky = 0; ky < p->kh; ky++) {
-            int64_t iy = oy * p->stride_h - p->pad_top + ky * p->dil_h;
-            if (iy < 0 || iy >= p->h)
-                continue;
-            const float *xr = x + ((g * cg + ci) * p->h + iy) * p->w + ox0 * p->stride_w - p->pad_left;
-            const float *wr = w + ((o * cg + ci) * p->kh + ky) * p->kw;
-            for (int64_t kx = 0; kx < p->kw; kx++) {
-                const float wv = wr[kx], *xp = xr + kx * p->dil_w;
-                for (int j = 0; j < RT_ROW; j++)
-                    acc[j] += xp[j * p->stride_w] * wv;
-            }
-        }
-    for (int j = 0; j < RT_ROW; j++)
-        out[j] = b ? b[o] + acc[j] : acc[j];
+    for (int q = 0; q < nch; q++)
+        for (int j = 0; j < RT_ROW; j++)
+            out[q][j] = b ? b[o0 + q] + acc[q][j] : acc[q][j];
 }
 
 /* Whether outputs ox0 .. ox0 + RT_ROW - 1 of a row exist and all their taps along it are inside. */
@@ -392,34 +436,47 @@ static bool conv2d_row_inside(const BlobConv2dParams *p, int64_t ox0) {
            (ox0 + RT_ROW - 1) * p->stride_w - p->pad_left + (p->kw - 1) * p->dil_w < p->w;
 }
 
-static void run_conv2d(const Ctx *c) {
+RT_AVX2 static void run_conv2d(const Ctx *c) {
     const BlobConv2dParams *p = &c->s->conv2d;
     const float *w = slot_ptr(c, BLOB_SLOT_W, 0), *b = slot_ptr(c, BLOB_SLOT_P0, 0);
     const float *chain = slot_ptr(c, BLOB_SLOT_IN2, 0);
-    for (int64_t item = 0; item < c->batch; item++) {
+    const int64_t per_group = p->o / p->groups, px_words = p->out_words * (1 + p->nan_flags);
+    int64_t u0, u1;
+    my_units(c, c->batch * p->oh, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) { /* output row oy of item */
+        int64_t item = u / p->oh, oy = u % p->oh;
         const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
         void *out = slot_ptr(c, BLOB_SLOT_OUT, item);
-        int64_t px_words = p->out_words * (1 + p->nan_flags);
         if (p->out_words)
-            memset(out, 0, (size_t)(p->oh * p->ow * px_words) * 4);
-        float row[RT_ROW];
-        for (int64_t o = 0; o < p->o; o++)
-            for (int64_t oy = 0; oy < p->oh; oy++)
-                for (int64_t ox = 0, have = 0; ox < p->ow; ox++, have--) {
-                    if (have <= 0 && conv2d_row_inside(p, ox)) {
-                        conv2d_row_sums(p, x, w, b, o, oy, ox, row);
-                        have = RT_ROW;
+            memset((uint32_t *)out + oy * p->ow * px_words, 0, (size_t)(p->ow * px_words) * 4);
+        float rows[RT_CHANNELS][RT_ROW];
+        for (int64_t o0 = 0, nch; o0 < p->o; o0 += nch) {
+            /* RT_CHANNELS channels at once where they lie in one group */
+            nch = o0 % per_group + RT_CHANNELS <= per_group ? RT_CHANNELS : 1;
+            for (int64_t ox0 = 0; ox0 < p->ow; ox0 += RT_ROW) {
+                bool inside = conv2d_row_inside(p, ox0);
+                if (nch == RT_CHANNELS && inside)
+                    conv2d_row_sums(p, x, w, b, o0, RT_CHANNELS, false, oy, ox0, rows);
+                else if (nch == RT_CHANNELS)
+                    conv2d_row_sums(p, x, w, b, o0, RT_CHANNELS, true, oy, ox0, rows);
+                else if (inside)
+                    conv2d_row_sums(p, x, w, b, o0, 1, false, oy, ox0, rows);
+                else
+                    conv2d_row_sums(p, x, w, b, o0, 1, true, oy, ox0, rows);
+                for (int64_t o = o0; o < o0 + nch; o++)
+                    for (int64_t ox = ox0; ox < ox0 + RT_ROW && ox < p->ow; ox++) {
+                        float v = rows[o - o0][ox - ox0];
+                        if (!p->out_words) {
+                            ((float *)out)[(o * p->oh + oy) * p->ow + ox] = v;
+                            continue;
+                        }
+                        int bit = blob_conv2d_chain_bit(p, chain, o, v);
+                        if (bit == 1 || (bit < 0 && p->nan_flags))
+                            ((uint32_t *)out)[(oy * p->ow + ox) * px_words + (bit < 0) * p->out_words +
+                                              o / 32] |= 1u << (o % 32);
                     }
-                    float v = have > 0 ? row[RT_ROW - have] : conv2d_sum(p, x, w, b, o, oy, ox);
-                    if (!p->out_words) {
-                        ((float *)out)[(o * p->oh + oy) * p->ow + ox] = v;
-                        continue;
-                    }
-                    int bit = blob_conv2d_chain_bit(p, chain, o, v);
-                    if (bit == 1 || (bit < 0 && p->nan_flags))
-                        ((uint32_t *)out)[(oy * p->ow + ox) * px_words + (bit < 0) * p->out_words + o / 32] |=
-                            1u << (o % 32);
-                }
+            }
+        }
     }
 }
 
@@ -468,33 +525,35 @@ static void run_pool(const Ctx *c, bool max) {
         run_bit_pool(c);
         return;
     }
-    for (int64_t item = 0; item < c->batch; item++) {
+    int64_t u0, u1;
+    my_units(c, c->batch * p->c, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t item = u / p->c, ch = u % p->c;
         const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
         float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
-        for (int64_t ch = 0; ch < p->c; ch++)
-            for (int64_t oy = 0; oy < p->oh; oy++)
-                for (int64_t ox = 0; ox < p->ow; ox++) {
-                    int64_t y0 = oy * p->stride_h - p->pad_top, x0 = ox * p->stride_w - p->pad_left;
-                    int64_t y1 = y0 + p->kh, x1 = x0 + p->kw;
-                    /* The divisor with pads counts the padded extent, not past it (ONNX). */
-                    int64_t py1 = y1 < p->h + p->pad_bottom ? y1 : p->h + p->pad_bottom;
-                    int64_t px1 = x1 < p->w + p->pad_right ? x1 : p->w + p->pad_right;
-                    int64_t padded = (py1 - y0) * (px1 - x0);
-                    y0 = y0 < 0 ? 0 : y0, x0 = x0 < 0 ? 0 : x0;
-                    y1 = y1 < p->h ? y1 : p->h, x1 = x1 < p->w ? x1 : p->w;
-                    float acc = max ? -INFINITY : 0.0f;
-                    for (int64_t iy = y0; iy < y1; iy++)
-                        for (int64_t ix = x0; ix < x1; ix++) {
-                            float v = x[(ch * p->h + iy) * p->w + ix];
-                            if (!max)
-                                acc += v;
-                            else if (v > acc || v != v) /* a NaN wins, as in the reference */
-                                acc = acc != acc ? acc : v;
-                        }
-                    if (!max)
-                        acc /= (float)(p->count_include_pad ? padded : (y1 - y0) * (x1 - x0));
-                    y[(ch * p->oh + oy) * p->ow + ox] = acc;
-                }
+        for (int64_t oy = 0; oy < p->oh; oy++)
+            for (int64_t ox = 0; ox < p->ow; ox++) {
+                int64_t y0 = oy * p->stride_h - p->pad_top, x0 = ox * p->stride_w - p->pad_left;
+                int64_t y1 = y0 + p->kh, x1 = x0 + p->kw;
+                /* The divisor with pads counts the padded extent, not past it (ONNX). */
+                int64_t py1 = y1 < p->h + p->pad_bottom ? y1 : p->h + p->pad_bottom;
+                int64_t px1 = x1 < p->w + p->pad_right ? x1 : p->w + p->pad_right;
+                int64_t padded = (py1 - y0) * (px1 - x0);
+                y0 = y0 < 0 ? 0 : y0, x0 = x0 < 0 ? 0 : x0;
+                y1 = y1 < p->h ? y1 : p->h, x1 = x1 < p->w ? x1 : p->w;
+                float acc = max ? -INFINITY : 0.0f;
+                for (int64_t iy = y0; iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++) {
+                        float v = x[(ch * p->h + iy) * p->w + ix];
+                        if (!max)
+                            acc += v;
+                        else if (v > acc || v != v) /* a NaN wins, as in the reference */
+                            acc = acc != acc ? acc : v;
+                    }
+                if (!max)
+                    acc /= (float)(p->count_include_pad ? padded : (y1 - y0) * (x1 - x0));
+                y[(ch * p->oh + oy) * p->ow + ox] = acc;
+            }
     }
 }
 
@@ -764,12 +823,17 @@ static uint32_t pad_word(int64_t pad_code, int64_t b, int64_t c, int64_t wi) {
     return (pad_code >> b) & 1 ? real : 0u;
 }
 
-/* One output of qconv: the qgemm algebra (rt_cpu_qgemm_planes) over the taps of pixel
- * (oy, ox), a tap outside the image reading pad_code's planes. */
-RT_POPCNT static int64_t qconv_acc(const BlobQconvParams *p, const uint32_t *x, const uint32_t *w, int64_t o,
-                         int64_t oy, int64_t ox) {
-    int64_t taps = p->kh * p->kw, v = 0, krow = (taps * p->ldw + 7) / 8 * 8;
+/* Output channels a qconv's CPU loops take at once (their accumulators on the stack). */
+enum { QCONV_CHANNELS = 256 };
+
+/* The outputs of channels o0 .. o0+n-1 (n <= QCONV_CHANNELS) of qconv at pixel (oy, ox), into
+ * acc[0 .. n): the qgemm algebra (rt_cpu_qgemm_planes) over the taps, a tap outside the image
+ * reading pad_code's planes; each tap's plane read once for all the channels. */
+RT_POPCNT static void qconv_accs(const BlobQconvParams *p, const uint32_t *x, const uint32_t *w, int64_t oy,
+                                 int64_t ox, int64_t o0, int64_t n, int64_t *acc) {
+    int64_t taps = p->kh * p->kw, krow = (taps * p->ldw + 7) / 8 * 8;
     int64_t plane = blob_image_plane_words(p->h * p->w, p->ldw);
+    memset(acc, 0, (size_t)n * sizeof *acc);
     for (int64_t kh = 0; kh < p->kh; kh++)
         for (int64_t kw = 0; kw < p->kw; kw++) {
             int64_t ih = oy * p->stride_h + kh * p->dil_h - p->pad_top;
@@ -777,21 +841,40 @@ RT_POPCNT static int64_t qconv_acc(const BlobQconvParams *p, const uint32_t *x, 
             bool inside = ih >= 0 && ih < p->h && iw >= 0 && iw < p->w;
             int64_t tap = kh * p->kw + kw;
             for (int64_t b = 0; b < p->xb; b++) {
-                const uint32_t *a = inside ? x + b * plane + (ih * p->w + iw) * p->ldw : NULL;
+                const uint32_t *a = x + b * plane + (ih * p->w + iw) * p->ldw;
+                if (!inside && !((p->pad_code >> b) & 1))
+                    continue; /* a plane of zeros adds 0 (bipolar too: 2 * 0 - 0) */
+                int64_t pa = 0;
+                for (int64_t wi = 0; p->bipolar && wi < p->ldw; wi++)
+                    pa += __builtin_popcount(inside ? a[wi] : pad_word(p->pad_code, b, p->c, wi));
                 for (int64_t q = 0; q < p->wb; q++) {
-                    const uint32_t *wq = w + (q * p->o + o) * krow + tap * p->ldw;
-                    int64_t d = 0;
-                    for (int64_t wi = 0; wi < p->ldw; wi++) {
-                        uint32_t aw = inside ? a[wi] : pad_word(p->pad_code, b, p->c, wi);
-                        d += p->bipolar ? 2 * __builtin_popcount(aw & wq[wi]) - __builtin_popcount(aw)
-                                        : __builtin_popcount(aw & wq[wi]);
+                    /* the top plane of signed (not bipolar) weights counts negative */
+                    bool negative = p->wsigned && !p->bipolar && q == p->wb - 1;
+                    const uint32_t *wq = w + (q * p->o + o0) * krow + tap * p->ldw;
+                    for (int64_t o = 0; o < n; o++, wq += krow) {
+                        int pw, d = 0;
+                        if (inside)
+                            d = popc_and(a, wq, p->ldw, &pw);
+                        else
+                            for (int64_t wi = 0; wi < p->ldw; wi++)
+                                d += __builtin_popcount(pad_word(p->pad_code, b, p->c, wi) & wq[wi]);
+                        int64_t v = p->bipolar ? 2ll * d - pa : d;
+                        v *= (int64_t)1 << (b + q); /* v < 0 for bipolar planes: no shift of it */
+                        acc[o] += negative ? -v : v;
                     }
-                    d *= (int64_t)1 << (b + q); /* d < 0 for bipolar planes: no shift of it */
-                    v += p->wsigned && !p->bipolar && q == p->wb - 1 ? -d : d;
                 }
             }
         }
-    return v;
+}
+
+/* Zero cell `cell`'s words in each of the `planes` bit planes of an image (plane words a plane,
+ * ldy a cell), and with the last cell the words past the cells. */
+static void clear_plane_cell(uint32_t *y, int64_t planes, int64_t plane, int64_t cells, int64_t ldy,
+                             int64_t cell) {
+    for (int64_t b = 0; b < planes; b++) {
+        int64_t end = cell == cells - 1 ? plane : (cell + 1) * ldy;
+        memset(y + b * plane + cell * ldy, 0, (size_t)(end - cell * ldy) * 4);
+    }
 }
 
 /* A qconv's float chain (epi 3): the descriptor d (p1), the stages ep (p0) on the exact
@@ -806,45 +889,50 @@ static void run_qconv_chain(const Ctx *c) {
     float scale = bits_to_float((uint32_t)d[BLOB_QCHAIN_SCALE]), zeropt = bits_to_float((uint32_t)d[BLOB_QCHAIN_ZEROPT]);
     float lo = (float)d[BLOB_QCHAIN_LO], hi = (float)d[BLOB_QCHAIN_HI];
     int32_t res = d[BLOB_QCHAIN_RESIDUAL], f32 = d[BLOB_QCHAIN_F32];
-    for (int64_t item = 0; item < c->batch; item++) {
+    int64_t u0, u1;
+    my_units(c, c->batch * cells, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t item = u / cells, cell = u % cells, accs[QCONV_CHANNELS];
         const uint32_t *x = slot_ptr(c, BLOB_SLOT_IN, item);
         const float *r = slot_ptr(c, BLOB_SLOT_IN2, item);
         float *yf = f32 ? slot_ptr(c, BLOB_SLOT_OUT, item) : NULL;
         uint32_t *yq = p->yb ? slot_ptr(c, f32 ? BLOB_SLOT_X1 : BLOB_SLOT_OUT, item) : NULL;
         if (yq)
-            memset(yq, 0, (size_t)(p->yb * plane) * 4);
-        for (int64_t cell = 0; cell < cells; cell++)
-            for (int64_t o = 0; o < p->o; o++) {
-                int64_t at = o * cells + cell;
-                float v = (float)qconv_acc(p, x, w, o, cell / p->ow, cell % p->ow);
-                for (int32_t k = 0; k < d[BLOB_QCHAIN_STAGES]; k++) {
-                    float a = ep[2 * k * p->o + o], b = ep[(2 * k + 1) * p->o + o];
-                    if (d[BLOB_QCHAIN_DIV] >> k & 1)
-                        v = v / a;
-                    else
-                        v = v * a;
-                    v = v + b;
-                    if (d[BLOB_QCHAIN_RELU] >> k & 1)
-                        v = v < 0.0f ? 0.0f : v;
-                }
-                if (res == 1)
-                    v = v + r[at];
-                else if (res == 2)
-                    v = r[at] + v;
-                if (d[BLOB_QCHAIN_OUT_RELU])
+            clear_plane_cell(yq, p->yb, plane, cells, p->ldy, cell);
+        for (int64_t o = 0; o < p->o; o++) {
+            if (o % QCONV_CHANNELS == 0)
+                qconv_accs(p, x, w, cell / p->ow, cell % p->ow, o,
+                           p->o - o < QCONV_CHANNELS ? p->o - o : QCONV_CHANNELS, accs);
+            int64_t at = o * cells + cell;
+            float v = (float)accs[o % QCONV_CHANNELS];
+            for (int32_t k = 0; k < d[BLOB_QCHAIN_STAGES]; k++) {
+                float a = ep[2 * k * p->o + o], b = ep[(2 * k + 1) * p->o + o];
+                if (d[BLOB_QCHAIN_DIV] >> k & 1)
+                    v = v / a;
+                else
+                    v = v * a;
+                v = v + b;
+                if (d[BLOB_QCHAIN_RELU] >> k & 1)
                     v = v < 0.0f ? 0.0f : v;
-                float q = 0.0f;
-                if (d[BLOB_QCHAIN_QUANT]) {
-                    q = round_mode(v / scale + zeropt, d[BLOB_QCHAIN_ROUNDING]);
-                    q = q < lo ? lo : q > hi ? hi : q;
-                }
-                if (yf)
-                    yf[at] = f32 == 2 ? (q - zeropt) * scale : v;
-                uint32_t n = isnan(q) || !yq ? 0u : (uint32_t)(int64_t)(q - lo);
-                for (int64_t b = 0; b < p->yb; b++)
-                    if ((n >> b) & 1)
-                        yq[b * plane + cell * p->ldy + o / 32] |= 1u << (o % 32);
             }
+            if (res == 1)
+                v = v + r[at];
+            else if (res == 2)
+                v = r[at] + v;
+            if (d[BLOB_QCHAIN_OUT_RELU])
+                v = v < 0.0f ? 0.0f : v;
+            float q = 0.0f;
+            if (d[BLOB_QCHAIN_QUANT]) {
+                q = round_mode(v / scale + zeropt, d[BLOB_QCHAIN_ROUNDING]);
+                q = q < lo ? lo : q > hi ? hi : q;
+            }
+            if (yf)
+                yf[at] = f32 == 2 ? (q - zeropt) * scale : v;
+            uint32_t n = isnan(q) || !yq ? 0u : (uint32_t)(int64_t)(q - lo);
+            for (int64_t b = 0; b < p->yb; b++)
+                if ((n >> b) & 1)
+                    yq[b * plane + cell * p->ldy + o / 32] |= 1u << (o % 32);
+        }
     }
 }
 
@@ -858,55 +946,80 @@ static void run_qconv(const Ctx *c) {
     }
     const uint32_t *w = slot_ptr(c, BLOB_SLOT_W, 0);
     const int32_t *t = slot_ptr(c, BLOB_SLOT_P0, 0), *dir = slot_ptr(c, BLOB_SLOT_P1, 0);
-    int64_t cells = p->oh * p->ow, plane = blob_image_plane_words(cells, p->ldy);
-    for (int64_t item = 0; item < c->batch; item++) {
+    int64_t cells = p->oh * p->ow, plane = blob_image_plane_words(cells, p->ldy), u0, u1;
+    my_units(c, c->batch * cells, &u0, &u1);
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t item = u / cells, cell = u % cells, accs[QCONV_CHANNELS];
         const uint32_t *x = slot_ptr(c, BLOB_SLOT_IN, item);
         void *out = slot_ptr(c, BLOB_SLOT_OUT, item);
         if (p->epi == 2)
-            memset(out, 0, (size_t)(p->yb * plane) * 4);
-        for (int64_t cell = 0; cell < cells; cell++)
-            for (int64_t o = 0; o < p->o; o++) {
-                int64_t v = qconv_acc(p, x, w, o, cell / p->ow, cell % p->ow);
-                if (p->epi == 1) {
-                    ((int32_t *)out)[o * cells + cell] = (int32_t)v;
-                    continue;
-                }
-                int32_t count = level_count(v, t + o * p->levels, dir[o], (int)p->levels);
-                for (int64_t b = 0; b < p->yb; b++)
-                    if ((count >> b) & 1)
-                        ((uint32_t *)out)[b * plane + cell * p->ldy + o / 32] |= 1u << (o % 32);
+            clear_plane_cell(out, p->yb, plane, cells, p->ldy, cell);
+        for (int64_t o = 0; o < p->o; o++) {
+            if (o % QCONV_CHANNELS == 0)
+                qconv_accs(p, x, w, cell / p->ow, cell % p->ow, o,
+                           p->o - o < QCONV_CHANNELS ? p->o - o : QCONV_CHANNELS, accs);
+            int64_t v = accs[o % QCONV_CHANNELS];
+            if (p->epi == 1) {
+                ((int32_t *)out)[o * cells + cell] = (int32_t)v;
+                continue;
             }
+            int32_t count = level_count(v, t + o * p->levels, dir[o], (int)p->levels);
+            for (int64_t b = 0; b < p->yb; b++)
+                if ((count >> b) & 1)
+                    ((uint32_t *)out)[b * plane + cell * p->ldy + o / 32] |= 1u << (o % 32);
+        }
     }
 }
 
-void rt_cpu_run_step(const bnn_model *m, const BlobStep *s, unsigned char *arena, int batch) {
-    Ctx c = {m, s, arena, batch};
+/* Run the step of c (its part of parts). */
+static void run_ctx(const Ctx *c) {
+    const BlobStep *s = c->s;
     switch (s->kind) {
-    case BLOB_STEP_PACK: run_pack(&c); break;
-    case BLOB_STEP_UNPACK: run_unpack(&c); break;
-    case BLOB_STEP_BGEMM: s->bgemm.in_tile ? run_bgemm_tiled(&c) : run_bgemm(&c); break;
-    case BLOB_STEP_BCONV: run_bconv(&c); break;
-    case BLOB_STEP_DENSE: run_dense(&c); break;
-    case BLOB_STEP_CONV2D: run_conv2d(&c); break;
-    case BLOB_STEP_AFFINE: run_affine(&c); break;
-    case BLOB_STEP_MAXPOOL: run_pool(&c, true); break;
-    case BLOB_STEP_AVGPOOL: run_pool(&c, false); break;
-    case BLOB_STEP_GLOBALAVGPOOL: run_gap(&c); break;
-    case BLOB_STEP_ADD: run_add(&c); break;
-    case BLOB_STEP_RELU: run_relu(&c); break;
+    case BLOB_STEP_PACK: run_pack(c); break;
+    case BLOB_STEP_UNPACK: run_unpack(c); break;
+    case BLOB_STEP_BGEMM: s->bgemm.in_tile ? run_bgemm_tiled(c) : run_bgemm(c); break;
+    case BLOB_STEP_BCONV: run_bconv(c); break;
+    case BLOB_STEP_DENSE: run_dense(c); break;
+    case BLOB_STEP_CONV2D: run_conv2d(c); break;
+    case BLOB_STEP_AFFINE: run_affine(c); break;
+    case BLOB_STEP_MAXPOOL: run_pool(c, true); break;
+    case BLOB_STEP_AVGPOOL: run_pool(c, false); break;
+    case BLOB_STEP_GLOBALAVGPOOL: run_gap(c); break;
+    case BLOB_STEP_ADD: run_add(c); break;
+    case BLOB_STEP_RELU: run_relu(c); break;
     case BLOB_STEP_COPY: {
-        void *out = slot_ptr(&c, BLOB_SLOT_OUT, 0), *in = slot_ptr(&c, BLOB_SLOT_IN, 0);
+        void *out = slot_ptr(c, BLOB_SLOT_OUT, 0), *in = slot_ptr(c, BLOB_SLOT_IN, 0);
         if (out != in)
-            memcpy(out, in, (size_t)s->copy.bytes * (size_t)batch);
+            memcpy(out, in, (size_t)s->copy.bytes * (size_t)c->batch);
         break;
     }
-    case BLOB_STEP_ARGMAX: run_argmax(&c); break;
-    case BLOB_STEP_CAST: run_cast(&c); break;
-    case BLOB_STEP_SOFTMAX: run_softmax(&c); break;
+    case BLOB_STEP_ARGMAX: run_argmax(c); break;
+    case BLOB_STEP_CAST: run_cast(c); break;
+    case BLOB_STEP_SOFTMAX: run_softmax(c); break;
     case BLOB_STEP_KERNEL: break; /* GPU only */
-    case BLOB_STEP_QUANTIZE: run_quantize(&c); break;
-    case BLOB_STEP_QGEMM: run_qgemm(&c); break;
-    case BLOB_STEP_QCONV: run_qconv(&c); break;
-    case BLOB_STEP_RETILE: run_retile(&c); break;
+    case BLOB_STEP_QUANTIZE: run_quantize(c); break;
+    case BLOB_STEP_QGEMM: run_qgemm(c); break;
+    case BLOB_STEP_QCONV: run_qconv(c); break;
+    case BLOB_STEP_RETILE: run_retile(c); break;
     }
+}
+
+/* One part of a split step (rt_pool_run). */
+static void run_part(void *arg, int part, int parts) {
+    Ctx c = *(const Ctx *)arg;
+    c.part = part;
+    c.parts = parts;
+    run_ctx(&c);
+}
+
+void rt_cpu_run_step(const bnn_model *m, const BlobStep *s, unsigned char *arena, int batch, RtPool *pool) {
+    Ctx c = {m, s, arena, batch, 0, 1};
+    /* the steps whose functions split their outputs by my_units */
+    bool split = (s->kind == BLOB_STEP_BGEMM && !s->bgemm.in_tile) || s->kind == BLOB_STEP_BCONV ||
+                 s->kind == BLOB_STEP_CONV2D || s->kind == BLOB_STEP_QCONV ||
+                 ((s->kind == BLOB_STEP_MAXPOOL || s->kind == BLOB_STEP_AVGPOOL) && !s->pool.words);
+    if (split && rt_pool_threads(pool) > 1)
+        rt_pool_run(pool, run_part, &c);
+    else
+        run_ctx(&c);
 }

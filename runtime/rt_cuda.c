@@ -92,6 +92,8 @@ struct RtCuda {
     CUdeviceptr arena, weights;
     CUstream stream;
     CUevent start, stop;
+    CUevent *marks; /* profiling: an event before the first step and after each (nsteps + 1) */
+    int nmarks;
     /* One graph per batch size, captured on first use (a list: few sizes are used). */
     struct {
         int batch;
@@ -355,6 +357,9 @@ void rt_cuda_free(RtCuda *c) {
             c->api.EventDestroy(c->start);
         if (c->stop)
             c->api.EventDestroy(c->stop);
+        for (int i = 0; i < c->nmarks; i++)
+            if (c->marks[i])
+                c->api.EventDestroy(c->marks[i]);
         if (c->stream)
             c->api.StreamDestroy(c->stream);
         if (c->arena)
@@ -371,6 +376,7 @@ void rt_cuda_free(RtCuda *c) {
     if (c->api.lib)
         dlclose(c->api.lib);
     rt_free(c->funcs);
+    rt_free(c->marks);
     rt_free(c->graphs);
     rt_free(c);
 }
@@ -450,6 +456,64 @@ static bnn_status capture(bnn_session *s, int batch, CUgraphExec *exec) {
     return st;
 }
 
+/* Profiling: the GPU steps launched one by one, an event before the first and after each. */
+static bnn_status launch_profiled(bnn_session *s, int batch) {
+    RtCuda *c = s->cuda;
+    CU_TRY(c, c->api.EventRecord(c->marks[0], c->stream), "cuEventRecord");
+    for (int i = 0; i < s->model->nsteps; i++) {
+        if (!gpu_runs(&s->model->steps[i]))
+            continue;
+        bnn_status st = launch_step(s, i, batch);
+        if (st != BNN_STATUS_OK)
+            return st;
+        CU_TRY(c, c->api.EventRecord(c->marks[i + 1], c->stream), "cuEventRecord");
+    }
+    return BNN_STATUS_OK;
+}
+
+/* After a profiled run has synchronized: each GPU step's time, from the event before it. */
+static void read_step_times(bnn_session *s) {
+    RtCuda *c = s->cuda;
+    CUevent before = c->marks[0];
+    for (int i = 0; i < s->model->nsteps; i++) {
+        float ms;
+        s->step_ms[i] = -1.0;
+        if (!gpu_runs(&s->model->steps[i]))
+            continue;
+        if (c->api.EventElapsedTime(&ms, before, c->marks[i + 1]) == CUDA_SUCCESS)
+            s->step_ms[i] = ms;
+        before = c->marks[i + 1];
+    }
+}
+
+bnn_status rt_cuda_prepare_profiling(bnn_session *s) {
+    RtCuda *c = s->cuda;
+    if (c->marks)
+        return BNN_STATUS_OK;
+    int n = s->model->nsteps + 1;
+    c->marks = rt_calloc((size_t)n, sizeof *c->marks);
+    if (!c->marks)
+        return rt_error(BNN_STATUS_OUT_OF_MEMORY, "out of memory for the profiling events");
+    CUresult r = c->api.CtxPushCurrent(c->ctx);
+    if (r == CUDA_SUCCESS) {
+        int made = 0;
+        while (made < n && (r = c->api.EventCreate(&c->marks[made], 0)) == CUDA_SUCCESS)
+            made++;
+        if (r != CUDA_SUCCESS) /* none kept: a later call tries again */
+            while (made > 0)
+                c->api.EventDestroy(c->marks[--made]);
+        CUcontext popped;
+        c->api.CtxPopCurrent(&popped);
+    }
+    if (r != CUDA_SUCCESS) {
+        rt_free(c->marks);
+        c->marks = NULL;
+        return cu_fail(c, r, "creating the profiling events (cuEventCreate)");
+    }
+    c->nmarks = n;
+    return BNN_STATUS_OK;
+}
+
 /* One stream synchronization per run and no allocation once the graph exists; the events
  * only when timing is asked for (each record and the elapsed query cost host time). Copies
  * go straight from the caller's memory: pinned staging would add a host memcpy to every
@@ -462,7 +526,7 @@ static bnn_status run_in_context(bnn_session *s, int batch, const void *const *i
     for (int i = 0; i < c->ngraphs && !exec; i++)
         if (c->graphs[i].batch == batch)
             exec = c->graphs[i].exec;
-    if (!exec) {
+    if (!exec && !s->profiling) {
         bnn_status st = capture(s, batch, &exec);
         if (st != BNN_STATUS_OK)
             return st;
@@ -476,7 +540,13 @@ static bnn_status run_in_context(bnn_session *s, int batch, const void *const *i
                                          (size_t)io->item_bytes * (size_t)batch, c->stream),
                "copying an input to the GPU");
     }
-    CU_TRY(c, c->api.GraphLaunch(exec, c->stream), "cuGraphLaunch");
+    if (s->profiling) {
+        bnn_status st = launch_profiled(s, batch);
+        if (st != BNN_STATUS_OK)
+            return st;
+    } else {
+        CU_TRY(c, c->api.GraphLaunch(exec, c->stream), "cuGraphLaunch");
+    }
     for (int i = 0; outputs && i < m->noutputs; i++) {
         const RtIo *io = &m->io[m->ninputs + i];
         CU_TRY(c, c->api.MemcpyDtoHAsync(outputs[i], c->arena + io->offset * (uint64_t)batch,
@@ -489,6 +559,8 @@ static bnn_status run_in_context(bnn_session *s, int batch, const void *const *i
     float ms = 0.0f;
     if (timed && c->api.EventElapsedTime(&ms, c->start, c->stop) == CUDA_SUCCESS)
         s->last_ms = ms;
+    if (s->profiling)
+        read_step_times(s);
     return BNN_STATUS_OK;
 }
 

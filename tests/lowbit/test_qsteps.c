@@ -181,10 +181,10 @@ static void check_chain(int trial) {
     s3.slot[BLOB_SLOT_OUT] = ARENA(o_y, sz_y);
     s3.slot[BLOB_SLOT_W] = WEIGHTS(ow2, (uint64_t)(wb2 * O2 * ld2) * 4);
     s3.qgemm = (BlobQgemmParams){1, O2, ld2, yb, wb2, 1, 0, 1, 0, 0, 0, 0};
-    rt_cpu_run_step(&m, &s1, arena, (int)B);
-    rt_cpu_run_step(&m, &s2, arena, (int)B);
-    rt_cpu_run_step(&m, &s3, arena, (int)B);
-    rt_cpu_run_step(&m, &s4, arena, (int)B);
+    rt_cpu_run_step(&m, &s1, arena, (int)B, NULL);
+    rt_cpu_run_step(&m, &s2, arena, (int)B, NULL);
+    rt_cpu_run_step(&m, &s3, arena, (int)B, NULL);
+    rt_cpu_run_step(&m, &s4, arena, (int)B, NULL);
     const int32_t *y = (const int32_t *)(arena + o_y * (uint64_t)B);
     const int32_t *cnt = (const int32_t *)(arena + o_c * (uint64_t)B);
     CHECK_MSG(memcmp(y, ref[0].data, (size_t)(B * O2) * 4) == 0,
@@ -251,7 +251,7 @@ static void check_chain(int trial) {
     for (int i = 0; i < 6; i++) { /* step 4 reads the bit-plane weights */
         m.weights = i == 4 ? wbuf : w8;
         m.weights_size = i == 4 ? wsize : d8 + (size_t)O1 * 4;
-        rt_cpu_run_step(&m, &e[i], ar8, (int)B);
+        rt_cpu_run_step(&m, &e[i], ar8, (int)B, NULL);
     }
     CHECK_MSG(memcmp(ar8 + q_y * B, ref[0].data, (size_t)(B * O2) * 4) == 0,
               "trial %d: int8 qgemm chain differs from the interpreter (K=%lld, %d-bit %s, w%d%s)", trial,

@@ -4,6 +4,7 @@ computation exactly on the CPU path; every user error exits 1 with a message and
 output; --bench (also with --resident) prints its figures; the docs' example program runs
 against libbnnrt."""
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -91,6 +92,26 @@ with tempfile.TemporaryDirectory() as tmp:
                         "--bench", "3"])
     check(rc == 0 and "no copies" not in out and "(wall clock)" in out, f"plain --bench: {out!r}")
 
+    # --- --profile: a line per plan step, the outputs those of an ordinary run --------------
+    # --device auto: the CPU path here, the GPU (steps launched one by one) on a GPU machine.
+    rc, out, err = run([BNNRUN, p("conv.bin"), "--input", p("conv_x.npy"), "--profile", "3",
+                        "--batch", "2"] + sum([["--output", p(f"prof_{o}.npy")] for o in outs], []))
+    check(rc == 0, f"--profile: exit {rc}: {err}")
+    lines = out.splitlines()
+    steps = [ln.split() for ln in lines if re.match(r"\s+\d+\s+\w", ln)]
+    check(lines and lines[0].startswith("profile: 3 passes over 3 items in runs of batch 2 on "),
+          f"--profile header: {out!r}")
+    check(len(steps) >= 3 and [int(s[0]) for s in steps] == list(range(len(steps))),
+          f"--profile: one line per step, in order: {out!r}")
+    timed = [float(s[3]) for s in steps if len(s) >= 5 and s[3] != "-"]
+    check(timed and all(t >= 0 for t in timed), f"--profile: step times {timed}")
+    check(any("conv2d" in s[1] for s in steps) and "all steps (median run)" in out,
+          f"--profile: kinds and the total: {out!r}")
+    for o in outs:
+        if rc == 0:
+            got, want = np.load(p(f"prof_{o}.npy")), np.load(p(f"conv_{o}.npy"))
+            check(np.array_equal(got.view(np.uint32), want.view(np.uint32)), f"--profile: output {o}")
+
     # --- user errors ------------------------------------------------------------------
     y = p("y.npy")
     base = [BNNRUN, p("mlp.bin"), "--output", y, "--output", p("l.npy")]
@@ -120,6 +141,9 @@ with tempfile.TemporaryDirectory() as tmp:
     expect_error(base + ["--input", p("mlp_x.npy"), "--device", "tpu"], "--device needs", "bad device")
     expect_error(base + ["--input", p("mlp_x.npy"), "--batch", "0"], "--batch needs", "batch 0")
     expect_error(base + ["--input", p("mlp_x.npy"), "--bench", "x"], "--bench needs", "bench x")
+    expect_error(base + ["--input", p("mlp_x.npy"), "--profile", "0"], "--profile needs", "profile 0")
+    expect_error([BNNRUN, "--reference", p("mlp.bin"), "--input", p("mlp_x.npy"), "--profile", "2"],
+                 "apply to model.bin", "profile with reference")
     expect_error([BNNRUN, "/nonexistent.bin", "--input", p("mlp_x.npy")], "cannot open", "missing model")
     expect_error(base + ["--input", p("mlp_x.npy"), "--resident"], "--resident goes with --bench",
                  "resident without bench", y)

@@ -85,42 +85,59 @@ static void test_mlp(void) {
     free_mlp(&ref);
 }
 
-static void test_conv(void) {
+/* The conv test model loaded into a CPU session of max_batch (a failed check if it cannot be). */
+typedef struct ConvFixture {
     TestConv ref;
-    Buf b = {0};
-    build_conv(2, &b, &ref, NULL, NULL);
-    bnn_model *m = load(&b);
-    bnn_session *s = NULL;
-    if (m && bnn_session_create(m, BNN_DEVICE_CPU, 5, &s) == BNN_STATUS_OK) {
-        uint64_t seed = 11;
-        static const int batches[] = {1, 5, 2};
-        for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
-            int n = batches[bi];
-            static float x[5 * CONV_IN], logits[50], logits2[50], bits[5 * 990], stem[5 * 48];
-            static float wl[50], wb[5 * 990], ws[5 * 48];
-            random_input(&seed, x, (size_t)n * CONV_IN);
-            const void *in[1] = {x};
-            void *out[4] = {logits, logits2, bits, stem};
-            bnn_status st = bnn_session_run(s, n, in, out);
-            CHECK_MSG(st == BNN_STATUS_OK, "run: %s", bnn_last_error());
-            conv_reference(&ref, n, x, wl, wb, ws);
-            CHECK_MSG(!memcmp(bits, wb, (size_t)n * 990 * 4), "conv bits differ at batch %d", n);
-            CHECK_MSG(!memcmp(logits, wl, (size_t)n * 40), "conv logits differ at batch %d", n);
-            CHECK_MSG(!memcmp(logits2, wl, (size_t)n * 40), "copied logits differ at batch %d", n);
-            CHECK_MSG(!memcmp(stem, ws, (size_t)n * 48 * 4), "float stem differs at batch %d", n);
-            /* The binary part is not degenerate: both signs appear. */
-            int plus = 0;
-            for (int i = 0; i < n * 990; i++)
-                plus += bits[i] > 0;
-            CHECK_MSG(plus > n * 50 && plus < n * 940, "%d of %d bits are +1", plus, n * 990);
-        }
-    } else {
-        CHECK_MSG(0, "conv model: %s", bnn_last_error());
-    }
-    bnn_session_free(s);
-    bnn_model_free(m);
-    buf_free(&b);
-    free_conv(&ref);
+    Buf blob;
+    bnn_model *m;
+    bnn_session *s;
+} ConvFixture;
+
+static bool open_conv(uint64_t seed, int max_batch, ConvFixture *f) {
+    memset(f, 0, sizeof *f);
+    build_conv(seed, &f->blob, &f->ref, NULL, NULL);
+    f->m = load(&f->blob);
+    bool ok = f->m && bnn_session_create(f->m, BNN_DEVICE_CPU, max_batch, &f->s) == BNN_STATUS_OK;
+    CHECK_MSG(ok, "conv model: %s", bnn_last_error());
+    return ok;
+}
+
+static void close_conv(ConvFixture *f) {
+    bnn_session_free(f->s);
+    bnn_model_free(f->m);
+    buf_free(&f->blob);
+    free_conv(&f->ref);
+}
+
+/* A run of n (<= 5) random items equals conv_reference bit for bit, and its bits are not
+ * degenerate (both signs appear). */
+static void check_conv_run(ConvFixture *f, int n, uint64_t *seed, const char *what) {
+    static float x[5 * CONV_IN], logits[50], logits2[50], bits[5 * 990], stem[5 * 48];
+    static float wl[50], wb[5 * 990], ws[5 * 48];
+    random_input(seed, x, (size_t)n * CONV_IN);
+    const void *in[1] = {x};
+    void *out[4] = {logits, logits2, bits, stem};
+    bnn_status st = bnn_session_run(f->s, n, in, out);
+    CHECK_MSG(st == BNN_STATUS_OK, "%s: run: %s", what, bnn_last_error());
+    conv_reference(&f->ref, n, x, wl, wb, ws);
+    CHECK_MSG(!memcmp(bits, wb, (size_t)n * 990 * 4), "%s: conv bits differ at batch %d", what, n);
+    CHECK_MSG(!memcmp(logits, wl, (size_t)n * 40), "%s: conv logits differ at batch %d", what, n);
+    CHECK_MSG(!memcmp(logits2, wl, (size_t)n * 40), "%s: copied logits differ at batch %d", what, n);
+    CHECK_MSG(!memcmp(stem, ws, (size_t)n * 48 * 4), "%s: float stem differs at batch %d", what, n);
+    int plus = 0;
+    for (int i = 0; i < n * 990; i++)
+        plus += bits[i] > 0;
+    CHECK_MSG(plus > n * 50 && plus < n * 940, "%s: %d of %d bits are +1", what, plus, n * 990);
+}
+
+static void test_conv(void) {
+    ConvFixture f;
+    uint64_t seed = 11;
+    static const int batches[] = {1, 5, 2};
+    if (open_conv(2, 5, &f))
+        for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++)
+            check_conv_run(&f, batches[bi], &seed, "one thread");
+    close_conv(&f);
 }
 
 /* Resident runs: the session's buffers for a batch, written in place, run without copies,
@@ -299,6 +316,91 @@ static void test_devices(void) {
     free_mlp(&ref);
 }
 
+/* The plan's steps through the C API, and per-step timing on the CPU path: every step the CPU
+ * runs gets a time (GPU helper kernels -1), the times add up to no more than the run, and a
+ * profiled run computes what an ordinary one does. */
+static void test_profile(void) {
+    ConvFixture f;
+    if (!open_conv(2, 3, &f)) {
+        close_conv(&f);
+        return;
+    }
+    bnn_model *m = f.m;
+    bnn_session *s = f.s;
+    int n = bnn_model_num_steps(m);
+    CHECK_MSG(n >= 3, "%d steps", n);
+    CHECK(bnn_model_num_steps(NULL) == 0);
+    bnn_step_info info;
+    int cpu_steps = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(bnn_model_step_info(m, i, &info) == BNN_STATUS_OK);
+        CHECK_MSG(info.kind && info.kind[0] && info.kernel, "step %d has a kind and a kernel string", i);
+        cpu_steps += info.on_cpu;
+    }
+    CHECK(cpu_steps > 0);
+    CHECK(bnn_model_step_info(m, n, &info) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "out of range");
+    CHECK(bnn_model_step_info(m, 0, NULL) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK(bnn_session_set_profiling(NULL, 1) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK(bnn_session_step_ms(s, 0) == -1.0); /* nothing profiled yet */
+
+    static float x[3 * CONV_IN], plain[4][3 * 990], prof[4][3 * 990];
+    uint64_t seed = 5;
+    random_input(&seed, x, 3 * CONV_IN);
+    const void *in[1] = {x};
+    void *out_plain[4] = {plain[0], plain[1], plain[2], plain[3]};
+    void *out_prof[4] = {prof[0], prof[1], prof[2], prof[3]};
+    CHECK(bnn_session_run(s, 3, in, out_plain) == BNN_STATUS_OK);
+    CHECK(bnn_session_step_ms(s, 0) == -1.0); /* profiling is off */
+    CHECK(bnn_session_set_profiling(s, 1) == BNN_STATUS_OK);
+    CHECK(bnn_session_run(s, 3, in, out_prof) == BNN_STATUS_OK);
+    CHECK_MSG(!memcmp(plain, prof, sizeof plain), "a profiled run computes what an ordinary run does");
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        bnn_model_step_info(m, i, &info);
+        double ms = bnn_session_step_ms(s, i);
+        CHECK_MSG(info.on_cpu ? ms >= 0.0 : ms == -1.0, "step %d (%s): %g ms", i, info.kind, ms);
+        sum += ms > 0 ? ms : 0.0;
+    }
+    CHECK_MSG(sum <= bnn_session_last_run_ms(s) + 1e-6, "steps %g ms, the run %g ms", sum,
+              bnn_session_last_run_ms(s));
+    CHECK(bnn_session_step_ms(s, -1) == -1.0 && bnn_session_step_ms(s, n) == -1.0);
+    CHECK(bnn_session_step_ms(NULL, 0) == -1.0);
+    CHECK(bnn_session_set_profiling(s, 0) == BNN_STATUS_OK);
+    CHECK(bnn_session_run(s, 3, in, out_prof) == BNN_STATUS_OK);
+    CHECK(!memcmp(plain, prof, sizeof plain));
+    close_conv(&f);
+}
+
+/* The CPU path on several threads: the same bits and floats as the reference for every thread
+ * count, batches smaller and larger than it; bad counts are refused and change nothing. */
+static void test_threads(void) {
+    ConvFixture f;
+    if (!open_conv(3, 5, &f)) {
+        close_conv(&f);
+        return;
+    }
+    bnn_session *s = f.s;
+    CHECK(bnn_session_threads(s) == 1 && bnn_session_threads(NULL) == 0);
+    CHECK(bnn_session_set_threads(s, 0) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "give 1 to");
+    CHECK(bnn_session_set_threads(s, BNN_MAX_THREADS + 1) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK(bnn_session_set_threads(NULL, 2) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK(bnn_session_threads(s) == 1);
+    uint64_t seed = 21;
+    static const int threads[] = {2, 3, 7, 1, 4};
+    static const int batches[] = {1, 5, 2};
+    for (size_t ti = 0; ti < sizeof threads / sizeof *threads; ti++) {
+        CHECK(bnn_session_set_threads(s, threads[ti]) == BNN_STATUS_OK);
+        CHECK(bnn_session_threads(s) == threads[ti]);
+        char what[32];
+        snprintf(what, sizeof what, "%d threads", threads[ti]);
+        for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++)
+            check_conv_run(&f, batches[bi], &seed, what);
+    }
+    close_conv(&f);
+}
+
 static void test_strings(void) {
     for (int i = 0; i <= BNN_STATUS_UNSUPPORTED; i++)
         CHECK(strcmp(bnn_status_str((bnn_status)i), "unknown status") != 0);
@@ -316,5 +418,7 @@ int main(void) {
     test_resident();
     test_round_trip();
     test_devices();
+    test_profile();
+    test_threads();
     return check_report("test_cpu");
 }

@@ -396,6 +396,10 @@ static void test_alloc_failures(const Buf *b, bool from_file, const char *path) 
         if (st == BNN_STATUS_OK)
             st = bnn_session_create(m, BNN_DEVICE_CPU, 3, &s);
         if (st == BNN_STATUS_OK)
+            st = bnn_session_set_profiling(s, 1); /* the step times */
+        if (st == BNN_STATUS_OK)
+            st = bnn_session_set_threads(s, 3); /* the thread pool */
+        if (st == BNN_STATUS_OK)
             st = bnn_session_run(s, 3, in, out);
         bool failed = h.count >= n;
         CHECK_MSG(failed ? st == BNN_STATUS_OUT_OF_MEMORY : st == BNN_STATUS_OK,

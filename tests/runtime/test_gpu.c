@@ -308,6 +308,37 @@ static void check_resident(bnn_session *gpu, int n, int nin, int nout, void *con
 
 /* ---------------------------------------------------------------- runs */
 
+/* A profiled GPU run (steps launched without the graph, an event after each) gives the CPU
+ * path's outputs and a time for every step the GPU runs; off again, the graph replays. */
+static void check_profiled(bnn_session *gpu, const bnn_model *m, int n, void *const *in, void *const *oc,
+                           int nout, const size_t *out_item) {
+    void *op[4];
+    for (int i = 0; i < nout; i++)
+        op[i] = xcalloc((size_t)n, out_item[i]);
+    CHECK(bnn_session_set_profiling(gpu, 1) == BNN_STATUS_OK);
+    bnn_status st = bnn_session_run(gpu, n, (const void *const *)in, op);
+    CHECK_MSG(st == BNN_STATUS_OK, "profiled GPU run: %s", bnn_last_error());
+    for (int i = 0; st == BNN_STATUS_OK && i < nout; i++)
+        CHECK_MSG(!memcmp(op[i], oc[i], out_item[i] * (size_t)n),
+                  "output %d of a profiled GPU run differs from the CPU path at batch %d", i, n);
+    double sum = 0.0;
+    for (int k = 0; st == BNN_STATUS_OK && k < bnn_model_num_steps(m); k++) {
+        bnn_step_info info;
+        bnn_model_step_info(m, k, &info);
+        double ms = bnn_session_step_ms(gpu, k);
+        CHECK_MSG(info.on_gpu ? ms >= 0.0 : ms == -1.0, "step %d (%s): %g ms", k, info.kind, ms);
+        sum += ms > 0 ? ms : 0.0;
+    }
+    CHECK_MSG(sum > 0.0, "the profiled steps took %g ms", sum);
+    printf("test_gpu: profiled batch %d: steps %.3f ms\n", n, sum);
+    CHECK(bnn_session_set_profiling(gpu, 0) == BNN_STATUS_OK);
+    CHECK(bnn_session_run(gpu, n, (const void *const *)in, op) == BNN_STATUS_OK);
+    for (int i = 0; i < nout; i++) {
+        CHECK(!memcmp(op[i], oc[i], out_item[i] * (size_t)n));
+        free(op[i]);
+    }
+}
+
 static bool compare_sessions(const Buf *blob, int nin, int nout, const size_t *in_item,
                              const size_t *out_item, int max_batch) {
     bnn_model *m = NULL;
@@ -351,6 +382,8 @@ static bool compare_sessions(const Buf *blob, int nin, int nout, const size_t *i
                   bnn_session_last_run_ms(gpu));
         if (bi % 2 == 0)
             check_resident(gpu, n, nin, nout, in, oc, in_item, out_item);
+        if (bi == 1) /* steps launched one by one, timed: the same results */
+            check_profiled(gpu, m, n, in, oc, nout, out_item);
         for (int i = 0; st == BNN_STATUS_OK && i < nout; i++)
             CHECK_MSG(!memcmp(og[i], oc[i], out_item[i] * (size_t)n),
                       "output %d differs between GPU and CPU at batch %d", i, n);
