@@ -16,7 +16,8 @@ one the benchmark times in PyTorch fp16.
   downsampling shortcut avg-pool 2x2 + float 1x1 conv + BN, float head (global avg-pool, fc 1000).
 - xnorresnet18: binary ResNet-18, XNOR style, 224x224: blocks take and give binary (+-1)
   activations; the shortcut is binary too (the identity of the +-1 input, or a binary 1x1/2
-  conv + BN when downsampling); y = sign(BN(bconv(h)) + shortcut). Float stem and head as above.
+  conv + BN when downsampling); y = sign(BN(bconv(h)) + shortcut). Float stem and head as above,
+  the stem's output batch-normed before its sign (XNOR-Net).
 - vggsmall: binary VGG-small on CIFAR shapes (32x32): float conv 3->128, then binary 3x3 convs
   128-128(pool) 256-256(pool) 512-512(pool), a float classifier 8192 -> 10 on the last
   batch-norm's output.
@@ -139,8 +140,10 @@ class ResNet18(nn.Module):
     def __init__(self, block, binary, classes=1000):
         super().__init__()
         self.stem = stem(binary)
-        # XNOR blocks take +-1 input: binarize the stem's output once.
-        self.a0 = Act(binary) if block is XnorBlock else nn.Identity()
+        # XNOR blocks take +-1 input: the stem's output batch-normed and binarized once, as in
+        # XNOR-Net (a sign straight after the relu and max-pool would be +1 everywhere: the
+        # first binary layer's input constant, as in this file before 2026-11-25).
+        self.a0 = nn.Sequential(nn.BatchNorm2d(64), Act(binary)) if block is XnorBlock else nn.Identity()
         layers, cin = [], 64
         for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
             layers += [block(cin, cout, stride, binary), block(cout, cout, 1, binary)]

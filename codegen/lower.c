@@ -1189,6 +1189,31 @@ static bool identity_stage(const float *k, int64_t s, int64_t o, bool div) {
     return id;
 }
 
+/* Stages from .. to - 1 of n's chain on the f32 value t in buffer cur, an affine step for each
+ * that is not the identity and a relu step for each relu (with relu_due, stage from - 1's relu
+ * first); returns the buffer of the result. */
+static int emit_stages(Lower *L, const Node *n, int cur, const Type *t, int64_t from, int64_t to, bool relu_due) {
+    int64_t o = t->dim[1], sp = spatial_of(t);
+    int64_t div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
+    attr_ints(n, "div", div, CHAIN_MAX_STAGES, 0, NULL);
+    attr_ints(n, "relu", relu, CHAIN_MAX_STAGES, 0, NULL);
+    const float *k = n->in[2]->data;
+    for (int64_t s = from - 1; s < to; s++) {
+        int next;
+        if (s >= from && !identity_stage(k, s, o, div[s] != 0)) {
+            next = new_buf(L, value_bytes(t));
+            add_affine(L, cur, next, k + 2 * s * o, k + (2 * s + 1) * o, o, sp, div[s] != 0);
+            cur = next;
+        }
+        if (s >= 0 && relu[s] && (s >= from || relu_due)) {
+            next = new_buf(L, value_bytes(t));
+            add_relu(L, cur, next, item_numel(t));
+            cur = next;
+        }
+    }
+    return cur;
+}
+
 /* What the step of a bconv2d_chain (chain_epilogue) or a conv2d_chain (lower_conv2d_f32) did not
  * compute, on the f32 value t in buffer cur: the relu of stage first - 1 where relu_due, then
  * from stage first on each stage an affine step and each relu a relu step, then a
@@ -1197,39 +1222,25 @@ static bool identity_stage(const float *k, int64_t s, int64_t o, bool div) {
 static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int first, bool relu_due,
                             bool pack_bits) {
     const Value *y = n->out[0], *bits = n->out[1], *chain = n->in[2];
-    int64_t o = t->dim[1], sp = spatial_of(t), S = chain->type.dim[0];
+    int64_t S = chain->type.dim[0];
+    bool pool = n->op == OP_CONV2D_CHAIN && get_attr(n, "pool_kernel");
+    int64_t pool_at = pool ? attr_int(n, "pool_at", S) : S;
     if (first >= 0) {
-        int64_t div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
-        attr_ints(n, "div", div, CHAIN_MAX_STAGES, 0, NULL);
-        attr_ints(n, "relu", relu, CHAIN_MAX_STAGES, 0, NULL);
-        const float *k = chain->data;
-        for (int64_t s = first - 1; s < S; s++) {
-            int next;
-            if (s >= first && !identity_stage(k, s, o, div[s] != 0)) {
-                next = new_buf(L, value_bytes(t));
-                add_affine(L, cur, next, k + 2 * s * o, k + (2 * s + 1) * o, o, sp, div[s] != 0);
-                cur = next;
-            }
-            if (s >= 0 && relu[s] && (s >= first || relu_due)) {
-                next = new_buf(L, value_bytes(t));
-                add_relu(L, cur, next, item_numel(t));
-                cur = next;
-            }
-        }
+        cur = emit_stages(L, n, cur, t, first, pool_at > first ? pool_at : first, relu_due);
         if (n->op != OP_CONV2D_CHAIN && n->nin == 4) { /* a binary chain's residual */
             int r = buf_of(L, n->in[3]), next = new_buf(L, value_bytes(t));
             bool res_first = attr_int(n, "residual_first", 0) != 0;
             add_sum(L, res_first ? r : cur, res_first ? cur : r, next, t);
             cur = next;
         }
-        if (n->op == OP_CONV2D_CHAIN && get_attr(n, "pool_kernel")) {
+        if (pool) { /* the max-pool, then the stages after it */
             Attr attrs[4];
             Value *pin[1] = {NULL};
-            Node pool = fused_pool_node(n, pin, attrs);
-            BlobPoolParams pp = pool_params(&pool, t, &y->type);
+            Node pn = fused_pool_node(n, pin, attrs);
+            BlobPoolParams pp = pool_params(&pn, t, &y->type);
             int next = new_buf(L, value_bytes(&y->type));
             emit_pool(L, cur, next, &pp, true);
-            cur = next;
+            cur = emit_stages(L, n, next, &y->type, pool_at > first ? pool_at : first, S, false);
         }
         L->vbuf[y->id] = cur;
     }
@@ -2101,13 +2112,17 @@ static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const
     attr_ints(n, "div", div, (int)S, 0, NULL);
     attr_ints(n, "relu", relu, (int)S, 0, NULL);
     const float *k = chain->data, *bv = b ? b->data : NULL;
+    bool pool = get_attr(n, "pool_kernel") != NULL;
+    int64_t pool_at = pool ? attr_int(n, "pool_at", S) : S;
+    /* a stage after the pool with a factor 0 could make a NaN of an inf (0 * inf), which the
+     * bits' pool would not see: the separate steps then */
     for (int64_t i = 0; i < 2 * S * o; i++)
-        if (!isfinite(k[i]) || (div[i / (2 * o)] && i % (2 * o) < o && k[i] == 0.0f))
+        if (!isfinite(k[i]) || (div[i / (2 * o)] && i % (2 * o) < o && k[i] == 0.0f) ||
+            (i / (2 * o) >= pool_at && i % (2 * o) < o && k[i] == 0.0f))
             return 0;
     for (int64_t c = 0; bv && c < o; c++)
         if (!isfinite(bv[c]))
             return 0;
-    bool pool = get_attr(n, "pool_kernel") != NULL;
     cp.out_words = pool ? (o + 31) / 32 : words;
     cp.nan_flags = pool; /* a NaN in a window makes the pooled float NaN, its bit 0 */
     cp.epi_stages = S;
@@ -2149,13 +2164,29 @@ static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const
         pp.words = cp.out_words;
         pp.out_words = words;
         pp.nan_flags = 1;
+        /* The stages after the pool are monotone per channel (no factor 0): the bit of the pooled
+         * value is the OR of the window's bits where they do not decrease (max commutes with
+         * them), the AND where they do (the max becomes a min); the per-pixel bits run the whole
+         * chain. */
+        uint32_t *and_mask = xcalloc((size_t)cp.out_words, 4);
+        bool any_and = false;
+        for (int64_t c = 0; c < o; c++) {
+            bool decreasing = false;
+            for (int64_t st_i = pool_at; st_i < S; st_i++)
+                decreasing ^= k[2 * st_i * o + c] < 0.0f;
+            and_mask[c / 32] |= (uint32_t)decreasing << (c % 32);
+            any_and |= decreasing;
+        }
         st = new_step(L, BLOB_STEP_MAXPOOL);
         use_arena(L, st, BLOB_SLOT_IN, out);
         use_arena(L, st, BLOB_SLOT_OUT, def_buf(L, bits));
+        if (any_and)
+            st->s.slot[BLOB_SLOT_P0] = put_weights(L, and_mask, (size_t)cp.out_words * 4);
+        free(and_mask);
         st->s.pool = pp;
         float_kernel(L, st, "maxpool", pp.oh * pp.ow * words,
-                     str_printf("bnn_bitpool(item, j, (const unsigned *)in, (unsigned *)out, %lld, 1, %lld, %lld, "
-                                "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld)",
+                     str_printf("bnn_bitpool(item, j, (const unsigned *)in, (unsigned *)out, (const unsigned *)p0, "
+                                "%lld, 1, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld)",
                                 (long long)pp.words, (long long)words, (long long)pp.h, (long long)pp.w,
                                 (long long)pp.kh, (long long)pp.kw, (long long)pp.stride_h, (long long)pp.stride_w,
                                 (long long)pp.pad_top, (long long)pp.pad_left, (long long)pp.oh, (long long)pp.ow));

@@ -863,9 +863,13 @@ static int infer_conv2d_chain(const Node *n, Type *out) {
         if (infer_pool(&pool, out))
             return -1;
     } else if (get_attr(n, "pool_strides") || get_attr(n, "pool_pads") ||
-               get_attr(n, "pool_ceil_mode")) {
+               get_attr(n, "pool_ceil_mode") || get_attr(n, "pool_at")) {
         return fail(n, "pool attributes without 'pool_kernel'");
     }
+    int64_t stages = in_type(n, 2)->dim[0], pool_at = attr_int(n, "pool_at", stages);
+    if (pool_at < 0 || pool_at > stages)
+        return fail(n, "attribute 'pool_at' must be 0 to %lld (the stages before the max-pool), got %lld",
+                    (long long)stages, (long long)pool_at);
     out[1] = out[0];
     out[1].dtype = TY_B1;
     return 0;

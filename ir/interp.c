@@ -133,7 +133,7 @@ static int node_axis(const Node *n, int rank, int64_t def) {
 
 /* ---------------------------------------------------------------- f16 */
 
-static float half_to_float(uint16_t h) {
+float half_to_float(uint16_t h) {
     int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
     float v;
     if (exp == 0)
@@ -1012,7 +1012,8 @@ static int run_qconv2d(const Node *n, Tensor **in, Tensor *y) {
 /* The stages of a bconv2d_chain / conv2d_chain's float epilogue on v (NCHW, o channels of hw
  * elements), element by element: v*a + b or v/a + b, then relu where asked, each one float32
  * operation as mul/div, add and relu do. */
-static void apply_chain(const Node *n, const Tensor *chain, Tensor *v) {
+/* Stages s0 .. s1 - 1 of the chain on v, in place. */
+static void apply_stages(const Node *n, const Tensor *chain, Tensor *v, int64_t s0, int64_t s1) {
     int64_t O = v->type.dim[1], HW = 1, S = chain->type.dim[0];
     for (int d = 2; d < v->type.rank; d++)
         HW *= v->type.dim[d];
@@ -1023,7 +1024,7 @@ static void apply_chain(const Node *n, const Tensor *chain, Tensor *v) {
     for (int64_t i = 0; i < numel(v); i++) {
         int64_t c = (i / HW) % O;
         float x = f32s(v)[i];
-        for (int64_t s = 0; s < S; s++) {
+        for (int64_t s = s0; s < s1; s++) {
             x = div[s] ? x / k[(2 * s) * O + c] : x * k[(2 * s) * O + c];
             x = x + k[(2 * s + 1) * O + c];
             if (relu[s])
@@ -1031,6 +1032,10 @@ static void apply_chain(const Node *n, const Tensor *chain, Tensor *v) {
         }
         f32s(v)[i] = x;
     }
+}
+
+static void apply_chain(const Node *n, const Tensor *chain, Tensor *v) {
+    apply_stages(n, chain, v, 0, chain->type.dim[0]);
 }
 
 static void binarize_into(const Node *n, const Tensor *y, Tensor *bits) {
@@ -1084,14 +1089,16 @@ static int run_conv2d_chain(const Node *n, Tensor **in, Tensor *y, Tensor *bits)
     conv.op = OP_CONV2D;
     conv.nin = n->nin == 4 ? 3 : 2;
     int rc = run_conv2d(&conv, conv_in, &v);
-    apply_chain(n, in[2], &v);
-    if (pk) {
+    int64_t stages = in[2]->type.dim[0], pool_at = pk ? attr_int(n, "pool_at", stages) : stages;
+    apply_stages(n, in[2], &v, 0, pool_at);
+    if (pk) { /* the max-pool, then the stages after it */
         Attr attrs[4];
         Node pool = fused_pool_node(n, n->in, attrs);
         Tensor *pin[1] = {&v};
         if (rc == 0)
             rc = run_maxpool(&pool, pin, y);
         free_tensor(&v);
+        apply_stages(n, in[2], y, pool_at, stages);
     }
     binarize_into(n, y, bits);
     return rc;
@@ -1228,6 +1235,11 @@ static int resolve_batch(const Graph *g, const Tensor *inputs, int64_t *batch) {
 }
 
 int interp_run(const Graph *g, const Tensor *inputs, Tensor *outputs) {
+    return interp_run_observed(g, inputs, outputs, NULL, NULL);
+}
+
+int interp_run_observed(const Graph *g, const Tensor *inputs, Tensor *outputs, InterpObserver observe,
+                        void *user) {
     for (int i = 0; i < g->noutputs; i++)
         memset(&outputs[i], 0, sizeof outputs[i]);
     int64_t batch;
@@ -1267,6 +1279,8 @@ int interp_run(const Graph *g, const Tensor *inputs, Tensor *outputs) {
         }
         rc = run_node(n, in, out);
         free(in);
+        if (rc == 0 && observe)
+            observe(user, n, out);
         for (int j = 0; j < n->nout; j++) {
             int id = n->out[j]->id;
             vals[id] = out[j];

@@ -277,7 +277,13 @@ typedef struct Tensor {
  * equal). outputs[i] are allocated by the interpreter (free with free_tensor).
  * 0 ok, -1 with a diagnostic (shape mismatch, batch disagreement). */
 int interp_run(const Graph *g, const Tensor *inputs, Tensor *outputs);
+/* interp_run calling observe(user, n, outs) after each node n has run, with its results (batch
+ * resolved), before the interpreter frees any of them: for statistics and dumps. */
+typedef void (*InterpObserver)(void *user, const Node *n, const Tensor *outs);
+int interp_run_observed(const Graph *g, const Tensor *inputs, Tensor *outputs, InterpObserver observe,
+                        void *user);
 void free_tensor(Tensor *t);
+float half_to_float(uint16_t h); /* the f16 storage's value, exactly */
 
 /* Scalar semantics shared by the interpreter and the passes, so that folding
  * evaluates exactly the float expression the interpreter does. */

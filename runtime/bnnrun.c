@@ -5,6 +5,7 @@
  *   bnnrun --reference MODEL --input x.npy --output y.npy    reference interpreter
  *
  * Exit codes: 0 ok, 1 user error (bad file, wrong shape or dtype), 2 internal error. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ typedef struct Args {
     bool resident; /* time runs on the session's buffers, without copies */
     long profile;  /* runs timed step by step; 0: none */
     long threads;  /* CPU path threads; 0: one per CPU */
+    bool stats;    /* --reference: statistics of every value computed */
 } Args;
 
 static void usage(FILE *out) {
@@ -38,6 +40,7 @@ static void usage(FILE *out) {
             "              [--device gpu|cpu|auto] [--batch N] [--bench N [--resident]]\n"
             "              [--profile N] [--threads N]\n"
             "       bnnrun --reference MODEL --input X.npy [--input ...] --output Y.npy [...]\n"
+            "              [--stats]\n"
             "\n"
             "Runs a model compiled by bnncc (model.bin) with libbnnrt, or MODEL (.bnn text model\n"
             "or .onnx) on the reference interpreter.\n"
@@ -55,6 +58,9 @@ static void usage(FILE *out) {
             "                    GPU launches steps one by one, without the CUDA graph) and\n"
             "                    print a table: median ms per step and its share\n"
             "  --reference       use the reference interpreter (exact ONNX semantics)\n"
+            "  --stats           with --reference: print statistics of every value the model\n"
+            "                    computes (min, max, mean, std, zeros, NaN/inf; b1: the share of\n"
+            "                    +1 and the channels of one sign everywhere)\n"
             "  --help, --version\n"
             "Exit codes: 0 ok, 1 user error, 2 internal error.\n");
 }
@@ -78,6 +84,8 @@ static int parse_args(int argc, char **argv, Args *a) {
             a->reference = true;
         } else if (!strcmp(s, "--resident")) {
             a->resident = true;
+        } else if (!strcmp(s, "--stats")) {
+            a->stats = true;
         } else if (!strcmp(s, "--device")) {
             const char *d = i + 1 < argc ? argv[++i] : "";
             if (!strcmp(d, "gpu"))
@@ -148,7 +156,93 @@ static int parse_args(int argc, char **argv, Args *a) {
                         "timed)\n");
         return -1;
     }
+    if (a->stats && !a->reference) {
+        fprintf(stderr, "bnnrun: error: --stats goes with --reference (the reference interpreter "
+                        "keeps every value; a model.bin keeps only what later steps read)\n");
+        return -1;
+    }
     return 0;
+}
+
+/* ---------------------------------------------------------------- --stats */
+
+typedef struct Stats {
+    int64_t n, zeros, nan, inf;
+    double min, max, sum, sumsq;
+} Stats;
+
+static void stats_add(Stats *st, double v) {
+    if (v != v) {
+        st->nan++;
+        return;
+    }
+    if (isinf(v)) {
+        st->inf++;
+        return;
+    }
+    if (st->n == 0 || v < st->min)
+        st->min = v;
+    if (st->n == 0 || v > st->max)
+        st->max = v;
+    st->n++;
+    st->zeros += v == 0;
+    st->sum += v;
+    st->sumsq += v * v;
+}
+
+static bool bit_at(const Tensor *t, int64_t i) { return ((const uint8_t *)t->data)[i / 8] >> (i % 8) & 1; }
+
+/* b1: the channels (axis 1) whose bits are all equal over the batch and the other axes. */
+static int64_t constant_channels(const Tensor *t) {
+    if (t->type.rank < 2)
+        return 0;
+    int64_t outer = t->type.dim[0], ch = t->type.dim[1], inner = 1, count = 0;
+    for (int d = 2; d < t->type.rank; d++)
+        inner *= t->type.dim[d];
+    for (int64_t c = 0; c < ch; c++) {
+        bool first = bit_at(t, c * inner), same = true;
+        for (int64_t b = 0; b < outer && same; b++)
+            for (int64_t i = 0; i < inner && same; i++)
+                same = bit_at(t, (b * ch + c) * inner + i) == first;
+        count += same && outer * inner > 0;
+    }
+    return count;
+}
+
+/* The interpreter's observer: one line per value a node computes. */
+static void print_value_stats(void *user, const Node *n, const Tensor *outs) {
+    (void)user;
+    for (int j = 0; j < n->nout; j++) {
+        const Tensor *t = &outs[j];
+        int64_t numel = type_numel(&t->type, 0);
+        Stats st = {0};
+        for (int64_t i = 0; i < numel; i++) {
+            double v = 0.0;
+            switch (t->type.dtype) {
+            case TY_F32: v = ((const float *)t->data)[i]; break;
+            case TY_F16: v = half_to_float(((const uint16_t *)t->data)[i]); break;
+            case TY_I64: v = (double)((const int64_t *)t->data)[i]; break;
+            case TY_I32: v = ((const int32_t *)t->data)[i]; break;
+            case TY_I8: v = ((const int8_t *)t->data)[i]; break;
+            case TY_U8: v = ((const uint8_t *)t->data)[i]; break;
+            case TY_B1: v = bit_at(t, i) ? 1.0 : -1.0; break;
+            default: break;
+            }
+            stats_add(&st, v);
+        }
+        char type[96], share[48];
+        type_str(&t->type, type, sizeof type);
+        double mean = st.n ? st.sum / (double)st.n : 0.0;
+        double var = st.n ? st.sumsq / (double)st.n - mean * mean : 0.0;
+        if (t->type.dtype == TY_B1)
+            snprintf(share, sizeof share, "%5.1f%% +1, %lld const ch", st.n ? 100.0 * (mean + 1.0) / 2.0 : 0.0,
+                     (long long)constant_channels(t));
+        else
+            snprintf(share, sizeof share, "%5.1f%% zero", st.n ? 100.0 * (double)st.zeros / (double)st.n : 0.0);
+        printf("%-14s %-22s %11.4g %11.4g %11.4g %11.4g  %-24s %5lld %5lld  %s\n", op_info(n->op)->name, type,
+               st.n ? st.min : 0.0, st.n ? st.max : 0.0, mean, sqrt(var > 0 ? var : 0.0), share,
+               (long long)st.nan, (long long)st.inf, n->out[j]->name);
+    }
 }
 
 static int npy_dtype_for(DType t) {
@@ -262,7 +356,7 @@ static int run_reference(const Args *a) {
                 g->ninputs, g->ninputs == 1 ? "" : "s", a->ninputs, a->ninputs == 1 ? "" : "s");
         goto done;
     }
-    if (a->noutputs != g->noutputs) {
+    if (a->noutputs != g->noutputs && !(a->stats && a->noutputs == 0)) {
         fprintf(stderr, "bnnrun: error: the model has %d output%s, %d --output file%s given\n",
                 g->noutputs, g->noutputs == 1 ? "" : "s", a->noutputs,
                 a->noutputs == 1 ? "" : "s");
@@ -288,13 +382,19 @@ static int run_reference(const Args *a) {
             batch = b;
         }
     }
-    if (interp_run(g, ins, outs) != 0) {
+    if (a->stats) {
+        printf("stats of every value the reference interpreter computes, over the whole batch "
+               "(b1: -1/+1; const ch: channels of axis 1 of one sign everywhere)\n");
+        printf("%-14s %-22s %11s %11s %11s %11s  %-24s %5s %5s  %s\n", "op", "type", "min", "max", "mean",
+               "std", "zeros / +1", "nan", "inf", "value");
+    }
+    if (interp_run_observed(g, ins, outs, a->stats ? print_value_stats : NULL, NULL) != 0) {
         fprintf(stderr, "bnnrun: error: %s\n", diag_message());
         goto done;
     }
     ran = true;
     rc = 0;
-    for (int i = 0; i < g->noutputs && rc == 0; i++)
+    for (int i = 0; i < a->noutputs && rc == 0; i++)
         if (write_output(&outs[i], a->outputs[i], msg, sizeof msg) != 0) {
             die(msg);
             rc = 1;

@@ -524,8 +524,11 @@ static bnn_status check_pool(const StepCheck *c) {
         return bad_step(c, "operands too large");
     TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
     TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
+    /* a max-pool of bits: p0 optional, the channels pooled by AND (one bit each, words words) */
+    if (p->words)
+        TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->words * 4, true));
     for (int i = BLOB_SLOT_IN2; i <= BLOB_SLOT_P1; i++)
-        if (i != BLOB_SLOT_OUT)
+        if (i != BLOB_SLOT_OUT && !(i == BLOB_SLOT_P0 && p->words))
             TRY(want_slot(c, i, 0, 0, false));
     return check_overlap(c, false);
 }

@@ -495,10 +495,12 @@ static void run_affine(const Ctx *c) {
     }
 }
 
-/* A max-pool of NHWC-packed bits: the OR of the window's real pixels, word by word, and 0
- * where one of them has its NaN flag. */
+/* A max-pool of NHWC-packed bits: the OR of the window's real pixels, word by word (the AND for
+ * the channels set in the optional mask p0: a decreasing stage after the pool turns its max into
+ * a min), and 0 where one of them has its NaN flag. */
 static void run_bit_pool(const Ctx *c) {
     const BlobPoolParams *p = &c->s->pool;
+    const uint32_t *and_mask = slot_ptr(c, BLOB_SLOT_P0, 0);
     int64_t px_words = p->words * (1 + p->nan_flags);
     for (int64_t item = 0; item < c->batch; item++) {
         const uint32_t *x = slot_ptr(c, BLOB_SLOT_IN, item);
@@ -507,14 +509,16 @@ static void run_bit_pool(const Ctx *c) {
             for (int64_t ox = 0; ox < p->ow; ox++)
                 for (int64_t wi = 0; wi < p->out_words; wi++) {
                     int64_t y0 = oy * p->stride_h - p->pad_top, x0 = ox * p->stride_w - p->pad_left;
-                    uint32_t acc = 0, nan = 0;
+                    uint32_t any = 0, all = 0xffffffffu, nan = 0;
                     for (int64_t iy = y0 < 0 ? 0 : y0; wi < p->words && iy < y0 + p->kh && iy < p->h; iy++)
                         for (int64_t ix = x0 < 0 ? 0 : x0; ix < x0 + p->kw && ix < p->w; ix++) {
-                            acc |= x[(iy * p->w + ix) * px_words + wi];
+                            any |= x[(iy * p->w + ix) * px_words + wi];
+                            all &= x[(iy * p->w + ix) * px_words + wi];
                             if (p->nan_flags)
                                 nan |= x[(iy * p->w + ix) * px_words + p->words + wi];
                         }
-                    y[(oy * p->ow + ox) * p->out_words + wi] = acc & ~nan;
+                    uint32_t m = and_mask && wi < p->words ? and_mask[wi] : 0u;
+                    y[(oy * p->ow + ox) * p->out_words + wi] = wi < p->words ? ((any & ~m) | (all & m)) & ~nan : 0u;
                 }
     }
 }

@@ -15,6 +15,7 @@
 typedef struct Epi {
     int64_t o;
     int stages;
+    int frozen;       /* stages before a max-pool: a later op never merges into them */
     float *data;      /* [2*CHAIN_MAX_STAGES][o] */
     int64_t div[CHAIN_MAX_STAGES], relu[CHAIN_MAX_STAGES];
     Buf what;         /* the absorbed ops, for the report */
@@ -27,7 +28,7 @@ static float *stage_b(Epi *e, int s) { return e->data + (2 * s + 1) * e->o; }
  * -0 and that has no relu, since (v*a + -0) is v*a exactly, so (v*a) + b rounds as the two
  * separate ops do. False when no stage is left. */
 static bool push_stage(Epi *e, const float *a, const float *b, bool div) {
-    bool plain_add = !div, prev_zero = e->stages > 0 && !e->relu[e->stages - 1];
+    bool plain_add = !div, prev_zero = e->stages > e->frozen && !e->relu[e->stages - 1];
     for (int64_t c = 0; c < e->o; c++) {
         plain_add = plain_add && a[c] == 1.0f;
         prev_zero = prev_zero && stage_b(e, e->stages - 1)[c] == 0.0f &&
@@ -90,7 +91,7 @@ static bool push_batchnorm(Epi *e, const Node *m) {
             m->in[i]->type.rank != 1 || m->in[i]->type.dim[0] != e->o)
             return false;
     int first = e->stages; /* may merge into the previous stage */
-    if (first + 3 - (first > 0) > CHAIN_MAX_STAGES)
+    if (first + 3 - (first > e->frozen) > CHAIN_MAX_STAGES)
         return false;
     const float *scale = m->in[1]->data, *bias = m->in[2]->data, *mean = m->in[3]->data,
                 *var = m->in[4]->data;
@@ -117,7 +118,7 @@ static bool push_batchnorm(Epi *e, const Node *m) {
 
 /* relu after the last stage (an identity stage v*1 + -0 first when there is none). */
 static bool push_relu(Epi *e) {
-    if (!e->stages || e->relu[e->stages - 1]) {
+    if (e->stages == e->frozen || e->relu[e->stages - 1]) {
         float *one = xmalloc((size_t)e->o * 4), *zero = xmalloc((size_t)e->o * 4);
         for (int64_t c = 0; c < e->o; c++)
             one[c] = 1.0f, zero[c] = -0.0f;
@@ -203,12 +204,16 @@ static void take_op(Match *mt, Node *m, const char *what) {
     mt->v = m->out[0];
 }
 
-/* The per-channel float ops after mt->v, each its value's only reader; at least one stage
- * (the identity v*1 + -0 when none). */
-static void absorb_chain(Graph *g, Match *mt) {
+/* The per-channel float ops after mt->v, each its value's only reader. */
+static void absorb_ops(Graph *g, Match *mt) {
     Node *m;
     while (mt->ngone < MAX_ABSORBED - 2 && (m = single_user(g, mt->v)) && absorb(&mt->e, m, mt->v))
         take_op(mt, m, op_info(m->op)->name);
+}
+
+/* absorb_ops, with at least one stage (the identity v*1 + -0 when none). */
+static void absorb_chain(Graph *g, Match *mt) {
+    absorb_ops(g, mt);
     if (!mt->e.stages) {
         float *one = xmalloc((size_t)mt->e.o * 4), *zero = xmalloc((size_t)mt->e.o * 4);
         for (int64_t c = 0; c < mt->e.o; c++)
@@ -342,8 +347,9 @@ static Node *pool_of(const Graph *g, const Value *v) {
     return dil[0] == 1 && dil[1] == 1 ? m : NULL;
 }
 
-/* A float conv2d (the stem) -> chain -> [maxpool] -> [binarize], with at least one of them:
- * conv2d_chain. */
+/* A float conv2d (the stem) -> chain -> [maxpool -> chain] -> [binarize], with at least one of
+ * them: conv2d_chain. The stages after a max-pool (XNOR-Net's batch-norm before the sign) stay
+ * after it (attribute pool_at: the stages before it). */
 static bool fuse_float_conv(Graph *g, PassContext *ctx, Node *conv) {
     if (conv->dead || conv->op != OP_CONV2D || conv->in[0]->type.dtype != TY_F32 ||
         conv->in[1]->type.dtype != TY_F32 || conv->in[1]->kind != VAL_CONST ||
@@ -354,9 +360,12 @@ static bool fuse_float_conv(Graph *g, PassContext *ctx, Node *conv) {
     absorb_chain(g, &mt);
     Node *pool = pool_of(g, mt.v);
     PoolAttrs pa;
+    int pool_at = 0;
     if (pool) {
         pa = read_pool_attrs(pool);
         take_op(&mt, pool, "maxpool");
+        pool_at = mt.e.frozen = mt.e.stages;
+        absorb_ops(g, &mt);
     }
     if ((mt.bin = binarize_of(g, mt.v)))
         buf_puts(&mt.e.what, mt.ngone ? "+binarize" : "binarize");
@@ -368,6 +377,8 @@ static bool fuse_float_conv(Graph *g, PassContext *ctx, Node *conv) {
     Node *f = replace_match(g, &mt, OP_CONV2D_CHAIN, in, conv->nin == 3 ? 4 : 3, 2);
     if (pool)
         set_fused_pool_attrs(f, &pa);
+    if (pool && pool_at < mt.e.stages)
+        set_attr_int(f, "pool_at", pool_at);
     report_match(ctx, &mt, f, "float conv2d", false);
     free_match(&mt);
     return true;

@@ -88,18 +88,6 @@ static const char *elem_name(int elem) {
     return elem >= 0 && elem < (int)(sizeof names / sizeof names[0]) ? names[elem] : "unknown";
 }
 
-static float half_to_float(uint16_t h) {
-    int sign = h >> 15, exp = (h >> 10) & 31, frac = h & 1023;
-    float v;
-    if (exp == 0)
-        v = ldexpf((float)frac, -24);
-    else if (exp == 31)
-        v = frac ? NAN : INFINITY;
-    else
-        v = ldexpf((float)(frac | 1024), exp - 25);
-    return sign ? -v : v;
-}
-
 static uint64_t load_le(const uint8_t *p, int size) {
     uint64_t v = 0;
     for (int k = size - 1; k >= 0; k--)

@@ -343,16 +343,22 @@ def stem_models(tmp, rng):
     bits pools them; on the GPU the exact mode's fp16x3 sums with their checked margin and the
     reference-order sums where a bit is too close to call. Odd channel counts (5, 70: three
     words a pixel, two channel tiles), 7x7/2 with pads 3, pools 3x3/2 pad 1 and 2x2/2, none,
-    batch-norm with negative and zero gammas, relu or none, both zero rules. stem_bits_ties:
+    batch-norm with negative and zero gammas, relu or none, both zero rules; XNOR-Net's stem with
+    a second batch-norm after the pool (conv2d_chain's pool_at: its negative gammas pool their
+    bits by AND; stem_after_pool_zero_gamma: a zero gamma there takes the separate steps, the
+    stages after the pool's). stem_bits_ties:
     small dyadic weights and integer inputs (extra cases below) put many sums exactly on a
     channel's threshold, so the GPU takes the exact path for them; checked bit for bit."""
     models = {}
-    # (name, C, H, W, O, k, stride, pad, bias, relu, pool (k, s, p) or None, zero)
-    stems = [("stem_bits_pool", 3, 23, 19, 5, 7, 2, 3, True, True, (3, 2, 1), 1),
-             ("stem_bits_70", 3, 17, 16, 70, 3, 1, 1, False, False, (2, 2, 0), -1),
-             ("stem_bits_nopool", 3, 20, 21, 64, 5, 2, 2, True, True, None, 1),
-             ("stem_bits_ties", 4, 12, 12, 6, 3, 1, 1, False, False, (3, 2, 1), 1)]
-    for name, c, h, w, o, k, st, p, bias, relu, pool, zero in stems:
+    # (name, C, H, W, O, k, stride, pad, bias, relu, pool (k, s, p) or None, zero, batch-norm
+    # after the pool: None, "mixed" gammas, or with a "zero" gamma)
+    stems = [("stem_bits_pool", 3, 23, 19, 5, 7, 2, 3, True, True, (3, 2, 1), 1, None),
+             ("stem_bits_70", 3, 17, 16, 70, 3, 1, 1, False, False, (2, 2, 0), -1, None),
+             ("stem_bits_nopool", 3, 20, 21, 64, 5, 2, 2, True, True, None, 1, None),
+             ("stem_bits_ties", 4, 12, 12, 6, 3, 1, 1, False, False, (3, 2, 1), 1, None),
+             ("stem_bits_after_pool", 3, 23, 19, 40, 7, 2, 3, True, True, (3, 2, 1), 1, "mixed"),
+             ("stem_after_pool_zero_gamma", 3, 15, 13, 9, 3, 1, 1, False, True, (2, 2, 0), -1, "zero")]
+    for name, c, h, w, o, k, st, p, bias, relu, pool, zero, post in stems:
         ties = name.endswith("ties")
         if ties:  # sums of these are multiples of 1/4 in a small range: ties with the means
             wv = rng.integers(-4, 5, (o, c, k, k)) / 4.0
@@ -383,6 +389,15 @@ def stem_models(tmp, rng):
             body += (f"    %p = f32{t} maxpool %{cur} {{kernel=[{pk},{pk}], strides=[{ps},{ps}], "
                      f"pads=[{pp},{pp},{pp},{pp}]}}\n")
             cur = "p"
+        if post:
+            g2 = rng.standard_normal(o)
+            g2[0], g2[-1] = -abs(g2[0]), abs(g2[-1])
+            if post == "zero":
+                g2[1] = 0.0
+            consts += (f32_values("g2", g2) + f32_const("b2", (o,), rng) + f32_const("m2", (o,), rng) +
+                       f32_values("v2", np.abs(rng.standard_normal(o)) + 0.1))
+            body += f"    %q = f32{t} batchnorm %{cur}, $g2, $b2, $m2, $v2 {{epsilon=0.00001}}\n"
+            cur = "q"
         body += f"    %a = b1{t} binarize %{cur} {{zero={zero}}}\n    %y = f32{t} cast %a {{to=f32}}\n"
         models[name] = (consts, f"(%x: f32[N,{c},{h},{w}])", [("y", f"f32{t}")], body)
     return write_models(tmp, models)
@@ -681,6 +696,11 @@ def main():
                                                2 if "xnor" in m else 0)
                  for m in residual_models(tmp, np.random.default_rng(88))
                  if "resid_xnor" in os.path.basename(m) or "resid_bireal" in os.path.basename(m)]
+        # XNOR-Net's stem (a batch-norm after the pool) writes its bits too, unless a zero gamma
+        # after the pool could hide a NaN from the pool of bits.
+        jobs += [lambda m=m: check_report_line(m, tmp, "float convolutions write their bits",
+                                               0 if "zero_gamma" in m else 1)
+                 for m in stem_models(tmp, np.random.default_rng(66)) if "after_pool" in os.path.basename(m)]
         # Fused binary MLPs (one GPU kernel for the chain): bit for bit at batch 1, 3 and 1000.
         jobs += [lambda m=m: check_model(m, a.device, tmp, exact=True)
                  for m in mlp_models(tmp, np.random.default_rng(99)) +

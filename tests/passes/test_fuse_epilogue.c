@@ -129,8 +129,8 @@ static Graph *build_block(uint64_t seed) {
     return g;
 }
 
-/* A float stem: conv2d f32 (with or without a bias) -> a random chain -> [maxpool] ->
- * [binarize] -> [a binary conv]. */
+/* A float stem: conv2d f32 (with or without a bias) -> a random chain -> [maxpool -> a random
+ * chain] -> [binarize] -> [a binary conv]. */
 static Graph *build_stem(uint64_t seed) {
     Rng r = rng_seed(seed);
     Graph *g = new_graph("stem");
@@ -169,6 +169,11 @@ static Graph *build_stem(uint64_t seed) {
         if (rng_int(&r, 0, 1))
             set_attr_int(mp, "ceil_mode", 1);
         v = hfinish(mp);
+        /* ops after the pool (XNOR-Net's batch-norm before the sign): stages after it */
+        int post = rng_int(&r, 0, 2);
+        stages += post && !nops; /* the identity stage before the pool */
+        for (int i = 0; i < post; i++)
+            v = random_chain_op(g, &r, v, nops + i, &stages);
     }
     int bin = rng_int(&r, 0, 2);
     if (!bin || rng_int(&r, 0, 2) == 0)

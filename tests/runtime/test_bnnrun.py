@@ -112,6 +112,25 @@ with tempfile.TemporaryDirectory() as tmp:
             got, want = np.load(p(f"prof_{o}.npy")), np.load(p(f"conv_{o}.npy"))
             check(np.array_equal(got.view(np.uint32), want.view(np.uint32)), f"--profile: output {o}")
 
+    # --- --reference --stats: a line per computed value, exact figures ---------------------
+    with open(p("stats.bnn"), "w") as f:
+        f.write("graph $stats(%x: f32[N,2,2]) -> (f32[N,2,2], b1[N,2,2]) {\n"
+                "    %r = f32[N,2,2] relu %x\n"
+                "    %b = b1[N,2,2] binarize %x {zero=1}\n"
+                "    ret %r, %b\n}\n")
+    np.save(p("stats_x.npy"), np.array([[[-1, 2], [0, np.inf]]], dtype=np.float32))
+    rc, out, err = run([BNNRUN, "--reference", p("stats.bnn"), "--input", p("stats_x.npy"), "--stats"])
+    check(rc == 0, f"--stats: exit {rc}: {err}")
+    rows = {ln.split()[-1]: ln.split() for ln in out.splitlines()[2:]}
+    # relu: 0, 2, 0 finite (min 0, max 2, mean 2/3, 2 of 3 zero) and one inf
+    check(rows.get("r", [])[:6] == ["relu", "f32[1,2,2]", "0", "2", "0.6667", "0.9428"] and
+          "66.7%" in rows["r"] and rows["r"][-3:-1] == ["0", "1"], f"--stats relu row: {out!r}")
+    # binarize: -1 +1 +1 +1 (75 % +1); channel 1 (0, inf) is +1 everywhere
+    check(rows.get("b", [])[:2] == ["binarize", "b1[1,2,2]"] and "75.0%" in rows["b"] and
+          "1 const ch" in " ".join(rows["b"]), f"--stats binarize row: {out!r}")
+    expect_error([BNNRUN, p("mlp.bin"), "--input", p("mlp_x.npy"), "--stats"], "--stats goes with --reference",
+                 "stats on a model.bin")
+
     # --- user errors ------------------------------------------------------------------
     y = p("y.npy")
     base = [BNNRUN, p("mlp.bin"), "--output", y, "--output", p("l.npy")]

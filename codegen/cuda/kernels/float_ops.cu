@@ -126,22 +126,26 @@ __device__ __forceinline__ void bnn_pool(bnn_i64 item, int j, const float *x, fl
 // of pixel j / out_words, the OR of the window's real pixels (the max of +-1 values), 0 where
 // one has its NaN flag (nan: `words` flag words after each pixel's bits); words past the
 // input's `words` are zero.
-__device__ __forceinline__ void bnn_bitpool(bnn_i64 item, int j, const unsigned *x, unsigned *y, int words,
-                                            int nan, int out_words, int h, int w, int kh, int kw, int sh, int sw,
-                                            int pt, int pl, int oh, int ow) {
+// The OR of the window's bits, the AND for the channels set in and_mask (null: none), 0 where
+// a pixel of the window has its NaN flag (rt_cpu.c run_bit_pool).
+__device__ __forceinline__ void bnn_bitpool(bnn_i64 item, int j, const unsigned *x, unsigned *y,
+                                            const unsigned *and_mask, int words, int nan, int out_words, int h,
+                                            int w, int kh, int kw, int sh, int sw, int pt, int pl, int oh, int ow) {
     const int px_words = words * (1 + nan);
     x += item * h * w * px_words;
     y += item * oh * ow * out_words;
     const int wi = j % out_words, px = j / out_words, oy = px / ow, ox = px % ow;
     const int y0 = oy * sh - pt, x0 = ox * sw - pl;
-    unsigned acc = 0, nans = 0;
+    unsigned any = 0, all = ~0u, nans = 0;
     if (wi < words)
         for (int iy = y0 < 0 ? 0 : y0; iy < y0 + kh && iy < h; ++iy)
             for (int ix = x0 < 0 ? 0 : x0; ix < x0 + kw && ix < w; ++ix) {
-                acc |= x[(iy * w + ix) * px_words + wi];
+                any |= x[(iy * w + ix) * px_words + wi];
+                all &= x[(iy * w + ix) * px_words + wi];
                 if (nan) nans |= x[(iy * w + ix) * px_words + words + wi];
             }
-    y[j] = acc & ~nans;
+    const unsigned m = and_mask && wi < words ? and_mask[wi] : 0u;
+    y[j] = wi < words ? ((any & ~m) | (all & m)) & ~nans : 0u;
 }
 
 __device__ __forceinline__ void bnn_gap(bnn_i64 item, int j, const float *x, float *y, int channels, int spatial) {
