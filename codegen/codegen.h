@@ -38,7 +38,34 @@ typedef struct CodegenOptions {
     /* --qconv=direct: every qconv step on the direct kernel (qconv.cu without QC_HALO), not the
      * halo-tile kernel where its shared memory fits (the default; docs/codegen.md). */
     bool qconv_direct;
+    /* bnncc --tune: the kernel configuration of each tunable layer (CodegenTunable), indexed
+     * by the node's index in the graph: a candidate number, 0 (the cost model's choice) for a
+     * node past ntune_choice or with a negative entry. A candidate that does not apply to a
+     * layer is an internal error (the candidates are the ones codegen_tunables listed). */
+    const int *tune_choice;
+    int ntune_choice;
 } CodegenOptions;
+
+/* A layer whose GPU kernel has several configurations of the same result (tiles, warps),
+ * which bnncc --tune measures. The candidates are those that apply to this layer; candidate 0
+ * is the cost model's choice. signature: what the kernel computes (the kernel family and
+ * every parameter but its name and tile), the same for two layers of the same problem, so a
+ * winner stored for one applies to the other. */
+#define CODEGEN_MAX_CANDIDATES 8
+typedef struct CodegenTunable {
+    int node;  /* index in g->nodes */
+    int step;  /* its plan step (bnn_model_step_info's index) */
+    char *layer;     /* the node's name */
+    char *signature; /* one line, no tabs */
+    int ncandidates;
+    char *candidate[CODEGEN_MAX_CANDIDATES]; /* "halo 4x8 px, 64 ch, 4 warps, minb 3" */
+} CodegenTunable;
+
+/* The tunable layers of g under o (o->tune_choice is ignored: the list is the same for every
+ * choice), in plan order. 0 with *out (free with codegen_tunables_free) and *n; -1 with a
+ * diagnostic (an op with no code generator, as codegen_cuda_source). */
+int codegen_tunables(const Graph *g, const CodegenOptions *o, CodegenTunable **out, int *n);
+void codegen_tunables_free(CodegenTunable *t, int n);
 
 /* Parse "sm_90a,sm_80,cpu" into o->targets ("cpu" adds no GPU target; targets point into
  * list, which must outlive o). 0 ok; -1 with a diagnostic naming the bad entry. */

@@ -62,6 +62,11 @@ typedef struct Lower {
     int ntiled;       /* pre-tiled bgemm steps, for --report */
     int lowbit;       /* CodegenOptions.lowbit: bit-planes or int8 codes for the qgemm steps */
     int nqgemm_int8, nqgemm_planes; /* qgemm steps of each kind, for --report */
+    const int *tune_choice; /* CodegenOptions.tune_choice, ntune_choice */
+    int ntune_choice;
+    CodegenTunable *tunables; /* the layers with a choice of kernel configuration */
+    int ntunables, cap_tunables;
+    int ntuned; /* of them, on a candidate other than the cost model's */
 } Lower;
 
 /* ---------------------------------------------------------------- small helpers */
@@ -1253,6 +1258,87 @@ static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int
 }
 
 /* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
+/* ---------------------------------------------------------------- tunable configurations */
+
+/* Candidate v of a kernel configuration for the layer being lowered: 0 when it applies. */
+typedef int (*HaloVariantFn)(int v, const void *ctx, BnnHaloCfg *cfg);
+
+/* The step's kernel text without its name, as one line: what the kernel computes. */
+static char *kernel_signature(const LStep *st) {
+    Buf b = {0};
+    buf_puts(&b, st->k.family == KERNEL_BCONV ? "bconv:" : st->k.family == KERNEL_QCONV ? "qconv:" : "kernel:");
+    for (const char *l = st->k.defines; *l;) {
+        const char *e = strchr(l, '\n');
+        int len = e ? (int)(e - l) : (int)strlen(l);
+        const char *sp = len > 8 && !strncmp(l, "#define ", 8) ? memchr(l + 8, ' ', (size_t)len - 8) : NULL;
+        bool is_name = sp && sp - (l + 8) >= 5 && !strncmp(sp - 5, "_NAME", 5);
+        if (sp && !is_name)
+            buf_printf(&b, " %.*s=%.*s", (int)(sp - l - 8), l + 8, (int)(l + len - sp - 1), sp + 1);
+        l += len + (e != NULL);
+    }
+    return buf_take(&b);
+}
+
+static char *halo_candidate_name(const BnnHaloCfg *c) {
+    return str_printf("halo %dx%d px, %d ch, %d warps, minb %d", c->th, c->tw, c->bn, c->wm * c->wn, c->minb);
+}
+
+/* The halo configuration of st, the step being lowered, into hc: among the nvar variants of fn
+ * those that apply are the candidates; the one bnncc --tune chose for this node
+ * (CodegenOptions.tune_choice), else the first. Recorded as a tunable layer when there is more
+ * than one. -1 when variant 0 (the rule's) does not apply: no halo kernel. Call it once the
+ * step's defines are complete but for the tile's (they are the layer's signature). */
+static int choose_halo(Lower *L, const LStep *st, int nvar, HaloVariantFn fn, const void *ctx, BnnHaloCfg *hc) {
+    int cand[CODEGEN_MAX_CANDIDATES], n = 0;
+    for (int v = 0; v < nvar && n < CODEGEN_MAX_CANDIDATES; v++)
+        if (fn(v, ctx, hc) == 0)
+            cand[n++] = v;
+    if (n == 0 || cand[0] != 0)
+        return -1;
+    int pick = L->tune_choice && L->node_index < L->ntune_choice && L->tune_choice[L->node_index] > 0
+                   ? L->tune_choice[L->node_index]
+                   : 0;
+    if (pick >= n)
+        unreachable("a tuned candidate past the layer's candidates");
+    if (n > 1) {
+        if (L->ntunables == L->cap_tunables) {
+            L->cap_tunables = L->cap_tunables ? 2 * L->cap_tunables : 16;
+            L->tunables = xrealloc(L->tunables, (size_t)L->cap_tunables * sizeof *L->tunables);
+        }
+        CodegenTunable *t = &L->tunables[L->ntunables++];
+        memset(t, 0, sizeof *t);
+        t->node = L->node_index;
+        t->step = (int)(st - L->steps);
+        t->layer = L->node->src_name ? xstrdup(L->node->src_name) : str_printf("%%%s", L->node->out[0]->name);
+        t->signature = kernel_signature(st);
+        t->ncandidates = n;
+        for (int i = 0; i < n; i++) {
+            fn(cand[i], ctx, hc);
+            t->candidate[i] = halo_candidate_name(hc);
+        }
+        L->ntuned += pick > 0;
+    }
+    return fn(cand[pick], ctx, hc);
+}
+
+typedef struct HaloLayer {
+    int c, oh, ow, o, kh, kw, sh, sw, dh, dw;
+    int pool, classes;    /* bconv */
+    int xb, wb, nacc;     /* qconv */
+} HaloLayer;
+
+static int bconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
+    const HaloLayer *h = ctx;
+    return bnn_halo_variant(v, h->c, h->oh, h->ow, h->o, h->kh, h->kw, h->sh, h->sw, h->dh, h->dw, h->pool,
+                            h->classes, cfg);
+}
+
+static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
+    const HaloLayer *h = ctx;
+    return bnn_qhalo_variant(v, h->c, h->oh, h->ow, h->o, h->kh, h->kw, h->sh, h->sw, h->dh, h->dw, h->xb, h->wb,
+                             h->nacc, cfg);
+}
+
 static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
     BlobGridDim grid[3] = {{(uint32_t)((O + hc->bn - 1) / hc->bn), 0, 1},
                            {hc->grid_base, hc->grid_per_batch, hc->grid_div}, {1, 0, 1}};
@@ -1471,10 +1557,11 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     /* The halo-tile kernel (bconv.cu BC_HALO) wherever its shared memory fits, its tile from the
      * rule of bnn_halo_choose (kernels.h); else the implicit GEMM's default tile. */
     BnnHaloCfg hc;
-    int classes = bnn_corr_classes((int)H, (int)W, (int)KH, (int)KW, (int)s[0], (int)s[1], (int)p[0], (int)p[1],
-                                   (int)d[0], (int)d[1], (int)OH, (int)OW, pad_value > 0);
-    if (bnn_halo_choose((int)C, (int)OH, (int)OW, (int)O, (int)KH, (int)KW, (int)s[0], (int)s[1], (int)d[0],
-                        (int)d[1], pool, classes, &hc) == 0) {
+    HaloLayer hl = {.c = (int)C, .oh = (int)OH, .ow = (int)OW, .o = (int)O, .kh = (int)KH, .kw = (int)KW,
+                    .sh = (int)s[0], .sw = (int)s[1], .dh = (int)d[0], .dw = (int)d[1], .pool = pool,
+                    .classes = bnn_corr_classes((int)H, (int)W, (int)KH, (int)KW, (int)s[0], (int)s[1], (int)p[0],
+                                                (int)p[1], (int)d[0], (int)d[1], (int)OH, (int)OW, pad_value > 0)};
+    if (choose_halo(L, st, BNN_HALO_VARIANTS, bconv_halo_variant, &hl, &hc) == 0) {
         char *head = st->k.defines;
         st->k.defines = str_printf("%s#define BC_HALO 1\n#define BC_TH %d\n#define BC_TW %d\n#define BC_BN %d\n"
                                    "#define BC_WM %d\n#define BC_WN %d\n#define BC_MINB %d\n",
@@ -3065,8 +3152,10 @@ static int lower_qconv(Lower *L, const Node *n) {
      * operands, arguments and results either way. */
     BnnHaloCfg hc;
     int nacc = (int)(qp.wsigned && !qp.bipolar ? qp.xb + qp.wb - 2 + qp.xb : qp.xb + qp.wb - 1);
-    if (!L->qconv_direct && bnn_qhalo_choose((int)C, (int)OH, (int)OW, (int)O, (int)KH, (int)KW, (int)s[0], (int)s[1],
-                                             (int)d[0], (int)d[1], (int)xb, (int)qp.wb, nacc, &hc) == 0) {
+    HaloLayer hl = {.c = (int)C, .oh = (int)OH, .ow = (int)OW, .o = (int)O, .kh = (int)KH, .kw = (int)KW,
+                    .sh = (int)s[0], .sw = (int)s[1], .dh = (int)d[0], .dw = (int)d[1], .xb = (int)xb,
+                    .wb = (int)qp.wb, .nacc = nacc};
+    if (!L->qconv_direct && choose_halo(L, st, BNN_QHALO_VARIANTS, qconv_halo_variant, &hl, &hc) == 0) {
         char *head = st->k.defines;
         st->k.defines = str_printf("%s#define QC_HALO 1\n#define QC_TH %d\n#define QC_TW %d\n#define QC_WM %d\n"
                                    "#define QC_WN %d\n#define QC_MINB %d\n",
@@ -3229,6 +3318,7 @@ static void free_lower(Lower *L) {
     free(L->ir_text);
     if (L->w)
         blob_free(L->w);
+    codegen_tunables_free(L->tunables, L->ntunables);
 }
 
 static int io_dims(const Value *v, const char *what, int64_t *dims) {
@@ -3255,6 +3345,8 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     L->lowbit = o ? (int)o->lowbit : LOWBIT_AUTO;
     L->qconv_direct = o && o->qconv_direct;
     L->tiled_kernel = codegen_tiled_kernel(o);
+    L->tune_choice = o ? o->tune_choice : NULL;
+    L->ntune_choice = o ? o->ntune_choice : 0;
     L->w = blob_new();
     for (int i = 0; i < g->nvalues; i++)
         if (g->values[i]->id != i)
@@ -3526,6 +3618,34 @@ char *codegen_cuda_source(const Graph *g, const CodegenOptions *o) {
     return src;
 }
 
+int codegen_tunables(const Graph *g, const CodegenOptions *o, CodegenTunable **out, int *n) {
+    CodegenOptions plain = o ? *o : (CodegenOptions){0};
+    plain.tune_choice = NULL;
+    plain.ntune_choice = 0;
+    Lower L;
+    int rc = lower_graph(&L, g, &plain);
+    *out = NULL;
+    *n = 0;
+    if (rc == 0) {
+        *out = L.tunables;
+        *n = L.ntunables;
+        L.tunables = NULL;
+        L.ntunables = 0;
+    }
+    free_lower(&L);
+    return rc;
+}
+
+void codegen_tunables_free(CodegenTunable *t, int n) {
+    for (int i = 0; i < n; i++) {
+        free(t[i].layer);
+        free(t[i].signature);
+        for (int c = 0; c < t[i].ncandidates; c++)
+            free(t[i].candidate[c]);
+    }
+    free(t);
+}
+
 /* NVRTC failed for arch: keep the source for the user, say where it is. */
 static void report_failed_compile(const CodegenOptions *o, const char *src, const char *arch) {
     char msg[4096];
@@ -3642,6 +3762,10 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                                   "(a bound on the rounding checked per bit, the reference's sum where it is too "
                                   "close)\n",
                        L.nexact_bit_convs);
+        if (L.ntunables)
+            buf_printf(o->report, "codegen: %d layers have several kernel tiles (bnncc --tune=BATCH measures them on a "
+                                  "GPU); %d run another than the cost model's\n",
+                       L.ntunables, L.ntuned);
         if (L.nres_thresholds)
             buf_printf(o->report, "codegen: %d binary convolutions with a shortcut of bits compare their dot with "
                                   "two integer thresholds a channel (their float chains run at compile time)\n",

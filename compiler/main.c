@@ -12,6 +12,7 @@
 #include "compiler.h"
 #include "frontend.h"
 #include "ir.h"
+#include "tune.h"
 #include "util.h"
 
 typedef enum { EMIT_BIN, EMIT_IR, EMIT_CUDA } Emit;
@@ -28,6 +29,8 @@ typedef struct Args {
     int float_convs;     /* --float-convs: CodegenOptions.float_convs */
     int lowbit;          /* --lowbit: CodegenOptions.lowbit */
     bool qconv_direct;   /* --qconv=direct: CodegenOptions.qconv_direct */
+    int tune_batch;      /* --tune[=BATCH]: measure the tunable layers' candidates; 0: no */
+    const char *tune_file; /* --tune-file=FILE: where --tune stores winners, or where they are read */
 } Args;
 
 static void usage(FILE *out) {
@@ -59,6 +62,11 @@ static void usage(FILE *out) {
             "  --qconv=KERNEL       low-bit convolutions on the GPU: halo (default: the halo-tile\n"
             "                       kernel wherever its shared memory fits), direct (the direct\n"
             "                       kernel everywhere); same results, docs/codegen.md\n"
+            "  --tune[=BATCH]       measure each tunable layer's kernel tiles on this machine's GPU\n"
+            "                       at BATCH (default 256), keep the fastest (outputs must equal the\n"
+            "                       cost model's) and store them in --tune-file; needs a GPU\n"
+            "  --tune-file=FILE     with --tune, where the winners go (default: OUT.tune); without,\n"
+            "                       take the tiles of the layers FILE has winners for\n"
             "  --no-cache           compile the kernels even when the CUBIN cache has them, and\n"
             "                       store nothing there (cache: $BNNCC_CACHE_DIR, else\n"
             "                       $XDG_CACHE_HOME/bnncc, else ~/.cache/bnncc)\n"
@@ -111,6 +119,18 @@ static int parse_args(int argc, char **argv, Args *a) {
             return bad_arg("unknown --emit kind '%s' (known: bin, ir, cuda)", s + 7);
         } else if (!strncmp(s, "--target=", 9)) {
             a->targets = s + 9;
+        } else if (!strcmp(s, "--tune")) {
+            a->tune_batch = 256;
+        } else if (!strncmp(s, "--tune=", 7)) {
+            char *end;
+            long b = strtol(s + 7, &end, 10);
+            if (!s[7] || *end || b < 1 || b > 65536)
+                return bad_arg("--tune=BATCH needs a batch from 1 to 65536, not '%s'", s + 7);
+            a->tune_batch = (int)b;
+        } else if (!strncmp(s, "--tune-file=", 12)) {
+            if (!s[12])
+                return bad_arg("%s needs a file name", s);
+            a->tune_file = s + 12;
         } else if (!strcmp(s, "--no-cache")) {
             a->no_cache = true;
         } else if (!strcmp(s, "--float-convs=exact")) {
@@ -175,6 +195,17 @@ static int parse_args(int argc, char **argv, Args *a) {
         fprintf(stderr, "bnncc: error: %s\n", diag_message());
         return -1;
     }
+    if (a->tune_batch && a->emit != EMIT_BIN) {
+        fprintf(stderr, "bnncc: error: --tune measures compiled kernels: it goes with --emit=bin (the "
+                        "default), not --emit=%s (give the tune file it wrote with --tune-file=FILE)\n",
+                a->emit == EMIT_IR ? "ir" : "cuda");
+        return -1;
+    }
+    if (a->tune_batch && o.ntargets == 0) {
+        fprintf(stderr, "bnncc: error: --tune measures GPU kernels, and --target=%s has no GPU target\n",
+                a->targets);
+        return -1;
+    }
     int tk = codegen_tiled_kernel(&o);
     a->copts.tiled_targets = tk < 0 ? -1 : tk > 0;
     if (a->copts.formats == FORMATS_TILED && tk == 0) {
@@ -223,7 +254,30 @@ static int emit_blob(const Args *a, const Graph *g) {
     o.qconv_direct = a->qconv_direct;
     /* NVRTC takes seconds on a big model: say so where someone watches, or with -v. */
     o.progress = a->report || isatty(STDERR_FILENO);
-    int rc = codegen_write_blob(g, &o, path);
+    int *choice = NULL, rc = 0;
+    if (a->tune_batch) {
+        Buf tune_file = {0}, work = {0};
+        buf_printf(&tune_file, "%s", a->tune_file ? a->tune_file : "");
+        if (!a->tune_file)
+            buf_printf(&tune_file, "%s.tune", path);
+        buf_printf(&work, "%s.tuning.%ld", path, (long)getpid());
+        TuneOptions t = {.batch = a->tune_batch, .runs = 20, .file = tune_file.data, .work_path = work.data,
+                         .progress = stderr};
+        TuneMeasurer gpu = tune_gpu_measurer();
+        rc = tune_model(g, &o, &t, &gpu, &choice);
+        buf_free(&tune_file);
+        buf_free(&work);
+    } else if (a->tune_file) {
+        int tuned = 0;
+        rc = tune_read_file(a->tune_file, g, &o, &choice, &tuned, stderr);
+        if (rc == 0 && a->report)
+            buf_printf(&report, "codegen: %d layers take their tiles from %s\n", tuned, a->tune_file);
+    }
+    o.tune_choice = choice;
+    o.ntune_choice = choice ? g->nnodes : 0;
+    if (rc == 0)
+        rc = codegen_write_blob(g, &o, path);
+    free(choice);
     if (rc != 0)
         fprintf(stderr, "bnncc: error: %s\n", diag_message());
     else if (report.data)
@@ -266,7 +320,15 @@ static int compile(Args *a) {
             fprintf(stderr, "bnncc: error: %s\n", diag_message());
             goto done;
         }
+        int *choice = NULL, tuned = 0;
+        if (a->tune_file && tune_read_file(a->tune_file, g, &o, &choice, &tuned, stderr) != 0) {
+            fprintf(stderr, "bnncc: error: %s\n", diag_message());
+            goto done;
+        }
+        o.tune_choice = choice;
+        o.ntune_choice = choice ? g->nnodes : 0;
         char *text = codegen_cuda_source(g, &o);
+        free(choice);
         if (!text)
             fprintf(stderr, "bnncc: error: %s\n", diag_message());
         else

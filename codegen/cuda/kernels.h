@@ -112,30 +112,49 @@ static inline int bnn_halo_pick(int ohe, int owe, int nbx, int min_blocks) {
     return best < 0 ? 3 : best;
 }
 
-/* The tile of the halo-tile bconv (BC_HALO): each warp a TH x TW tile x all BN channels of
- * its block. The rule, from the layer table of docs/kernels.md ("The halo-tile convolution",
- * batch 1, 8 and 256): 4x4 pixels x BN 32 channels a warp, 8 warps a block, BC_MINB 3 (80
- * registers, no spills). It beat the block-tile kernel it replaced on every ResNet-18 and
- * VGG-small layer at every batch measured; 4x8 x 64 tiles are faster still at batch 256 (up
- * to 1.4x on the 56x56 layers) but slower at batch 1, and the batch is not known here.
- * grid.y: bnn_halo_grid's base (3 blocks an SM at a small batch), and 4 tiles a warp at a
- * large one. classes: bnn_corr_classes. 0, or -1 when the shared memory would exceed
- * BNN_HALO_SMEM_MAX (very wide C: the implicit GEMM then). */
-static inline int bnn_halo_choose(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh, int dw,
-                                  int pool, int classes, BnnHaloCfg *cfg) {
+/* The warp tiles of the halo-tile bconv (BC_HALO): each warp TH x TW pixels x all BN channels
+ * of its block, WM warps a block, BC_MINB blocks an SM the registers must allow. [0] is the
+ * rule: 4x4 pixels x 32 channels, 8 warps, BC_MINB 3 (80 registers, no spills). It beat the
+ * block-tile kernel it replaced on every ResNet-18 and VGG-small layer at every batch measured;
+ * the others are the tiles of that measurement (docs/kernels.md, "The halo-tile convolution"):
+ * 4x8 x 64 is up to 1.4x faster at batch 256 on the 56x56 layers but slower at batch 1, and the
+ * batch is not known here, so they are bnncc --tune's candidates, measured on the GPU and batch
+ * the user names. */
+typedef struct BnnHaloTile {
+    int th, tw, bn, wm, minb;
+} BnnHaloTile;
+static const BnnHaloTile bnn_halo_variants[] = {{4, 4, 32, 8, 3}, {4, 8, 64, 4, 3}, {4, 4, 64, 4, 4},
+                                                {4, 8, 64, 8, 2}, {4, 8, 32, 4, 4}};
+enum { BNN_HALO_VARIANTS = (int)(sizeof bnn_halo_variants / sizeof *bnn_halo_variants) };
+
+/* Candidate v of the halo bconv's tiles for one layer (O output channels): 0, or -1 when it does
+ * not apply: its shared memory exceeds BNN_HALO_SMEM_MAX (very wide C; for v = 0 the implicit
+ * GEMM then), or (v > 0) its BN does not divide O. grid.y: bnn_halo_grid's base (3 blocks an SM
+ * at a small batch), and 4 tiles a warp at a large one. classes: bnn_corr_classes. */
+static inline int bnn_halo_variant(int v, int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh,
+                                   int dw, int pool, int classes, BnnHaloCfg *cfg) {
+    if (v < 0 || v >= BNN_HALO_VARIANTS || (v > 0 && o % bnn_halo_variants[v].bn != 0))
+        return -1;
+    const BnnHaloTile *t = &bnn_halo_variants[v];
     int ohe = pool ? oh / 2 * 2 : oh, owe = pool ? ow / 2 * 2 : ow;
-    cfg->th = 4;
-    cfg->tw = 4;
-    cfg->wm = 8;
+    cfg->th = t->th;
+    cfg->tw = t->tw;
+    cfg->wm = t->wm;
     cfg->wn = 1;
-    cfg->minb = 3;
-    cfg->bn = 32;
+    cfg->minb = t->minb;
+    cfg->bn = t->bn;
     cfg->smem = bnn_halo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, cfg->bn, pool, cfg->wm, classes);
     if (cfg->smem > BNN_HALO_SMEM_MAX)
         return -1;
     bnn_halo_set_grid(cfg, ohe, owe, o);
     cfg->grid_div = (unsigned)(cfg->wm * 4);
     return 0;
+}
+
+/* The rule's tile (candidate 0). */
+static inline int bnn_halo_choose(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh, int dw,
+                                  int pool, int classes, BnnHaloCfg *cfg) {
+    return bnn_halo_variant(0, c, oh, ow, o, kh, kw, sh, sw, dh, dw, pool, classes, cfg);
 }
 
 /* The halo-tile qconv (QC_HALO 1, qconv.cu): a block's dynamic shared memory (QC_HSMEM), which
@@ -152,16 +171,22 @@ static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, 
 
 /* The halo qconv's configuration (QC_TH, QC_TW, QC_WM, QC_WN, QC_MINB in cfg->th, tw, wm, wn,
  * minb; bn = 32*wn channels a block; grid as bnn_halo_choose's); 0, or -1 when its shared
- * memory would exceed BNN_HALO_SMEM_MAX even with bn = 32 (the direct kernel then). The rule:
- * the tile of bnn_halo_pick with min_blocks 66 (at least half an H100's SMs busy at batch 1),
- * bn = 64 (32 when O <= 32), each warp 32 channels; a warp takes two m16 tiles of rows (one
- * when the tile has 16 rows, or when nacc, the accumulator sets pos + neg of the plane pairs,
- * exceeds 4: registers), QC_MINB 2. */
-static inline int bnn_qhalo_choose(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh, int dw,
-                                   int xb, int wb, int nacc, BnnHaloCfg *cfg) {
-    int bn = o <= 32 ? 32 : 64, best = bnn_halo_pick(oh, ow, (o + bn - 1) / bn, 66);
-    cfg->th = bnn_halo_tiles[best][0];
-    cfg->tw = bnn_halo_tiles[best][1];
+ * memory would exceed BNN_HALO_SMEM_MAX even with bn = 32 (the direct kernel then). The rule
+ * (candidate v = 0): the tile of bnn_halo_pick with min_blocks 66 (at least half an H100's SMs
+ * busy at batch 1), bn = 64 (32 when O <= 32), each warp 32 channels; a warp takes two m16 tiles
+ * of rows (one when the tile has 16 rows, or when nacc, the accumulator sets pos + neg of the
+ * plane pairs, exceeds 4: registers), QC_MINB 2. Candidates v = 1..3 (bnncc --tune) take the
+ * other tiles of bnn_halo_tiles, in its order, with the same rest. */
+enum { BNN_QHALO_VARIANTS = 4 };
+static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh,
+                                    int dw, int xb, int wb, int nacc, BnnHaloCfg *cfg) {
+    int bn = o <= 32 ? 32 : 64, tile = bnn_halo_pick(oh, ow, (o + bn - 1) / bn, 66);
+    if (v < 0 || v >= BNN_QHALO_VARIANTS)
+        return -1;
+    if (v > 0) /* the v-th of the other tiles */
+        tile = v - 1 < tile ? v - 1 : v;
+    cfg->th = bnn_halo_tiles[tile][0];
+    cfg->tw = bnn_halo_tiles[tile][1];
     int mi = cfg->th * cfg->tw >= 32 && nacc <= 4 ? 2 : 1;
     cfg->wm = cfg->th * cfg->tw / (16 * mi);
     cfg->minb = 2;
@@ -176,6 +201,11 @@ static inline int bnn_qhalo_choose(int c, int oh, int ow, int o, int kh, int kw,
         return -1;
     bnn_halo_set_grid(cfg, oh, ow, o);
     return 0;
+}
+
+static inline int bnn_qhalo_choose(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh, int dw,
+                                   int xb, int wb, int nacc, BnnHaloCfg *cfg) {
+    return bnn_qhalo_variant(0, c, oh, ow, o, kh, kw, sh, sw, dh, dw, xb, wb, nacc, cfg);
 }
 
 /* Threads per block of a tile: one warp per (WM x WN) warp tile. */

@@ -1,0 +1,382 @@
+/* tune.c: see tune.h. The tune file is text, one line per layer problem (docs/cli.md, "Tuning"):
+ *
+ *     bnncc-tune 1
+ *     DEVICE <tab> BATCH <tab> WINNER_MS <tab> DEFAULT_MS <tab> SIGNATURE <tab> CANDIDATE
+ *
+ * '#' lines are comments. A layer's line is found by its kernel signature, so a winner applies to
+ * every layer of the same problem, in this model or another. */
+#include "tune.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define TUNE_HEADER "bnncc-tune 1"
+#define TUNE_FIELDS 6
+/* A candidate replaces the cost model's choice only when its step is this much faster: closer
+ * than that, the two are the same within the noise of profiled runs. */
+#define TUNE_MARGIN 0.97
+
+typedef struct TuneLine {
+    char *field[TUNE_FIELDS]; /* device, batch, winner ms, default ms, signature, candidate */
+} TuneLine;
+
+static void free_lines(TuneLine *l, int n) {
+    for (int i = 0; i < n; i++)
+        for (int f = 0; f < TUNE_FIELDS; f++)
+            free(l[i].field[f]);
+    free(l);
+}
+
+static bool is_number(const char *s, bool integer) {
+    char *end;
+    errno = 0;
+    if (integer)
+        (void)strtol(s, &end, 10);
+    else
+        (void)strtod(s, &end);
+    return *s && !*end && errno == 0;
+}
+
+/* The lines of a tune file. missing_ok: a file that does not exist is empty. 0, or -1 with a
+ * diagnostic naming path and the line. */
+static int read_lines(const char *path, bool missing_ok, TuneLine **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    if (missing_ok && access(path, F_OK) != 0)
+        return 0;
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text)
+        return -1;
+    if (memchr(text, '\0', len)) {
+        diag_error("%s: not a bnncc tune file (it has NUL bytes)", path);
+        free(text);
+        return -1;
+    }
+    int cap = 0, lineno = 0;
+    bool header = false;
+    for (char *l = text, *next; l && *l; l = next) {
+        lineno++;
+        next = strchr(l, '\n');
+        if (next)
+            *next++ = '\0';
+        size_t ll = strlen(l);
+        if (ll && l[ll - 1] == '\r')
+            l[--ll] = '\0';
+        if (!ll || l[0] == '#')
+            continue;
+        if (!header) {
+            if (strcmp(l, TUNE_HEADER) != 0) {
+                diag_error("%s:%d: not a bnncc tune file (its first line must be '%s'; bnncc --tune writes "
+                           "these files)", path, lineno, TUNE_HEADER);
+                goto fail;
+            }
+            header = true;
+            continue;
+        }
+        TuneLine t = {{0}};
+        int f = 0;
+        for (char *p = l; f < TUNE_FIELDS; f++) {
+            char *tab = strchr(p, '\t');
+            if (!tab && f < TUNE_FIELDS - 1)
+                break;
+            t.field[f] = tab ? xstrndup(p, (size_t)(tab - p)) : xstrdup(p);
+            p = tab ? tab + 1 : p + strlen(p);
+            if (f == TUNE_FIELDS - 1 && tab) {
+                f = -1; /* more fields than the format has */
+                break;
+            }
+        }
+        bool ok = f == TUNE_FIELDS && is_number(t.field[1], true) && is_number(t.field[2], false) &&
+                  is_number(t.field[3], false) && t.field[4][0] && t.field[5][0];
+        if (!ok) {
+            for (int i = 0; i < TUNE_FIELDS; i++)
+                free(t.field[i]);
+            diag_error("%s:%d: a tune line has %d tab-separated fields: device, batch, winner ms, default ms, "
+                       "kernel signature, candidate (rerun bnncc --tune to write the file anew)",
+                       path, lineno, TUNE_FIELDS);
+            goto fail;
+        }
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            *out = xrealloc(*out, (size_t)cap * sizeof **out);
+        }
+        (*out)[(*n)++] = t;
+    }
+    if (!header && *n == 0 && !missing_ok) {
+        diag_error("%s: empty, not a bnncc tune file (bnncc --tune writes these files)", path);
+        goto fail;
+    }
+    free(text);
+    return 0;
+fail:
+    free(text);
+    free_lines(*out, *n);
+    *out = NULL;
+    *n = 0;
+    return -1;
+}
+
+int tune_read_file(const char *path, const Graph *g, const CodegenOptions *o, int **choice, int *tuned, FILE *warn) {
+    *choice = NULL;
+    *tuned = 0;
+    TuneLine *lines;
+    int nlines;
+    if (read_lines(path, false, &lines, &nlines) != 0)
+        return -1;
+    CodegenTunable *t;
+    int nt;
+    if (codegen_tunables(g, o, &t, &nt) != 0) {
+        free_lines(lines, nlines);
+        return -1;
+    }
+    *choice = xcalloc((size_t)g->nnodes + 1, sizeof **choice);
+    for (int i = 0; i < nt; i++) {
+        const TuneLine *hit = NULL;
+        for (int l = 0; l < nlines; l++)
+            if (!strcmp(lines[l].field[4], t[i].signature))
+                hit = &lines[l];
+        if (!hit)
+            continue;
+        int c = 0;
+        while (c < t[i].ncandidates && strcmp(t[i].candidate[c], hit->field[5]) != 0)
+            c++;
+        if (c == t[i].ncandidates) {
+            if (warn)
+                fprintf(warn, "bnncc: warning: %s: layer %s: candidate '%s' is not one this bnncc has for it; the "
+                              "cost model's '%s' is used (rerun bnncc --tune)\n",
+                        path, t[i].layer, hit->field[5], t[i].candidate[0]);
+            continue;
+        }
+        (*choice)[t[i].node] = c;
+        *tuned += 1;
+    }
+    codegen_tunables_free(t, nt);
+    free_lines(lines, nlines);
+    return 0;
+}
+
+/* Add the winners (replacing older lines of the same device, batch and signature) and write
+ * the file anew, atomically. */
+static int store_winners(const char *path, TuneLine *fresh, int nfresh) {
+    TuneLine *old;
+    int nold;
+    if (read_lines(path, true, &old, &nold) != 0)
+        return -1;
+    Buf b = {0};
+    buf_printf(&b, "%s\n# bnncc --tune: device, batch, winner ms, default ms, kernel signature, candidate "
+                   "(tab-separated; docs/cli.md \"Tuning\")\n", TUNE_HEADER);
+    for (int i = 0; i < nold; i++) {
+        bool replaced = false;
+        for (int j = 0; j < nfresh && !replaced; j++)
+            replaced = !strcmp(old[i].field[0], fresh[j].field[0]) && !strcmp(old[i].field[1], fresh[j].field[1]) &&
+                       !strcmp(old[i].field[4], fresh[j].field[4]);
+        if (!replaced)
+            buf_printf(&b, "%s\t%s\t%s\t%s\t%s\t%s\n", old[i].field[0], old[i].field[1], old[i].field[2],
+                       old[i].field[3], old[i].field[4], old[i].field[5]);
+    }
+    for (int j = 0; j < nfresh; j++)
+        buf_printf(&b, "%s\t%s\t%s\t%s\t%s\t%s\n", fresh[j].field[0], fresh[j].field[1], fresh[j].field[2],
+                   fresh[j].field[3], fresh[j].field[4], fresh[j].field[5]);
+    free_lines(old, nold);
+    int rc = write_file_atomic(path, b.data, b.len);
+    buf_free(&b);
+    return rc;
+}
+
+/* "NAME (sm_90, running sm_90a code)" -> "sm_90a" into arch; -1 if the line is not of that form. */
+static int arch_of_device(const char *device, char *arch, size_t len) {
+    const char *r = strstr(device, "running ");
+    if (!r)
+        return -1;
+    r += 8;
+    size_t n = strcspn(r, " )");
+    if (!n || n >= len || strncmp(r, "sm_", 3) != 0)
+        return -1;
+    memcpy(arch, r, n);
+    arch[n] = '\0';
+    return 0;
+}
+
+/* The device part of a session's line: "NVIDIA H100 80GB HBM3" of "NVIDIA H100 80GB HBM3 (sm_90,
+ * running sm_90a code)"; tabs and newlines become spaces (the file is tab-separated). */
+static char *device_key(const char *device) {
+    const char *paren = strstr(device, " (sm_");
+    char *k = paren ? xstrndup(device, (size_t)(paren - device)) : xstrdup(device);
+    for (char *p = k; *p; p++)
+        if (*p == '\t' || *p == '\n' || *p == '\r')
+            *p = ' ';
+    return k;
+}
+
+static void progress_bar(const TuneOptions *t, int done, int total, const char *what) {
+    if (!t->progress)
+        return;
+    if (isatty(fileno(t->progress))) {
+        char bar[21];
+        int fill = total ? 20 * done / total : 20;
+        for (int i = 0; i < 20; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[20] = '\0';
+        fprintf(t->progress, "\rtune: [%s] %d/%d variants%s%-24s", bar, done, total, what[0] ? ": " : "", what);
+        if (done == total)
+            fputc('\n', t->progress);
+    } else if (what[0]) {
+        fprintf(t->progress, "tune: variant %d of %d: %s\n", done + 1, total, what);
+    }
+    fflush(t->progress);
+}
+
+int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t, const TuneMeasurer *m,
+               int **choice) {
+    CodegenTunable *tun = NULL;
+    int nt = 0, rc = -1, nvar = 1, nsteps0 = 0;
+    *choice = NULL;
+    if (t->batch < 1 || t->runs < 1) {
+        diag_error("--tune needs a batch of at least 1 (--tune=BATCH)");
+        return -1;
+    }
+    if (codegen_tunables(g, base, &tun, &nt) != 0)
+        return -1;
+    *choice = xcalloc((size_t)g->nnodes + 1, sizeof **choice);
+    if (nt == 0) {
+        if (t->progress)
+            fprintf(t->progress, "tune: no layer of this model has a choice of kernel configuration; nothing "
+                                 "to measure\n");
+        codegen_tunables_free(tun, nt);
+        return 0;
+    }
+    for (int i = 0; i < nt; i++)
+        nvar = tun[i].ncandidates > nvar ? tun[i].ncandidates : nvar;
+    double **ms = xcalloc((size_t)nvar, sizeof *ms);
+    bool *valid = xcalloc((size_t)nvar, sizeof *valid);
+    int *vchoice = xcalloc((size_t)g->nnodes + 1, sizeof *vchoice);
+    unsigned char *ref = NULL;
+    size_t ref_bytes = 0;
+    char device[256] = "", arch[32] = "";
+    TuneLine *fresh = NULL;
+
+    /* A GPU first, before seconds of NVRTC: a blob with no GPU code is enough to ask. */
+    CodegenOptions o = *base;
+    o.ntargets = 0;
+    o.report = NULL;
+    o.progress = false;
+    o.tune_choice = NULL;
+    if (codegen_write_blob(g, &o, t->work_path) != 0 || m->probe(m->ctx, t->work_path) != 0)
+        goto done;
+    for (int v = 0; v < nvar; v++) {
+        for (int i = 0; i < nt; i++)
+            vchoice[tun[i].node] = v < tun[i].ncandidates ? v : 0;
+        /* Variant 0 for the user's targets (the session picks the GPU's CUBIN and says which):
+         * the others for that target alone. */
+        o = *base;
+        o.report = NULL;
+        o.progress = false;
+        o.tune_choice = vchoice;
+        o.ntune_choice = g->nnodes;
+        if (v > 0) {
+            o.targets[0] = arch;
+            o.ntargets = 1;
+        }
+        progress_bar(t, v, nvar, "compiling");
+        if (codegen_write_blob(g, &o, t->work_path) != 0)
+            goto done;
+        progress_bar(t, v, nvar, "measuring");
+        unsigned char *out = NULL;
+        size_t out_bytes = 0;
+        int nsteps = 0;
+        char dev[256] = "";
+        if (m->measure(m->ctx, t->work_path, t->batch, t->runs, 1234u, &ms[v], &nsteps, &out, &out_bytes, dev,
+                       sizeof dev) != 0)
+            goto done;
+        if (v == 0) {
+            snprintf(device, sizeof device, "%s", dev);
+            if (arch_of_device(device, arch, sizeof arch) != 0) {
+                free(out);
+                diag_error("--tune: cannot tell which GPU target the device runs from '%s'", device);
+                goto done;
+            }
+            nsteps0 = nsteps;
+            ref = out;
+            ref_bytes = out_bytes;
+            valid[0] = true;
+        } else {
+            if (nsteps != nsteps0) {
+                free(out);
+                diag_error("--tune: variant %d has %d plan steps, the cost model's %d (a bnncc bug: please report it)",
+                           v, nsteps, nsteps0);
+                goto done;
+            }
+            /* Every candidate computes the same function: outputs that differ mean a kernel bug,
+             * and that variant's tiles are never used. */
+            valid[v] = out_bytes == ref_bytes && !memcmp(out, ref, ref_bytes);
+            free(out);
+            if (!valid[v] && t->progress)
+                fprintf(t->progress, "\nbnncc: warning: --tune: variant %d's outputs differ from the cost model's "
+                                     "choice's; its tiles are not used (a bnncc bug: please report it with the "
+                                     "model)\n", v);
+        }
+    }
+    progress_bar(t, nvar, nvar, "");
+
+    fresh = xcalloc((size_t)nt, sizeof *fresh);
+    char batch[32];
+    snprintf(batch, sizeof batch, "%d", t->batch);
+    char *dkey = device_key(device);
+    if (t->progress)
+        fprintf(t->progress, "tune: %s, batch %d, median of %d profiled runs a variant\n"
+                             "tune: %-40s %10s %10s  %s\n", device, t->batch, t->runs, "layer", "model ms",
+                "tuned ms", "tile");
+    int changed = 0;
+    for (int i = 0; i < nt; i++) {
+        int s = tun[i].step, best = 0;
+        if (s < 0 || s >= nsteps0 || ms[0][s] < 0) {
+            free(dkey);
+            diag_error("--tune: layer %s: its step %d was not timed (a bnncc bug: please report it)", tun[i].layer, s);
+            goto done;
+        }
+        for (int c = 1; c < tun[i].ncandidates; c++)
+            if (valid[c] && ms[c][s] >= 0 && ms[c][s] < TUNE_MARGIN * ms[0][s] && ms[c][s] < ms[best][s])
+                best = c;
+        (*choice)[tun[i].node] = best;
+        changed += best != 0;
+        char wms[32], dms[32];
+        snprintf(wms, sizeof wms, "%.4f", ms[best][s]);
+        snprintf(dms, sizeof dms, "%.4f", ms[0][s]);
+        TuneLine *l = &fresh[i];
+        l->field[0] = xstrdup(dkey);
+        l->field[1] = xstrdup(batch);
+        l->field[2] = xstrdup(wms);
+        l->field[3] = xstrdup(dms);
+        l->field[4] = xstrdup(tun[i].signature);
+        l->field[5] = xstrdup(tun[i].candidate[best]);
+        if (t->progress)
+            fprintf(t->progress, "tune: %-40s %10s %10s  %s%s\n", tun[i].layer, dms, wms, tun[i].candidate[best],
+                    best ? "" : " (the cost model's)");
+    }
+    free(dkey);
+    if (t->progress)
+        fprintf(t->progress, "tune: %d of %d layers on another tile than the cost model's; winners stored in %s\n",
+                changed, nt, t->file);
+    rc = store_winners(t->file, fresh, nt);
+done:
+    if (fresh)
+        free_lines(fresh, nt);
+    for (int v = 0; v < nvar; v++)
+        free(ms[v]);
+    free(ms);
+    free(valid);
+    free(vchoice);
+    free(ref);
+    codegen_tunables_free(tun, nt);
+    remove(t->work_path);
+    if (rc != 0) {
+        free(*choice);
+        *choice = NULL;
+    }
+    return rc;
+}

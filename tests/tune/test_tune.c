@@ -1,0 +1,310 @@
+/* bnncc --tune (compiler/tune.c) without a GPU: a measurer that runs each variant's blob on the
+ * CPU path (its outputs) and hands out step times of its own, so the winners are known. Checks
+ * the tunable layers codegen lists, the winners (a faster candidate wins, a close one does not,
+ * one whose outputs differ never does), the tune file (written, replaced line by line on a
+ * second run, read back, its errors), the tuned kernels' tiles in the generated source, and that
+ * NVRTC compiles the kernels of every candidate for sm_90a and sm_80. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "bnnrt.h"
+#include "codegen.h"
+#include "compiler.h"
+#include "frontend.h"
+#include "ir.h"
+#include "tune.h"
+#include "util.h"
+
+/* The halo bconv's candidates (bnn_halo_variants, codegen/cuda/kernels.h) where BN 64 divides O. */
+enum { CANDIDATES = 5 };
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static unsigned rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (unsigned)(rng >> 11);
+}
+
+static void hex_const(Buf *b, const char *name, int o, int c, int kh, int kw) {
+    int bytes = (o * c * kh * kw + 7) / 8;
+    buf_printf(b, "const $%s: b1[%d,%d,%d,%d] = hex \"", name, o, c, kh, kw);
+    for (int i = 0; i < bytes; i++)
+        buf_printf(b, "%02x", rnd() & 0xff);
+    buf_puts(b, "\"\n");
+}
+
+static void f32_const(Buf *b, const char *name, int n, float lo, float hi) {
+    buf_printf(b, "const $%s: f32[%d] = [", name, n);
+    for (int i = 0; i < n; i++)
+        buf_printf(b, "%s%.4f", i ? ", " : "", lo + (hi - lo) * (float)(rnd() % 1000) / 1000.0f);
+    buf_puts(b, "]\n");
+}
+
+/* Two binary 3x3 convs with batch-norm and sign (64 -> 64 channels, then 64 -> 128 at stride
+ * 2), a binary 1x1 conv read as floats: the first two are halo bconvs with several tiles. */
+static Graph *model(void) {
+    Buf b = {0};
+    hex_const(&b, "w1", 64, 64, 3, 3);
+    hex_const(&b, "w2", 128, 64, 3, 3);
+    hex_const(&b, "w3", 16, 128, 1, 1);
+    const char *bn[2] = {"1", "2"};
+    int ch[2] = {64, 128};
+    for (int l = 0; l < 2; l++) {
+        char n[8];
+        snprintf(n, sizeof n, "g%s", bn[l]);
+        f32_const(&b, n, ch[l], -1.0f, 1.0f);
+        snprintf(n, sizeof n, "b%s", bn[l]);
+        f32_const(&b, n, ch[l], -0.5f, 0.5f);
+        snprintf(n, sizeof n, "m%s", bn[l]);
+        f32_const(&b, n, ch[l], -6.0f, 6.0f);
+        snprintf(n, sizeof n, "v%s", bn[l]);
+        f32_const(&b, n, ch[l], 0.5f, 4.0f);
+    }
+    buf_puts(&b, "graph $tunenet(%x: f32[N,64,12,12]) -> (f32[N,16,6,6]) {\n"
+                 "    %a = b1[N,64,12,12] binarize %x {zero=1}\n"
+                 "    %c1 = i32[N,64,12,12] conv2d %a, $w1 {pads=[1,1,1,1]} loc(\"conv1\", Conv)\n"
+                 "    %f1 = f32[N,64,12,12] cast %c1 {to=f32}\n"
+                 "    %n1 = f32[N,64,12,12] batchnorm %f1, $g1, $b1, $m1, $v1\n"
+                 "    %h1 = b1[N,64,12,12] binarize %n1 {zero=1}\n"
+                 "    %c2 = i32[N,128,6,6] conv2d %h1, $w2 {strides=[2,2], pads=[1,1,1,1]} loc(\"conv2\", Conv)\n"
+                 "    %f2 = f32[N,128,6,6] cast %c2 {to=f32}\n"
+                 "    %n2 = f32[N,128,6,6] batchnorm %f2, $g2, $b2, $m2, $v2\n"
+                 "    %h2 = b1[N,128,6,6] binarize %n2 {zero=1}\n"
+                 "    %c3 = i32[N,16,6,6] conv2d %h2, $w3 loc(\"conv3\", Conv)\n"
+                 "    %y = f32[N,16,6,6] cast %c3 {to=f32}\n"
+                 "    ret %y\n"
+                 "}\n");
+    Graph *g = parse_text_string("tunenet.bnn", b.data, b.len);
+    buf_free(&b);
+    if (!g) {
+        fprintf(stderr, "parse: %s\n", diag_message());
+        return NULL;
+    }
+    CompileOptions co = {.opt_level = 3, .tiled_targets = 0};
+    if (run_passes(g, &co) != 0) {
+        fprintf(stderr, "passes: %s\n", diag_message());
+        free_graph(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* The fake device: variant v is the v-th call to measure. Step times: fast[v] for the step of
+ * layer 0, close[v] for layer 1's; 1.0 for the rest. Variant `differs` gets a flipped output. */
+typedef struct Fake {
+    int calls;
+    int step0, step1;
+    double fast[8], close[8];
+    int differs;
+    bool probe_fails;
+} Fake;
+
+static int fake_probe(void *ctx, const char *cpu_blob) {
+    Fake *f = ctx;
+    CHECK(access(cpu_blob, R_OK) == 0);
+    if (f->probe_fails) {
+        diag_error("no GPU in this test");
+        return -1;
+    }
+    return 0;
+}
+
+static int fake_measure(void *ctx, const char *path, int batch, int runs, unsigned seed, double **step_ms,
+                        int *nsteps, unsigned char **outputs, size_t *out_bytes, char *device, size_t device_len) {
+    Fake *f = ctx;
+    int v = f->calls++;
+    bnn_model *m = NULL;
+    bnn_session *s = NULL;
+    if (bnn_model_load_file(path, &m) != BNN_STATUS_OK || bnn_session_create(m, BNN_DEVICE_CPU, batch, &s)) {
+        diag_error("fake: %s", bnn_last_error());
+        bnn_model_free(m);
+        return -1;
+    }
+    /* The first variant carries the user's targets, the others the device's alone. */
+    CHECK_MSG(!strcmp(bnn_model_targets(m), v ? "sm_90a" : "sm_90a,sm_80"), "variant %d: %s", v,
+              bnn_model_targets(m));
+    bnn_tensor_info in, out;
+    bnn_model_input_info(m, 0, &in);
+    bnn_model_output_info(m, 0, &out);
+    float *x = xmalloc(in.item_bytes * (size_t)batch);
+    for (size_t i = 0; i < in.item_bytes * (size_t)batch / 4; i++)
+        x[i] = (float)((int)((i * 2654435761u + seed) % 2001) - 1000) / 1000.0f;
+    *out_bytes = out.item_bytes * (size_t)batch;
+    *outputs = xmalloc(*out_bytes);
+    const void *ins[1] = {x};
+    void *outs[1] = {*outputs};
+    bnn_status st = bnn_session_run(s, batch, ins, outs);
+    CHECK(st == BNN_STATUS_OK);
+    if (v == f->differs)
+        (*outputs)[0] ^= 1;
+    *nsteps = bnn_model_num_steps(m);
+    *step_ms = xmalloc((size_t)*nsteps * sizeof **step_ms);
+    for (int i = 0; i < *nsteps; i++)
+        (*step_ms)[i] = i == f->step0 ? f->fast[v] : i == f->step1 ? f->close[v] : 1.0;
+    snprintf(device, device_len, "Test GPU 9000 (sm_90, running sm_90a code)");
+    CHECK(runs == 5);
+    free(x);
+    bnn_session_free(s);
+    bnn_model_free(m);
+    return 0;
+}
+
+static char *slurp(const char *path) {
+    size_t len;
+    char *s = read_file(path, &len);
+    return s ? s : xstrdup("");
+}
+
+static int count_lines(const char *s, const char *with) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, with)); p++)
+        n++;
+    return n;
+}
+
+static void write_text(const char *path, const char *text) { CHECK(write_file_atomic(path, text, strlen(text)) == 0); }
+
+int main(void) {
+    Graph *g = model();
+    if (!g)
+        return 1;
+    CodegenOptions o = {0};
+    CHECK(codegen_parse_targets("sm_90a,sm_80", &o) == 0);
+
+    /* The tunable layers: the two halo convs (the 1x1 at 128 -> 16 has too few channels for
+     * BN 64; its candidates are those that divide 16: none but the rule's). */
+    CodegenTunable *t;
+    int nt;
+    CHECK(codegen_tunables(g, &o, &t, &nt) == 0);
+    CHECK_MSG(nt == 2, "%d tunable layers", nt);
+    if (nt != 2)
+        return check_report("tune");
+    for (int i = 0; i < nt; i++) {
+        CHECK_MSG(t[i].ncandidates == CANDIDATES, "%s: %d candidates", t[i].layer, t[i].ncandidates);
+        CHECK(!strcmp(t[i].candidate[0], "halo 4x4 px, 32 ch, 8 warps, minb 3"));
+        CHECK(!strncmp(t[i].signature, "bconv: BC_C=64 BC_H=", 20));
+        CHECK(!strstr(t[i].signature, "BC_NAME") && !strstr(t[i].signature, "BC_TH") &&
+              !strstr(t[i].signature, "BC_HALO") && !strchr(t[i].signature, '\t'));
+    }
+    CHECK_STR_CONTAINS(t[0].layer, "conv1");
+    CHECK_STR_CONTAINS(t[1].layer, "conv2");
+    CHECK(strcmp(t[0].signature, t[1].signature) != 0);
+
+    /* Layer 0: candidate 2 is twice as fast, 3 faster still but its outputs differ. Layer 1:
+     * candidate 1 only 1% faster (noise: the cost model's stays). */
+    Fake f = {.step0 = t[0].step, .step1 = t[1].step, .differs = 3};
+    double fast[5] = {1.0, 0.9, 0.5, 0.1, 0.8}, close[5] = {1.0, 0.99, 1.2, 1.5, 1.1};
+    memcpy(f.fast, fast, sizeof fast);
+    memcpy(f.close, close, sizeof close);
+    TuneMeasurer m = {.ctx = &f, .probe = fake_probe, .measure = fake_measure};
+    char dir[] = "/tmp/bnn-tune-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char file[256], work[256];
+    snprintf(file, sizeof file, "%s/model.tune", dir);
+    snprintf(work, sizeof work, "%s/variant.bin", dir);
+    TuneOptions to = {.batch = 3, .runs = 5, .file = file, .work_path = work, .progress = stdout};
+    int *choice = NULL;
+    CHECK(tune_model(g, &o, &to, &m, &choice) == 0);
+    CHECK(f.calls == 5);
+    CHECK(choice && choice[t[0].node] == 2 && choice[t[1].node] == 0);
+    CHECK(access(work, F_OK) != 0); /* the variants' blob is gone */
+    char *text = slurp(file);
+    CHECK(!strncmp(text, "bnncc-tune 1\n", 13));
+    CHECK(count_lines(text, "Test GPU 9000\t3\t") == 2);
+    CHECK_STR_CONTAINS(text, "\t0.5000\t1.0000\tbconv: BC_C=64 BC_H=12 ");
+    CHECK_STR_CONTAINS(text, "\thalo 4x4 px, 64 ch, 4 warps, minb 4\n");
+    CHECK_STR_CONTAINS(text, "\t1.0000\t1.0000\tbconv: BC_C=64 BC_H=12 BC_W=12 BC_O=128 ");
+    free(text);
+
+    /* The file read back gives the same choice; the generated kernel has the winner's tile. */
+    int *back = NULL, tuned = 0;
+    CHECK(tune_read_file(file, g, &o, &back, &tuned, stderr) == 0);
+    CHECK(tuned == 2 && back && back[t[0].node] == 2 && back[t[1].node] == 0);
+    o.tune_choice = back;
+    o.ntune_choice = g->nnodes;
+    char *src = codegen_cuda_source(g, &o);
+    CHECK(src && strstr(src, "#define BC_TH 4\n#define BC_TW 4\n#define BC_BN 64\n#define BC_WM 4\n#define BC_WN "
+                             "1\n#define BC_MINB 4\n"));
+    CHECK(src && strstr(src, "#define BC_TH 4\n#define BC_TW 4\n#define BC_BN 32\n#define BC_WM 8\n"));
+    free(src);
+    free(back);
+    o.tune_choice = NULL;
+    o.ntune_choice = 0;
+
+    /* A second run (another batch, layer 1 now clearly faster on candidate 4) replaces its own
+     * lines and keeps the first run's. */
+    f.calls = 0;
+    f.differs = -1;
+    f.close[4] = 0.5;
+    to.batch = 2;
+    free(choice);
+    CHECK(tune_model(g, &o, &to, &m, &choice) == 0);
+    CHECK(choice && choice[t[0].node] == 3 && choice[t[1].node] == 4);
+    text = slurp(file);
+    CHECK(count_lines(text, "Test GPU 9000\t3\t") == 2 && count_lines(text, "Test GPU 9000\t2\t") == 2);
+    free(text);
+    free(choice);
+
+    /* No device: the probe's message, before any variant is compiled. */
+    f.calls = 0;
+    f.probe_fails = true;
+    choice = NULL;
+    CHECK(tune_model(g, &o, &to, &m, &choice) == -1 && !choice && f.calls == 0);
+    CHECK_STR_CONTAINS(diag_message(), "no GPU in this test");
+    f.probe_fails = false;
+
+    /* Tune files that are not: each error names the file and line. */
+    char bad[300];
+    snprintf(bad, sizeof bad, "%s/bad.tune", dir);
+    write_text(bad, "# comment\nnot a header\n");
+    CHECK(tune_read_file(bad, g, &o, &back, &tuned, stderr) == -1);
+    CHECK_STR_CONTAINS(diag_message(), "bad.tune:2: not a bnncc tune file");
+    write_text(bad, "bnncc-tune 1\nGPU\t1\t0.5\t1.0\tbconv: X\n");
+    CHECK(tune_read_file(bad, g, &o, &back, &tuned, stderr) == -1);
+    CHECK_STR_CONTAINS(diag_message(), "bad.tune:2: a tune line has 6 tab-separated fields");
+    write_text(bad, "bnncc-tune 1\nGPU\tone\t0.5\t1.0\tbconv: X\thalo\n");
+    CHECK(tune_read_file(bad, g, &o, &back, &tuned, stderr) == -1);
+    write_text(bad, "");
+    CHECK(tune_read_file(bad, g, &o, &back, &tuned, stderr) == -1);
+    CHECK_STR_CONTAINS(diag_message(), "empty, not a bnncc tune file");
+    snprintf(bad, sizeof bad, "%s/missing.tune", dir);
+    CHECK(tune_read_file(bad, g, &o, &back, &tuned, stderr) == -1);
+    CHECK_STR_CONTAINS(diag_message(), "missing.tune");
+    /* A candidate this bnncc does not have: a warning, the cost model's tile. */
+    snprintf(bad, sizeof bad, "%s/odd.tune", dir);
+    Buf odd = {0};
+    buf_printf(&odd, "bnncc-tune 1\nGPU\t1\t0.5\t1.0\t%s\thalo 9x9 px\n", t[0].signature);
+    write_text(bad, odd.data);
+    buf_free(&odd);
+    CHECK(tune_read_file(bad, g, &o, &back, &tuned, stdout) == 0 && tuned == 0 && back[t[0].node] == 0);
+    free(back);
+
+    /* NVRTC compiles every candidate's kernels (both layers on candidate c) for both targets. */
+    int *all = xcalloc((size_t)g->nnodes, sizeof *all);
+    char blob[300];
+    snprintf(blob, sizeof blob, "%s/c.bin", dir);
+    for (int c = 1; c < CANDIDATES; c++) {
+        all[t[0].node] = all[t[1].node] = c;
+        o.tune_choice = all;
+        o.ntune_choice = g->nnodes;
+        int rc = codegen_write_blob(g, &o, blob);
+        CHECK_MSG(rc == 0, "candidate %d: %s", c, diag_message());
+        printf("candidate %d (%s): NVRTC %s\n", c, t[0].candidate[c], rc == 0 ? "ok" : "FAILED");
+    }
+    free(all);
+    remove(blob);
+    remove(file);
+    snprintf(bad, sizeof bad, "%s/bad.tune", dir);
+    remove(bad);
+    snprintf(bad, sizeof bad, "%s/odd.tune", dir);
+    remove(bad);
+    rmdir(dir);
+    codegen_tunables_free(t, nt);
+    free_graph(g);
+    return check_report("tune");
+}
