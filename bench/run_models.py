@@ -18,6 +18,10 @@ float twin of the architecture in PyTorch fp16
 the exact CPU path on purpose (fp16 float convolutions), the difference is printed and the
 point is timed anyway, marked "fp16 convs" in the table.
     --resident-only: time only `bnnrun --bench --resident` and PyTorch (a shorter run).
+    --tune (with --resident-only): also compile each model with `bnncc --tune=BATCH` for each
+batch (winners in OUT/NAME.tune), require its GPU outputs to equal the untuned blob's byte for
+byte, and time it resident: a column with its time, how many layers changed tile, and the
+tuning's seconds.
 
     bench/run_models.py --reference-check --bin DIR --models DIR   (no GPU needed)
 compares the CPU path with `bnnrun --reference` at batch 2 for every model."""
@@ -221,6 +225,8 @@ def run_model(a, name, work, rows, notes):
         out = sh([a.bnnrun, mb, "--device", "gpu", "--input", xp, "--bench", str(n), "--resident"])
         m = re.search(r"median ([\d.]+) ms, min ([\d.]+) ms", out)
         row["bnnrun_resident"] = float(m.group(1))
+        if a.tune:
+            tuned_time(a, name, onnx, work, batch, xp, g, n, row)
         if a.resident_only:
             row["torch"], row["torch_mode"] = torch_time(*models.build(name, binary=False), batch, n)
             print(f"{name} batch {batch}: {row}", flush=True)
@@ -249,6 +255,26 @@ def run_model(a, name, work, rows, notes):
     return bad
 
 
+def tuned_time(a, name, onnx, work, batch, xp, g, n, row):
+    """--tune: the model compiled with bnncc --tune=BATCH (winners in OUT/NAME.tune); its GPU
+    outputs must be byte-identical to the untuned blob's (g) before its resident time counts."""
+    mt, yt = os.path.join(work, name + ".tuned.bin"), os.path.join(work, "yt.npy")
+    t0 = time.time()
+    rep = sh([a.bnncc, onnx, "-O3", f"--tune={batch}", f"--tune-file={os.path.join(a.out, name + '.tune')}",
+              "-o", mt] + a.bnncc_flags.split())
+    row["tune_s"] = time.time() - t0
+    row["tune_changed"] = (re.findall(r"tune: (\d+) of (\d+) layers on another tile", rep) or [("?", "?")])[0]
+    print(rep.strip(), flush=True)
+    sh([a.bnnrun, mt, "--device", "gpu", "--input", xp, "--output", yt])
+    ok, msg = same(np.load(yt), g)
+    print(f"{name} batch {batch}: tuned blob vs untuned on the GPU: {'equal' if ok else 'WRONG'}, {msg}", flush=True)
+    if not ok:
+        row["tuned"] = None
+        return
+    out = sh([a.bnnrun, mt, "--device", "gpu", "--input", xp, "--bench", str(n), "--resident"])
+    row["tuned"] = float(re.search(r"median ([\d.]+) ms", out).group(1))
+
+
 def runs_for(name, batch):
     if batch >= 256 and "resnet" in name:
         return 30
@@ -265,6 +291,8 @@ def main():
     ap.add_argument("--reference-check", action="store_true")
     ap.add_argument("--bnncc-flags", default="", help="more bnncc options, e.g. --float-convs=fp16")
     ap.add_argument("--resident-only", action="store_true", help="time the resident run and PyTorch only")
+    ap.add_argument("--tune", action="store_true",
+                    help="also compile each model with bnncc --tune=BATCH for each batch and time that blob")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     a.bnncc, a.bnnrun = os.path.join(a.bin, "bnncc"), os.path.join(a.bin, "bnnrun")
@@ -299,8 +327,12 @@ def main():
              "(pageable / pinned) | PyTorch fp16 ms | ratio | bnncc images/s | PyTorch images/s | binary TOPS |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     if a.resident_only:
-        lines = ["| model | batch | resident ms (bnnrun --bench --resident) | PyTorch fp16 ms | ratio | "
-                 "bnncc images/s | PyTorch images/s | binary TOPS |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        tcol = " --tune=BATCH resident ms (ratio; layers retiled, tuning time) |" if a.tune else ""
+        lines = ["| model | batch | resident ms (bnnrun --bench --resident) |" + tcol + " PyTorch fp16 ms | ratio | "
+                 "bnncc images/s | PyTorch images/s | binary TOPS |",
+                 "|---|---:|---:|" + ("---:|" if a.tune else "") + "---:|---:|---:|---:|---:|"]
+    if a.tune and not a.resident_only:
+        sys.exit("run_models: --tune goes with --resident-only")
     for r in rows:
         if "wrong" in r:
             lines.append(f"| {r['model']} | {r['batch']} | WRONG ({r['wrong']}): no time | | | | | | | | |")
@@ -308,7 +340,12 @@ def main():
         model = r["model"] + (" (fp16 convs)" if r.get("inexact") else "")
         if a.resident_only:
             t = r["bnnrun_resident"]
-            lines.append(f"| {model} | {r['batch']} | {t:.4f} | {r['torch']:.4f} ({r['torch_mode']}) | "
+            tuned = ""
+            if a.tune:
+                tt = r.get("tuned")
+                tuned = (f" {tt:.4f} ({r['torch'] / tt:.2f}x; {r['tune_changed'][0]} of {r['tune_changed'][1]} "
+                         f"layers retiled, {r['tune_s']:.0f} s) |" if tt else " WRONG |")
+            lines.append(f"| {model} | {r['batch']} | {t:.4f} |{tuned} {r['torch']:.4f} ({r['torch_mode']}) | "
                          f"{r['torch'] / t:.2f}x | {r['batch'] * 1e3 / t:,.0f} | {r['batch'] * 1e3 / r['torch']:,.0f} | "
                          f"{r['ops'] / t / 1e9:.1f} |")
             continue
