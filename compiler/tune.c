@@ -323,7 +323,10 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
     }
     progress_bar(t, nvar, nvar, "");
 
+    /* Layers of one signature are one problem: one winner for all of them, by their summed
+     * times (a tune file, read back, gives each the same tile; the sum is less noisy too). */
     fresh = xcalloc((size_t)nt, sizeof *fresh);
+    int nfresh = 0, changed = 0;
     char batch[32];
     snprintf(batch, sizeof batch, "%d", t->batch);
     char *dkey = device_key(device);
@@ -331,38 +334,58 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
         fprintf(t->progress, "tune: %s, batch %d, median of %d profiled runs a variant\n"
                              "tune: %-40s %10s %10s  %s\n", device, t->batch, t->runs, "layer", "model ms",
                 "tuned ms", "tile");
-    int changed = 0;
     for (int i = 0; i < nt; i++) {
-        int s = tun[i].step, best = 0;
-        if (s < 0 || s >= nsteps0 || ms[0][s] < 0) {
+        if (tun[i].step < 0 || tun[i].step >= nsteps0 || ms[0][tun[i].step] < 0) {
             free(dkey);
-            diag_error("--tune: layer %s: its step %d was not timed (a bnncc bug: please report it)", tun[i].layer, s);
+            diag_error("--tune: layer %s: its step %d was not timed (a bnncc bug: please report it)", tun[i].layer,
+                       tun[i].step);
             goto done;
         }
+    }
+    for (int i = 0; i < nt; i++) {
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = !strcmp(tun[j].signature, tun[i].signature);
+        if (seen)
+            continue;
+        double total[CODEGEN_MAX_CANDIDATES] = {0};
+        int members = 0, best = 0;
+        for (int j = i; j < nt; j++) {
+            if (strcmp(tun[j].signature, tun[i].signature) != 0)
+                continue;
+            members++;
+            for (int c = 0; c < tun[i].ncandidates; c++)
+                total[c] = total[c] < 0 || ms[c][tun[j].step] < 0 ? -1.0 : total[c] + ms[c][tun[j].step];
+        }
         for (int c = 1; c < tun[i].ncandidates; c++)
-            if (valid[c] && ms[c][s] >= 0 && ms[c][s] < TUNE_MARGIN * ms[0][s] && ms[c][s] < ms[best][s])
+            if (valid[c] && total[c] >= 0 && total[c] < TUNE_MARGIN * total[0] && total[c] < total[best])
                 best = c;
-        (*choice)[tun[i].node] = best;
-        changed += best != 0;
         char wms[32], dms[32];
-        snprintf(wms, sizeof wms, "%.4f", ms[best][s]);
-        snprintf(dms, sizeof dms, "%.4f", ms[0][s]);
-        TuneLine *l = &fresh[i];
+        snprintf(wms, sizeof wms, "%.4f", total[best] / members);
+        snprintf(dms, sizeof dms, "%.4f", total[0] / members);
+        TuneLine *l = &fresh[nfresh++];
         l->field[0] = xstrdup(dkey);
         l->field[1] = xstrdup(batch);
         l->field[2] = xstrdup(wms);
         l->field[3] = xstrdup(dms);
         l->field[4] = xstrdup(tun[i].signature);
         l->field[5] = xstrdup(tun[i].candidate[best]);
-        if (t->progress)
-            fprintf(t->progress, "tune: %-40s %10s %10s  %s%s\n", tun[i].layer, dms, wms, tun[i].candidate[best],
-                    best ? "" : " (the cost model's)");
+        for (int j = i; j < nt; j++) {
+            if (strcmp(tun[j].signature, tun[i].signature) != 0)
+                continue;
+            (*choice)[tun[j].node] = best;
+            changed += best != 0;
+            if (t->progress)
+                fprintf(t->progress, "tune: %-40s %10.4f %10.4f  %s%s\n", tun[j].layer, ms[0][tun[j].step],
+                        ms[best][tun[j].step], tun[j].candidate[best], best ? "" : " (the cost model's)");
+        }
     }
     free(dkey);
     if (t->progress)
-        fprintf(t->progress, "tune: %d of %d layers on another tile than the cost model's; winners stored in %s\n",
+        fprintf(t->progress, "tune: %d of %d layers on another tile than the cost model's (layers of one kernel "
+                             "signature share a tile); winners stored in %s\n",
                 changed, nt, t->file);
-    rc = store_winners(t->file, fresh, nt);
+    rc = store_winners(t->file, fresh, nfresh);
 done:
     if (fresh)
         free_lines(fresh, nt);

@@ -45,16 +45,18 @@ static void f32_const(Buf *b, const char *name, int n, float lo, float hi) {
     buf_puts(b, "]\n");
 }
 
-/* Two binary 3x3 convs with batch-norm and sign (64 -> 64 channels, then 64 -> 128 at stride
- * 2), a binary 1x1 conv read as floats: the first two are halo bconvs with several tiles. */
+/* Three binary 3x3 convs with batch-norm and sign (64 -> 64 channels twice: one kernel
+ * signature, then 64 -> 128 at stride 2), a binary 1x1 conv read as floats: the first three are
+ * halo bconvs with several tiles. */
 static Graph *model(void) {
     Buf b = {0};
     hex_const(&b, "w1", 64, 64, 3, 3);
+    hex_const(&b, "w1b", 64, 64, 3, 3);
     hex_const(&b, "w2", 128, 64, 3, 3);
     hex_const(&b, "w3", 16, 128, 1, 1);
-    const char *bn[2] = {"1", "2"};
-    int ch[2] = {64, 128};
-    for (int l = 0; l < 2; l++) {
+    const char *bn[3] = {"1", "2", "1b"};
+    int ch[3] = {64, 128, 64};
+    for (int l = 0; l < 3; l++) {
         char n[8];
         snprintf(n, sizeof n, "g%s", bn[l]);
         f32_const(&b, n, ch[l], -1.0f, 1.0f);
@@ -71,7 +73,11 @@ static Graph *model(void) {
                  "    %f1 = f32[N,64,12,12] cast %c1 {to=f32}\n"
                  "    %n1 = f32[N,64,12,12] batchnorm %f1, $g1, $b1, $m1, $v1\n"
                  "    %h1 = b1[N,64,12,12] binarize %n1 {zero=1}\n"
-                 "    %c2 = i32[N,128,6,6] conv2d %h1, $w2 {strides=[2,2], pads=[1,1,1,1]} loc(\"conv2\", Conv)\n"
+                 "    %c1b = i32[N,64,12,12] conv2d %h1, $w1b {pads=[1,1,1,1]} loc(\"conv1b\", Conv)\n"
+                 "    %f1b = f32[N,64,12,12] cast %c1b {to=f32}\n"
+                 "    %n1b = f32[N,64,12,12] batchnorm %f1b, $g1b, $b1b, $m1b, $v1b\n"
+                 "    %h1b = b1[N,64,12,12] binarize %n1b {zero=1}\n"
+                 "    %c2 = i32[N,128,6,6] conv2d %h1b, $w2 {strides=[2,2], pads=[1,1,1,1]} loc(\"conv2\", Conv)\n"
                  "    %f2 = f32[N,128,6,6] cast %c2 {to=f32}\n"
                  "    %n2 = f32[N,128,6,6] batchnorm %f2, $g2, $b2, $m2, $v2\n"
                  "    %h2 = b1[N,128,6,6] binarize %n2 {zero=1}\n"
@@ -94,12 +100,12 @@ static Graph *model(void) {
     return g;
 }
 
-/* The fake device: variant v is the v-th call to measure. Step times: fast[v] for the step of
- * layer 0, close[v] for layer 1's; 1.0 for the rest. Variant `differs` gets a flipped output. */
+/* The fake device: variant v is the v-th call to measure. Step times: ms[l][v] for the step of
+ * tunable layer l, 1.0 for the rest. Variant `differs` gets a flipped output. */
 typedef struct Fake {
     int calls;
-    int step0, step1;
-    double fast[8], close[8];
+    int nlayers, step[4];
+    double ms[4][8];
     int differs;
     bool probe_fails;
 } Fake;
@@ -144,8 +150,12 @@ static int fake_measure(void *ctx, const char *path, int batch, int runs, unsign
         (*outputs)[0] ^= 1;
     *nsteps = bnn_model_num_steps(m);
     *step_ms = xmalloc((size_t)*nsteps * sizeof **step_ms);
-    for (int i = 0; i < *nsteps; i++)
-        (*step_ms)[i] = i == f->step0 ? f->fast[v] : i == f->step1 ? f->close[v] : 1.0;
+    for (int i = 0; i < *nsteps; i++) {
+        (*step_ms)[i] = 1.0;
+        for (int l = 0; l < f->nlayers; l++)
+            if (i == f->step[l])
+                (*step_ms)[i] = f->ms[l][v];
+    }
     snprintf(device, device_len, "Test GPU 9000 (sm_90, running sm_90a code)");
     CHECK(runs == 5);
     free(x);
@@ -176,13 +186,13 @@ int main(void) {
     CodegenOptions o = {0};
     CHECK(codegen_parse_targets("sm_90a,sm_80", &o) == 0);
 
-    /* The tunable layers: the two halo convs (the 1x1 at 128 -> 16 has too few channels for
+    /* The tunable layers: the three halo convs (the 1x1 at 128 -> 16 has too few channels for
      * BN 64; its candidates are those that divide 16: none but the rule's). */
     CodegenTunable *t;
     int nt;
     CHECK(codegen_tunables(g, &o, &t, &nt) == 0);
-    CHECK_MSG(nt == 2, "%d tunable layers", nt);
-    if (nt != 2)
+    CHECK_MSG(nt == 3, "%d tunable layers", nt);
+    if (nt != 3)
         return check_report("tune");
     for (int i = 0; i < nt; i++) {
         CHECK_MSG(t[i].ncandidates == CANDIDATES, "%s: %d candidates", t[i].layer, t[i].ncandidates);
@@ -192,15 +202,15 @@ int main(void) {
               !strstr(t[i].signature, "BC_HALO") && !strchr(t[i].signature, '\t'));
     }
     CHECK_STR_CONTAINS(t[0].layer, "conv1");
-    CHECK_STR_CONTAINS(t[1].layer, "conv2");
-    CHECK(strcmp(t[0].signature, t[1].signature) != 0);
+    CHECK_STR_CONTAINS(t[1].layer, "conv1b");
+    CHECK_STR_CONTAINS(t[2].layer, "conv2");
+    CHECK(!strcmp(t[0].signature, t[1].signature) && strcmp(t[0].signature, t[2].signature) != 0);
 
-    /* Layer 0: candidate 2 is twice as fast, 3 faster still but its outputs differ. Layer 1:
-     * candidate 1 only 1% faster (noise: the cost model's stays). */
-    Fake f = {.step0 = t[0].step, .step1 = t[1].step, .differs = 3};
-    double fast[5] = {1.0, 0.9, 0.5, 0.1, 0.8}, close[5] = {1.0, 0.99, 1.2, 1.5, 1.1};
-    memcpy(f.fast, fast, sizeof fast);
-    memcpy(f.close, close, sizeof close);
+    /* conv1 alone would take candidate 2 (twice as fast); with conv1b, its problem's other
+     * layer, candidate 4 has the lowest sum. Candidate 3 is fastest for both but its outputs
+     * differ. conv2: candidate 1 only 1% faster (noise: the cost model's stays). */
+    Fake f = {.nlayers = 3, .step = {t[0].step, t[1].step, t[2].step}, .differs = 3,
+              .ms = {{1.0, 0.9, 0.5, 0.1, 0.8}, {1.0, 0.9, 0.9, 0.1, 0.2}, {1.0, 0.99, 1.2, 1.5, 1.1}}};
     TuneMeasurer m = {.ctx = &f, .probe = fake_probe, .measure = fake_measure};
     char dir[] = "/tmp/bnn-tune-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -211,24 +221,24 @@ int main(void) {
     int *choice = NULL;
     CHECK(tune_model(g, &o, &to, &m, &choice) == 0);
     CHECK(f.calls == 5);
-    CHECK(choice && choice[t[0].node] == 2 && choice[t[1].node] == 0);
+    CHECK(choice && choice[t[0].node] == 4 && choice[t[1].node] == 4 && choice[t[2].node] == 0);
     CHECK(access(work, F_OK) != 0); /* the variants' blob is gone */
     char *text = slurp(file);
     CHECK(!strncmp(text, "bnncc-tune 1\n", 13));
     CHECK(count_lines(text, "Test GPU 9000\t3\t") == 2);
-    CHECK_STR_CONTAINS(text, "\t0.5000\t1.0000\tbconv: BC_C=64 BC_H=12 ");
-    CHECK_STR_CONTAINS(text, "\thalo 4x4 px, 64 ch, 4 warps, minb 4\n");
+    CHECK_STR_CONTAINS(text, "\t0.5000\t1.0000\tbconv: BC_C=64 BC_H=12 BC_W=12 BC_O=64 ");
+    CHECK_STR_CONTAINS(text, "\thalo 4x8 px, 32 ch, 4 warps, minb 4\n");
     CHECK_STR_CONTAINS(text, "\t1.0000\t1.0000\tbconv: BC_C=64 BC_H=12 BC_W=12 BC_O=128 ");
     free(text);
 
-    /* The file read back gives the same choice; the generated kernel has the winner's tile. */
+    /* The file read back gives the same choice; the generated kernels have the winner's tile. */
     int *back = NULL, tuned = 0;
     CHECK(tune_read_file(file, g, &o, &back, &tuned, stderr) == 0);
-    CHECK(tuned == 2 && back && back[t[0].node] == 2 && back[t[1].node] == 0);
+    CHECK(tuned == 3 && back && back[t[0].node] == 4 && back[t[1].node] == 4 && back[t[2].node] == 0);
     o.tune_choice = back;
     o.ntune_choice = g->nnodes;
     char *src = codegen_cuda_source(g, &o);
-    CHECK(src && strstr(src, "#define BC_TH 4\n#define BC_TW 4\n#define BC_BN 64\n#define BC_WM 4\n#define BC_WN "
+    CHECK(src && strstr(src, "#define BC_TH 4\n#define BC_TW 8\n#define BC_BN 32\n#define BC_WM 4\n#define BC_WN "
                              "1\n#define BC_MINB 4\n"));
     CHECK(src && strstr(src, "#define BC_TH 4\n#define BC_TW 4\n#define BC_BN 32\n#define BC_WM 8\n"));
     free(src);
@@ -236,15 +246,15 @@ int main(void) {
     o.tune_choice = NULL;
     o.ntune_choice = 0;
 
-    /* A second run (another batch, layer 1 now clearly faster on candidate 4) replaces its own
-     * lines and keeps the first run's. */
+    /* A second run (another batch, conv2 now clearly faster on candidate 4, no variant wrong)
+     * replaces its own lines and keeps the first run's. */
     f.calls = 0;
     f.differs = -1;
-    f.close[4] = 0.5;
+    f.ms[2][4] = 0.5;
     to.batch = 2;
     free(choice);
     CHECK(tune_model(g, &o, &to, &m, &choice) == 0);
-    CHECK(choice && choice[t[0].node] == 3 && choice[t[1].node] == 4);
+    CHECK(choice && choice[t[0].node] == 3 && choice[t[1].node] == 3 && choice[t[2].node] == 4);
     text = slurp(file);
     CHECK(count_lines(text, "Test GPU 9000\t3\t") == 2 && count_lines(text, "Test GPU 9000\t2\t") == 2);
     free(text);
@@ -289,7 +299,7 @@ int main(void) {
     char blob[300];
     snprintf(blob, sizeof blob, "%s/c.bin", dir);
     for (int c = 1; c < CANDIDATES; c++) {
-        all[t[0].node] = all[t[1].node] = c;
+        all[t[0].node] = all[t[1].node] = all[t[2].node] = c;
         o.tune_choice = all;
         o.ntune_choice = g->nnodes;
         int rc = codegen_write_blob(g, &o, blob);
