@@ -1283,11 +1283,42 @@ static char *halo_candidate_name(const BnnHaloCfg *c) {
     return str_printf("halo %dx%d px, %d ch, %d warps, minb %d", c->th, c->tw, c->bn, c->wm * c->wn, c->minb);
 }
 
+/* The candidate bnncc --tune chose for node n (CodegenOptions.tune_choice), 0 without one; n
+ * need not be the node being lowered (a producer asks how its reader will run). */
+static int tuned_pick(const Lower *L, const Node *n, int ncandidates) {
+    int pick = 0;
+    for (int i = 0; L->tune_choice && i < L->g->nnodes && i < L->ntune_choice; i++)
+        if (L->g->nodes[i] == n)
+            pick = L->tune_choice[i] > 0 ? L->tune_choice[i] : 0;
+    if (pick >= ncandidates)
+        unreachable("a tuned candidate past the layer's candidates");
+    return pick;
+}
+
+/* Record the node being lowered as a tunable layer (codegen_tunables) whose step is st; names
+ * and signature are taken over. */
+static void add_tunable(Lower *L, const LStep *st, int n, char **names, char *signature, int pick) {
+    if (L->ntunables == L->cap_tunables) {
+        L->cap_tunables = L->cap_tunables ? 2 * L->cap_tunables : 16;
+        L->tunables = xrealloc(L->tunables, (size_t)L->cap_tunables * sizeof *L->tunables);
+    }
+    CodegenTunable *t = &L->tunables[L->ntunables++];
+    memset(t, 0, sizeof *t);
+    t->node = L->node_index;
+    t->step = (int)(st - L->steps);
+    t->layer = L->node->src_name ? xstrdup(L->node->src_name) : str_printf("%%%s", L->node->out[0]->name);
+    t->signature = signature;
+    t->ncandidates = n;
+    for (int i = 0; i < n; i++)
+        t->candidate[i] = names[i];
+    L->ntuned += pick > 0;
+}
+
 /* The halo configuration of st, the step being lowered, into hc: among the nvar variants of fn
- * those that apply are the candidates; the one bnncc --tune chose for this node
- * (CodegenOptions.tune_choice), else the first. Recorded as a tunable layer when there is more
- * than one. -1 when variant 0 (the rule's) does not apply: no halo kernel. Call it once the
- * step's defines are complete but for the tile's (they are the layer's signature). */
+ * those that apply are the candidates; the one bnncc --tune chose for this node, else the first.
+ * Recorded as a tunable layer when there is more than one. -1 when variant 0 (the rule's) does
+ * not apply: no halo kernel. Call it once the step's defines are complete but for the tile's
+ * (they are the layer's signature). */
 static int choose_halo(Lower *L, const LStep *st, int nvar, HaloVariantFn fn, const void *ctx, BnnHaloCfg *hc) {
     int cand[CODEGEN_MAX_CANDIDATES], n = 0;
     for (int v = 0; v < nvar && n < CODEGEN_MAX_CANDIDATES; v++)
@@ -1295,28 +1326,14 @@ static int choose_halo(Lower *L, const LStep *st, int nvar, HaloVariantFn fn, co
             cand[n++] = v;
     if (n == 0 || cand[0] != 0)
         return -1;
-    int pick = L->tune_choice && L->node_index < L->ntune_choice && L->tune_choice[L->node_index] > 0
-                   ? L->tune_choice[L->node_index]
-                   : 0;
-    if (pick >= n)
-        unreachable("a tuned candidate past the layer's candidates");
+    int pick = tuned_pick(L, L->node, n);
     if (n > 1) {
-        if (L->ntunables == L->cap_tunables) {
-            L->cap_tunables = L->cap_tunables ? 2 * L->cap_tunables : 16;
-            L->tunables = xrealloc(L->tunables, (size_t)L->cap_tunables * sizeof *L->tunables);
-        }
-        CodegenTunable *t = &L->tunables[L->ntunables++];
-        memset(t, 0, sizeof *t);
-        t->node = L->node_index;
-        t->step = (int)(st - L->steps);
-        t->layer = L->node->src_name ? xstrdup(L->node->src_name) : str_printf("%%%s", L->node->out[0]->name);
-        t->signature = kernel_signature(st);
-        t->ncandidates = n;
+        char *names[CODEGEN_MAX_CANDIDATES];
         for (int i = 0; i < n; i++) {
             fn(cand[i], ctx, hc);
-            t->candidate[i] = halo_candidate_name(hc);
+            names[i] = halo_candidate_name(hc);
         }
-        L->ntuned += pick > 0;
+        add_tunable(L, st, n, names, kernel_signature(st), pick);
     }
     return fn(cand[pick], ctx, hc);
 }
@@ -2699,6 +2716,25 @@ static int64_t qdense_weight_planes(const Node *n) {
     return weight_planes(n->in[1]->data, type_numel(&n->in[1]->type, 1), &wsigned, &bipolar);
 }
 
+/* Whether bnncc --tune may choose between bit-planes and int8 for qdense n: --lowbit=auto, and
+ * its input codes are read by n alone and could be stored either way (codes_int8). */
+static bool qdense_tunable(const Lower *L, const Node *n) {
+    const Value *x = n->in[0];
+    if (L->lowbit != LOWBIT_AUTO || n->in[1]->kind != VAL_CONST || image_source(x) || is_output(L->g, x) ||
+        x->type.rank != 2)
+        return false;
+    int64_t xb = code_planes(x);
+    if (xb < 1 || xb > 8)
+        return false;
+    int readers = 0;
+    for (int i = 0; i < L->g->nnodes; i++) {
+        const Node *u = L->g->nodes[i];
+        for (int j = 0; !u->dead && j < u->nin; j++)
+            readers += u->in[j] == x;
+    }
+    return readers == 1;
+}
+
 /* What the qdense n reading x wants by itself: 1 int8, 0 bit-planes, -1 it cannot read int8
  * codes (a flatten of a convolution's image planes, computed weights, codes wider than 8 bits). */
 static int qdense_wants_int8(const Lower *L, const Node *n, int64_t xb) {
@@ -2706,7 +2742,8 @@ static int qdense_wants_int8(const Lower *L, const Node *n, int64_t xb) {
         return -1;
     if (L->lowbit != LOWBIT_AUTO)
         return L->lowbit == LOWBIT_INT8;
-    return xb * qdense_weight_planes(n) > 8;
+    bool model = xb * qdense_weight_planes(n) > 8;
+    return qdense_tunable(L, n) && tuned_pick(L, n, 2) == 1 ? !model : model;
 }
 
 /* Codes v (a quantize or a thresholded qdense) are stored as int8 bytes when every reader is a
@@ -2991,6 +3028,17 @@ static int lower_qdense(Lower *L, const Node *n) {
         blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
     }
     add_planes_args(st, 1);
+    if (qdense_tunable(L, n)) { /* candidate 0 the cost model's kind, 1 the other */
+        static const char *const kinds[2] = {"bit-planes (bgemm_planes.cu)", "int8 MMA (qgemm_s8.cu)"};
+        int pick = tuned_pick(L, n, 2);
+        bool model = int8 != (pick == 1);
+        char *names[2] = {xstrdup(kinds[model]), xstrdup(kinds[!model])};
+        add_tunable(L, st, 2, names,
+                    str_printf("qgemm: N=%lld K=%lld XB=%lld WB=%lld WSIGNED=%d WBIPOLAR=%d EPI=%lld L=%lld YB=%lld",
+                               (long long)O, (long long)K, (long long)xb, (long long)wb, wsigned ? 1 : 0,
+                               bipolar ? 1 : 0, (long long)qp.epi, (long long)levels, (long long)yb),
+                    pick);
+    }
     return 0;
 }
 
@@ -3763,8 +3811,8 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                                   "close)\n",
                        L.nexact_bit_convs);
         if (L.ntunables)
-            buf_printf(o->report, "codegen: %d layers have several kernel tiles (bnncc --tune=BATCH measures them on a "
-                                  "GPU); %d run another than the cost model's\n",
+            buf_printf(o->report, "codegen: %d layers have several kernel configurations (tiles; int8 or bit-planes): "
+                                  "bnncc --tune=BATCH measures them on a GPU; %d run another than the cost model's\n",
                        L.ntunables, L.ntuned);
         if (L.nres_thresholds)
             buf_printf(o->report, "codegen: %d binary convolutions with a shortcut of bits compare their dot with "

@@ -179,6 +179,88 @@ static int count_lines(const char *s, const char *with) {
 
 static void write_text(const char *path, const char *text) { CHECK(write_file_atomic(path, text, strlen(text)) == 0); }
 
+/* A low-bit MLP's dense layers choose between bit-planes and int8 MMA: TFC_2W2A (w2a2: the cost
+ * model's bit-planes) with every layer on candidate 1 runs int8 kernels, gives the same outputs
+ * on the CPU path, and compiles with NVRTC. */
+static void check_lowbit(void) {
+    const char *shared = getenv("BNN_SHARED");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/models/qonnx/TFC_2W2A.onnx", shared ? shared : "../shared");
+    Graph *g = import_onnx_file(path, NULL);
+    CHECK_MSG(g != NULL, "%s: %s", path, diag_message());
+    if (!g)
+        return;
+    CompileOptions co = {.opt_level = 3, .tiled_targets = 0};
+    CHECK(run_passes(g, &co) == 0);
+    CodegenOptions o = {0};
+    CHECK(codegen_parse_targets("sm_90a,sm_80", &o) == 0);
+    CodegenTunable *t;
+    int nt;
+    CHECK(codegen_tunables(g, &o, &t, &nt) == 0);
+    CHECK_MSG(nt == 4, "TFC_2W2A: %d tunable layers", nt);
+    int *all = xcalloc((size_t)g->nnodes, sizeof *all);
+    for (int i = 0; i < nt; i++) {
+        CHECK(t[i].ncandidates == 2 && !strcmp(t[i].candidate[0], "bit-planes (bgemm_planes.cu)") &&
+              !strcmp(t[i].candidate[1], "int8 MMA (qgemm_s8.cu)"));
+        CHECK_MSG(!strncmp(t[i].signature, "qgemm: N=", 9) && strstr(t[i].signature, " XB=2 WB=2 "), "%s",
+                  t[i].signature);
+        all[t[i].node] = 1;
+    }
+    char *plain = codegen_cuda_source(g, &o);
+    o.tune_choice = all;
+    o.ntune_choice = g->nnodes;
+    char *int8 = codegen_cuda_source(g, &o);
+    CHECK(plain && strstr(plain, "#define PL_NAME") && !strstr(plain, "#define Q8_NAME"));
+    CHECK(int8 && strstr(int8, "#define Q8_NAME") && !strstr(int8, "#define PL_NAME"));
+    free(plain);
+    free(int8);
+    /* Both blobs on the CPU path: the same outputs on the same inputs; NVRTC builds the int8 one. */
+    char a[] = "/tmp/bnn-tune-a-XXXXXX", b[] = "/tmp/bnn-tune-b-XXXXXX";
+    int fa = mkstemp(a), fb = mkstemp(b);
+    close(fa);
+    close(fb);
+    CHECK_MSG(codegen_write_blob(g, &o, a) == 0, "%s", diag_message());
+    o.tune_choice = NULL;
+    o.ntargets = 0;
+    CHECK(codegen_write_blob(g, &o, b) == 0);
+    unsigned char *out[2] = {NULL, NULL};
+    size_t bytes[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        bnn_model *m = NULL;
+        bnn_session *s = NULL;
+        if (bnn_model_load_file(k ? b : a, &m) != BNN_STATUS_OK ||
+            bnn_session_create(m, BNN_DEVICE_CPU, 7, &s) != BNN_STATUS_OK) {
+            CHECK_MSG(0, "%s", bnn_last_error());
+            bnn_model_free(m);
+            continue;
+        }
+        bnn_tensor_info in, ou;
+        bnn_model_input_info(m, 0, &in);
+        bnn_model_output_info(m, 0, &ou);
+        float *x = xmalloc(in.item_bytes * 7);
+        for (size_t i = 0; i < in.item_bytes * 7 / 4; i++)
+            x[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
+        bytes[k] = ou.item_bytes * 7;
+        out[k] = xmalloc(bytes[k]);
+        const void *ins[1] = {x};
+        void *outs[1] = {out[k]};
+        CHECK(bnn_session_run(s, 7, ins, outs) == BNN_STATUS_OK);
+        free(x);
+        bnn_session_free(s);
+        bnn_model_free(m);
+    }
+    CHECK(out[0] && out[1] && bytes[0] == bytes[1] && !memcmp(out[0], out[1], bytes[0]));
+    printf("TFC_2W2A: %d dense layers, int8 and bit-planes equal on the CPU path: %s\n", nt,
+           out[0] && out[1] && !memcmp(out[0], out[1], bytes[0]) ? "yes" : "NO");
+    free(out[0]);
+    free(out[1]);
+    remove(a);
+    remove(b);
+    free(all);
+    codegen_tunables_free(t, nt);
+    free_graph(g);
+}
+
 int main(void) {
     Graph *g = model();
     if (!g)
@@ -316,5 +398,6 @@ int main(void) {
     rmdir(dir);
     codegen_tunables_free(t, nt);
     free_graph(g);
+    check_lowbit();
     return check_report("tune");
 }
