@@ -59,6 +59,7 @@ typedef struct CodegenTunable {
     char *signature; /* one line, no tabs */
     int ncandidates;
     char *candidate[CODEGEN_MAX_CANDIDATES]; /* "halo 4x8 px, 64 ch, 4 warps, minb 3" */
+    int chosen; /* the candidate the options gave it (0 by codegen_tunables) */
 } CodegenTunable;
 
 /* The tunable layers of g under o (o->tune_choice is ignored: the list is the same for every

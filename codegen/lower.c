@@ -1311,6 +1311,7 @@ static void add_tunable(Lower *L, const LStep *st, int n, char **names, char *si
     t->ncandidates = n;
     for (int i = 0; i < n; i++)
         t->candidate[i] = names[i];
+    t->chosen = pick;
     L->ntuned += pick > 0;
 }
 
@@ -3814,6 +3815,12 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             buf_printf(o->report, "codegen: %d layers have several kernel configurations (tiles; int8 or bit-planes): "
                                   "bnncc --tune=BATCH measures them on a GPU; %d run another than the cost model's\n",
                        L.ntunables, L.ntuned);
+        for (int i = 0; i < L.ntunables; i++) {
+            const CodegenTunable *t = &L.tunables[i];
+            buf_printf(o->report, "tune: step %d (%s) runs %s, candidate %d of %d%s; kernel signature: %s\n", t->step,
+                       t->layer, t->candidate[t->chosen], t->chosen + 1, t->ncandidates,
+                       t->chosen ? "" : " (the cost model's)", t->signature);
+        }
         if (L.nres_thresholds)
             buf_printf(o->report, "codegen: %d binary convolutions with a shortcut of bits compare their dot with "
                                   "two integer thresholds a channel (their float chains run at compile time)\n",
