@@ -119,12 +119,13 @@ static inline int bnn_halo_pick(int ohe, int owe, int nbx, int min_blocks) {
  * the others are the tiles of that measurement (docs/kernels.md, "The halo-tile convolution"):
  * 4x8 x 64 is up to 1.4x faster at batch 256 on the 56x56 layers but slower at batch 1, and the
  * batch is not known here, so they are bnncc --tune's candidates, measured on the GPU and batch
- * the user names. */
+ * the user names. The last is 4x8/64/8 with BC_MINB 1: at minb 2 (128 registers) it spills
+ * 120-544 bytes on chain epilogues, where it gets all the registers it wants instead. */
 typedef struct BnnHaloTile {
     int th, tw, bn, wm, minb;
 } BnnHaloTile;
 static const BnnHaloTile bnn_halo_variants[] = {{4, 4, 32, 8, 3}, {4, 8, 64, 4, 3}, {4, 4, 64, 4, 4},
-                                                {4, 8, 64, 8, 2}, {4, 8, 32, 4, 4}};
+                                                {4, 8, 64, 8, 2}, {4, 8, 32, 4, 4}, {4, 8, 64, 8, 1}};
 enum { BNN_HALO_VARIANTS = (int)(sizeof bnn_halo_variants / sizeof *bnn_halo_variants) };
 
 /* Candidate v of the halo bconv's tiles for one layer (O output channels): 0, or -1 when it does
