@@ -272,7 +272,7 @@ static int emit_blob(const Args *a, const Graph *g) {
         int tuned = 0;
         rc = tune_read_file(a->tune_file, g, &o, &choice, &tuned, stderr);
         if (rc == 0 && a->report)
-            buf_printf(&report, "codegen: %d layers take their tiles from %s\n", tuned, a->tune_file);
+            buf_printf(&report, "codegen: %d layers take their configurations from %s\n", tuned, a->tune_file);
     }
     o.tune_choice = choice;
     o.ntune_choice = choice ? g->nnodes : 0;

@@ -387,6 +387,8 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
                 changed, nt, t->file);
     rc = store_winners(t->file, fresh, nfresh);
 done:
+    if (rc != 0 && t->progress && isatty(fileno(t->progress)))
+        fputc('\n', t->progress); /* end the progress bar's line before the error */
     if (fresh)
         free_lines(fresh, nt);
     for (int v = 0; v < nvar; v++)
