@@ -188,20 +188,6 @@ static int store_winners(const char *path, TuneLine *fresh, int nfresh) {
     return rc;
 }
 
-/* "NAME (sm_90, running sm_90a code)" -> "sm_90a" into arch; -1 if the line is not of that form. */
-static int arch_of_device(const char *device, char *arch, size_t len) {
-    const char *r = strstr(device, "running ");
-    if (!r)
-        return -1;
-    r += 8;
-    size_t n = strcspn(r, " )");
-    if (!n || n >= len || strncmp(r, "sm_", 3) != 0)
-        return -1;
-    memcpy(arch, r, n);
-    arch[n] = '\0';
-    return 0;
-}
-
 /* The device part of a session's line: "NVIDIA H100 80GB HBM3" of "NVIDIA H100 80GB HBM3 (sm_90,
  * running sm_90a code)"; tabs and newlines become spaces (the file is tab-separated). */
 static char *device_key(const char *device) {
@@ -257,7 +243,7 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
     int *vchoice = xcalloc((size_t)g->nnodes + 1, sizeof *vchoice);
     unsigned char *ref = NULL;
     size_t ref_bytes = 0;
-    char device[256] = "", arch[32] = "";
+    char device[256] = "";
     TuneLine *fresh = NULL;
 
     /* A GPU first, before seconds of NVRTC: a blob with no GPU code is enough to ask. */
@@ -271,17 +257,14 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
     for (int v = 0; v < nvar; v++) {
         for (int i = 0; i < nt; i++)
             vchoice[tun[i].node] = v < tun[i].ncandidates ? v : 0;
-        /* Variant 0 for the user's targets (the session picks the GPU's CUBIN and says which):
-         * the others for that target alone. */
+        /* Every variant for the user's targets, as the final blob: a kernel choice that depends
+         * on the target list (the pre-tiled GEMM's) stays the same, and the targets compile in
+         * parallel, so the others cost little. */
         o = *base;
         o.report = NULL;
         o.progress = false;
         o.tune_choice = vchoice;
         o.ntune_choice = g->nnodes;
-        if (v > 0) {
-            o.targets[0] = arch;
-            o.ntargets = 1;
-        }
         progress_bar(t, v, nvar, "compiling");
         if (codegen_write_blob(g, &o, t->work_path) != 0)
             goto done;
@@ -295,11 +278,6 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
             goto done;
         if (v == 0) {
             snprintf(device, sizeof device, "%s", dev);
-            if (arch_of_device(device, arch, sizeof arch) != 0) {
-                free(out);
-                diag_error("--tune: cannot tell which GPU target the device runs from '%s'", device);
-                goto done;
-            }
             nsteps0 = nsteps;
             ref = out;
             ref_bytes = out_bytes;

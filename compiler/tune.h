@@ -40,8 +40,8 @@ typedef struct TuneOptions {
     FILE *progress;        /* progress and the table of winners, or NULL */
 } TuneOptions;
 
-/* Measure the candidates of g's tunable layers (base: the user's options; its targets are
- * replaced by the device's) and fill *choice (malloc'ed, g->nnodes entries, for
+/* Measure the candidates of g's tunable layers (base: the user's options, every variant
+ * compiled for its targets) and fill *choice (malloc'ed, g->nnodes entries, for
  * CodegenOptions.tune_choice) with the winners; store them in t->file. 0 ok (also when no
  * layer has a choice: every entry 0); -1 with a diagnostic. */
 int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t, const TuneMeasurer *m,
