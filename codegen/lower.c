@@ -1032,6 +1032,8 @@ static bool fuse_mlp_chain(Lower *L, int first, int last) {
     new_step(L, BLOB_STEP_KERNEL); /* appended, then moved to just after the chain */
     LStep st = L->steps[L->nsteps - 1];
     memmove(&L->steps[last + 2], &L->steps[last + 1], (size_t)(L->nsteps - 1 - (last + 1)) * sizeof st);
+    for (int i = 0; i < L->ntunables; i++) /* the steps after the chain moved up by one */
+        L->tunables[i].step += L->tunables[i].step > last;
     LStep *k = &L->steps[last + 1];
     *k = st;
     k->k.ir_line = ir;
@@ -1257,7 +1259,6 @@ static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int
     return 0;
 }
 
-/* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
 /* ---------------------------------------------------------------- tunable configurations */
 
 /* Candidate v of a kernel configuration for the layer being lowered: 0 when it applies. */
@@ -1357,6 +1358,7 @@ static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
                              h->nacc, cfg);
 }
 
+/* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
 static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
     BlobGridDim grid[3] = {{(uint32_t)((O + hc->bn - 1) / hc->bn), 0, 1},
                            {hc->grid_base, hc->grid_per_batch, hc->grid_div}, {1, 0, 1}};

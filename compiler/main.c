@@ -262,8 +262,8 @@ static int emit_blob(const Args *a, const Graph *g) {
         if (!a->tune_file)
             buf_printf(&tune_file, "%s.tune", path);
         buf_printf(&work, "%s.tuning.%ld", path, (long)getpid());
-        TuneOptions t = {.batch = a->tune_batch, .runs = 20, .file = tune_file.data, .work_path = work.data,
-                         .progress = stderr};
+        TuneOptions t = {.batch = a->tune_batch, .runs = 15, .rounds = 2, .file = tune_file.data,
+                         .work_path = work.data, .progress = stderr};
         TuneMeasurer gpu = tune_gpu_measurer();
         rc = tune_model(g, &o, &t, &gpu, &choice);
         buf_free(&tune_file);

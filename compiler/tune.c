@@ -208,43 +208,48 @@ static void progress_bar(const TuneOptions *t, int done, int total, const char *
         for (int i = 0; i < 20; i++)
             bar[i] = i < fill ? '#' : '.';
         bar[20] = '\0';
-        fprintf(t->progress, "\rtune: [%s] %d/%d variants%s%-24s", bar, done, total, what[0] ? ": " : "", what);
+        fprintf(t->progress, "\rtune: [%s] %d/%d %-40s", bar, done, total, what);
         if (done == total)
             fputc('\n', t->progress);
-    } else if (what[0]) {
-        fprintf(t->progress, "tune: variant %d of %d: %s\n", done + 1, total, what);
+    } else if (done < total) {
+        fprintf(t->progress, "tune: %d/%d %s\n", done + 1, total, what);
     }
     fflush(t->progress);
+}
+
+/* The blob of variant v: "<work_path>.<v>". */
+static char *variant_path(const TuneOptions *t, int v) {
+    Buf b = {0};
+    buf_printf(&b, "%s.%d", t->work_path, v);
+    return buf_take(&b);
 }
 
 int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t, const TuneMeasurer *m,
                int **choice) {
     CodegenTunable *tun = NULL;
-    int nt = 0, rc = -1, nvar = 1, nsteps0 = 0;
+    TuneLine *old = NULL, *fresh = NULL;
+    int nt = 0, nold = 0, rc = -1, nvar = 1, nsteps0 = -1, nfresh = 0, compiled = 0;
     *choice = NULL;
-    if (t->batch < 1 || t->runs < 1) {
+    if (t->batch < 1 || t->runs < 1 || t->rounds < 1) {
         diag_error("--tune needs a batch of at least 1 (--tune=BATCH)");
         return -1;
     }
+    /* A tune file that cannot take the winners is an error before any GPU time is spent. */
+    if (read_lines(t->file, true, &old, &nold) != 0)
+        return -1;
+    free_lines(old, nold);
     if (codegen_tunables(g, base, &tun, &nt) != 0)
         return -1;
     *choice = xcalloc((size_t)g->nnodes + 1, sizeof **choice);
-    if (nt == 0) {
-        if (t->progress)
-            fprintf(t->progress, "tune: no layer of this model has a choice of kernel configuration; nothing "
-                                 "to measure\n");
-        codegen_tunables_free(tun, nt);
-        return 0;
-    }
     for (int i = 0; i < nt; i++)
         nvar = tun[i].ncandidates > nvar ? tun[i].ncandidates : nvar;
-    double **ms = xcalloc((size_t)nvar, sizeof *ms);
+    double **ms = xcalloc((size_t)nvar, sizeof *ms);            /* per variant: each step's median */
     bool *valid = xcalloc((size_t)nvar, sizeof *valid);
     int *vchoice = xcalloc((size_t)g->nnodes + 1, sizeof *vchoice);
+    double **round_ms = xcalloc((size_t)nvar * (size_t)t->rounds + 1, sizeof *round_ms);
     unsigned char *ref = NULL;
     size_t ref_bytes = 0;
     char device[256] = "";
-    TuneLine *fresh = NULL;
 
     /* A GPU first, before seconds of NVRTC: a blob with no GPU code is enough to ask. */
     CodegenOptions o = *base;
@@ -252,66 +257,122 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
     o.report = NULL;
     o.progress = false;
     o.tune_choice = NULL;
-    if (codegen_write_blob(g, &o, t->work_path) != 0 || m->probe(m->ctx, t->work_path) != 0)
+    char *probe = variant_path(t, 0);
+    int probed = codegen_write_blob(g, &o, probe) == 0 && m->probe(m->ctx, probe) == 0 ? 0 : -1;
+    remove(probe);
+    free(probe);
+    if (probed != 0)
         goto done;
+    if (nt == 0) {
+        if (t->progress)
+            fprintf(t->progress, "tune: no layer of this model has a choice of kernel configuration; nothing "
+                                 "to measure\n");
+        rc = store_winners(t->file, NULL, 0);
+        goto done;
+    }
+    /* Every variant compiled first, so that the measurements run back to back on a GPU that
+     * does not idle between them. Every variant for the user's targets, as the final blob: a
+     * kernel choice that depends on the target list (the pre-tiled GEMM's) stays the same. */
     for (int v = 0; v < nvar; v++) {
         for (int i = 0; i < nt; i++)
             vchoice[tun[i].node] = v < tun[i].ncandidates ? v : 0;
-        /* Every variant for the user's targets, as the final blob: a kernel choice that depends
-         * on the target list (the pre-tiled GEMM's) stays the same, and the targets compile in
-         * parallel, so the others cost little. */
         o = *base;
         o.report = NULL;
         o.progress = false;
         o.tune_choice = vchoice;
         o.ntune_choice = g->nnodes;
-        progress_bar(t, v, nvar, "compiling");
-        if (codegen_write_blob(g, &o, t->work_path) != 0)
+        char path[64];
+        snprintf(path, sizeof path, "variant %d of %d: compiling", v + 1, nvar);
+        progress_bar(t, v, nvar + nvar * t->rounds, path);
+        char *vp = variant_path(t, v);
+        int w = codegen_write_blob(g, &o, vp);
+        free(vp);
+        if (w != 0)
             goto done;
-        progress_bar(t, v, nvar, "measuring");
-        unsigned char *out = NULL;
-        size_t out_bytes = 0;
-        int nsteps = 0;
-        char dev[256] = "";
-        if (m->measure(m->ctx, t->work_path, t->batch, t->runs, 1234u, &ms[v], &nsteps, &out, &out_bytes, dev,
-                       sizeof dev) != 0)
-            goto done;
-        if (v == 0) {
-            snprintf(device, sizeof device, "%s", dev);
-            nsteps0 = nsteps;
-            ref = out;
-            ref_bytes = out_bytes;
-            valid[0] = true;
-        } else {
+        compiled = v + 1;
+        valid[v] = true;
+    }
+    /* Rounds over the variants, forward then backward (ABBA): with an even number of rounds
+     * every variant's mean position is the same, so a GPU that speeds up or slows down steadily
+     * (clocks ramping, a neighbour's load) favours none. A step's time is the mean of its
+     * rounds' medians. A variant whose run fails (too little shared memory on this GPU, a grid
+     * too large) or whose outputs differ from the cost model's is never used. */
+    for (int r = 0; r < t->rounds; r++)
+        for (int k = 0; k < nvar; k++) {
+            int v = r % 2 ? nvar - 1 - k : k; /* variant 0 first of all: the reference outputs */
+            if (!valid[v])
+                continue;
+            char what[64];
+            snprintf(what, sizeof what, "round %d of %d: variant %d", r + 1, t->rounds, v + 1);
+            progress_bar(t, nvar + r * nvar + k, nvar + nvar * t->rounds, what);
+            unsigned char *out = NULL;
+            size_t out_bytes = 0;
+            int nsteps = 0;
+            char dev[256] = "";
+            char *vp = variant_path(t, v);
+            int mrc = m->measure(m->ctx, vp, t->batch, t->runs, 1234u, &round_ms[v * t->rounds + r], &nsteps, &out,
+                                 &out_bytes, dev, sizeof dev);
+            free(vp);
+            if (mrc != 0 && v == 0)
+                goto done; /* the cost model's own blob does not run: nothing to compare with */
+            if (mrc != 0) {
+                valid[v] = false;
+                if (t->progress)
+                    fprintf(t->progress, "\nbnncc: warning: --tune: variant %d does not run here (%s); its "
+                                         "configurations are not used\n", v + 1, diag_message());
+                continue;
+            }
+            if (v == 0 && r == 0) {
+                snprintf(device, sizeof device, "%s", dev);
+                nsteps0 = nsteps;
+                ref = out;
+                ref_bytes = out_bytes;
+                continue;
+            }
             if (nsteps != nsteps0) {
                 free(out);
                 diag_error("--tune: variant %d has %d plan steps, the cost model's %d (a bnncc bug: please report it)",
-                           v, nsteps, nsteps0);
+                           v + 1, nsteps, nsteps0);
                 goto done;
             }
-            /* Every candidate computes the same function: outputs that differ mean a kernel bug,
-             * and that variant's tiles are never used. */
-            valid[v] = out_bytes == ref_bytes && !memcmp(out, ref, ref_bytes);
+            /* Every candidate computes the same function: outputs that differ mean a kernel bug. */
+            bool same = out_bytes == ref_bytes && !memcmp(out, ref, ref_bytes);
             free(out);
-            if (!valid[v] && t->progress)
-                fprintf(t->progress, "\nbnncc: warning: --tune: variant %d's outputs differ from the cost model's "
-                                     "choice's; its tiles are not used (a bnncc bug: please report it with the "
-                                     "model)\n", v);
+            if (!same) {
+                valid[v] = false;
+                if (t->progress)
+                    fprintf(t->progress, "\nbnncc: warning: --tune: variant %d's outputs differ from the cost model's "
+                                         "choice's; its configurations are not used (a bnncc bug: please report it "
+                                         "with the model)\n", v + 1);
+            }
+        }
+    progress_bar(t, nvar + nvar * t->rounds, nvar + nvar * t->rounds, "");
+    for (int v = 0; v < nvar; v++) {
+        if (!valid[v])
+            continue;
+        ms[v] = xmalloc(((size_t)nsteps0 + 1) * sizeof **ms);
+        for (int st = 0; st < nsteps0; st++) {
+            double sum = 0;
+            int n = 0;
+            for (int r = 0; r < t->rounds; r++)
+                if (round_ms[v * t->rounds + r] && round_ms[v * t->rounds + r][st] >= 0) {
+                    sum += round_ms[v * t->rounds + r][st];
+                    n++;
+                }
+            ms[v][st] = n ? sum / n : -1.0;
         }
     }
-    progress_bar(t, nvar, nvar, "");
-
     /* Layers of one signature are one problem: one winner for all of them, by their summed
      * times (a tune file, read back, gives each the same tile; the sum is less noisy too). */
     fresh = xcalloc((size_t)nt, sizeof *fresh);
-    int nfresh = 0, changed = 0;
+    int changed = 0;
     char batch[32];
     snprintf(batch, sizeof batch, "%d", t->batch);
     char *dkey = device_key(device);
     if (t->progress)
-        fprintf(t->progress, "tune: %s, batch %d, median of %d profiled runs a variant\n"
-                             "tune: %-40s %10s %10s  %s\n", device, t->batch, t->runs, "layer", "model ms",
-                "tuned ms", "tile");
+        fprintf(t->progress, "tune: %s, batch %d, the mean of %d rounds' medians of %d profiled runs a variant\n"
+                             "tune: %-40s %10s %10s  %s\n", device, t->batch, t->rounds, t->runs, "layer", "model ms",
+                "tuned ms", "configuration");
     for (int i = 0; i < nt; i++) {
         if (tun[i].step < 0 || tun[i].step >= nsteps0 || ms[0][tun[i].step] < 0) {
             free(dkey);
@@ -333,7 +394,7 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
                 continue;
             members++;
             for (int c = 0; c < tun[i].ncandidates; c++)
-                total[c] = total[c] < 0 || ms[c][tun[j].step] < 0 ? -1.0 : total[c] + ms[c][tun[j].step];
+                total[c] = total[c] < 0 || !ms[c] || ms[c][tun[j].step] < 0 ? -1.0 : total[c] + ms[c][tun[j].step];
         }
         for (int c = 1; c < tun[i].ncandidates; c++)
             if (valid[c] && total[c] >= 0 && total[c] < TUNE_MARGIN * total[0] && total[c] < total[best])
@@ -369,14 +430,22 @@ done:
         fputc('\n', t->progress); /* end the progress bar's line before the error */
     if (fresh)
         free_lines(fresh, nt);
-    for (int v = 0; v < nvar; v++)
+    for (int v = 0; v < nvar; v++) {
         free(ms[v]);
+        for (int r = 0; r < t->rounds; r++)
+            free(round_ms[v * t->rounds + r]);
+        if (v < compiled) {
+            char *vp = variant_path(t, v);
+            remove(vp);
+            free(vp);
+        }
+    }
     free(ms);
+    free(round_ms);
     free(valid);
     free(vchoice);
     free(ref);
     codegen_tunables_free(tun, nt);
-    remove(t->work_path);
     if (rc != 0) {
         free(*choice);
         *choice = NULL;

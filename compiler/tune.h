@@ -34,16 +34,18 @@ TuneMeasurer tune_gpu_measurer(void);
 
 typedef struct TuneOptions {
     int batch;             /* the batch to measure at (--tune=BATCH) */
-    int runs;              /* profiled runs per variant; each step's median is compared */
+    int runs, rounds;      /* rounds over the variants (forward, backward, ...: best even) of `runs`
+                            * profiled runs each: a step's time is the mean of its rounds' medians */
     const char *file;      /* the tune file the winners go to (added or replacing older lines) */
-    const char *work_path; /* where the variants' blobs are written, one after another */
+    const char *work_path; /* the variants' blobs are "<work_path>.<v>", removed at the end */
     FILE *progress;        /* progress and the table of winners, or NULL */
 } TuneOptions;
 
 /* Measure the candidates of g's tunable layers (base: the user's options, every variant
  * compiled for its targets) and fill *choice (malloc'ed, g->nnodes entries, for
  * CodegenOptions.tune_choice) with the winners; store them in t->file. 0 ok (also when no
- * layer has a choice: every entry 0); -1 with a diagnostic. */
+ * layer has a choice: every entry 0, a tune file without lines); -1 with a diagnostic (no
+ * device, a tune file that is not one, the cost model's own variant failing to run). */
 int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t, const TuneMeasurer *m,
                int **choice);
 

@@ -5,13 +5,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bnnrt.h"
 #include "ir.h"
 #include "tune.h"
 #include "util.h"
 
-enum { TUNE_WARMUP = 3 };
+enum { TUNE_WARMUP = 3, TUNE_WARMUP_MS = 100 };
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 static int fail_rt(const char *what, bnn_status st) {
     diag_error("--tune: %s: %s: %s", what, bnn_status_str(st), bnn_last_error());
@@ -106,7 +113,9 @@ static int gpu_measure(void *ctx, const char *path, int batch, int runs, unsigne
         off += info.item_bytes * (size_t)batch;
     }
     *out_bytes = total;
-    for (int r = 0; r < TUNE_WARMUP; r++)
+    /* Warm up: the graph captured, the clocks up (at least TUNE_WARMUP runs and TUNE_WARMUP_MS). */
+    double t0 = now_ms();
+    for (int r = 0; r < TUNE_WARMUP || now_ms() - t0 < TUNE_WARMUP_MS; r++)
         if ((st = bnn_session_run(s, batch, (const void *const *)ins, outs)) != BNN_STATUS_OK) {
             fail_rt("running a variant", st);
             goto done;

@@ -131,7 +131,8 @@ enum { BNN_HALO_VARIANTS = (int)(sizeof bnn_halo_variants / sizeof *bnn_halo_var
 /* Candidate v of the halo bconv's tiles for one layer (O output channels): 0, or -1 when it does
  * not apply: its shared memory exceeds BNN_HALO_SMEM_MAX (very wide C; for v = 0 the implicit
  * GEMM then), or (v > 0) its BN does not divide O. grid.y: bnn_halo_grid's base (3 blocks an SM
- * at a small batch), and 4 tiles a warp at a large one. classes: bnn_corr_classes. */
+ * at a small batch), and 4 tiles a warp at a large one (more for a variant whose tiles would
+ * otherwise give more blocks than the rule's). classes: bnn_corr_classes. */
 static inline int bnn_halo_variant(int v, int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh,
                                    int dw, int pool, int classes, BnnHaloCfg *cfg) {
     if (v < 0 || v >= BNN_HALO_VARIANTS || (v > 0 && o % bnn_halo_variants[v].bn != 0))
@@ -149,6 +150,13 @@ static inline int bnn_halo_variant(int v, int c, int oh, int ow, int o, int kh, 
         return -1;
     bnn_halo_set_grid(cfg, ohe, owe, o);
     cfg->grid_div = (unsigned)(cfg->wm * 4);
+    /* No more blocks a batch item than the rule's (grid.y must stay under 65536 for every batch
+     * the rule's blob takes): a variant with fewer warps takes more tiles a warp instead. */
+    const BnnHaloTile *r = &bnn_halo_variants[0];
+    const long rule_tiles = (long)((ohe + r->th - 1) / r->th) * ((owe + r->tw - 1) / r->tw), rule_div = r->wm * 4;
+    const long need = ((long)cfg->tiles * rule_div + rule_tiles - 1) / rule_tiles;
+    if (need > (long)cfg->grid_div)
+        cfg->grid_div = (unsigned)need;
     return 0;
 }
 

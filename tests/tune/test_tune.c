@@ -100,13 +100,14 @@ static Graph *model(void) {
     return g;
 }
 
-/* The fake device: variant v is the v-th call to measure. Step times: ms[l][v] for the step of
- * tunable layer l, 1.0 for the rest. Variant `differs` gets a flipped output. */
+/* The fake device: variant v is the blob "<work>.<v>". Step times: ms[l][v] for the step of
+ * tunable layer l, 1.0 for the rest (plus `drift` a call, a GPU warming up: the rounds must not
+ * let it decide). Variant `differs` gets a flipped output, variant `fails` does not run. */
 typedef struct Fake {
     int calls;
     int nlayers, step[4];
-    double ms[4][8];
-    int differs;
+    double ms[4][8], drift;
+    int differs, fails;
     bool probe_fails;
 } Fake;
 
@@ -123,7 +124,13 @@ static int fake_probe(void *ctx, const char *cpu_blob) {
 static int fake_measure(void *ctx, const char *path, int batch, int runs, unsigned seed, double **step_ms,
                         int *nsteps, unsigned char **outputs, size_t *out_bytes, char *device, size_t device_len) {
     Fake *f = ctx;
-    int v = f->calls++;
+    const char *dot = strrchr(path, '.');
+    int v = dot ? atoi(dot + 1) : -1, call = f->calls++;
+    CHECK(v >= 0 && v < CANDIDATES);
+    if (v == f->fails) {
+        diag_error("fake: variant %d needs more shared memory than this GPU has", v);
+        return -1;
+    }
     bnn_model *m = NULL;
     bnn_session *s = NULL;
     if (bnn_model_load_file(path, &m) != BNN_STATUS_OK || bnn_session_create(m, BNN_DEVICE_CPU, batch, &s)) {
@@ -153,7 +160,7 @@ static int fake_measure(void *ctx, const char *path, int batch, int runs, unsign
         (*step_ms)[i] = 1.0;
         for (int l = 0; l < f->nlayers; l++)
             if (i == f->step[l])
-                (*step_ms)[i] = f->ms[l][v];
+                (*step_ms)[i] = f->ms[l][v] - f->drift * call;
     }
     snprintf(device, device_len, "Test GPU 9000 (sm_90, running sm_90a code)");
     CHECK(runs == 5);
@@ -290,7 +297,7 @@ int main(void) {
     /* conv1 alone would take candidate 2 (twice as fast); with conv1b, its problem's other
      * layer, candidate 4 has the lowest sum. Candidate 3 is fastest for both but its outputs
      * differ. conv2: candidate 1 only 1% faster (noise: the cost model's stays). */
-    Fake f = {.nlayers = 3, .step = {t[0].step, t[1].step, t[2].step}, .differs = 3,
+    Fake f = {.nlayers = 3, .step = {t[0].step, t[1].step, t[2].step}, .differs = 3, .fails = -1,
               .ms = {{1.0, 0.9, 0.5, 0.1, 0.8, 1.0}, {1.0, 0.9, 0.9, 0.1, 0.2, 1.0}, {1.0, 0.99, 1.2, 1.5, 1.1, 1.0}}};
     TuneMeasurer m = {.ctx = &f, .probe = fake_probe, .measure = fake_measure};
     char dir[] = "/tmp/bnn-tune-XXXXXX";
@@ -298,12 +305,16 @@ int main(void) {
     char file[256], work[256];
     snprintf(file, sizeof file, "%s/model.tune", dir);
     snprintf(work, sizeof work, "%s/variant.bin", dir);
-    TuneOptions to = {.batch = 3, .runs = 5, .file = file, .work_path = work, .progress = stdout};
+    TuneOptions to = {.batch = 3, .runs = 5, .rounds = 2, .file = file, .work_path = work, .progress = stdout};
     int *choice = NULL;
     CHECK(tune_model(g, &o, &to, &m, &choice) == 0);
-    CHECK(f.calls == CANDIDATES);
+    CHECK_MSG(f.calls == 2 * CANDIDATES - 1, "%d calls", f.calls); /* 3 stopped at its first */
     CHECK(choice && choice[t[0].node] == 4 && choice[t[1].node] == 4 && choice[t[2].node] == 0);
-    CHECK(access(work, F_OK) != 0); /* the variants' blob is gone */
+    for (int v = 0; v < CANDIDATES; v++) { /* the variants' blobs are gone */
+        char vp[300];
+        snprintf(vp, sizeof vp, "%s.%d", work, v);
+        CHECK(access(vp, F_OK) != 0);
+    }
     char *text = slurp(file);
     CHECK(!strncmp(text, "bnncc-tune 1\n", 13));
     CHECK(count_lines(text, "Test GPU 9000\t3\t") == 2);
@@ -327,19 +338,46 @@ int main(void) {
     o.tune_choice = NULL;
     o.ntune_choice = 0;
 
-    /* A second run (another batch, conv2 now clearly faster on candidate 4, no variant wrong)
-     * replaces its own lines and keeps the first run's. */
+    /* A second run (another batch, no variant wrong, variant 3 not running) replaces its own
+     * lines and keeps the first run's. conv1's problem: candidate 4 clearly faster. conv2:
+     * every candidate 1.0, but the GPU speeds up by 0.02 ms a call, which would favour a
+     * variant measured 2 calls later beyond the 3 % margin: the rounds forward and backward
+     * cancel it, and the cost model's tile stays. */
     f.calls = 0;
     f.differs = -1;
-    f.ms[2][4] = 0.5;
+    f.fails = 3;
+    f.drift = 0.02;
+    for (int v = 0; v < CANDIDATES; v++)
+        f.ms[2][v] = 1.0;
     to.batch = 2;
     free(choice);
     CHECK(tune_model(g, &o, &to, &m, &choice) == 0);
-    CHECK(choice && choice[t[0].node] == 3 && choice[t[1].node] == 3 && choice[t[2].node] == 4);
+    CHECK(choice && choice[t[0].node] == 4 && choice[t[1].node] == 4 && choice[t[2].node] == 0);
+    /* One round only (forward): the drift makes the last variant win conv2. */
+    f.calls = 0;
+    to.rounds = 1;
+    free(choice);
+    CHECK(tune_model(g, &o, &to, &m, &choice) == 0);
+    CHECK(choice && choice[t[2].node] == 5);
+    to.rounds = 2;
+    f.drift = 0;
+    f.fails = -1;
     text = slurp(file);
     CHECK(count_lines(text, "Test GPU 9000\t3\t") == 2 && count_lines(text, "Test GPU 9000\t2\t") == 2);
     free(text);
     free(choice);
+
+    /* A tune file that is not one: an error before anything is measured. */
+    f.calls = 0;
+    choice = NULL;
+    char notune[300];
+    snprintf(notune, sizeof notune, "%s/not.tune", dir);
+    write_text(notune, "this is not a tune file\n");
+    to.file = notune;
+    CHECK(tune_model(g, &o, &to, &m, &choice) == -1 && !choice && f.calls == 0);
+    CHECK_STR_CONTAINS(diag_message(), "not.tune:1: not a bnncc tune file");
+    remove(notune);
+    to.file = file;
 
     /* No device: the probe's message, before any variant is compiled. */
     f.calls = 0;
