@@ -3709,6 +3709,43 @@ static void report_failed_compile(const CodegenOptions *o, const char *src, cons
         diag_error("compiling the generated kernels for %s failed: %s", arch, msg);
 }
 
+/* One --report line of what ptxas said of arch's kernels (its log with --ptxas-options=-v):
+ * how many, their registers, and the kernels with a stack frame or spills, which run slower
+ * than their registers suggest. */
+static void report_resources(Buf *report, const char *arch, const char *log) {
+    int kernels = 0, rmin = 1 << 30, rmax = 0;
+    bool mine = false; /* the properties line belongs to the current kernel, not a callee */
+    char cur[128] = "";
+    Buf spills = {0};
+    for (const char *l = log; l && *l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), l);
+        const char *q;
+        int regs, frame, st, ld;
+        if ((q = strstr(line, "Compiling entry function '"))) {
+            snprintf(cur, sizeof cur, "%.*s", (int)strcspn(q + 26, "'"), q + 26);
+            kernels++;
+        } else if ((q = strstr(line, "Function properties for "))) {
+            mine = !strcmp(q + 24, cur);
+        } else if (mine && sscanf(line, "ptxas . %d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
+                                  &frame, &st, &ld) == 3) {
+            if (frame || st || ld)
+                buf_printf(&spills, "%s%s (%d bytes stack, %d spilled, %d reloaded)", spills.len ? ", " : "", cur,
+                           frame, st, ld);
+        } else if ((q = strstr(line, "Used ")) && sscanf(q, "Used %d registers", &regs) == 1) {
+            rmin = regs < rmin ? regs : rmin;
+            rmax = regs > rmax ? regs : rmax;
+        }
+        l += len + (e != NULL);
+    }
+    if (kernels)
+        buf_printf(report, "codegen: %s: %d kernels, %d-%d registers a thread, %s%s\n", arch, kernels, rmin, rmax,
+                   spills.len ? "local memory in " : "no stack or spills", spills.len ? spills.data : "");
+    buf_free(&spills);
+}
+
 /* A CUBIN per target into the blob, in the targets' order: from the cache where it has one,
  * else from NVRTC, the targets compiled in parallel (nvrtc_compile_jobs). 0 ok; -1 with a
  * diagnostic. */
@@ -3763,6 +3800,8 @@ static int compile_targets(Lower *L, const CodegenOptions *o, const char *src, i
                            jobs[i].cached ? " (from the kernel cache)" : "",
                            emulated ? " (this architecture has no native b1 MMA: the binary layers run "
                                       "emulated, much slower)" : "");
+            if (o->report)
+                report_resources(o->report, arch[i], out->log);
         }
         nvrtc_output_free(&jobs[i].out);
     }

@@ -165,7 +165,7 @@ typedef struct Options {
 } Options;
 
 static void make_options(Options *o, const char *arch, const char *const *options, int noptions) {
-    o->v = xcalloc((size_t)noptions + 4, sizeof *o->v);
+    o->v = xcalloc((size_t)noptions + 5, sizeof *o->v);
     o->n = 0;
     o->include = NULL;
     Buf b = {0};
@@ -174,6 +174,8 @@ static void make_options(Options *o, const char *arch, const char *const *option
     o->v[o->n++] = o->arch;
     o->v[o->n++] = "-default-device";
     o->v[o->n++] = "--std=c++17";
+    if (strncmp(arch, "sm_", 3) == 0) /* ptxas's registers, stack and spills per kernel, into the log */
+        o->v[o->n++] = "--ptxas-options=-v";
     const char *root = cuda_root();
     if (root) {
         buf_printf(&b, "-I%s/include", root);
@@ -197,6 +199,25 @@ static bool bad_arch(const char *arch, Buf *err) {
     return true;
 }
 
+/* Remove ptxas's "Compile time = ..." lines from a log, in place: the rest is a function of
+ * the source and options, so a cached log (and its entry) is the same whenever it is made. */
+static void drop_timing_lines(char *log) {
+    char *w = log;
+    for (const char *l = log; *l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) + 1 : strlen(l);
+        bool timing = false;
+        for (const char *c = l; c + 14 <= l + len && !timing; c++)
+            timing = !strncmp(c, "Compile time =", 14);
+        if (!timing) {
+            memmove(w, l, len);
+            w += len;
+        }
+        l += len;
+    }
+    *w = '\0';
+}
+
 /* nvrtc_compile without diag_error (safe on any thread once nvrtc_load has run): a failure
  * goes to err. */
 static int compile_into(const char *name, const char *source, const char *arch, const char *const *options,
@@ -211,6 +232,7 @@ static int compile_into(const char *name, const char *source, const char *arch, 
     NVRTC_CHECK(CreateProgram, (&prog, source, name, 0, NULL, NULL));
     NVRTC_CHECK(CompileProgram, (prog, o.n, o.v));
     out->log = program_log(prog);
+    drop_timing_lines(out->log);
     if (real) {
         NVRTC_CHECK(GetCUBINSize, (prog, &out->cubin_size));
         out->cubin = xmalloc(out->cubin_size ? out->cubin_size : 1);
@@ -355,12 +377,13 @@ static void sha256(const void *data, size_t n, unsigned char out[32]) {
 
 /* ---------------------------------------------------------------- the CUBIN cache */
 
-/* An entry, <dir>/<key in hex>.cubin: a header, then the CUBIN. Everything is checked on
- * read; an entry that fails a check is ignored (and rewritten after the compile). */
+/* An entry, <dir>/<key in hex>.cubin: a header, the CUBIN, then NVRTC's log (ptxas's resource
+ * lines: bnncc --report gives them for a cached CUBIN too). Everything is checked on read; an
+ * entry that fails a check is ignored (and rewritten after the compile). */
 #define CACHE_MAGIC "BNNCUBIN"
-#define CACHE_FORMAT 1u
-#define CACHE_HEADER_SIZE 88u /* magic 8, format u32, header size u32, CUBIN bytes u64,
-                               * key 32, SHA-256 of the CUBIN 32 */
+#define CACHE_FORMAT 2u
+#define CACHE_HEADER_SIZE 96u /* magic 8, format u32, header size u32, CUBIN bytes u64, log bytes
+                               * u64, key 32, SHA-256 of the CUBIN and the log 32 */
 
 char *nvrtc_cache_dir(void) {
     const char *dir = getenv("BNNCC_CACHE_DIR");
@@ -438,24 +461,26 @@ static unsigned char *read_entry(const char *path, size_t *len) {
     return (unsigned char *)data;
 }
 
-/* The CUBIN of an intact entry for key (malloc'ed), or NULL. */
-static unsigned char *load_entry(const char *path, const unsigned char key[32], size_t *size) {
+/* The CUBIN of an intact entry for key (malloc'ed), its size and its log (malloc'ed), or NULL. */
+static unsigned char *load_entry(const char *path, const unsigned char key[32], size_t *size, char **log) {
     size_t len = 0;
     unsigned char *e = read_entry(path, &len), sum[32];
     if (!e)
         return NULL;
+    uint64_t cubin = len >= CACHE_HEADER_SIZE ? get_le(e + 16, 8) : 0, logn = len >= CACHE_HEADER_SIZE ? get_le(e + 24, 8) : 0;
     bool ok = len > CACHE_HEADER_SIZE && !memcmp(e, CACHE_MAGIC, 8) && get_le(e + 8, 4) == CACHE_FORMAT &&
-              get_le(e + 12, 4) == CACHE_HEADER_SIZE && get_le(e + 16, 8) == len - CACHE_HEADER_SIZE &&
-              !memcmp(e + 24, key, 32);
+              get_le(e + 12, 4) == CACHE_HEADER_SIZE && cubin > 0 && cubin <= len - CACHE_HEADER_SIZE &&
+              logn == len - CACHE_HEADER_SIZE - cubin && !memcmp(e + 32, key, 32);
     if (ok) {
         sha256(e + CACHE_HEADER_SIZE, len - CACHE_HEADER_SIZE, sum);
-        ok = !memcmp(e + 56, sum, 32);
+        ok = !memcmp(e + 64, sum, 32);
     }
     if (!ok) {
         free(e);
         return NULL;
     }
-    *size = len - CACHE_HEADER_SIZE;
+    *size = (size_t)cubin;
+    *log = xstrndup((const char *)e + CACHE_HEADER_SIZE + cubin, (size_t)logn);
     memmove(e, e + CACHE_HEADER_SIZE, *size);
     return e;
 }
@@ -495,15 +520,18 @@ static void store_entry(const char *dir, const unsigned char key[32], const Nvrt
         warn_unwritable(dir, strerror(errno));
         return;
     }
-    size_t len = CACHE_HEADER_SIZE + out->cubin_size;
+    size_t logn = out->log ? strlen(out->log) : 0, len = CACHE_HEADER_SIZE + out->cubin_size + logn;
     unsigned char *e = xmalloc(len);
     memcpy(e, CACHE_MAGIC, 8);
     put_le(e + 8, CACHE_FORMAT, 4);
     put_le(e + 12, CACHE_HEADER_SIZE, 4);
     put_le(e + 16, out->cubin_size, 8);
-    memcpy(e + 24, key, 32);
-    sha256(out->cubin, out->cubin_size, e + 56);
+    put_le(e + 24, logn, 8);
+    memcpy(e + 32, key, 32);
     memcpy(e + CACHE_HEADER_SIZE, out->cubin, out->cubin_size);
+    if (logn)
+        memcpy(e + CACHE_HEADER_SIZE + out->cubin_size, out->log, logn);
+    sha256(e + CACHE_HEADER_SIZE, out->cubin_size + logn, e + 64);
     char *path = entry_path(dir, key);
     Buf mine = {0};
     buf_printf(&mine, "%s.%ld", path, (long)getpid());
@@ -533,12 +561,9 @@ int nvrtc_cache_lookup(NvrtcJob *jobs, int n, const char *cache_dir) {
             }
             j->keyed = true;
             char *path = entry_path(cache_dir, j->key);
-            j->out.cubin = load_entry(path, j->key, &j->out.cubin_size);
+            j->out.cubin = load_entry(path, j->key, &j->out.cubin_size, &j->out.log);
             free(path);
-            if (j->out.cubin) {
-                j->out.log = xstrdup("");
-                j->cached = true;
-            }
+            j->cached = j->out.cubin != NULL;
         }
         misses += !j->cached;
     }

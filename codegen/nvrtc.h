@@ -13,7 +13,8 @@ typedef struct NvrtcOutput {
     size_t cubin_size;
     char *ptx;            /* only when asked for; NUL-terminated */
     size_t ptx_size;      /* without the NUL */
-    char *log;            /* NVRTC's log (warnings), NUL-terminated, may be "" */
+    char *log;            /* NVRTC's log (warnings; for an sm_ target ptxas's registers, stack and
+                           * spills of each kernel), NUL-terminated; the cached one on a cache hit */
 } NvrtcOutput;
 
 /* Load libnvrtc (once per process). 0 ok; -1 with a diagnostic saying what to install. */
