@@ -3858,9 +3858,11 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                        L.ntunables, L.ntuned);
         for (int i = 0; i < L.ntunables; i++) {
             const CodegenTunable *t = &L.tunables[i];
-            buf_printf(o->report, "tune: step %d (%s) runs %s, candidate %d of %d%s; kernel signature: %s\n", t->step,
-                       t->layer, t->candidate[t->chosen], t->chosen + 1, t->ncandidates,
-                       t->chosen ? "" : " (the cost model's)", t->signature);
+            buf_printf(o->report, "tune: step %d (%s) runs %s, candidate %d of %d%s; candidates:", t->step, t->layer,
+                       t->candidate[t->chosen], t->chosen + 1, t->ncandidates, t->chosen ? "" : " (the cost model's)");
+            for (int c = 0; c < t->ncandidates; c++)
+                buf_printf(o->report, " %s%s", t->candidate[c], c + 1 < t->ncandidates ? " |" : "");
+            buf_printf(o->report, "; kernel signature: %s\n", t->signature);
         }
         if (L.nres_thresholds)
             buf_printf(o->report, "codegen: %d binary convolutions with a shortcut of bits compare their dot with "

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """bnncc --tune and --tune-file from the outside.
 
-    test_tune_cli.py --device cpu   the errors a user can meet without a GPU (quick suite)
+    test_tune_cli.py --device cpu   the errors a user can meet without a GPU, and every
+                                    candidate of the low-bit convolutions of two QONNX nets (from
+                                    the --report's tune lines, forced through a tune file):
+                                    NVRTC compiles it, the CPU path equals the reference (quick)
     test_tune_cli.py --device gpu   tune a small binary conv net on the GPU at batch 4: exit 0,
                                     the tune file has its layers, the tuned blob's GPU outputs
                                     equal the reference interpreter's, and a blob compiled from
@@ -16,6 +19,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "codegen_e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lowbit"))
 import test_e2e as e2e  # noqa: E402  (its runner, failure list and GPU probe)
 
 BNNCC, BNNRUN, run, fail = e2e.BNNCC, e2e.BNNRUN, e2e.run, e2e.fail
@@ -79,6 +83,47 @@ def check_errors(tmp, model, gpu):
             fail(f"{f} was written by a failed compile")
 
 
+TUNE_LINE = re.compile(r"^tune: step \d+ \((.*?)\) runs .*?; candidates: (.*); kernel signature: (.*)$", re.M)
+
+
+def check_qconv_candidates(tmp, rng):
+    """Each qconv candidate on every tunable layer of two QONNX conv nets at once."""
+    import onnx
+    import qconv_models
+    for name in ("qcnn_w1a2", "qcnn_big"):
+        make, shape = qconv_models.MODELS[name]
+        model = os.path.join(tmp, name + ".onnx")
+        onnx.save(make(np.random.default_rng(11)), model)
+        p = run([BNNCC, model, "-O3", "--target=cpu", "-v", "-o", os.path.join(tmp, "r.bin")])
+        layers = [(m.group(1), [c.strip() for c in m.group(2).split("|")], m.group(3))
+                  for m in TUNE_LINE.finditer(p.stderr)]
+        if p.returncode or not layers or any(not sig.startswith("qconv:") for _, _, sig in layers):
+            fail(f"{name}: no qconv tune lines in the report: exit {p.returncode}, {p.stderr[-1500:]!r}")
+            continue
+        x = rng.standard_normal((3,) + shape).astype(np.float32)
+        xp, yr = os.path.join(tmp, "qx.npy"), os.path.join(tmp, "qyr.npy")
+        np.save(xp, x)
+        pr = run([BNNRUN, "--reference", model, "--input", xp, "--output", yr])
+        for c in range(1, max(len(cands) for _, cands, _ in layers)):
+            tune = os.path.join(tmp, f"{name}_{c}.tune")
+            with open(tune, "w") as f:
+                f.write("bnncc-tune 1\n")
+                for _, cands, sig in layers:
+                    if c < len(cands):
+                        f.write(f"hand\t1\t1.0\t1.0\t{sig}\t{cands[c]}\n")
+            blob, yc = os.path.join(tmp, f"{name}_{c}.bin"), os.path.join(tmp, "qyc.npy")
+            pc = run([BNNCC, model, "-O3", f"--tune-file={tune}", "-v", "-o", blob])
+            took = re.search(r"codegen: (\d+) layers take their configurations", pc.stderr)
+            if pc.returncode or not took or int(took.group(1)) != sum(c < len(k) for _, k, _ in layers):
+                fail(f"{name}, candidate {c}: NVRTC or the tune file: exit {pc.returncode}, {pc.stderr[-1500:]!r}")
+                continue
+            px = run([BNNRUN, blob, "--device", "cpu", "--input", xp, "--output", yc])
+            if px.returncode or pr.returncode or not np.array_equal(np.load(yc), np.load(yr)):
+                fail(f"{name}, candidate {c}: the CPU path differs from the reference: {px.stderr!r}")
+            else:
+                print(f"ok: {name}, candidate {c} on {len(layers)} layers: NVRTC, CPU path = reference")
+
+
 def check_gpu(tmp, model, rng):
     blob, tune = os.path.join(tmp, "t.bin"), os.path.join(tmp, "t.tune")
     p = run([BNNCC, model, "--tune=4", "--tune-file=" + tune, "-o", blob])
@@ -123,6 +168,7 @@ def main():
             check_gpu(tmp, model, rng)
         else:
             check_errors(tmp, model, gpu)
+            check_qconv_candidates(tmp, rng)
     print("all ok" if not e2e.failures else f"{len(e2e.failures)} failure(s)")
     return 1 if e2e.failures else 0
 
