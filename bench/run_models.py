@@ -263,7 +263,7 @@ def tuned_time(a, name, onnx, work, batch, xp, g, n, row):
     rep = sh([a.bnncc, onnx, "-O3", f"--tune={batch}", f"--tune-file={os.path.join(a.out, name + '.tune')}",
               "-o", mt] + a.bnncc_flags.split())
     row["tune_s"] = time.time() - t0
-    row["tune_changed"] = (re.findall(r"tune: (\d+) of (\d+) layers on another tile", rep) or [("?", "?")])[0]
+    row["tune_changed"] = (re.findall(r"tune: (\d+) of (\d+) layers on another configuration", rep) or [("?", "?")])[0]
     print(rep.strip(), flush=True)
     sh([a.bnnrun, mt, "--device", "gpu", "--input", xp, "--output", yt])
     ok, msg = same(np.load(yt), g)

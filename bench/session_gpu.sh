@@ -31,7 +31,7 @@ models)
     timeout 540 python3 bench/run_models.py --bin .cache/bench/carry --models "$m" --out "$OUT" --resident-only \
         --tune --only "$only" --commit "$commit" > "$OUT/run_models.log" 2>&1
     echo "run_models exit $?"
-    grep -E "tuned blob vs untuned|WRONG|FAILED|layers on another tile" "$OUT/run_models.log" | head -20
+    grep -E "tuned blob vs untuned|WRONG|FAILED|layers on another configuration" "$OUT/run_models.log" | head -20
     tail -20 "$OUT/run_models.log"
     ;;
 *)

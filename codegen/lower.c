@@ -3604,6 +3604,10 @@ static char *generate_source(Lower *L, const char *file, int *nkernels) {
 int codegen_parse_targets(const char *list, CodegenOptions *o) {
     o->ntargets = 0;
     const char *p = list;
+    if (!*p) {
+        diag_error("--target: no target given (expected e.g. sm_90a,sm_80, or cpu for a blob without GPU code)");
+        return -1;
+    }
     while (*p) {
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);

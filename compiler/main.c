@@ -202,6 +202,9 @@ static int parse_args(int argc, char **argv, Args *a) {
                 a->emit == EMIT_IR ? "ir" : "cuda");
         return -1;
     }
+    if (a->tune_file && !a->tune_batch && a->emit == EMIT_IR)
+        fprintf(stderr, "bnncc: warning: --tune-file has no effect with --emit=ir (the IR holds no kernel "
+                        "configurations; they are chosen when the blob or the CUDA source is made)\n");
     if (a->tune_batch && o.ntargets == 0) {
         fprintf(stderr, "bnncc: error: --tune measures GPU kernels, and --target=%s has no GPU target\n",
                 a->targets);

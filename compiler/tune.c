@@ -421,8 +421,8 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
     }
     free(dkey);
     if (t->progress)
-        fprintf(t->progress, "tune: %d of %d layers on another tile than the cost model's (layers of one kernel "
-                             "signature share a tile); winners stored in %s\n",
+        fprintf(t->progress, "tune: %d of %d layers on another configuration than the cost model's (layers of one "
+                             "kernel signature share one); winners stored in %s\n",
                 changed, nt, t->file);
     rc = store_winners(t->file, fresh, nfresh);
 done:

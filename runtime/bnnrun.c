@@ -46,7 +46,7 @@ static void usage(FILE *out) {
             "or .onnx) on the reference interpreter.\n"
             "  --input FILE      one .npy per graph input, in the graph's order; the first\n"
             "                    dimension is the batch and may be any size\n"
-            "  --output FILE     one .npy per graph output, in order (optional with --bench)\n"
+            "  --output FILE     one .npy per graph output, in order (optional with --bench and --profile)\n"
             "  --device D        gpu, cpu, or auto (default: the GPU if there is a usable one)\n"
             "  --batch N         run at most N items at a time (default: the whole input)\n"
             "  --bench N         after warm-up, time N runs over the input and print the median\n"

@@ -71,6 +71,12 @@ def check_errors(tmp, model, gpu):
     expect_error([model, "--tune", "--target=cpu", "-o", out], r"no GPU target", "--tune with --target=cpu")
     expect_error([model, "--tune-file=" + os.path.join(tmp, "none.tune"), "-o", out], r"none\.tune",
                  "a missing tune file")
+    expect_error([model, "--target=", "-o", out], r"--target: no target given", "--target= with nothing")
+    p = run([BNNCC, model, "--tune-file=" + os.path.join(tmp, "none.tune"), "--emit=ir", "-o", os.devnull])
+    if p.returncode or "--tune-file has no effect with --emit=ir" not in p.stderr:
+        fail(f"--tune-file with --emit=ir: exit {p.returncode}, {p.stderr.strip()!r}")
+    else:
+        print("ok: --tune-file with --emit=ir warns")
     bad = os.path.join(tmp, "bad.tune")
     with open(bad, "w") as f:
         f.write("bnncc-tune 1\nGPU\t1\t0.5\n")
