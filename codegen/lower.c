@@ -1574,8 +1574,9 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
                                    (long long)res_words);
         free(head);
     }
-    /* The halo-tile kernel (bconv.cu BC_HALO) wherever its shared memory fits, its tile from the
-     * rule of bnn_halo_choose (kernels.h); else the implicit GEMM's default tile. */
+    /* The halo-tile kernel (bconv.cu BC_HALO) wherever its shared memory fits, its tile the rule's
+     * (bnn_halo_variant 0, kernels.h) or the one bnncc --tune chose (choose_halo); else the
+     * implicit GEMM's default tile. */
     BnnHaloCfg hc;
     HaloLayer hl = {.c = (int)C, .oh = (int)OH, .ow = (int)OW, .o = (int)O, .kh = (int)KH, .kw = (int)KW,
                     .sh = (int)s[0], .sw = (int)s[1], .dh = (int)d[0], .dw = (int)d[1], .pool = pool,
@@ -3198,9 +3199,10 @@ static int lower_qconv(Lower *L, const Node *n) {
         (long long)(planes ? qp.yb : chain ? 0 : 1), (long long)ldw, (long long)(planes ? qp.ldy : 1),
         chain_defs.data ? chain_defs.data : "");
     free(chain_defs.data);
-    /* The halo-tile kernel (qconv.cu QC_HALO) wherever its shared memory fits, its tile from
-     * bnn_qhalo_choose (kernels.h); else (or with --qconv=direct) the direct kernel. Same
-     * operands, arguments and results either way. */
+    /* The halo-tile kernel (qconv.cu QC_HALO) wherever its shared memory fits, its tile the
+     * rule's (bnn_qhalo_variant 0, kernels.h) or the one bnncc --tune chose (choose_halo); else
+     * (or with --qconv=direct) the direct kernel. Same operands, arguments and results either
+     * way. */
     BnnHaloCfg hc;
     int nacc = (int)(qp.wsigned && !qp.bipolar ? qp.xb + qp.wb - 2 + qp.xb : qp.xb + qp.wb - 1);
     HaloLayer hl = {.c = (int)C, .oh = (int)OH, .ow = (int)OW, .o = (int)O, .kh = (int)KH, .kw = (int)KW,
