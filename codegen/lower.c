@@ -1987,19 +1987,21 @@ static int patch_pcw(int pc, int sw, int sh, int bw) {
     return pcw;
 }
 
-/* Pick the tile of a convolution with output oh x ow: 8 channels a thread (fewer if the group
- * has fewer), up to 8 warps a block, each warp 32 pixels x tp; the pixel tile bh x bw that
- * wastes least of the edge tiles (ties: the smaller patch), preferring 8 pixels a thread down
- * to 1 while the waste is above a quarter; then as many input channels a stage as the
- * budget holds (a divisor of the group's channels if one is near). False when even one
- * channel does not fit (huge kernels or dilations): the caller uses the simple kernel. */
-static bool choose_conv_tile(const BlobConv2dParams *cp, int64_t oh, int64_t ow, ConvTile *t) {
+/* The tile of a convolution with output oh x ow. The rule (force_tp 0): 8 channels a thread
+ * (fewer if the group has fewer), up to 8 warps a block, each warp 32 pixels x tp; the pixel tile
+ * bh x bw that wastes least of the edge tiles (ties: the smaller patch), preferring 8 pixels a
+ * thread down to 1 while the waste is above a quarter; then as many input channels a stage as
+ * the budget holds (a divisor of the group's channels if one is near). force_tp > 0 (bnncc
+ * --tune's other candidates): that many pixels a thread, up to max_warps warps. False when even
+ * one channel does not fit (huge kernels or dilations): the caller uses the simple kernel. */
+static bool choose_conv_tile(const BlobConv2dParams *cp, int64_t oh, int64_t ow, int force_tp, int max_warps,
+                             ConvTile *t) {
     int64_t cg = cp->c / cp->groups, og = cp->o / cp->groups, kk = cp->kh * cp->kw;
     t->to = og >= 8 ? 8 : (int)og;
     int64_t nco = (og + t->to - 1) / t->to;
-    t->bo = t->to * (int)(nco < 8 ? nco : 8);
+    t->bo = t->to * (int)(nco < max_warps ? nco : max_warps);
     double best = -1.0;
-    for (int tp = 8; tp >= 1 && best < 0.75; tp /= 2) {
+    for (int tp = force_tp ? force_tp : 8; tp >= 1 && (force_tp ? tp == force_tp : best < 0.75); tp /= 2) {
         int64_t patch_best = 0;
         best = -1.0;
         for (int bw = 1; bw <= 32 * tp; bw *= 2) {
@@ -2041,17 +2043,37 @@ static bool all_finite(const float *v, int64_t n) {
     return true;
 }
 
-/* The tile of a conv2d step, or false for the one-thread-per-output bnn_conv2d: the tiled
- * kernel needs finite weights (a zero staged for a padded tap then adds nothing: float_ops.cu).
- * A 1x1 convolution with unit strides and no padding is the same over the flattened image:
- * it is tiled as one row of h*w pixels. */
-static bool plan_conv_tile(const BlobConv2dParams *cp, const float *w, ConvTile *t) {
-    memset(t, 0, sizeof *t);
-    t->h = cp->h, t->w = cp->w, t->oh = cp->oh, t->ow = cp->ow;
+/* The tiles bnncc --tune measures for a float convolution besides the rule's: pixels a thread
+ * and warps a block (a candidate the same as the rule's, or as an earlier one, is left out). */
+static const int conv_tile_variants[][2] = {{4, 8}, {2, 8}, {8, 4}, {4, 4}};
+enum { CONV_TILE_VARIANTS = 1 + (int)(sizeof conv_tile_variants / sizeof *conv_tile_variants) };
+
+/* The candidate tiles of a conv2d step into t[] (the rule's first), their number; 0 for the
+ * one-thread-per-output bnn_conv2d: the tiled kernel needs finite weights (a zero staged for a
+ * padded tap then adds nothing: float_ops.cu). A 1x1 convolution with unit strides and no
+ * padding is the same over the flattened image: it is tiled as one row of h*w pixels. */
+static int plan_conv_tiles(const BlobConv2dParams *cp, const float *w, ConvTile t[CONV_TILE_VARIANTS]) {
+    ConvTile base;
+    memset(&base, 0, sizeof base);
+    base.h = cp->h, base.w = cp->w, base.oh = cp->oh, base.ow = cp->ow;
     if (cp->kh == 1 && cp->kw == 1 && cp->stride_h == 1 && cp->stride_w == 1 && !cp->pad_top && !cp->pad_left &&
         !cp->pad_bottom && !cp->pad_right)
-        t->w *= t->h, t->h = 1, t->ow *= t->oh, t->oh = 1;
-    return all_finite(w, cp->o * (cp->c / cp->groups) * cp->kh * cp->kw) && choose_conv_tile(cp, t->oh, t->ow, t);
+        base.w *= base.h, base.h = 1, base.ow *= base.oh, base.oh = 1;
+    t[0] = base;
+    if (!all_finite(w, cp->o * (cp->c / cp->groups) * cp->kh * cp->kw) ||
+        !choose_conv_tile(cp, base.oh, base.ow, 0, 8, &t[0]))
+        return 0;
+    int n = 1;
+    for (int v = 0; v + 1 < CONV_TILE_VARIANTS; v++) {
+        t[n] = base;
+        if (!choose_conv_tile(cp, base.oh, base.ow, conv_tile_variants[v][0], conv_tile_variants[v][1], &t[n]))
+            continue;
+        bool dup = false;
+        for (int i = 0; i < n && !dup; i++)
+            dup = t[i].tp == t[n].tp && t[i].bo == t[n].bo && t[i].bh == t[n].bh && t[i].bw == t[n].bw;
+        n += !dup;
+    }
+    return n;
 }
 
 /* bnn_conv2d_tile for a conv2d step; relu: a relu applied before the store. */
@@ -2332,9 +2354,11 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
                            .oh = y->dim[2], .ow = y->dim[3]};
     if (fused && lower_conv2d_bits(L, n, cp, w->data, b))
         return 0;
-    ConvTile t;
+    ConvTile tiles[CONV_TILE_VARIANTS];
     bool mma = L->float_convs != FLOAT_CONVS_EXACT && fp16_conv_ok(&cp, w->data);
-    bool tiled = !mma && plan_conv_tile(&cp, w->data, &t);
+    int ntiles = mma ? 0 : plan_conv_tiles(&cp, w->data, tiles);
+    bool tiled = ntiles > 0;
+    int pick = tiled ? tuned_pick(L, n, ntiles) : 0;
     /* both the tiled and the tensor-core kernel apply a relu before their store */
     Node *r = (tiled || mma) && !fused ? only_user(L->g, n->out[0]) : NULL;
     bool relu = (r && r->op == OP_RELU) || ((tiled || mma) && fused && identity_relu_stage(n));
@@ -2348,8 +2372,24 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     st->s.conv2d = cp;
     if (mma)
         conv2d_mma_kernel(L, st, &cp, w->data, b != NULL, relu);
-    else if (tiled)
-        conv2d_tile_kernel(L, st, &cp, &t, b != NULL, relu);
+    else if (tiled) {
+        conv2d_tile_kernel(L, st, &cp, &tiles[pick], b != NULL, relu);
+        if (ntiles > 1) { /* a tunable layer: the tile's pixels and channels a thread, warps */
+            char *names[CONV_TILE_VARIANTS];
+            for (int i = 0; i < ntiles; i++)
+                names[i] = str_printf("%dx%d px, %d px x %d ch a thread, %d warps", tiles[i].bh, tiles[i].bw,
+                                      tiles[i].tp, tiles[i].to, tiles[i].bo / tiles[i].to);
+            add_tunable(L, st, ntiles, names,
+                        str_printf("conv2d: C=%lld H=%lld W=%lld O=%lld KH=%lld KW=%lld SH=%lld SW=%lld PT=%lld "
+                                   "PL=%lld PB=%lld PR=%lld DH=%lld DW=%lld G=%lld BIAS=%d RELU=%d",
+                                   (long long)cp.c, (long long)cp.h, (long long)cp.w, (long long)cp.o,
+                                   (long long)cp.kh, (long long)cp.kw, (long long)cp.stride_h,
+                                   (long long)cp.stride_w, (long long)cp.pad_top, (long long)cp.pad_left,
+                                   (long long)cp.pad_bottom, (long long)cp.pad_right, (long long)cp.dil_h,
+                                   (long long)cp.dil_w, (long long)cp.groups, b != NULL, relu),
+                        pick);
+        }
+    }
     else
         float_kernel(L, st, "conv2d", cp.o * cp.oh * cp.ow,
                      str_printf("bnn_conv2d(item, j, (const float *)in, (const float *)w, (const float *)p0, "

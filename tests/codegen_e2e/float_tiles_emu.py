@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The tiled float kernels (float_ops.cu) without a GPU: bnncc --emit=cuda on the float models
 of test_e2e.py (float_models) and on ResNet-18's float layers (the 7x7/2 stem with its relu at
-224x224, the 1x1 downsample convs, the 512 -> 1000 head), their config structs collected, the
+224x224, the 1x1 downsample convs, the 512 -> 1000 head), with the cost model's tiles and with
+each other tile bnncc --tune measures for a conv, their config structs collected, the
 kernels compiled as host C++ under float_tiles_emu.cc's block emulator and run at batch 1 and
 5 (the stem at 1): every output must equal the reference loop bit for bit, and no stage may
 write past the shared memory the launch gives. Exit 77 (skipped) without a C++20 compiler.
@@ -42,6 +43,24 @@ def resnet_models(tmp, rng):
     return paths
 
 
+BNNCC = os.path.join(BUILD, "compiler", "bnncc")
+TUNE_LINE = re.compile(r"^tune: step \d+ \(.*?\) runs .*?; candidates: (.*); kernel signature: (conv2d: .*)$", re.M)
+
+
+def conv_tile_candidates(tmp, model):
+    """[(c, tune file)] forcing candidate c >= 1 on every tunable float conv of model."""
+    p = subprocess.run([BNNCC, "-O3", model, "--target=cpu", "-v", "-o", os.path.join(tmp, "probe.bin")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    layers = [([c.strip() for c in m.group(1).split("|")], m.group(2)) for m in TUNE_LINE.finditer(p.stderr)]
+    out = []
+    for c in range(1, max((len(k) for k, _ in layers), default=0)):
+        path = os.path.join(tmp, f"{os.path.basename(model)}.{c}.tune")
+        with open(path, "w") as f:
+            f.write("bnncc-tune 1\n" + "".join(f"emu\t1\t1\t1\t{sig}\t{k[c]}\n" for k, sig in layers if c < len(k)))
+        out.append((c, path))
+    return out
+
+
 def main():
     cxx = next((c for c in (os.environ.get("CXX"), "c++", "g++", "clang++") if c and shutil.which(c)), None)
     if not cxx:
@@ -55,16 +74,23 @@ def main():
         rng = np.random.default_rng(5)
         big = resnet_models(tmp, rng)
         structs, small_runs, big_runs = [], [], []
+        seen = set()
         for model in test_e2e.float_models(tmp, rng) + big:
             name = os.path.basename(model)[:-4]
-            p = subprocess.run([os.path.join(BUILD, "compiler", "bnncc"), "-O3", model, "--emit=cuda", "-o", "-"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            if p.returncode:
-                sys.exit(f"FAIL: bnncc {model}: {p.stderr.strip()}")
-            for m in re.finditer(r"struct (s\d+_(conv2d|dense))_cfg \{(.*?)\};", p.stdout, re.S):
-                tag = f"{name}_{m.group(1)}"
-                structs.append(f"struct {tag} {{{m.group(3)}}};")
-                (big_runs if model in big else small_runs).append(f'run_{m.group(2)}<{tag}>("{tag}", batch)')
+            # The cost model's tiles, then each other candidate bnncc --tune measures (forced on
+            # every conv of the model through a tune file built from --report's tune lines).
+            for cand, tune in [(0, None)] + conv_tile_candidates(tmp, model):
+                cmd = [BNNCC, "-O3", model, "--emit=cuda", "-o", "-"] + ([f"--tune-file={tune}"] if tune else [])
+                p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                if p.returncode:
+                    sys.exit(f"FAIL: bnncc {model} (candidate {cand}): {p.stderr.strip()}")
+                for m in re.finditer(r"struct (s\d+_(conv2d|dense))_cfg \{(.*?)\};", p.stdout, re.S):
+                    if (name, m.group(3)) in seen:
+                        continue
+                    seen.add((name, m.group(3)))
+                    tag = f"{name}_{m.group(1)}" + (f"_c{cand}" if cand else "")
+                    structs.append(f"struct {tag} {{{m.group(3)}}};")
+                    (big_runs if model in big else small_runs).append(f'run_{m.group(2)}<{tag}>("{tag}", batch)')
         if len(structs) < 15:
             sys.exit(f"FAIL: only {len(structs)} tiled float kernels in the models (the lowering stopped tiling?)")
         with open(os.path.join(tmp, "cfgs.inc"), "w") as f:

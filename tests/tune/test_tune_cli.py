@@ -2,9 +2,10 @@
 """bnncc --tune and --tune-file from the outside.
 
     test_tune_cli.py --device cpu   the errors a user can meet without a GPU, and every
-                                    candidate of the low-bit convolutions of two QONNX nets (from
-                                    the --report's tune lines, forced through a tune file):
-                                    NVRTC compiles it, the CPU path equals the reference (quick)
+                                    candidate of the tunable layers of two QONNX conv nets, the
+                                    CIFAR-10 CNV and a float stem (from the --report's tune lines, forced through a
+                                    tune file): NVRTC compiles it for sm_90a and sm_80, the CPU
+                                    path equals the reference (quick)
     test_tune_cli.py --device gpu   tune a small binary conv net on the GPU at batch 4: exit 0,
                                     the tune file has its layers, the tuned blob's GPU outputs
                                     equal the reference interpreter's, and a blob compiled from
@@ -22,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lowbit"))
 import test_e2e as e2e  # noqa: E402  (its runner, failure list and GPU probe)
 
-BNNCC, BNNRUN, run, fail = e2e.BNNCC, e2e.BNNRUN, e2e.run, e2e.fail
+BNNCC, BNNRUN, run, fail, SRC = e2e.BNNCC, e2e.BNNRUN, e2e.run, e2e.fail, e2e.SRC
 
 
 def model_text(rng):
@@ -89,27 +90,34 @@ def check_errors(tmp, model, gpu):
             fail(f"{f} was written by a failed compile")
 
 
+STEM_SHAPE = (3, 9, 9)  # tests/passes/stem.bnn's input
 TUNE_LINE = re.compile(r"^tune: step \d+ \((.*?)\) runs .*?; candidates: (.*); kernel signature: (.*)$", re.M)
 
 
-def check_qconv_candidates(tmp, rng):
-    """Each qconv candidate on every tunable layer of two QONNX conv nets at once."""
+def check_candidates(tmp, rng):
+    """Each candidate on every tunable layer at once, of two QONNX conv nets (low-bit halo convs),
+    the bundled CIFAR-10 CNV (binary halo convs) and tests/passes/stem.bnn (a float conv tile)."""
     import onnx
     import qconv_models
+    nets = []
     for name in ("qcnn_w1a2", "qcnn_big"):
         make, shape = qconv_models.MODELS[name]
-        model = os.path.join(tmp, name + ".onnx")
-        onnx.save(make(np.random.default_rng(11)), model)
+        onnx.save(make(np.random.default_rng(11)), os.path.join(tmp, name + ".onnx"))
+        nets.append((name, os.path.join(tmp, name + ".onnx"), shape, "qconv:", 1))
+    nets.append(("cifar_cnv", os.path.join(SRC, "models", "cifar_cnv.onnx"), (3, 32, 32), "bconv:", 1))
+    nets.append(("stem", os.path.join(SRC, "tests", "passes", "stem.bnn"), STEM_SHAPE, "conv2d:", 2))
+    for name, model, shape, kind, nout in nets:
         p = run([BNNCC, model, "-O3", "--target=cpu", "-v", "-o", os.path.join(tmp, "r.bin")])
         layers = [(m.group(1), [c.strip() for c in m.group(2).split("|")], m.group(3))
                   for m in TUNE_LINE.finditer(p.stderr)]
-        if p.returncode or not layers or any(not sig.startswith("qconv:") for _, _, sig in layers):
-            fail(f"{name}: no qconv tune lines in the report: exit {p.returncode}, {p.stderr[-1500:]!r}")
+        if p.returncode or not any(sig.startswith(kind) for _, _, sig in layers):
+            fail(f"{name}: no {kind} tune lines in the report: exit {p.returncode}, {p.stderr[-1500:]!r}")
             continue
         x = rng.standard_normal((3,) + shape).astype(np.float32)
-        xp, yr = os.path.join(tmp, "qx.npy"), os.path.join(tmp, "qyr.npy")
+        xp = os.path.join(tmp, "qx.npy")
+        yr, yc = ([os.path.join(tmp, f"q{k}{i}.npy") for i in range(nout)] for k in ("r", "c"))
         np.save(xp, x)
-        pr = run([BNNRUN, "--reference", model, "--input", xp, "--output", yr])
+        pr = run([BNNRUN, "--reference", model, "--input", xp] + [a for y in yr for a in ("--output", y)])
         for c in range(1, max(len(cands) for _, cands, _ in layers)):
             tune = os.path.join(tmp, f"{name}_{c}.tune")
             with open(tune, "w") as f:
@@ -117,17 +125,18 @@ def check_qconv_candidates(tmp, rng):
                 for _, cands, sig in layers:
                     if c < len(cands):
                         f.write(f"hand\t1\t1.0\t1.0\t{sig}\t{cands[c]}\n")
-            blob, yc = os.path.join(tmp, f"{name}_{c}.bin"), os.path.join(tmp, "qyc.npy")
+            blob = os.path.join(tmp, f"{name}_{c}.bin")
             pc = run([BNNCC, model, "-O3", f"--tune-file={tune}", "-v", "-o", blob])
             took = re.search(r"codegen: (\d+) layers take their configurations", pc.stderr)
             if pc.returncode or not took or int(took.group(1)) != sum(c < len(k) for _, k, _ in layers):
                 fail(f"{name}, candidate {c}: NVRTC or the tune file: exit {pc.returncode}, {pc.stderr[-1500:]!r}")
                 continue
-            px = run([BNNRUN, blob, "--device", "cpu", "--input", xp, "--output", yc])
-            if px.returncode or pr.returncode or not np.array_equal(np.load(yc), np.load(yr)):
+            px = run([BNNRUN, blob, "--device", "cpu", "--input", xp] + [a for y in yc for a in ("--output", y)])
+            if px.returncode or pr.returncode or not all(np.array_equal(np.load(a), np.load(b)) for a, b in zip(yc, yr)):
                 fail(f"{name}, candidate {c}: the CPU path differs from the reference: {px.stderr!r}")
             else:
-                print(f"ok: {name}, candidate {c} on {len(layers)} layers: NVRTC, CPU path = reference")
+                n = sum(c < len(k) for _, k, _ in layers)
+                print(f"ok: {name}, candidate {c} on {n} layers: NVRTC, CPU path = reference")
 
 
 def check_gpu(tmp, model, rng):
@@ -174,7 +183,7 @@ def main():
             check_gpu(tmp, model, rng)
         else:
             check_errors(tmp, model, gpu)
-            check_qconv_candidates(tmp, rng)
+            check_candidates(tmp, rng)
     print("all ok" if not e2e.failures else f"{len(e2e.failures)} failure(s)")
     return 1 if e2e.failures else 0
 
