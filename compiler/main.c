@@ -261,8 +261,9 @@ static int emit_blob(const Args *a, const Graph *g) {
     int *choice = NULL, rc = 0;
     if (a->tune_batch) {
         Buf tune_file = {0}, work = {0};
-        buf_printf(&tune_file, "%s", a->tune_file ? a->tune_file : "");
-        if (!a->tune_file)
+        if (a->tune_file)
+            buf_puts(&tune_file, a->tune_file);
+        else
             buf_printf(&tune_file, "%s.tune", path);
         buf_printf(&work, "%s.tuning.%ld", path, (long)getpid());
         TuneOptions t = {.batch = a->tune_batch, .runs = 15, .rounds = 2, .file = tune_file.data,

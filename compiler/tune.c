@@ -160,6 +160,11 @@ int tune_read_file(const char *path, const Graph *g, const CodegenOptions *o, in
     return 0;
 }
 
+static void put_line(Buf *b, const TuneLine *l) {
+    for (int f = 0; f < TUNE_FIELDS; f++)
+        buf_printf(b, "%s%c", l->field[f], f + 1 < TUNE_FIELDS ? '\t' : '\n');
+}
+
 /* Add the winners (replacing older lines of the same device, batch and signature) and write
  * the file anew, atomically. */
 static int store_winners(const char *path, TuneLine *fresh, int nfresh) {
@@ -176,12 +181,10 @@ static int store_winners(const char *path, TuneLine *fresh, int nfresh) {
             replaced = !strcmp(old[i].field[0], fresh[j].field[0]) && !strcmp(old[i].field[1], fresh[j].field[1]) &&
                        !strcmp(old[i].field[4], fresh[j].field[4]);
         if (!replaced)
-            buf_printf(&b, "%s\t%s\t%s\t%s\t%s\t%s\n", old[i].field[0], old[i].field[1], old[i].field[2],
-                       old[i].field[3], old[i].field[4], old[i].field[5]);
+            put_line(&b, &old[i]);
     }
     for (int j = 0; j < nfresh; j++)
-        buf_printf(&b, "%s\t%s\t%s\t%s\t%s\t%s\n", fresh[j].field[0], fresh[j].field[1], fresh[j].field[2],
-                   fresh[j].field[3], fresh[j].field[4], fresh[j].field[5]);
+        put_line(&b, &fresh[j]);
     free_lines(old, nold);
     int rc = write_file_atomic(path, b.data, b.len);
     buf_free(&b);
@@ -281,9 +284,9 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
         o.progress = false;
         o.tune_choice = vchoice;
         o.ntune_choice = g->nnodes;
-        char path[64];
-        snprintf(path, sizeof path, "variant %d of %d: compiling", v + 1, nvar);
-        progress_bar(t, v, nvar + nvar * t->rounds, path);
+        char what[64];
+        snprintf(what, sizeof what, "variant %d of %d: compiling", v + 1, nvar);
+        progress_bar(t, v, nvar + nvar * t->rounds, what);
         char *vp = variant_path(t, v);
         int w = codegen_write_blob(g, &o, vp);
         free(vp);

@@ -44,19 +44,15 @@ def resnet_models(tmp, rng):
 
 
 BNNCC = os.path.join(BUILD, "compiler", "bnncc")
-TUNE_LINE = re.compile(r"^tune: step \d+ \(.*?\) runs .*?; candidates: (.*); kernel signature: (conv2d: .*)$", re.M)
 
 
 def conv_tile_candidates(tmp, model):
     """[(c, tune file)] forcing candidate c >= 1 on every tunable float conv of model."""
-    p = subprocess.run([BNNCC, "-O3", model, "--target=cpu", "-v", "-o", os.path.join(tmp, "probe.bin")],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    layers = [([c.strip() for c in m.group(1).split("|")], m.group(2)) for m in TUNE_LINE.finditer(p.stderr)]
+    layers, _ = test_e2e.tunable_layers(model, tmp, "conv2d:")
     out = []
-    for c in range(1, max((len(k) for k, _ in layers), default=0)):
+    for c in range(1, max((len(k) for _, k, _ in layers), default=0)):
         path = os.path.join(tmp, f"{os.path.basename(model)}.{c}.tune")
-        with open(path, "w") as f:
-            f.write("bnncc-tune 1\n" + "".join(f"emu\t1\t1\t1\t{sig}\t{k[c]}\n" for k, sig in layers if c < len(k)))
+        test_e2e.force_candidate(path, layers, c)
         out.append((c, path))
     return out
 

@@ -617,6 +617,26 @@ def check_mnist(device, tmp):
         fail(msg)
 
 
+TUNE_LINE = re.compile(r"^tune: step \d+ \((.*?)\) runs .*?; candidates: (.*); kernel signature: (.*)$", re.M)
+
+
+def tunable_layers(model, tmp, kind=""):
+    """[(layer, [candidates], signature)] of model's tunable layers whose signature starts with
+    kind, from `bnncc -v`'s tune lines (docs/inspection.md), and bnncc's completed process."""
+    p = run([BNNCC, "-O3", model, "--target=cpu", "-v", "-o", os.path.join(tmp, "tunable.bin")])
+    return [(m.group(1), [c.strip() for c in m.group(2).split("|")], m.group(3))
+            for m in TUNE_LINE.finditer(p.stderr) if m.group(3).startswith(kind)], p
+
+
+def force_candidate(path, layers, c):
+    """Write a tune file giving every layer of `layers` that has one its candidate c; returns
+    how many layers it names."""
+    lines = [f"forced\t1\t1.0\t1.0\t{sig}\t{cands[c]}\n" for _, cands, sig in layers if c < len(cands)]
+    with open(path, "w") as f:
+        f.write("bnncc-tune 1\n" + "".join(lines))
+    return len(lines)
+
+
 def gpu_available(tmp):
     """False when bnnrun reports no driver or no GPU (the test is then skipped)."""
     model = os.path.join(SRC, "tests", "text", "mlp.bnn")

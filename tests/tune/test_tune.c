@@ -121,6 +121,42 @@ static int fake_probe(void *ctx, const char *cpu_blob) {
     return 0;
 }
 
+/* Run the blob at path on the CPU path at batch, its one input made from seed: its one output
+ * (malloc'ed, *bytes), and the blob's targets and plan steps into targets / nsteps (either may
+ * be NULL). NULL with a diagnostic when the blob does not load or run. */
+static unsigned char *run_on_cpu(const char *path, int batch, unsigned seed, size_t *bytes, char *targets,
+                                 size_t targets_len, int *nsteps) {
+    bnn_model *m = NULL;
+    bnn_session *s = NULL;
+    unsigned char *y = NULL;
+    if (bnn_model_load_file(path, &m) == BNN_STATUS_OK && bnn_session_create(m, BNN_DEVICE_CPU, batch, &s) == 0) {
+        bnn_tensor_info in, out;
+        bnn_model_input_info(m, 0, &in);
+        bnn_model_output_info(m, 0, &out);
+        float *x = xmalloc(in.item_bytes * (size_t)batch);
+        for (size_t i = 0; i < in.item_bytes * (size_t)batch / 4; i++)
+            x[i] = (float)((int)((i * 2654435761u + seed) % 2001) - 1000) / 1000.0f;
+        *bytes = out.item_bytes * (size_t)batch;
+        y = xmalloc(*bytes);
+        const void *ins[1] = {x};
+        void *outs[1] = {y};
+        if (bnn_session_run(s, batch, ins, outs) != BNN_STATUS_OK) {
+            free(y);
+            y = NULL;
+        }
+        free(x);
+        if (targets)
+            snprintf(targets, targets_len, "%s", bnn_model_targets(m));
+        if (nsteps)
+            *nsteps = bnn_model_num_steps(m);
+    }
+    if (!y)
+        diag_error("%s: %s", path, bnn_last_error());
+    bnn_session_free(s);
+    bnn_model_free(m);
+    return y;
+}
+
 static int fake_measure(void *ctx, const char *path, int batch, int runs, unsigned seed, double **step_ms,
                         int *nsteps, unsigned char **outputs, size_t *out_bytes, char *device, size_t device_len) {
     Fake *f = ctx;
@@ -131,30 +167,14 @@ static int fake_measure(void *ctx, const char *path, int batch, int runs, unsign
         diag_error("fake: variant %d needs more shared memory than this GPU has", v);
         return -1;
     }
-    bnn_model *m = NULL;
-    bnn_session *s = NULL;
-    if (bnn_model_load_file(path, &m) != BNN_STATUS_OK || bnn_session_create(m, BNN_DEVICE_CPU, batch, &s)) {
-        diag_error("fake: %s", bnn_last_error());
-        bnn_model_free(m);
+    char targets[64] = "";
+    *outputs = run_on_cpu(path, batch, seed, out_bytes, targets, sizeof targets, nsteps);
+    if (!*outputs)
         return -1;
-    }
     /* Every variant carries the user's targets. */
-    CHECK_MSG(!strcmp(bnn_model_targets(m), "sm_90a,sm_80"), "variant %d: %s", v, bnn_model_targets(m));
-    bnn_tensor_info in, out;
-    bnn_model_input_info(m, 0, &in);
-    bnn_model_output_info(m, 0, &out);
-    float *x = xmalloc(in.item_bytes * (size_t)batch);
-    for (size_t i = 0; i < in.item_bytes * (size_t)batch / 4; i++)
-        x[i] = (float)((int)((i * 2654435761u + seed) % 2001) - 1000) / 1000.0f;
-    *out_bytes = out.item_bytes * (size_t)batch;
-    *outputs = xmalloc(*out_bytes);
-    const void *ins[1] = {x};
-    void *outs[1] = {*outputs};
-    bnn_status st = bnn_session_run(s, batch, ins, outs);
-    CHECK(st == BNN_STATUS_OK);
+    CHECK_MSG(!strcmp(targets, "sm_90a,sm_80"), "variant %d: %s", v, targets);
     if (v == f->differs)
         (*outputs)[0] ^= 1;
-    *nsteps = bnn_model_num_steps(m);
     *step_ms = xmalloc((size_t)*nsteps * sizeof **step_ms);
     for (int i = 0; i < *nsteps; i++) {
         (*step_ms)[i] = 1.0;
@@ -164,9 +184,6 @@ static int fake_measure(void *ctx, const char *path, int batch, int runs, unsign
     }
     snprintf(device, device_len, "Test GPU 9000 (sm_90, running sm_90a code)");
     CHECK(runs == 5);
-    free(x);
-    bnn_session_free(s);
-    bnn_model_free(m);
     return 0;
 }
 
@@ -242,28 +259,8 @@ static void check_lowbit(void) {
     unsigned char *out[2] = {NULL, NULL};
     size_t bytes[2] = {0, 0};
     for (int k = 0; k < 2; k++) {
-        bnn_model *m = NULL;
-        bnn_session *s = NULL;
-        if (bnn_model_load_file(k ? b : a, &m) != BNN_STATUS_OK ||
-            bnn_session_create(m, BNN_DEVICE_CPU, 7, &s) != BNN_STATUS_OK) {
-            CHECK_MSG(0, "%s", bnn_last_error());
-            bnn_model_free(m);
-            continue;
-        }
-        bnn_tensor_info in, ou;
-        bnn_model_input_info(m, 0, &in);
-        bnn_model_output_info(m, 0, &ou);
-        float *x = xmalloc(in.item_bytes * 7);
-        for (size_t i = 0; i < in.item_bytes * 7 / 4; i++)
-            x[i] = (float)((i * 2654435761u) % 1000) / 1000.0f;
-        bytes[k] = ou.item_bytes * 7;
-        out[k] = xmalloc(bytes[k]);
-        const void *ins[1] = {x};
-        void *outs[1] = {out[k]};
-        CHECK(bnn_session_run(s, 7, ins, outs) == BNN_STATUS_OK);
-        free(x);
-        bnn_session_free(s);
-        bnn_model_free(m);
+        out[k] = run_on_cpu(k ? b : a, 7, 0, &bytes[k], NULL, 0, NULL);
+        CHECK_MSG(out[k] != NULL, "%s", diag_message());
     }
     CHECK(out[0] && out[1] && bytes[0] == bytes[1] && !memcmp(out[0], out[1], bytes[0]));
     printf("TFC_2W2A: %d dense layers, int8 and bit-planes equal on the CPU path: %s\n", nt,

@@ -91,7 +91,6 @@ def check_errors(tmp, model, gpu):
 
 
 STEM_SHAPE = (3, 9, 9)  # tests/passes/stem.bnn's input
-TUNE_LINE = re.compile(r"^tune: step \d+ \((.*?)\) runs .*?; candidates: (.*); kernel signature: (.*)$", re.M)
 
 
 def check_candidates(tmp, rng):
@@ -107,9 +106,7 @@ def check_candidates(tmp, rng):
     nets.append(("cifar_cnv", os.path.join(SRC, "models", "cifar_cnv.onnx"), (3, 32, 32), "bconv:", 1))
     nets.append(("stem", os.path.join(SRC, "tests", "passes", "stem.bnn"), STEM_SHAPE, "conv2d:", 2))
     for name, model, shape, kind, nout in nets:
-        p = run([BNNCC, model, "-O3", "--target=cpu", "-v", "-o", os.path.join(tmp, "r.bin")])
-        layers = [(m.group(1), [c.strip() for c in m.group(2).split("|")], m.group(3))
-                  for m in TUNE_LINE.finditer(p.stderr)]
+        layers, p = e2e.tunable_layers(model, tmp)
         if p.returncode or not any(sig.startswith(kind) for _, _, sig in layers):
             fail(f"{name}: no {kind} tune lines in the report: exit {p.returncode}, {p.stderr[-1500:]!r}")
             continue
@@ -120,22 +117,17 @@ def check_candidates(tmp, rng):
         pr = run([BNNRUN, "--reference", model, "--input", xp] + [a for y in yr for a in ("--output", y)])
         for c in range(1, max(len(cands) for _, cands, _ in layers)):
             tune = os.path.join(tmp, f"{name}_{c}.tune")
-            with open(tune, "w") as f:
-                f.write("bnncc-tune 1\n")
-                for _, cands, sig in layers:
-                    if c < len(cands):
-                        f.write(f"hand\t1\t1.0\t1.0\t{sig}\t{cands[c]}\n")
+            n = e2e.force_candidate(tune, layers, c)
             blob = os.path.join(tmp, f"{name}_{c}.bin")
             pc = run([BNNCC, model, "-O3", f"--tune-file={tune}", "-v", "-o", blob])
             took = re.search(r"codegen: (\d+) layers take their configurations", pc.stderr)
-            if pc.returncode or not took or int(took.group(1)) != sum(c < len(k) for _, k, _ in layers):
+            if pc.returncode or not took or int(took.group(1)) != n:
                 fail(f"{name}, candidate {c}: NVRTC or the tune file: exit {pc.returncode}, {pc.stderr[-1500:]!r}")
                 continue
             px = run([BNNRUN, blob, "--device", "cpu", "--input", xp] + [a for y in yc for a in ("--output", y)])
             if px.returncode or pr.returncode or not all(np.array_equal(np.load(a), np.load(b)) for a, b in zip(yc, yr)):
                 fail(f"{name}, candidate {c}: the CPU path differs from the reference: {px.stderr!r}")
             else:
-                n = sum(c < len(k) for _, k, _ in layers)
                 print(f"ok: {name}, candidate {c} on {n} layers: NVRTC, CPU path = reference")
 
 
