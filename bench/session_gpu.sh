@@ -8,13 +8,27 @@
 #                bench/run_models.py --resident-only --tune: each model's resident time with the
 #                cost model's tiles and with --tune=BATCH, against PyTorch fp16, in one table.
 #                ONLY (default xnorresnet18,birealnet18) picks the models: about 2 minutes each.
+#   PART verify  after a change to the generated kernels: the gpu tests TESTS names (default
+#                codegen_e2e_gpu,w1a2-resnet-gpu,runtime_gpu,tune_gpu), then the ONLY models
+#                (default w1a2resnet18,birealnet18) untuned against PyTorch fp16, then `ncu`
+#                (clocks left alone) on the float stem conv of each at batch 64: its pipes and
+#                issue slots, for docs/perf.md's bounds.
 # Logs under $OUT (default /tmp/session_gpu); the summary prints last.
 set -uo pipefail
-part=${1:?PART: suite or models} commit=${2:-?}
+part=${1:?PART: suite, models or verify} commit=${2:-?}
 OUT=${OUT:-/tmp/session_gpu}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PATH="$PATH:/usr/local/cuda/bin"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
+m=/tmp/session_models
+# The bench models named in $1 exported here (this machine's torch), into $m.
+export_models() {
+    mkdir -p "$m"
+    local torch_models
+    torch_models=$(echo "$1" | tr , '\n' | grep -v '^w1a2resnet18$' | paste -sd, -)
+    [ -z "$torch_models" ] || python3 bench/models.py "$m" --only "$torch_models" > "$OUT/export.log" 2>&1
+    case ",$1," in *,w1a2resnet18,*) python3 bench/qonnx_resnet.py "$m" --only w1a2resnet18 >> "$OUT/export.log" 2>&1 ;; esac
+}
 case "$part" in
 suite)
     timeout 540 python3 bench/gpu_suite.py --build buildslim --shared .data/shared > "$OUT/gpu_suite.log" 2>&1
@@ -23,19 +37,41 @@ suite)
     ;;
 models)
     only=${ONLY:-xnorresnet18,birealnet18}
-    m=/tmp/session_models
-    mkdir -p "$m"
-    torch_models=$(echo "$only" | tr , '\n' | grep -v '^w1a2resnet18$' | paste -sd, -)
-    [ -z "$torch_models" ] || python3 bench/models.py "$m" --only "$torch_models" > "$OUT/export.log" 2>&1
-    case ",$only," in *,w1a2resnet18,*) python3 bench/qonnx_resnet.py "$m" --only w1a2resnet18 >> "$OUT/export.log" 2>&1 ;; esac
+    export_models "$only"
     timeout 540 python3 bench/run_models.py --bin .cache/bench/carry --models "$m" --out "$OUT" --resident-only \
         --tune --only "$only" --commit "$commit" > "$OUT/run_models.log" 2>&1
     echo "run_models exit $?"
     grep -E "tuned blob vs untuned|WRONG|FAILED|layers on another configuration" "$OUT/run_models.log" | head -20
     tail -20 "$OUT/run_models.log"
     ;;
+verify)
+    tests=${TESTS:-codegen_e2e_gpu,w1a2-resnet-gpu,runtime_gpu,tune_gpu}
+    only=${ONLY:-w1a2resnet18,birealnet18}
+    timeout 240 python3 bench/gpu_suite.py --build buildslim --shared .data/shared --only "$tests" \
+        > "$OUT/gpu_suite.log" 2>&1
+    echo "gpu_suite exit $?"
+    sed -n '/^| test | result/,$p' "$OUT/gpu_suite.log"
+    export_models "$only"
+    timeout 300 python3 bench/run_models.py --bin .cache/bench/carry --models "$m" --out "$OUT" --resident-only \
+        --only "$only" --commit "$commit" > "$OUT/run_models.log" 2>&1
+    echo "run_models exit $?"
+    grep -E "WRONG|FAILED" "$OUT/run_models.log" | head -20
+    tail -12 "$OUT/run_models.log"
+    python3 -c "import numpy as np; np.save('/tmp/x64.npy', np.random.default_rng(1).standard_normal((64, 3, 224, 224)).astype(np.float32))"
+    for name in $(echo "$only" | tr , ' '); do
+        .cache/bench/carry/bnncc "$m/$name.onnx" -O3 -o "/tmp/$name.bin" 2>/dev/null || continue
+        timeout 120 ncu --clock-control none --kernel-name s0_conv2d --launch-count 1 \
+            --section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats \
+            --section Occupancy --section InstructionStats \
+            .cache/bench/carry/bnnrun "/tmp/$name.bin" --device gpu --input /tmp/x64.npy --batch 64 --profile 1 \
+            > "$OUT/ncu_$name.log" 2>&1
+        echo "ncu $name exit $?"
+        grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Executed Ipc Active|Issue Slots Busy|Issued Warp|No Eligible|Achieved Occupancy|Registers Per|Executed Instructions  |SM Busy" \
+            "$OUT/ncu_$name.log" | head -16
+    done
+    ;;
 *)
-    echo "session_gpu.sh: PART is suite or models, not '$part'" >&2
+    echo "session_gpu.sh: PART is suite, models or verify, not '$part'" >&2
     exit 2
     ;;
 esac

@@ -237,19 +237,18 @@ typedef struct { int64_t rows, n, k; } BlobDenseParams;
 typedef struct {
     int64_t c, h, w, o, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
         dil_h, dil_w, groups, oh, ow;
-    /* out_words > 0: the step writes bits, not f32 (a conv2d_chain whose float value nobody
-     * reads, docs/blob-format.md "conv2d"): each sum (+ bias) through the epi_stages stages of
-     * in2 (v*a + b, v/a + b where bit s of epi_div, then a relu where bit s of epi_relu), then
-     * bit = v > 0 || (v == 0 && zero), NHWC-packed, out_words words a pixel; nan_flags 1 (for
-     * a maxpool of bits, which a NaN turns to 0): out_words more words a pixel after those,
-     * bit c set where v is NaN. */
+    /* epi_stages > 0: each sum (+ bias) runs through the epi_stages stages of in2 (v*a + b,
+     * v/a + b where bit s of epi_div, then a relu where bit s of epi_relu) before it is stored
+     * (docs/blob-format.md "conv2d"). out_words > 0: the step writes bits, not f32 (a
+     * conv2d_chain whose float value nobody reads): bit = v > 0 || (v == 0 && zero),
+     * NHWC-packed, out_words words a pixel; nan_flags 1 (for a maxpool of bits, which a NaN
+     * turns to 0): out_words more words a pixel after those, bit c set where v is NaN. */
     int64_t out_words, epi_stages, epi_div, epi_relu, zero, nan_flags;
 } BlobConv2dParams;
-/* The bit of a conv2d step with out_words > 0 for output channel o whose value (sum + bias) is
- * v: the stages of chain ([epi_stages][2][o]), each operation rounded on its own, then the
- * binarize; 1 or 0, -1 for NaN. The CPU path runs it, and the compiler bisects it for the GPU
- * kernel's thresholds: one definition, so both read the format alike. */
-static inline int blob_conv2d_chain_bit(const BlobConv2dParams *p, const float *chain, int64_t o, float v) {
+/* The value of a conv2d step's output channel o after its float chain (epi_stages > 0): v (sum +
+ * bias) through the stages of chain ([epi_stages][2][o]), v*a + b (v/a + b where bit s of
+ * epi_div), each operation rounded on its own, then max(v, 0) where bit s of epi_relu. */
+static inline float blob_conv2d_chain_value(const BlobConv2dParams *p, const float *chain, int64_t o, float v) {
     for (int64_t s = 0; s < p->epi_stages; s++) {
         float a = chain[2 * s * p->o + o], k = chain[(2 * s + 1) * p->o + o];
         float t = (p->epi_div >> s) & 1 ? v / a : v * a;
@@ -257,6 +256,14 @@ static inline int blob_conv2d_chain_bit(const BlobConv2dParams *p, const float *
         if ((p->epi_relu >> s) & 1)
             v = v < 0.0f ? 0.0f : v;
     }
+    return v;
+}
+/* The bit of a conv2d step with out_words > 0 for output channel o whose value (sum + bias) is
+ * v: its chain value (blob_conv2d_chain_value), binarized; 1 or 0, -1 for NaN. The CPU path
+ * runs it, and the compiler bisects it for the GPU kernel's thresholds: one definition, so
+ * both read the format alike. */
+static inline int blob_conv2d_chain_bit(const BlobConv2dParams *p, const float *chain, int64_t o, float v) {
+    v = blob_conv2d_chain_value(p, chain, o, v);
     return v != v ? -1 : v > 0.0f || (v == 0.0f && p->zero);
 }
 

@@ -2082,17 +2082,19 @@ static void conv2d_tile_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, 
     char *cfg = str_printf(
         "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
         "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, G = %lld, OH = %lld, "
-        "OW = %lld, BIAS = %d, RELU = %d;\n    static constexpr int BO = %d, TO = %d, BH = %d, BW = %d, TP = %d, "
-        "CC = %d, PCW = %d, SMEM = %lld;\n",
+        "OW = %lld, BIAS = %d, RELU = %d;\n    static constexpr int ST = %lld, DIVM = %lld, RELUM = %lld;\n"
+        "    static constexpr int BO = %d, TO = %d, BH = %d, BW = %d, TP = %d, CC = %d, PCW = %d, SMEM = %lld;\n",
         (long long)cp->c, (long long)t->h, (long long)t->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
         (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
         (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->groups, (long long)t->oh, (long long)t->ow, bias,
-        relu, t->bo, t->to, t->bh, t->bw, t->tp, t->cc, t->pcw, (long long)t->smem);
+        relu, (long long)cp->epi_stages, (long long)cp->epi_div, (long long)cp->epi_relu, t->bo, t->to, t->bh, t->bw,
+        t->tp, t->cc, t->pcw, (long long)t->smem);
     int64_t og = cp->o / cp->groups;
     int64_t tiles = cp->groups * ((og + t->bo - 1) / t->bo) * ((t->oh + t->bh - 1) / t->bh) *
                     ((t->ow + t->bw - 1) / t->bw);
     BlobGridDim grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
-    tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_tile", TILE_OPERANDS, grid, t->bo / t->to * 32, t->smem, 1);
+    tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_tile", TILE_OPERANDS ", (const float *)in2", grid,
+                t->bo / t->to * 32, t->smem, 1);
 }
 
 /* The value of IEEE binary16 bits h (finite). */
@@ -2359,9 +2361,23 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     int ntiles = mma ? 0 : plan_conv_tiles(&cp, w->data, tiles);
     bool tiled = ntiles > 0;
     int pick = tiled ? tuned_pick(L, n, ntiles) : 0;
+    /* A conv2d_chain on the tiled kernel runs its stages before the pool in the kernel's store
+     * (BlobConv2dParams.epi_stages): one pass over the conv's output instead of one a stage. */
+    int64_t in_kernel = 0;
+    if (fused && tiled) {
+        int64_t S = n->in[2]->type.dim[0], div[CHAIN_MAX_STAGES] = {0}, relus[CHAIN_MAX_STAGES] = {0};
+        in_kernel = get_attr(n, "pool_kernel") ? attr_int(n, "pool_at", S) : S;
+        attr_ints(n, "div", div, (int)S, 0, NULL);
+        attr_ints(n, "relu", relus, (int)S, 0, NULL);
+        cp.epi_stages = in_kernel;
+        for (int64_t i = 0; i < in_kernel; i++) {
+            cp.epi_div |= (int64_t)(div[i] != 0) << i;
+            cp.epi_relu |= (int64_t)(relus[i] != 0) << i;
+        }
+    }
     /* both the tiled and the tensor-core kernel apply a relu before their store */
     Node *r = (tiled || mma) && !fused ? only_user(L->g, n->out[0]) : NULL;
-    bool relu = (r && r->op == OP_RELU) || ((tiled || mma) && fused && identity_relu_stage(n));
+    bool relu = (r && r->op == OP_RELU) || (mma && fused && identity_relu_stage(n));
     int out = fused ? new_buf(L, value_bytes(y)) : def_buf(L, relu ? r->out[0] : n->out[0]);
     LStep *st = new_step(L, BLOB_STEP_CONV2D);
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
@@ -2369,6 +2385,8 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     st->s.slot[BLOB_SLOT_W] = put_weights(L, w->data, w->nbytes);
     if (b)
         st->s.slot[BLOB_SLOT_P0] = put_weights(L, b->data, (size_t)cp.o * 4);
+    if (in_kernel) /* the chain's first stages: [in_kernel][2][o], a prefix of [S][2][o] */
+        st->s.slot[BLOB_SLOT_IN2] = put_weights(L, n->in[2]->data, (size_t)(2 * in_kernel * cp.o) * 4);
     st->s.conv2d = cp;
     if (mma)
         conv2d_mma_kernel(L, st, &cp, w->data, b != NULL, relu);
@@ -2381,12 +2399,14 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
                                       tiles[i].tp, tiles[i].to, tiles[i].bo / tiles[i].to);
             add_tunable(L, st, ntiles, names,
                         str_printf("conv2d: C=%lld H=%lld W=%lld O=%lld KH=%lld KW=%lld SH=%lld SW=%lld PT=%lld "
-                                   "PL=%lld PB=%lld PR=%lld DH=%lld DW=%lld G=%lld BIAS=%d RELU=%d",
+                                   "PL=%lld PB=%lld PR=%lld DH=%lld DW=%lld G=%lld BIAS=%d RELU=%d ST=%lld "
+                                   "DIVM=%lld RELUM=%lld",
                                    (long long)cp.c, (long long)cp.h, (long long)cp.w, (long long)cp.o,
                                    (long long)cp.kh, (long long)cp.kw, (long long)cp.stride_h,
                                    (long long)cp.stride_w, (long long)cp.pad_top, (long long)cp.pad_left,
                                    (long long)cp.pad_bottom, (long long)cp.pad_right, (long long)cp.dil_h,
-                                   (long long)cp.dil_w, (long long)cp.groups, b != NULL, relu),
+                                   (long long)cp.dil_w, (long long)cp.groups, b != NULL, relu,
+                                   (long long)cp.epi_stages, (long long)cp.epi_div, (long long)cp.epi_relu),
                         pick);
         }
     }
@@ -2408,8 +2428,9 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
         if (r)
             L->done[node_index(L->g, r)] = true;
     }
-    if (fused) /* the stages (after a relu done above), the pool, the bits */
-        return lower_chain_rest(L, n, out, y, relu ? 1 : 0, false, count_uses(L->g, n->out[1]) > 0);
+    if (fused) /* the stages not run above (the kernel's, or a relu), the pool, the bits */
+        return lower_chain_rest(L, n, out, y, tiled ? (int)in_kernel : relu ? 1 : 0, false,
+                                count_uses(L->g, n->out[1]) > 0);
     return 0;
 }
 

@@ -481,8 +481,14 @@ static bnn_status check_conv2d(const StepCheck *c) {
                             (long long)p->epi_relu, (long long)p->zero);
         chain = (uint64_t)(2 * p->epi_stages + 3) * (uint64_t)p->o * 4;
         out = (uint64_t)oh * (uint64_t)ow * (uint64_t)p->out_words * (1 + (uint64_t)p->nan_flags) * 4;
-    } else if (p->epi_stages || p->epi_div || p->epi_relu || p->zero || p->nan_flags) {
-        return bad_step(c, "a float chain on a conv2d that writes floats");
+    } else if (p->epi_stages < 0 || p->epi_stages > BLOB_EPI_MAX_STAGES || p->epi_div < 0 ||
+               p->epi_div >= (int64_t)1 << p->epi_stages || p->epi_relu < 0 ||
+               p->epi_relu >= (int64_t)1 << p->epi_stages || p->zero || p->nan_flags) {
+        return bad_step(c, "bad float chain: %lld stages, div %lld, relu %lld, zero %lld, nan_flags %lld",
+                        (long long)p->epi_stages, (long long)p->epi_div, (long long)p->epi_relu,
+                        (long long)p->zero, (long long)p->nan_flags);
+    } else { /* f32 out, each value through the stages of in2 [epi_stages][2][o] first */
+        chain = (uint64_t)(2 * p->epi_stages) * (uint64_t)p->o * 4;
     }
     TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
     TRY(want_slot(c, BLOB_SLOT_IN2, chain ? BLOB_SPACE_WEIGHTS : 0, chain, false));

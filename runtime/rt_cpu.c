@@ -467,7 +467,8 @@ RT_AVX2 static void run_conv2d(const Ctx *c) {
                     for (int64_t ox = ox0; ox < ox0 + RT_ROW && ox < p->ow; ox++) {
                         float v = rows[o - o0][ox - ox0];
                         if (!p->out_words) {
-                            ((float *)out)[(o * p->oh + oy) * p->ow + ox] = v;
+                            ((float *)out)[(o * p->oh + oy) * p->ow + ox] =
+                                p->epi_stages ? blob_conv2d_chain_value(p, chain, o, v) : v;
                             continue;
                         }
                         int bit = blob_conv2d_chain_bit(p, chain, o, v);

@@ -36,6 +36,10 @@ static inline float __fadd_rn(float a, float b) {
     volatile float r = a + b;
     return r;
 }
+static inline float __fdiv_rn(float a, float b) {
+    volatile float r = a / b;
+    return r;
+}
 struct float4 {
     float x, y, z, w;
 };
@@ -106,6 +110,8 @@ template <class F> static int run_conv2d(const char *name, int batch) {
     const int CG = F::C / F::G, OG = F::O / F::G;
     const auto x = random_floats((size_t)batch * F::C * F::H * F::W, g, true);
     const auto w = random_floats((size_t)F::O * CG * F::KH * F::KW, g, false), b = random_floats(F::O, g, false);
+    // a fused chain's constants: factors with exact zeros (a division by 0 gives inf or NaN)
+    const auto chain = random_floats((size_t)2 * (F::ST > 0 ? F::ST : 1) * F::O, g, false);
     std::vector<float> y((size_t)batch * F::O * F::OH * F::OW, 12345.0f), ref(y.size());
     for (int n = 0; n < batch; n++)
         for (int o = 0; o < F::O; o++)
@@ -125,11 +131,17 @@ template <class F> static int run_conv2d(const char *name, int batch) {
                         }
                     float v = F::BIAS ? __fadd_rn(b[o], acc) : acc;
                     if (F::RELU) v = v < 0.0f ? 0.0f : v;
+                    for (int s = 0; s < F::ST; s++) { // blob_conv2d_chain_value
+                        const float a = chain[(size_t)2 * s * F::O + o], k = chain[(size_t)(2 * s + 1) * F::O + o];
+                        v = __fadd_rn((F::DIVM >> s) & 1 ? __fdiv_rn(v, a) : __fmul_rn(v, a), k);
+                        if ((F::RELUM >> s) & 1) v = v < 0.0f ? 0.0f : v;
+                    }
                     ref[(((size_t)n * F::O + o) * F::OH + oy) * F::OW + ox] = v;
                 }
     smem_end = 0;
     launch(batch * T::TILES, 1, T::NT,
-           [&] { bnn_conv2d_tile<F>(batch, x.data(), w.data(), F::BIAS ? b.data() : nullptr, y.data()); });
+           [&] { bnn_conv2d_tile<F>(batch, x.data(), w.data(), F::BIAS ? b.data() : nullptr, y.data(),
+                                              F::ST ? chain.data() : nullptr); });
     return compare(name, y, ref, smem_end, F::SMEM);
 }
 

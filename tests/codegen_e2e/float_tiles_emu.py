@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The tiled float kernels (float_ops.cu) without a GPU: bnncc --emit=cuda on the float models
-of test_e2e.py (float_models) and on ResNet-18's float layers (the 7x7/2 stem with its relu at
-224x224, the 1x1 downsample convs, the 512 -> 1000 head), with the cost model's tiles and with
+of test_e2e.py (float_models), tests/passes/stem.bnn and ResNet-18's float layers (the 7x7/2 stem
+with its relu at 224x224, a stem with batch-norm and relu fused into its store, the 1x1
+downsample convs, the 512 -> 1000 head), with the cost model's tiles and with
 each other tile bnncc --tune measures for a conv, their config structs collected, the
 kernels compiled as host C++ under float_tiles_emu.cc's block emulator and run at batch 1 and
 5 (the stem at 1): every output must equal the reference loop bit for bit, and no stage may
@@ -30,6 +31,15 @@ def resnet_models(tmp, rng):
                              test_e2e.f32_const("w", (64, 3, 7, 7), rng) + test_e2e.f32_const("b", (64,), rng),
                              "    %c = f32[N,64,112,112] conv2d %x, $w, $b {strides=[2,2], pads=[3,3,3,3]}\n"
                              "    %r = f32[N,64,112,112] relu %c\n", "r")}
+    # a stem with its batch-norm and relu (the w1a2 ResNet's): a conv2d_chain of 3 stages, one a
+    # division, run in the conv's store; 60x60 so that the tiles have edges
+    bn = "".join(test_e2e.f32_const(k, (64,), rng) for k in ("g", "be", "m"))
+    bn += f"const $v: f32[64] = [{', '.join(f'{v:.6g}' for v in rng.uniform(0.1, 2.0, 64))}]\n"
+    specs["resnet_stem_bn"] = ("(%x: f32[N,3,60,60])", "f32[N,64,30,30]",
+                               test_e2e.f32_const("w", (64, 3, 7, 7), rng) + test_e2e.f32_const("b", (64,), rng) + bn,
+                               "    %c = f32[N,64,30,30] conv2d %x, $w, $b {strides=[2,2], pads=[3,3,3,3]}\n"
+                               "    %n = f32[N,64,30,30] batchnorm %c, $g, $be, $m, $v\n"
+                               "    %r = f32[N,64,30,30] relu %n\n", "r")
     for c, hw in ((64, 28), (128, 14), (256, 7)):
         specs[f"resnet_down{c}"] = (f"(%x: f32[N,{c},{hw},{hw}])", f"f32[N,{2 * c},{hw},{hw}]",
                                     test_e2e.f32_const("w", (2 * c, c, 1, 1), rng) +
@@ -71,7 +81,10 @@ def main():
         big = resnet_models(tmp, rng)
         structs, small_runs, big_runs = [], [], []
         seen = set()
-        for model in test_e2e.float_models(tmp, rng) + big:
+        # tests/passes/stem.bnn: a conv2d_chain whose batch-norm (negative and zero gammas) and
+        # relu run in the conv's store, its max-pool after
+        stem = os.path.join(SRC, "tests", "passes", "stem.bnn")
+        for model in test_e2e.float_models(tmp, rng) + [stem] + big:
             name = os.path.basename(model)[:-4]
             # The cost model's tiles, then each other candidate bnncc --tune measures (forced on
             # every conv of the model through a tune file built from --report's tune lines).

@@ -449,6 +449,28 @@ static void e_resthr_no_in2(unsigned char *b, size_t *len) {
     (void)len, blob_put_u64(step_at(b, 1) + BCONV_EPI_STAGES_AT + 16, 64u << 2);
 }
 
+/* The float chain of the conv model's f32 conv2d step (epi_stages, epi_div, epi_relu: params
+ * 18..20; in2 holds its constants). */
+#define CONV2D_EPI_STAGES_AT (BLOB_STEP_PARAMS_AT + 8 * 18)
+static unsigned char *conv2d_step(unsigned char *b) {
+    for (int i = 0;; i++) {
+        uint32_t kind;
+        memcpy(&kind, step_at(b, i), 4);
+        if (kind == BLOB_STEP_CONV2D)
+            return step_at(b, i);
+    }
+}
+static void e_conv2d_chain_stages(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u64(conv2d_step(b) + CONV2D_EPI_STAGES_AT, BLOB_EPI_MAX_STAGES + 1);
+}
+static void e_conv2d_chain_relu(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u64(conv2d_step(b) + CONV2D_EPI_STAGES_AT, 1);
+    blob_put_u64(conv2d_step(b) + CONV2D_EPI_STAGES_AT + 16, 2); /* relu after a stage 1 it lacks */
+}
+static void e_conv2d_chain_no_in2(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u64(conv2d_step(b) + CONV2D_EPI_STAGES_AT, 2);
+}
+
 static void test_bconv_chain(void) {
     Buf b = {0};
     TestConv ref;
@@ -464,6 +486,10 @@ static void test_bconv_chain(void) {
     expect(&b, e_resthr_words, true, BNN_STATUS_BAD_BLOB, "needs a float chain, or the threshold epilogue",
            "residual threshold words");
     expect(&b, e_resthr_no_in2, true, BNN_STATUS_BAD_BLOB, "slot in2", "residual threshold without in2");
+    expect(&b, e_conv2d_chain_stages, true, BNN_STATUS_BAD_BLOB, "bad float chain: 9 stages", "conv2d chain stages");
+    expect(&b, e_conv2d_chain_relu, true, BNN_STATUS_BAD_BLOB, "bad float chain: 1 stages, div 0, relu 2",
+           "conv2d chain relu");
+    expect(&b, e_conv2d_chain_no_in2, true, BNN_STATUS_BAD_BLOB, "slot in2", "conv2d chain without in2");
     buf_free(&b);
 }
 

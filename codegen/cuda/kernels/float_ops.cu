@@ -326,7 +326,10 @@ template <int N> __device__ __forceinline__ void bnn_fcp_wait() {
 }
 
 // Convolution, NCHW. F: C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, G, OH, OW (the step's
-// shape), BIAS, RELU (a fused relu: v < 0 ? 0 : v after the bias), SMEM (the dynamic shared
+// shape), BIAS, RELU (a fused relu: v < 0 ? 0 : v after the bias), ST, DIVM, RELUM (a fused
+// float chain of ST stages, constants chain[ST][2][O]: v*a + b, v/a + b where bit s of DIVM, a
+// relu after where bit s of RELUM, each operation rounded as the separate affine and relu
+// steps round it; blob.h blob_conv2d_chain_value), SMEM (the dynamic shared
 // memory the launch gives, checked below), and the tile: a block computes BO output
 // channels of one group x a BH x BW pixel tile of one image; a thread TO
 // consecutive channels x TP pixels, pixel p = tp + k * NTP of the tile's row-major pixels
@@ -355,7 +358,8 @@ template <class F> struct BnnConvTile {
 };
 
 template <class F>
-__device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const float *w, const float *b, float *y) {
+__device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const float *w, const float *b, float *y,
+                                                const float *chain) {
     typedef BnnConvTile<F> T;
     extern __shared__ __align__(128) unsigned char bnn_dsmem[];
     float *const smem = (float *)bnn_dsmem;
@@ -456,12 +460,20 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
         if (oc >= T::OG) break;
         const int oo = g * T::OG + oc;
         float *yo = y + (item * F::O + oo) * F::OH * F::OW;
+        float ca[F::ST > 0 ? F::ST : 1], cb[F::ST > 0 ? F::ST : 1]; // this channel's chain constants
+#pragma unroll
+        for (int s = 0; s < F::ST; ++s) ca[s] = chain[2 * s * F::O + oo], cb[s] = chain[(2 * s + 1) * F::O + oo];
 #pragma unroll
         for (int k = 0; k < F::TP; ++k) {
             const int p = tp + k * T::NTP, oy = oy0 + p / F::BW, ox = ox0 + p % F::BW;
             if (oy >= F::OH || ox >= F::OW) continue;
             float v = F::BIAS ? __fadd_rn(b[oo], acc[o][k]) : acc[o][k];
             if (F::RELU) v = v < 0.0f ? 0.0f : v; // NaN stays NaN, as bnn_relu
+#pragma unroll
+            for (int s = 0; s < F::ST; ++s) {
+                v = __fadd_rn((F::DIVM >> s) & 1 ? __fdiv_rn(v, ca[s]) : __fmul_rn(v, ca[s]), cb[s]);
+                if ((F::RELUM >> s) & 1) v = v < 0.0f ? 0.0f : v;
+            }
             yo[oy * F::OW + ox] = v;
         }
     }
