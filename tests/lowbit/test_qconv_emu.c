@@ -37,6 +37,11 @@ static float __int_as_float(int b) {
     memcpy(&f, &b, 4);
     return f;
 }
+static int __float_as_int(float f) {
+    int b;
+    memcpy(&b, &f, 4);
+    return b;
+}
 static float bnn_quantize_one(const float *x, int k, float scale, float zero, int lo, int hi, int rounding) {
     if (rounding != 0)
         abort();

@@ -214,16 +214,19 @@ BNN_QC_FN void QC_CAT(QC_NAME, combine)(int pos[][QC_MI][4][4], int neg[][QC_MI]
 // residual (epi 3 with QC_RES; the caller loads the residuals of all its rows first, so their
 // latency is paid once, not once per row); the 32 lanes of the warp call it together (the code
 // planes are ballots).
+// epi 3 with QC_F32: the f32 value goes to *fdst (the caller's choice: Yf's element, or the
+// halo kernel's shared tile, which stores it transposed).
 BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long cell, int n0, int lane,
-                                    QC_EPARAMS) {
+                                    float *fdst, QC_EPARAMS) {
     const int o = n0 + lane;
 #if QC_EPI == 1
-    (void)T, (void)dir;
+    (void)T, (void)dir, (void)fdst;
     if (o < QC_O)
         ((int *)Y)[(image * QC_O + o) * QC_CELLS + cell] = v;
 #else
     int count = 0;
 #if QC_EPI == 2
+    (void)fdst;
     if (o < QC_O) {
         const bool up = dir[o] >= 0;
         for (int l = 0; l < QC_L; l++) {
@@ -234,8 +237,8 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #else
     // The float chain (rt_cpu.c run_qconv_chain's operations, each rounded on its own, no
     // contraction): stages, residual, relu, then the next layer's quantizer.
+    (void)Yf;
     if (o < QC_O) {
-        const long long at = (image * QC_O + o) * QC_CELLS + cell;
         float x = __int2float_rn(v);
         for (int k = 0; k < QC_NST; k++) {
             const float a = __ldg(EP + 2 * k * QC_O + o), b = __ldg(EP + (2 * k + 1) * QC_O + o);
@@ -258,9 +261,11 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
         count = q != q ? 0 : (int)(long long)__fsub_rn(q, (float)QC_QLO);
 #endif
 #if QC_F32 == 1
-        Yf[at] = x;
+        *fdst = x;
 #elif QC_F32 == 2
-        Yf[at] = __fmul_rn(__fsub_rn(q, zero), scale);
+        *fdst = __fmul_rn(__fsub_rn(q, zero), scale);
+#else
+        (void)fdst;
 #endif
     }
 #endif
@@ -347,6 +352,31 @@ BNN_QC_FN void QC_CAT(QC_NAME, halo)(const unsigned *X, int tl, unsigned dst, in
         }
     }
 }
+
+#if QC_EPI == 3
+// The f32 NCHW values of the 16 tile rows rl0.. of image n, the warp's 32 channels n0.., between
+// global memory g and the warp's tile t ([row][channel], float bits): store 0 loads them into t,
+// 1 stores t to g. Lane l takes channel 2i + l/16 of row l%16 in step i, so one instruction
+// covers 2 channels x 16 pixels; rows past the output or channels past QC_O are skipped.
+BNN_QC_FN void QC_CAT(QC_NAME, f32_tile)(int (*t)[33], int n, int oh0, int ow0, int rl0, int n0, int lane,
+                                         const float *g, int store) {
+    const int r = lane & 15, rl = rl0 + r, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW, c0 = lane >> 4;
+    if (oh >= QC_OH || ow >= QC_OW)
+        return;
+    // one address; channel 2i + c0 at a constant offset from it
+    float *const at = (float *)g + ((long long)n * QC_O + n0 + c0) * QC_CELLS + (long long)oh * QC_OW + ow;
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int i = 0; i < 16; i++)
+        if (n0 + 2 * i + c0 < QC_O) {
+            if (store)
+                at[(long long)2 * i * QC_CELLS] = __int_as_float(t[r][2 * i + c0]);
+            else
+                t[r][2 * i + c0] = __float_as_int(__ldg(at + (long long)2 * i * QC_CELLS));
+        }
+}
+#endif
 
 BNN_QC_LINKAGE __global__ void __launch_bounds__(QC_NT, QC_MINB)
 QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, QC_EPARAMS) {
@@ -448,29 +478,39 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         __syncthreads(); // rowpop is complete
         const int n = tl / QC_TYX, oh0 = tl % QC_TYX / QC_TX * QC_TH, ow0 = tl % QC_TX * QC_TW;
         for (int mi = 0; mi < QC_MI; mi++) {
-            QC_CAT(QC_NAME, combine)(pos, neg, mi, lane, tile[warp]);
-            __syncwarp();
             float rv[16] = {0.0f};
 #if QC_EPI == 3 && QC_RES
+            // The f32 NCHW residual through the warp's tile, transposed: each load instruction
+            // reads 2 channels x 16 pixels (runs of QC_TW consecutive floats), not 32 channels a
+            // plane apart; then lane = channel again for the chain.
+            QC_CAT(QC_NAME, f32_tile)(tile[warp], n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane, R, 0);
+            __syncwarp();
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+            for (int r = 0; r < 16; r++) rv[r] = __int_as_float(tile[warp][r][lane]);
+            __syncwarp();
+#endif
+            QC_CAT(QC_NAME, combine)(pos, neg, mi, lane, tile[warp]);
+            __syncwarp();
 #ifdef __CUDACC__
 #pragma unroll
 #endif
             for (int r = 0; r < 16; r++) {
                 const int rl = wm * (QC_MI * 16) + mi * 16 + r, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
-                if (oh < QC_OH && ow < QC_OW && n0 + lane < QC_O)
-                    rv[r] = R[((long long)n * QC_O + n0 + lane) * QC_CELLS + (long long)oh * QC_OW + ow];
-            }
-#endif
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-            for (int r = 0; r < 16; r++) {
-                const int rl = wm * (QC_MI * 16) + mi * 16 + r, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
+                float f = 0.0f;
                 if (n0 < QC_O && oh < QC_OH && ow < QC_OW) // rows of a tile overhanging the output are not stored
                     QC_CAT(QC_NAME, row)(tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[rl] : 0), rv[r], n,
-                                         (long long)oh * QC_OW + ow, n0, lane, QC_EARGS);
+                                         (long long)oh * QC_OW + ow, n0, lane, &f, QC_EARGS);
+#if QC_EPI == 3 && QC_F32
+                tile[warp][r][lane] = __float_as_int(f); // the element this lane's row call read
+#endif
             }
             __syncwarp();
+#if QC_EPI == 3 && QC_F32
+            QC_CAT(QC_NAME, f32_tile)(tile[warp], n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane, Yf, 1);
+            __syncwarp();
+#endif
         }
         __syncthreads(); // the halo, hpop and rowpop are free for the next tile
     }
@@ -575,7 +615,12 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         const int m = m0 + r;
         if (m >= M)
             break;
-        QC_CAT(QC_NAME, row)(tile[r][lane], rv[r], m / QC_CELLS, m % QC_CELLS, n0, lane, QC_EARGS);
+#if QC_EPI == 3 && QC_F32
+        float *fdst = Yf + ((long long)(m / QC_CELLS) * QC_O + n0 + lane) * QC_CELLS + m % QC_CELLS;
+#else
+        float *fdst = 0;
+#endif
+        QC_CAT(QC_NAME, row)(tile[r][lane], rv[r], m / QC_CELLS, m % QC_CELLS, n0, lane, fdst, QC_EARGS);
     }
 }
 #endif // QC_HALO
