@@ -354,28 +354,41 @@ BNN_QC_FN void QC_CAT(QC_NAME, halo)(const unsigned *X, int tl, unsigned dst, in
 }
 
 #if QC_EPI == 3
-// The f32 NCHW values of the 16 tile rows rl0.. of image n, the warp's 32 channels n0.., between
-// global memory g and the warp's tile t ([row][channel], float bits): store 0 loads them into t,
-// 1 stores t to g. Lane l takes channel 2i + l/16 of row l%16 in step i, so one instruction
-// covers 2 channels x 16 pixels; rows past the output or channels past QC_O are skipped.
-BNN_QC_FN void QC_CAT(QC_NAME, f32_tile)(int (*t)[33], int n, int oh0, int ow0, int rl0, int n0, int lane,
-                                         const float *g, int store) {
-    const int r = lane & 15, rl = rl0 + r, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW, c0 = lane >> 4;
-    if (oh >= QC_OH || ow >= QC_OW)
-        return;
-    // one address; channel 2i + c0 at a constant offset from it
-    float *const at = (float *)g + ((long long)n * QC_O + n0 + c0) * QC_CELLS + (long long)oh * QC_OW + ow;
+// The f32 NCHW values of the 16 tile rows rl0.. of image n and the warp's 32 channels n0.., as
+// the halo kernel moves them between global memory and its warp's tile ([row][channel], float
+// bits): lane l takes channel 2i + l/16 of row l%16 in step i, so one instruction covers 2
+// channels x 16 pixels (runs of QC_TW consecutive floats), not 32 channels a plane apart.
+// f32_at: lane's element of step 0 (step i at + 2i planes), or 0 for a row past the output.
+BNN_QC_FN float *QC_CAT(QC_NAME, f32_at)(const float *g, int n, int oh0, int ow0, int rl0, int n0, int lane) {
+    const int rl = rl0 + (lane & 15), oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
+    return oh < QC_OH && ow < QC_OW
+               ? (float *)g + ((long long)n * QC_O + n0 + (lane >> 4)) * QC_CELLS + (long long)oh * QC_OW + ow
+               : 0;
+}
+#define QC_F32_OK(at, i) ((at) && n0 + 2 * (i) + (lane >> 4) < QC_O) // step i's element exists
+// The residuals into registers (0 where there is none), loaded before the tile's main loop so
+// that their latency overlaps it.
+BNN_QC_FN void QC_CAT(QC_NAME, res_load)(float v[16], const float *R, int n, int oh0, int ow0, int rl0, int n0,
+                                         int lane) {
+    const float *at = QC_CAT(QC_NAME, f32_at)(R, n, oh0, ow0, rl0, n0, lane);
 #ifdef __CUDACC__
 #pragma unroll
 #endif
     for (int i = 0; i < 16; i++)
-        if (n0 + 2 * i + c0 < QC_O) {
-            if (store)
-                at[(long long)2 * i * QC_CELLS] = __int_as_float(t[r][2 * i + c0]);
-            else
-                t[r][2 * i + c0] = __float_as_int(__ldg(at + (long long)2 * i * QC_CELLS));
-        }
+        v[i] = QC_F32_OK(at, i) ? __ldg(at + (long long)2 * i * QC_CELLS) : 0.0f;
 }
+// The tile's values (float bits) to Yf.
+BNN_QC_FN void QC_CAT(QC_NAME, f32_store)(int (*t)[33], float *Yf, int n, int oh0, int ow0, int rl0, int n0,
+                                          int lane) {
+    float *at = QC_CAT(QC_NAME, f32_at)(Yf, n, oh0, ow0, rl0, n0, lane);
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int i = 0; i < 16; i++)
+        if (QC_F32_OK(at, i))
+            at[(long long)2 * i * QC_CELLS] = __int_as_float(t[lane & 15][2 * i + (lane >> 4)]);
+}
+#undef QC_F32_OK
 #endif
 
 BNN_QC_LINKAGE __global__ void __launch_bounds__(QC_NT, QC_MINB)
@@ -412,6 +425,15 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     int buf = 0;
     for (int tl = blockIdx.y; tl < ntiles; tl += gridDim.y, buf ^= 1) {
         const unsigned sA = sA0 + buf * QC_ASZ;
+        const int n = tl / QC_TYX, oh0 = tl % QC_TYX / QC_TX * QC_TH, ow0 = tl % QC_TX * QC_TW;
+#if QC_EPI == 3 && QC_RES
+        float rpre[QC_MI][16]; // this tile's residuals, in f32_at's order
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+        for (int mi = 0; mi < QC_MI; mi++)
+            QC_CAT(QC_NAME, res_load)(rpre[mi], R, n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane);
+#endif
         // The other buffer was last read by the previous tile, which every thread has finished.
         if (tl + (int)gridDim.y < ntiles)
             QC_CAT(QC_NAME, halo)(X, tl + gridDim.y, sA0 + (buf ^ 1) * QC_ASZ, tid);
@@ -476,14 +498,18 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             }
         }
         __syncthreads(); // rowpop is complete
-        const int n = tl / QC_TYX, oh0 = tl % QC_TYX / QC_TX * QC_TH, ow0 = tl % QC_TX * QC_TW;
+        // Unrolled: a loop index into pos, neg and rpre would put them in local memory.
+#ifdef __CUDACC__
+#pragma unroll
+#endif
         for (int mi = 0; mi < QC_MI; mi++) {
             float rv[16] = {0.0f};
 #if QC_EPI == 3 && QC_RES
-            // The f32 NCHW residual through the warp's tile, transposed: each load instruction
-            // reads 2 channels x 16 pixels (runs of QC_TW consecutive floats), not 32 channels a
-            // plane apart; then lane = channel again for the chain.
-            QC_CAT(QC_NAME, f32_tile)(tile[warp], n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane, R, 0);
+            // The residuals through the warp's tile, back to lane = channel for the chain.
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+            for (int i = 0; i < 16; i++) tile[warp][lane & 15][2 * i + (lane >> 4)] = __float_as_int(rpre[mi][i]);
             __syncwarp();
 #ifdef __CUDACC__
 #pragma unroll
@@ -508,7 +534,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             }
             __syncwarp();
 #if QC_EPI == 3 && QC_F32
-            QC_CAT(QC_NAME, f32_tile)(tile[warp], n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane, Yf, 1);
+            QC_CAT(QC_NAME, f32_store)(tile[warp], Yf, n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane);
             __syncwarp();
 #endif
         }
