@@ -366,16 +366,18 @@ BNN_QC_FN float *QC_CAT(QC_NAME, f32_at)(const float *g, int n, int oh0, int ow0
                : 0;
 }
 #define QC_F32_OK(at, i) ((at) && n0 + 2 * (i) + (lane >> 4) < QC_O) // step i's element exists
-// The residuals into registers (0 where there is none), loaded before the tile's main loop so
-// that their latency overlaps it.
-BNN_QC_FN void QC_CAT(QC_NAME, res_load)(float v[16], const float *R, int n, int oh0, int ow0, int rl0, int n0,
+// The tile's residuals into the tile (float bits). (Loading them into registers before the
+// tile's main loop, to overlap their latency, was slower: 0.81 against 0.73 ms on the w1a2
+// ResNet's first chain layer at batch 256, H200, with fewer blocks an SM.)
+BNN_QC_FN void QC_CAT(QC_NAME, res_load)(int (*t)[33], const float *R, int n, int oh0, int ow0, int rl0, int n0,
                                          int lane) {
     const float *at = QC_CAT(QC_NAME, f32_at)(R, n, oh0, ow0, rl0, n0, lane);
 #ifdef __CUDACC__
 #pragma unroll
 #endif
     for (int i = 0; i < 16; i++)
-        v[i] = QC_F32_OK(at, i) ? __ldg(at + (long long)2 * i * QC_CELLS) : 0.0f;
+        if (QC_F32_OK(at, i))
+            t[lane & 15][2 * i + (lane >> 4)] = __float_as_int(__ldg(at + (long long)2 * i * QC_CELLS));
 }
 // The tile's values (float bits) to Yf.
 BNN_QC_FN void QC_CAT(QC_NAME, f32_store)(int (*t)[33], float *Yf, int n, int oh0, int ow0, int rl0, int n0,
@@ -426,14 +428,6 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     for (int tl = blockIdx.y; tl < ntiles; tl += gridDim.y, buf ^= 1) {
         const unsigned sA = sA0 + buf * QC_ASZ;
         const int n = tl / QC_TYX, oh0 = tl % QC_TYX / QC_TX * QC_TH, ow0 = tl % QC_TX * QC_TW;
-#if QC_EPI == 3 && QC_RES
-        float rpre[QC_MI][16]; // this tile's residuals, in f32_at's order
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-        for (int mi = 0; mi < QC_MI; mi++)
-            QC_CAT(QC_NAME, res_load)(rpre[mi], R, n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane);
-#endif
         // The other buffer was last read by the previous tile, which every thread has finished.
         if (tl + (int)gridDim.y < ntiles)
             QC_CAT(QC_NAME, halo)(X, tl + gridDim.y, sA0 + (buf ^ 1) * QC_ASZ, tid);
@@ -498,7 +492,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             }
         }
         __syncthreads(); // rowpop is complete
-        // Unrolled: a loop index into pos, neg and rpre would put them in local memory.
+        // Unrolled: a loop index into pos and neg would put them in local memory.
 #ifdef __CUDACC__
 #pragma unroll
 #endif
@@ -506,10 +500,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             float rv[16] = {0.0f};
 #if QC_EPI == 3 && QC_RES
             // The residuals through the warp's tile, back to lane = channel for the chain.
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-            for (int i = 0; i < 16; i++) tile[warp][lane & 15][2 * i + (lane >> 4)] = __float_as_int(rpre[mi][i]);
+            QC_CAT(QC_NAME, res_load)(tile[warp], R, n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane);
             __syncwarp();
 #ifdef __CUDACC__
 #pragma unroll
