@@ -366,9 +366,7 @@ BNN_QC_FN float *QC_CAT(QC_NAME, f32_at)(const float *g, int n, int oh0, int ow0
                : 0;
 }
 #define QC_F32_OK(at, i) ((at) && n0 + 2 * (i) + (lane >> 4) < QC_O) // step i's element exists
-// The tile's residuals into the tile (float bits). (Loading them into registers before the
-// tile's main loop, to overlap their latency, was slower: 0.81 against 0.73 ms on the w1a2
-// ResNet's first chain layer at batch 256, H200, with fewer blocks an SM.)
+// The tile's residuals into the tile (float bits).
 BNN_QC_FN void QC_CAT(QC_NAME, res_load)(int (*t)[33], const float *R, int n, int oh0, int ow0, int rl0, int n0,
                                          int lane) {
     const float *at = QC_CAT(QC_NAME, f32_at)(R, n, oh0, ow0, rl0, n0, lane);
@@ -492,8 +490,11 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             }
         }
         __syncthreads(); // rowpop is complete
-        // Unrolled: a loop index into pos and neg would put them in local memory.
-#ifdef __CUDACC__
+        // Unrolled but for the float chain: a loop index into pos and neg puts them in local
+        // memory (the w1a2 ResNet's 56x56 threshold layer: 0.32 ms so, 0.24 ms unrolled, batch
+        // 256, H200), while the chain's unrolled epilogue was slower (its first chain layer 0.92
+        // against 0.73 ms).
+#if defined(__CUDACC__) && QC_EPI != 3
 #pragma unroll
 #endif
         for (int mi = 0; mi < QC_MI; mi++) {
