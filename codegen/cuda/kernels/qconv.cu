@@ -210,66 +210,10 @@ BNN_QC_FN void QC_CAT(QC_NAME, combine)(int pos[][QC_MI][4][4], int neg[][QC_MI]
     }
 }
 
-// The epilogue of one output pixel (image, cell) for channel n0 + lane, v its accumulator, r its
-// residual (epi 3 with QC_RES; the caller loads the residuals of all its rows first, so their
-// latency is paid once, not once per row); the 32 lanes of the warp call it together (the code
-// planes are ballots).
-// epi 3 with QC_F32: the f32 value goes to *fdst (the caller's choice: Yf's element, or the
-// halo kernel's shared tile, which stores it transposed).
-BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long cell, int n0, int lane,
-                                    float *fdst, QC_EPARAMS) {
-    const int o = n0 + lane;
-#if QC_EPI == 1
-    (void)T, (void)dir, (void)fdst;
-    if (o < QC_O)
-        ((int *)Y)[(image * QC_O + o) * QC_CELLS + cell] = v;
-#else
-    int count = 0;
-#if QC_EPI == 2
-    (void)fdst;
-    if (o < QC_O) {
-        const bool up = dir[o] >= 0;
-        for (int l = 0; l < QC_L; l++) {
-            const int th = T[o * QC_L + l];
-            count += up ? v >= th : v <= th;
-        }
-    }
-#else
-    // The float chain (rt_cpu.c run_qconv_chain's operations, each rounded on its own, no
-    // contraction): stages, residual, relu, then the next layer's quantizer.
-    (void)Yf;
-    if (o < QC_O) {
-        float x = __int2float_rn(v);
-        for (int k = 0; k < QC_NST; k++) {
-            const float a = __ldg(EP + 2 * k * QC_O + o), b = __ldg(EP + (2 * k + 1) * QC_O + o);
-            x = (QC_DIV >> k & 1) ? __fdiv_rn(x, a) : __fmul_rn(x, a);
-            x = __fadd_rn(x, b);
-            if (QC_RELU >> k & 1)
-                x = x < 0.0f ? 0.0f : x;
-        }
-#if QC_RES == 1
-        x = __fadd_rn(x, r);
-#elif QC_RES == 2
-        x = __fadd_rn(r, x);
-#endif
-#if QC_ORELU
-        x = x < 0.0f ? 0.0f : x;
-#endif
-#if QC_YB > 0 || QC_F32 == 2
-        const float scale = __int_as_float(QC_QSCALE), zero = __int_as_float(QC_QZERO);
-        const float q = bnn_quantize_one(&x, 0, scale, zero, QC_QLO, QC_QHI, QC_ROUND);
-        count = q != q ? 0 : (int)(long long)__fsub_rn(q, (float)QC_QLO);
-#endif
-#if QC_F32 == 1
-        *fdst = x;
-#elif QC_F32 == 2
-        *fdst = __fmul_rn(__fsub_rn(q, zero), scale);
-#else
-        (void)fdst;
-#endif
-    }
-#endif
-    // The next layer's codes, written directly as its image planes (32 channels a word).
+// The next layer's codes of one output pixel (image, cell), count the code of channel n0 +
+// lane, written directly as its image planes (32 channels a word, one ballot a plane); the 32
+// lanes of the warp call it together.
+BNN_QC_FN void QC_CAT(QC_NAME, codes)(int count, long long image, long long cell, int n0, int lane, void *Y) {
     for (int b = 0; b < QC_YB; b++) {
         const unsigned word = __ballot_sync(0xffffffffu, (count >> b) & 1);
         unsigned *yplane = (unsigned *)Y + (image * QC_YB + b) * QC_YPLANE;
@@ -285,6 +229,89 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
                     yplane[w] = 0u;
         }
     }
+}
+
+#if QC_EPI == 3
+// Channel o's stage constants (zeros past QC_O), loaded once by the caller.
+#define QC_NSTC (QC_NST > 0 ? QC_NST : 1)
+BNN_QC_FN void QC_CAT(QC_NAME, consts)(const float *EP, int o, float ca[QC_NSTC], float cb[QC_NSTC]) {
+    for (int k = 0; k < QC_NST; k++) {
+        ca[k] = o < QC_O ? __ldg(EP + 2 * k * QC_O + o) : 0.0f;
+        cb[k] = o < QC_O ? __ldg(EP + (2 * k + 1) * QC_O + o) : 0.0f;
+    }
+}
+// The float chain of one output, v its accumulator, r its residual (rt_cpu.c run_qconv_chain's
+// operations, each rounded on its own, no contraction): stages, residual, relu, then the next
+// layer's quantizer. Returns the code (0 without codes); *f the f32 value (QC_F32). No
+// synchronization, so that a caller can run several outputs' chains side by side.
+BNN_QC_FN int QC_CAT(QC_NAME, chain)(int v, float r, const float ca[QC_NSTC], const float cb[QC_NSTC], float *f) {
+    int count = 0;
+    float x = __int2float_rn(v);
+    for (int k = 0; k < QC_NST; k++) {
+        x = (QC_DIV >> k & 1) ? __fdiv_rn(x, ca[k]) : __fmul_rn(x, ca[k]);
+        x = __fadd_rn(x, cb[k]);
+        if (QC_RELU >> k & 1)
+            x = x < 0.0f ? 0.0f : x;
+    }
+#if QC_RES == 1
+    x = __fadd_rn(x, r);
+#elif QC_RES == 2
+    x = __fadd_rn(r, x);
+#else
+    (void)r;
+#endif
+#if QC_ORELU
+    x = x < 0.0f ? 0.0f : x;
+#endif
+#if QC_YB > 0 || QC_F32 == 2
+    const float scale = __int_as_float(QC_QSCALE), zero = __int_as_float(QC_QZERO);
+    const float q = bnn_quantize_one(&x, 0, scale, zero, QC_QLO, QC_QHI, QC_ROUND);
+    count = q != q ? 0 : (int)(long long)__fsub_rn(q, (float)QC_QLO);
+#endif
+#if QC_F32 == 1
+    *f = x;
+#elif QC_F32 == 2
+    *f = __fmul_rn(__fsub_rn(q, zero), scale);
+#else
+    (void)f;
+#endif
+    return count;
+}
+#endif
+
+// The epilogue of one output pixel (image, cell) for channel n0 + lane, v its accumulator, r its
+// residual (epi 3 with QC_RES; the caller loads the residuals of all its rows first, so their
+// latency is paid once, not once per row); the 32 lanes of the warp call it together (the code
+// planes are ballots). Epi 3 with QC_F32: the f32 value goes to *fdst.
+BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long cell, int n0, int lane,
+                                    float *fdst, QC_EPARAMS) {
+    const int o = n0 + lane;
+#if QC_EPI == 1
+    (void)T, (void)dir, (void)fdst, (void)r;
+    if (o < QC_O)
+        ((int *)Y)[(image * QC_O + o) * QC_CELLS + cell] = v;
+#else
+    int count = 0;
+#if QC_EPI == 2
+    (void)fdst, (void)r;
+    if (o < QC_O) {
+        const bool up = dir[o] >= 0;
+        for (int l = 0; l < QC_L; l++) {
+            const int th = T[o * QC_L + l];
+            count += up ? v >= th : v <= th;
+        }
+    }
+#else
+    (void)Yf;
+    float ca[QC_NSTC], cb[QC_NSTC], f = 0.0f;
+    QC_CAT(QC_NAME, consts)(EP, o, ca, cb);
+    if (o < QC_O) {
+        count = QC_CAT(QC_NAME, chain)(v, r, ca, cb, &f);
+        if (QC_F32)
+            *fdst = f;
+    }
+#endif
+    QC_CAT(QC_NAME, codes)(count, image, cell, n0, lane, Y);
 #endif
 }
 
@@ -397,6 +424,10 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     __shared__ int tile[QC_WM * QC_WN][16][33];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp % QC_WM, wn = warp / QC_WM;
     const int ntiles = M / QC_CELLS * QC_TYX, n0 = blockIdx.x * QC_BN + wn * 32; // the warp's channels
+#if QC_EPI == 3
+    float ca[QC_NSTC], cb[QC_NSTC]; // this lane's channel's chain constants, for every tile
+    QC_CAT(QC_NAME, consts)(EP, n0 + lane, ca, cb);
+#endif
     if (bnn_qh_smem_size() < QC_HSMEM)
         __trap(); // launched with too little shared memory
     if ((int)blockIdx.y >= ntiles)
@@ -511,17 +542,33 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #endif
             QC_CAT(QC_NAME, combine)(pos, neg, mi, lane, tile[warp]);
             __syncwarp();
+#if QC_EPI == 3
+            // The 16 rows' chains first, side by side (no ballot between them), then their codes
+            // and values.
+            int cnt[16];
+            float fv[16];
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+            for (int r = 0; r < 16; r++)
+                cnt[r] = QC_CAT(QC_NAME, chain)(tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[wm * (QC_MI * 16) + mi * 16 + r] : 0),
+                                                rv[r], ca, cb, &fv[r]);
+#endif
 #ifdef __CUDACC__
 #pragma unroll
 #endif
             for (int r = 0; r < 16; r++) {
                 const int rl = wm * (QC_MI * 16) + mi * 16 + r, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
-                float f = 0.0f;
-                if (n0 < QC_O && oh < QC_OH && ow < QC_OW) // rows of a tile overhanging the output are not stored
-                    QC_CAT(QC_NAME, row)(tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[rl] : 0), rv[r], n,
-                                         (long long)oh * QC_OW + ow, n0, lane, &f, QC_EARGS);
-#if QC_EPI == 3 && QC_F32
-                tile[warp][r][lane] = __float_as_int(f); // the element this lane's row call read
+                if (n0 >= QC_O || oh >= QC_OH || ow >= QC_OW) // rows of a tile overhanging the output are not stored
+                    continue;
+#if QC_EPI == 3
+                QC_CAT(QC_NAME, codes)(n0 + lane < QC_O ? cnt[r] : 0, n, (long long)oh * QC_OW + ow, n0, lane, Y);
+#if QC_F32
+                tile[warp][r][lane] = __float_as_int(fv[r]); // the element this lane's chain read
+#endif
+#else
+                QC_CAT(QC_NAME, row)(tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[rl] : 0), rv[r], n,
+                                     (long long)oh * QC_OW + ow, n0, lane, 0, QC_EARGS);
 #endif
             }
             __syncwarp();
@@ -681,6 +728,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_TAPS
 #undef QC_CELLS
 #undef QC_KROW
+#undef QC_NSTC
 #undef QC_PLANE
 #undef QC_YPLANE
 #undef QC_NEG
