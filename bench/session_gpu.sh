@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# session_gpu.sh PART COMMIT: the GPU work docs/perf.md lists as "Not yet run on a GPU", in
-# device calls of under 10 minutes each (run from the repository root on the GPU machine, with
-# the carry of bench/prepare_carry.sh: .cache/bench/carry, buildslim, .data).
+# session_gpu.sh PART COMMIT: a session's GPU work in device calls of under 10 minutes each (run
+# from the repository root on the GPU machine, with the carry of bench/prepare_carry.sh:
+# .cache/bench/carry, buildslim, .data).
 #   PART suite   every gpu test (bench/gpu_suite.py): tune_gpu, lowbit-mnist-gpu,
 #                codegen_e2e_gpu (the stem models of 59ba488), the kernel suites
 #   PART models  the bench models exported here (this machine's torch), then
@@ -13,9 +13,14 @@
 #                (default w1a2resnet18,birealnet18) untuned against PyTorch fp16, then `ncu`
 #                (clocks left alone) on the float stem conv of each at batch 64: its pipes and
 #                issue slots, for docs/perf.md's bounds.
+#   PART compare the blobs BLOBS names (paths in the checkout, e.g. the same model compiled at
+#                two commits, carried in an ignored folder), timed in this one call so that
+#                their times compare: `bnnrun --bench 50 --resident` at batches 256, 8 and 1,
+#                the GPU outputs equal to the CPU path's at batch 8, `--profile 20` of each at
+#                batch 256. Inputs: random normal of shape SHAPE (default 3,224,224) a item.
 # Logs under $OUT (default /tmp/session_gpu); the summary prints last.
 set -uo pipefail
-part=${1:?PART: suite, models or verify} commit=${2:-?}
+part=${1:?PART: suite, models, verify or compare} commit=${2:-?}
 OUT=${OUT:-/tmp/session_gpu}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PATH="$PATH:/usr/local/cuda/bin"
@@ -70,8 +75,32 @@ verify)
             "$OUT/ncu_$name.log" | head -16
     done
     ;;
+compare)
+    bnnrun=.cache/bench/carry/bnnrun
+    python3 -c "
+import numpy as np, sys
+shape = tuple(int(d) for d in '${SHAPE:-3,224,224}'.split(','))
+r = np.random.default_rng(1)
+for b in (1, 8, 256):
+    np.save(f'/tmp/compare_x{b}.npy', r.standard_normal((b,) + shape).astype(np.float32))
+" || exit 1
+    for blob in ${BLOBS:?BLOBS: the blobs to compare}; do
+        for b in 256 8 1; do
+            echo "$blob batch $b: $($bnnrun "$blob" --device gpu --input /tmp/compare_x$b.npy --batch $b --bench 50 --resident 2>&1 | tail -1)"
+        done
+        $bnnrun "$blob" --device gpu --input /tmp/compare_x8.npy --batch 8 --output /tmp/compare_g.npy > /dev/null &&
+            $bnnrun "$blob" --device cpu --input /tmp/compare_x8.npy --batch 8 --output /tmp/compare_c.npy > /dev/null &&
+            python3 -c "
+import numpy as np
+g, c = np.load('/tmp/compare_g.npy'), np.load('/tmp/compare_c.npy')
+print('$blob: GPU vs CPU path at batch 8:', 'equal' if np.array_equal(g, c) else 'DIFFER, max |diff| %g' % abs(g - c).max())"
+        $bnnrun "$blob" --device gpu --input /tmp/compare_x256.npy --batch 256 --profile 20 \
+            > "$OUT/profile_$(basename "$blob").log" 2>&1
+    done
+    for blob in $BLOBS; do echo "== $blob"; sed -n '3,$p' "$OUT/profile_$(basename "$blob").log" | cut -c1-60; done
+    ;;
 *)
-    echo "session_gpu.sh: PART is suite, models or verify, not '$part'" >&2
+    echo "session_gpu.sh: PART is suite, models, verify or compare, not '$part'" >&2
     exit 2
     ;;
 esac
