@@ -1118,10 +1118,10 @@ static void emit_pool(Lower *L, int in, int out, const BlobPoolParams *pp, bool 
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.pool = *pp;
     float_kernel(L, st, max ? "maxpool" : "avgpool", pp->c * pp->oh * pp->ow,
-                 str_printf("bnn_pool(item, j, (const float *)in, (float *)out, %lld, %lld, %lld, %lld, %lld, "
+                 str_printf("bnn_pool<%lld, %lld>(item, j, (const float *)in, (float *)out, %lld, %lld, %lld, "
                             "%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %s)",
-                            (long long)pp->c, (long long)pp->h, (long long)pp->w, (long long)pp->kh,
-                            (long long)pp->kw, (long long)pp->stride_h, (long long)pp->stride_w,
+                            (long long)pp->kh, (long long)pp->kw, (long long)pp->c, (long long)pp->h,
+                            (long long)pp->w, (long long)pp->stride_h, (long long)pp->stride_w,
                             (long long)pp->pad_top, (long long)pp->pad_left, (long long)pp->pad_bottom,
                             (long long)pp->pad_right, (long long)pp->oh, (long long)pp->ow,
                             (long long)pp->count_include_pad, max ? "true" : "false"));

@@ -4,7 +4,8 @@
 // thread, __syncthreads as a std::barrier, cp.async as a plain copy (so it checks indexing,
 // tiling, staging and the float sequence, not the asynchrony: the GPU run does that), then
 // every output is compared bit for bit with a plain loop in the reference order
-// (ir/interp.c, runtime/rt_cpu.c). float_tiles_emu.py writes tile.inc (the kernels' source)
+// (ir/interp.c, runtime/rt_cpu.c); and bnn_pool (max and average pools over f32) on fixed
+// shapes. float_tiles_emu.py writes tile.inc (the kernels' source)
 // and cfgs.inc (bnncc's config structs for a set of models, and run_all).
 #include <atomic>
 #include <barrier>
@@ -39,6 +40,11 @@ static inline float __fadd_rn(float a, float b) {
 static inline float __fdiv_rn(float a, float b) {
     volatile float r = a / b;
     return r;
+}
+static inline float __int_as_float(int b) {
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
 }
 struct float4 {
     float x, y, z, w;
@@ -162,11 +168,59 @@ template <class F> static int run_dense(const char *name, int batch) {
     return compare(name, y, ref, smem_end, F::SMEM);
 }
 
+// bnn_pool<KH, KW> over every output of `batch` items against the CPU path's loop (rt_cpu.c
+// run_pool): taps in row-major order, those outside the image skipped, a NaN wins the max, of +0
+// and -0 the first seen stays, the average's divisor the real or the padded window.
+template <int KH, int KW>
+static int run_pool(const char *name, int batch, int c, int h, int w, int sh, int sw, int pt, int pl, int pb, int pr,
+                    int include_pad, bool max) {
+    const int oh = (h + pt + pb - KH) / sh + 1, ow = (w + pl + pr - KW) / sw + 1;
+    std::mt19937 g(3);
+    const auto x = random_floats((size_t)batch * c * h * w, g, true);
+    std::vector<float> y((size_t)batch * c * oh * ow, 12345.0f), ref(y.size());
+    for (int n = 0; n < batch; n++)
+        for (int ch = 0; ch < c; ch++)
+            for (int oy = 0; oy < oh; oy++)
+                for (int ox = 0; ox < ow; ox++) {
+                    int y0 = oy * sh - pt, x0 = ox * sw - pl, y1 = y0 + KH, x1 = x0 + KW;
+                    const int padded = ((y1 < h + pb ? y1 : h + pb) - y0) * ((x1 < w + pr ? x1 : w + pr) - x0);
+                    y0 = y0 < 0 ? 0 : y0, x0 = x0 < 0 ? 0 : x0, y1 = y1 < h ? y1 : h, x1 = x1 < w ? x1 : w;
+                    float acc = max ? -INFINITY : 0.0f;
+                    for (int iy = y0; iy < y1; iy++)
+                        for (int ix = x0; ix < x1; ix++) {
+                            const float v = x[(((size_t)n * c + ch) * h + iy) * w + ix];
+                            if (!max)
+                                acc = __fadd_rn(acc, v);
+                            else if (v > acc || v != v)
+                                acc = acc != acc ? acc : v;
+                        }
+                    if (!max) acc = __fdiv_rn(acc, (float)(include_pad ? padded : (y1 - y0) * (x1 - x0)));
+                    ref[(((size_t)n * c + ch) * oh + oy) * ow + ox] = acc;
+                }
+    for (int n = 0; n < batch; n++)
+        for (int j = 0; j < c * oh * ow; j++)
+            bnn_pool<KH, KW>(n, j, x.data(), y.data(), c, h, w, sh, sw, pt, pl, pb, pr, oh, ow, include_pad, max);
+    return compare(name, y, ref, 0, 0);
+}
+
+static int run_pools(int batch) {
+    int bad = 0;
+    bad += run_pool<3, 3>("maxpool 3x3/2 pad 1 (ResNet stem)", batch, 5, 17, 14, 2, 2, 1, 1, 1, 1, 0, true);
+    bad += run_pool<2, 2>("avgpool 2x2/2 (Bi-Real downsample)", batch, 4, 10, 12, 2, 2, 0, 0, 0, 0, 0, false);
+    bad += run_pool<3, 3>("avgpool 3x3/1 pad 1", batch, 3, 7, 6, 1, 1, 1, 1, 1, 1, 0, false);
+    bad += run_pool<3, 3>("avgpool 3x3/1 pad 1, pads counted", batch, 3, 7, 6, 1, 1, 1, 1, 1, 1, 1, false);
+    bad += run_pool<5, 3>("maxpool 5x3/(2,3), uneven pads", batch, 3, 11, 13, 2, 3, 2, 0, 1, 2, 0, true);
+    bad += run_pool<5, 3>("avgpool 5x3/(2,3), uneven pads counted", batch, 3, 11, 13, 2, 3, 2, 0, 1, 2, 1, false);
+    bad += run_pool<9, 9>("maxpool 9x9/3 pad 4 (not unrolled)", batch, 2, 20, 19, 3, 3, 4, 4, 4, 4, 0, true);
+    bad += run_pool<9, 9>("avgpool 9x9/3 pad 4 (not unrolled)", batch, 2, 20, 19, 3, 3, 4, 4, 4, 4, 1, false);
+    return bad;
+}
+
 #include "cfgs.inc" // the config structs and run_all(batch)
 
 int main(int argc, char **argv) {
     int bad = 0;
-    for (int i = 1; i < argc; i++) bad += run_all(atoi(argv[i]));
+    for (int i = 1; i < argc; i++) bad += run_all(atoi(argv[i])) + run_pools(atoi(argv[i]));
     printf("%s\n", bad ? "FAILED" : "all bit-identical");
     return bad != 0;
 }

@@ -2,7 +2,7 @@
 """The tiled float kernels (float_ops.cu) without a GPU: bnncc --emit=cuda on the float models
 of test_e2e.py (float_models), tests/passes/stem.bnn and ResNet-18's float layers (the 7x7/2 stem
 with its relu at 224x224, a stem with batch-norm and relu fused into its store, the 1x1
-downsample convs, the 512 -> 1000 head), with the cost model's tiles and with
+downsample convs, the 512 -> 1000 head), and bnn_pool on fixed pool shapes, with the cost model's tiles and with
 each other tile bnncc --tune measures for a conv, their config structs collected, the
 kernels compiled as host C++ under float_tiles_emu.cc's block emulator and run at batch 1 and
 5 (the stem at 1): every output must equal the reference loop bit for bit, and no stage may
@@ -76,6 +76,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "tile.inc"), "w") as f:
             # The exact tiled kernels only: the fp16 tensor-core conv after them is PTX, no host C++.
+            f.write(src[src.index("// Max or average pooling over NCHW f32"):src.index("// Max-pool of NHWC-packed bits")])
             f.write(src[src.index("// Convolution, NCHW."):src.index("// ---------------- fp16 tensor-core conv2d")])
         rng = np.random.default_rng(5)
         big = resnet_models(tmp, rng)

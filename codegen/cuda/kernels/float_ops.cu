@@ -95,30 +95,40 @@ __device__ __forceinline__ void bnn_affine(bnn_i64 item, int j, const float *x, 
     y[at] = __fadd_rn(prod, bias[ch]);
 }
 
-// Max or average pooling over NCHW f32, the divisor as the CPU path computes it.
+// Max or average pooling over NCHW f32, the divisor as the CPU path computes it. The window's
+// taps in the reference's row-major order, a tap outside the image skipped; KH, KW constants so
+// that (for windows of up to 64 taps) the loops unroll and every tap's load is issued before the
+// first comparison waits on one (a 3x3 max-pool's nine loads one after the other were latency-
+// bound). Max: a NaN wins, and of +0 and -0 the first seen stays (v > acc), as the reference.
+template <int KH, int KW>
 __device__ __forceinline__ void bnn_pool(bnn_i64 item, int j, const float *x, float *y, int c, int h, int w,
-                                         int kh, int kw, int sh, int sw, int pt, int pl, int pb, int pr, int oh,
-                                         int ow, int include_pad, bool max) {
+                                         int sh, int sw, int pt, int pl, int pb, int pr, int oh, int ow,
+                                         int include_pad, bool max) {
     x += item * c * h * w;
     y += item * c * oh * ow;
     const int ch = j / (oh * ow), oy = j / ow % oh, ox = j % ow;
-    int y0 = oy * sh - pt, x0 = ox * sw - pl, y1 = y0 + kh, x1 = x0 + kw;
+    const int y0 = oy * sh - pt, x0 = ox * sw - pl, y1 = y0 + KH, x1 = x0 + KW;
     const int py1 = y1 < h + pb ? y1 : h + pb, px1 = x1 < w + pr ? x1 : w + pr;
     const int padded = (py1 - y0) * (px1 - x0);
-    y0 = y0 < 0 ? 0 : y0;
-    x0 = x0 < 0 ? 0 : x0;
-    y1 = y1 < h ? y1 : h;
-    x1 = x1 < w ? x1 : w;
+    const int real = ((y1 < h ? y1 : h) - (y0 < 0 ? 0 : y0)) * ((x1 < w ? x1 : w) - (x0 < 0 ? 0 : x0));
+    const float *xc = x + (bnn_i64)ch * h * w;
     float acc = max ? -__int_as_float(0x7f800000) : 0.0f;
-    for (int iy = y0; iy < y1; ++iy)
-        for (int ix = x0; ix < x1; ++ix) {
-            const float v = x[((bnn_i64)ch * h + iy) * w + ix];
+#pragma unroll(KH * KW <= 64 ? KH : 1)
+    for (int ky = 0; ky < KH; ++ky) {
+        const int iy = y0 + ky;
+#pragma unroll(KH * KW <= 64 ? KW : 1)
+        for (int kx = 0; kx < KW; ++kx) {
+            const int ix = x0 + kx;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w)
+                continue;
+            const float v = xc[(bnn_i64)iy * w + ix];
             if (!max)
                 acc = __fadd_rn(acc, v);
             else if (v > acc || v != v) // a NaN wins, as in the reference
                 acc = acc != acc ? acc : v;
         }
-    if (!max) acc = __fdiv_rn(acc, (float)(include_pad ? padded : (y1 - y0) * (x1 - x0)));
+    }
+    if (!max) acc = __fdiv_rn(acc, (float)(include_pad ? padded : real));
     y[j] = acc;
 }
 
