@@ -34,11 +34,15 @@ export_models() {
     [ -z "$torch_models" ] || python3 bench/models.py "$m" --only "$torch_models" > "$OUT/export.log" 2>&1
     case ",$1," in *,w1a2resnet18,*) python3 bench/qonnx_resnet.py "$m" --only w1a2resnet18 >> "$OUT/export.log" 2>&1 ;; esac
 }
-case "$part" in
-suite)
-    timeout 540 python3 bench/gpu_suite.py --build buildslim --shared .data/shared > "$OUT/gpu_suite.log" 2>&1
+# The gpu tests (bench/gpu_suite.py) within $1 seconds, more of its options after; their table.
+gpu_tests() {
+    timeout "$1" python3 bench/gpu_suite.py --build buildslim --shared .data/shared "${@:2}" > "$OUT/gpu_suite.log" 2>&1
     echo "gpu_suite exit $?"
     sed -n '/^| test | result/,$p' "$OUT/gpu_suite.log"
+}
+case "$part" in
+suite)
+    gpu_tests 540
     ;;
 models)
     only=${ONLY:-xnorresnet18,birealnet18}
@@ -52,10 +56,7 @@ models)
 verify)
     tests=${TESTS:-codegen_e2e_gpu,w1a2-resnet-gpu,runtime_gpu,tune_gpu}
     only=${ONLY:-w1a2resnet18,birealnet18}
-    timeout 240 python3 bench/gpu_suite.py --build buildslim --shared .data/shared --only "$tests" \
-        > "$OUT/gpu_suite.log" 2>&1
-    echo "gpu_suite exit $?"
-    sed -n '/^| test | result/,$p' "$OUT/gpu_suite.log"
+    gpu_tests 240 --only "$tests"
     export_models "$only"
     timeout 300 python3 bench/run_models.py --bin .cache/bench/carry --models "$m" --out "$OUT" --resident-only \
         --only "$only" --commit "$commit" > "$OUT/run_models.log" 2>&1
@@ -78,7 +79,7 @@ verify)
 compare)
     bnnrun=.cache/bench/carry/bnnrun
     python3 -c "
-import numpy as np, sys
+import numpy as np
 shape = tuple(int(d) for d in '${SHAPE:-3,224,224}'.split(','))
 r = np.random.default_rng(1)
 for b in (1, 8, 256):

@@ -2229,6 +2229,25 @@ static void stem_threshold(const BlobConv2dParams *cp, const float *chain, const
     *mode = hi ? 1 : -1;
 }
 
+/* The stage of a conv2d_chain before which its max-pool comes (S, its stages, without one). */
+static int64_t chain_pool_at(const Node *n) {
+    int64_t S = n->in[2]->type.dim[0];
+    return get_attr(n, "pool_kernel") ? attr_int(n, "pool_at", S) : S;
+}
+
+/* A conv2d_chain's first `stages` stages as a conv2d step's float chain: epi_stages and the
+ * epi_div and epi_relu masks from its div and relu attributes. */
+static void set_chain_stages(BlobConv2dParams *cp, const Node *n, int64_t stages) {
+    int64_t S = n->in[2]->type.dim[0], div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
+    attr_ints(n, "div", div, (int)S, 0, NULL);
+    attr_ints(n, "relu", relu, (int)S, 0, NULL);
+    cp->epi_stages = stages;
+    for (int64_t s = 0; s < stages; s++) {
+        cp->epi_div |= (int64_t)(div[s] != 0) << s;
+        cp->epi_relu |= (int64_t)(relu[s] != 0) << s;
+    }
+}
+
 /* A conv2d_chain as one conv2d step that writes its bits (BlobConv2dParams.out_words), then,
  * with a max-pool, a maxpool step of bits (the max of +-1 is the OR): when nothing reads its
  * float value, its bits are packed, and its chain is monotone in the sum under any rounding
@@ -2236,20 +2255,19 @@ static void stem_threshold(const BlobConv2dParams *cp, const float *chain, const
  * (docs/kernels.md "The stem"). Returns 1 if it did, 0 if the steps of the separate ops must. */
 static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const float *w, const Value *b) {
     const Value *x = n->in[0], *y = n->out[0], *bits = n->out[1], *chain = n->in[2];
-    int64_t S = chain->type.dim[0], o = cp.o, div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
+    int64_t S = chain->type.dim[0], o = cp.o;
     int64_t words = packed_words(&bits->type);
     if (is_output(L->g, y) || count_uses(L->g, y) > 0 || count_uses(L->g, bits) == 0 || !words ||
         !fp16_conv_ok(&cp, w))
         return 0;
-    attr_ints(n, "div", div, (int)S, 0, NULL);
-    attr_ints(n, "relu", relu, (int)S, 0, NULL);
+    set_chain_stages(&cp, n, S);
     const float *k = chain->data, *bv = b ? b->data : NULL;
     bool pool = get_attr(n, "pool_kernel") != NULL;
-    int64_t pool_at = pool ? attr_int(n, "pool_at", S) : S;
+    int64_t pool_at = chain_pool_at(n);
     /* a stage after the pool with a factor 0 could make a NaN of an inf (0 * inf), which the
      * bits' pool would not see: the separate steps then */
     for (int64_t i = 0; i < 2 * S * o; i++)
-        if (!isfinite(k[i]) || (div[i / (2 * o)] && i % (2 * o) < o && k[i] == 0.0f) ||
+        if (!isfinite(k[i]) || (((cp.epi_div >> (i / (2 * o))) & 1) && i % (2 * o) < o && k[i] == 0.0f) ||
             (i / (2 * o) >= pool_at && i % (2 * o) < o && k[i] == 0.0f))
             return 0;
     for (int64_t c = 0; bv && c < o; c++)
@@ -2257,12 +2275,7 @@ static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const
             return 0;
     cp.out_words = pool ? (o + 31) / 32 : words;
     cp.nan_flags = pool; /* a NaN in a window makes the pooled float NaN, its bit 0 */
-    cp.epi_stages = S;
     cp.zero = attr_int(n, "zero", 1) == 1;
-    for (int64_t s = 0; s < S; s++) {
-        cp.epi_div |= (int64_t)(div[s] != 0) << s;
-        cp.epi_relu |= (int64_t)(relu[s] != 0) << s;
-    }
     /* in2: the stages, then per channel sum |w| (the exact kernel's error bound), the threshold
      * and its mode (stem_threshold) */
     float *in2 = xmalloc((size_t)((2 * S + 3) * o) * 4);
@@ -2363,18 +2376,9 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     int pick = tiled ? tuned_pick(L, n, ntiles) : 0;
     /* A conv2d_chain on the tiled kernel runs its stages before the pool in the kernel's store
      * (BlobConv2dParams.epi_stages): one pass over the conv's output instead of one a stage. */
-    int64_t in_kernel = 0;
-    if (fused && tiled) {
-        int64_t S = n->in[2]->type.dim[0], div[CHAIN_MAX_STAGES] = {0}, relus[CHAIN_MAX_STAGES] = {0};
-        in_kernel = get_attr(n, "pool_kernel") ? attr_int(n, "pool_at", S) : S;
-        attr_ints(n, "div", div, (int)S, 0, NULL);
-        attr_ints(n, "relu", relus, (int)S, 0, NULL);
-        cp.epi_stages = in_kernel;
-        for (int64_t i = 0; i < in_kernel; i++) {
-            cp.epi_div |= (int64_t)(div[i] != 0) << i;
-            cp.epi_relu |= (int64_t)(relus[i] != 0) << i;
-        }
-    }
+    int64_t in_kernel = fused && tiled ? chain_pool_at(n) : 0;
+    if (in_kernel)
+        set_chain_stages(&cp, n, in_kernel);
     /* both the tiled and the tensor-core kernel apply a relu before their store */
     Node *r = (tiled || mma) && !fused ? only_user(L->g, n->out[0]) : NULL;
     bool relu = (r && r->op == OP_RELU) || (mma && fused && identity_relu_stage(n));

@@ -471,19 +471,18 @@ static bnn_status check_conv2d(const StepCheck *c) {
     /* bits out (a conv2d_chain's): in2 holds the chain, [epi_stages][2][o], then the GPU
      * kernel's sum |w|, threshold and mode, [o] each (docs/blob-format.md "conv2d") */
     uint64_t chain = 0;
+    bool stages_ok = p->epi_stages >= 0 && p->epi_stages <= BLOB_EPI_MAX_STAGES && p->epi_div >= 0 &&
+                     p->epi_div < (int64_t)1 << p->epi_stages && p->epi_relu >= 0 &&
+                     p->epi_relu < (int64_t)1 << p->epi_stages;
     if (p->out_words) {
-        if (p->out_words < (p->o + 31) / 32 || p->out_words > (1 << 20) || p->epi_stages < 0 ||
-            p->epi_stages > BLOB_EPI_MAX_STAGES || p->epi_div < 0 || p->epi_div >= (int64_t)1 << p->epi_stages ||
-            p->epi_relu < 0 || p->epi_relu >= (int64_t)1 << p->epi_stages || (p->zero & ~1ll) ||
+        if (!stages_ok || p->out_words < (p->o + 31) / 32 || p->out_words > (1 << 20) || (p->zero & ~1ll) ||
             (p->nan_flags & ~1ll))
             return bad_step(c, "bad bit output: %lld words a pixel, %lld stages, div %lld, relu %lld, zero %lld",
                             (long long)p->out_words, (long long)p->epi_stages, (long long)p->epi_div,
                             (long long)p->epi_relu, (long long)p->zero);
         chain = (uint64_t)(2 * p->epi_stages + 3) * (uint64_t)p->o * 4;
         out = (uint64_t)oh * (uint64_t)ow * (uint64_t)p->out_words * (1 + (uint64_t)p->nan_flags) * 4;
-    } else if (p->epi_stages < 0 || p->epi_stages > BLOB_EPI_MAX_STAGES || p->epi_div < 0 ||
-               p->epi_div >= (int64_t)1 << p->epi_stages || p->epi_relu < 0 ||
-               p->epi_relu >= (int64_t)1 << p->epi_stages || p->zero || p->nan_flags) {
+    } else if (!stages_ok || p->zero || p->nan_flags) {
         return bad_step(c, "bad float chain: %lld stages, div %lld, relu %lld, zero %lld, nan_flags %lld",
                         (long long)p->epi_stages, (long long)p->epi_div, (long long)p->epi_relu,
                         (long long)p->zero, (long long)p->nan_flags);

@@ -77,7 +77,7 @@ def main():
         with open(os.path.join(tmp, "tile.inc"), "w") as f:
             # The exact tiled kernels only: the fp16 tensor-core conv after them is PTX, no host C++.
             f.write(src[src.index("// Max or average pooling over NCHW f32"):src.index("// Max-pool of NHWC-packed bits")])
-            f.write(src[src.index("// Convolution, NCHW."):src.index("// ---------------- fp16 tensor-core conv2d")])
+            f.write(src[src.index("// A float chain's stages on v"):src.index("// ---------------- fp16 tensor-core conv2d")])
         rng = np.random.default_rng(5)
         big = resnet_models(tmp, rng)
         structs, small_runs, big_runs = [], [], []

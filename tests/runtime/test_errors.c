@@ -453,12 +453,16 @@ static void e_resthr_no_in2(unsigned char *b, size_t *len) {
  * 18..20; in2 holds its constants). */
 #define CONV2D_EPI_STAGES_AT (BLOB_STEP_PARAMS_AT + 8 * 18)
 static unsigned char *conv2d_step(unsigned char *b) {
-    for (int i = 0;; i++) {
+    uint32_t nsteps;
+    memcpy(&nsteps, section(b, BLOB_SECTION_PLAN, NULL), 4);
+    for (uint32_t i = 0; i < nsteps; i++) {
         uint32_t kind;
-        memcpy(&kind, step_at(b, i), 4);
+        memcpy(&kind, step_at(b, (int)i), 4);
         if (kind == BLOB_STEP_CONV2D)
-            return step_at(b, i);
+            return step_at(b, (int)i);
     }
+    fprintf(stderr, "test_errors: the conv model has no conv2d step\n");
+    abort();
 }
 static void e_conv2d_chain_stages(unsigned char *b, size_t *len) {
     (void)len, blob_put_u64(conv2d_step(b) + CONV2D_EPI_STAGES_AT, BLOB_EPI_MAX_STAGES + 1);

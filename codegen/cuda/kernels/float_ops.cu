@@ -98,8 +98,9 @@ __device__ __forceinline__ void bnn_affine(bnn_i64 item, int j, const float *x, 
 // Max or average pooling over NCHW f32, the divisor as the CPU path computes it. The window's
 // taps in the reference's row-major order, a tap outside the image skipped; KH, KW constants so
 // that (for windows of up to 64 taps) the loops unroll and every tap's load is issued before the
-// first comparison waits on one (a 3x3 max-pool's nine loads one after the other were latency-
-// bound). Max: a NaN wins, and of +0 and -0 the first seen stays (v > acc), as the reference.
+// first comparison waits on one (with runtime bounds a 3x3 max-pool's nine loads could go one
+// after the other). Max: a NaN wins, and of +0 and -0 the first seen stays (v > acc), as the
+// reference.
 template <int KH, int KW>
 __device__ __forceinline__ void bnn_pool(bnn_i64 item, int j, const float *x, float *y, int c, int h, int w,
                                          int sh, int sw, int pt, int pl, int pb, int pr, int oh, int ow,
@@ -335,6 +336,18 @@ template <int N> __device__ __forceinline__ void bnn_fcp_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// A float chain's stages on v: v*a[s] + b[s] (v/a[s] + b[s] where bit s of DIVM), then a relu
+// where bit s of RELUM, each operation rounded on its own (blob.h blob_conv2d_chain_value).
+template <int ST, int DIVM, int RELUM>
+__device__ __forceinline__ float bnn_chain_stages(float v, const float *a, const float *b) {
+#pragma unroll
+    for (int s = 0; s < ST; ++s) {
+        v = __fadd_rn((DIVM >> s) & 1 ? __fdiv_rn(v, a[s]) : __fmul_rn(v, a[s]), b[s]);
+        if ((RELUM >> s) & 1) v = v < 0.0f ? 0.0f : v; // NaN stays NaN, as bnn_relu
+    }
+    return v;
+}
+
 // Convolution, NCHW. F: C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, G, OH, OW (the step's
 // shape), BIAS, RELU (a fused relu: v < 0 ? 0 : v after the bias), ST, DIVM, RELUM (a fused
 // float chain of ST stages, constants chain[ST][2][O]: v*a + b, v/a + b where bit s of DIVM, a
@@ -479,12 +492,7 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
             if (oy >= F::OH || ox >= F::OW) continue;
             float v = F::BIAS ? __fadd_rn(b[oo], acc[o][k]) : acc[o][k];
             if (F::RELU) v = v < 0.0f ? 0.0f : v; // NaN stays NaN, as bnn_relu
-#pragma unroll
-            for (int s = 0; s < F::ST; ++s) {
-                v = __fadd_rn((F::DIVM >> s) & 1 ? __fdiv_rn(v, ca[s]) : __fmul_rn(v, ca[s]), cb[s]);
-                if ((F::RELUM >> s) & 1) v = v < 0.0f ? 0.0f : v;
-            }
-            yo[oy * F::OW + ox] = v;
+            yo[oy * F::OW + ox] = bnn_chain_stages<F::ST, F::DIVM, F::RELUM>(v, ca, cb);
         }
     }
 }
@@ -617,11 +625,7 @@ template <class F> struct BnnChainK {
     // The chain on sum v (before the bias): bit 1 or 0, -1 for NaN.
     __device__ __forceinline__ int bit(float v) const {
         if (F::BIAS) v = __fadd_rn(bias, v);
-#pragma unroll
-        for (int s = 0; s < F::STAGES; ++s) {
-            v = __fadd_rn((F::DIV >> s) & 1 ? __fdiv_rn(v, a[s]) : __fmul_rn(v, a[s]), k[s]);
-            if ((F::RELUS >> s) & 1) v = v < 0.0f ? 0.0f : v;
-        }
+        v = bnn_chain_stages<F::STAGES, F::DIV, F::RELUS>(v, a, k);
         return v != v ? -1 : v > 0.0f || (v == 0.0f && F::ZERO);
     }
 };
