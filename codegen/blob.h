@@ -267,11 +267,25 @@ static inline int blob_conv2d_chain_bit(const BlobConv2dParams *p, const float *
     return v != v ? -1 : v > 0.0f || (v == 0.0f && p->zero);
 }
 
-/* conv2d's optional p1 (bnncc --float-convs=fp16|fp16x3): the weights as IEEE fp16 for the
- * GPU's tensor-core kernel, [1 or 2 planes][O rounded up to BLOB_F16_ROWS][C*KH*KW rounded up
- * to BLOB_F16_COLS], zero padded (groups 1). */
+/* conv2d's optional p1 (bnncc --float-convs=fp16|fp16x3, or bits out): the weights as IEEE
+ * fp16 for the GPU's tensor-core kernel, [1 or 2 planes][O rounded up to BLOB_F16_ROWS][KP],
+ * zero padded (groups 1), k in one of two orders, which only the blob's own kernel reads:
+ * (c, ky, kx), KP = C*KH*KW rounded up to BLOB_F16_COLS; or k = (ky*KW + kx)*CP + c with CP
+ * channel slots (C rounded up to even; zeros past C), KP = KH*KW*CP rounded up. bnncc writes
+ * the second where C <= BLOB_F16_CMAX (the kernel then reads a pixel's channels as pairs of
+ * halves); blobs of bnncc before 2026-11-27 have the first everywhere. */
 #define BLOB_F16_ROWS 64
 #define BLOB_F16_COLS 16
+#define BLOB_F16_CMAX 4
+/* The CP that bnncc writes p1 with: 0 for the (c, ky, kx) order. */
+static inline int64_t blob_conv2d_f16_cp(const BlobConv2dParams *p) {
+    return p->c <= BLOB_F16_CMAX ? p->c + (p->c & 1) : 0;
+}
+/* p1's KP in the order of CP cp (0: (c, ky, kx)). */
+static inline int64_t blob_conv2d_f16_k(const BlobConv2dParams *p, int64_t cp) {
+    int64_t k = cp ? p->kh * p->kw * cp : p->c * p->kh * p->kw;
+    return (k + BLOB_F16_COLS - 1) / BLOB_F16_COLS * BLOB_F16_COLS;
+}
 /* affine: y = x * scale[c] + bias[c], or with div = 1 y = x / scale[c] + bias[c] (an exact
  * ONNX Div by a constant), each operation rounded on its own. */
 typedef struct { int64_t channels, spatial, layout, div; } BlobAffineParams;

@@ -2141,37 +2141,56 @@ static bool fp16_conv_ok(const BlobConv2dParams *cp, const float *w) {
  * exact loop over W. */
 static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, const float *w, bool bias,
                               bool relu) {
-    int64_t k = cp->c * cp->kh * cp->kw, kp = (k + BLOB_F16_COLS - 1) / BLOB_F16_COLS * BLOB_F16_COLS,
+    int64_t k = cp->c * cp->kh * cp->kw, kk = cp->kh * cp->kw, cpad = blob_conv2d_f16_cp(cp), kp = blob_conv2d_f16_k(cp, cpad),
             op = (cp->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS;
     /* bits out under the default exact mode: the hi + lo split with the margin check */
     int exact = cp->out_words && L->float_convs == FLOAT_CONVS_EXACT;
-    int split = L->float_convs == FLOAT_CONVS_FP16X3 || exact, planes = 1 + split;
+    int split = L->float_convs == FLOAT_CONVS_FP16X3 || exact, planes = 1 + split, bits = cp->out_words > 0;
     uint16_t *w16 = xcalloc((size_t)(planes * op * kp), 2);
     for (int64_t o = 0; o < cp->o; o++)
-        for (int64_t i = 0; i < k; i++) {
+        for (int64_t i = 0; i < k; i++) { /* i = (c, ky, kx), the weights' order; p1's is blob.h's */
+            int64_t j = cpad ? i % kk * cpad + i / kk : i;
             uint16_t hi = f32_to_f16(w[o * k + i]);
-            w16[o * kp + i] = hi;
+            w16[o * kp + j] = hi;
             if (split)
-                w16[(op + o) * kp + i] = f32_to_f16(w[o * k + i] - f16_to_f32(hi));
+                w16[(op + o) * kp + j] = f32_to_f16(w[o * k + i] - f16_to_f32(hi));
         }
     st->s.slot[BLOB_SLOT_P1] = put_weights(L, w16, (size_t)(planes * op * kp) * 2);
     free(w16);
     /* bnn_conv2d_mma's block: 128 pixels x 64 channels (BLOB_F16_ROWS, so op / 64 channel
-     * tiles), two stages of 48-byte rows per plane, then its tap table (BnnConvMma, float_ops.cu) */
-    int64_t smem = 2 * planes * (128 + 64) * 48 + 8 * kp, tiles = (cp->oh * cp->ow + 127) / 128 * (op / 64);
+     * tiles). Its shared memory (BnnConvMma, float_ops.cu): two stages of 48-byte rows per plane,
+     * then its tap table; or (WIN, 8 x 16 pixels a block) all weights in rows of 2 kp + 16 bytes
+     * (at least the bit epilogue's words and queue), the input window's planes, (exact) the max
+     * |x| of its positions and of its output rows' positions, the k pairs' offsets. WIN where it
+     * fits three blocks an SM. */
+    int64_t smem = 2 * planes * (128 + 64) * 48 + 8 * kp, tiles = (cp->oh * cp->ow + 127) / 128;
+    int win = 0;
+    if (cpad) {
+        int64_t sr = 7 * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
+        int64_t sc = 15 * cp->stride_w + (cp->kw - 1) * cp->dil_w + 1;
+        int64_t wb = planes * 64 * (2 * kp + 16), epi = bits ? 3088 + (exact ? 4 * 128 * 64 : 0) : 0;
+        int64_t wsmem = (wb > epi ? wb : (epi + 15) / 16 * 16) + (planes * sr * sc * cpad / 2 * 4 + 15) / 16 * 16 +
+                        (exact ? (sr * sc * 4 + 15) / 16 * 16 + 8 * sc * 4 : 0) + kp / 2 * 4;
+        if (wsmem <= 75 * 1024) {
+            win = 1;
+            smem = wsmem;
+            tiles = (cp->oh + 7) / 8 * ((cp->ow + 15) / 16);
+        }
+    }
+    tiles *= op / 64;
     char *cfg = str_printf(
         "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
         "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, OH = %lld, OW = %lld, "
         "BIAS = %d, RELU = %d;\n    static constexpr int SPLIT = %d, KP = %lld, OP = %lld, SMEM = %lld;\n"
         "    static constexpr int BITS = %d, EXACT = %d, OUTW = %lld, NANF = %lld, STAGES = %lld, DIV = %lld, "
-        "RELUS = %lld, ZERO = %lld;\n",
+        "RELUS = %lld, ZERO = %lld, CP = %lld, WIN = %d;\n",
         (long long)cp->c, (long long)cp->h, (long long)cp->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
         (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
         (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->oh, (long long)cp->ow, bias, relu, split,
-        (long long)kp, (long long)op, (long long)smem, cp->out_words > 0, exact,
+        (long long)kp, (long long)op, (long long)smem, bits, exact,
         (long long)(cp->out_words ? cp->out_words : 1), (long long)cp->nan_flags, (long long)cp->epi_stages,
         (long long)cp->epi_div,
-        (long long)cp->epi_relu, (long long)cp->zero);
+        (long long)cp->epi_relu, (long long)cp->zero, (long long)cpad, win);
     BlobGridDim grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
     tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_mma",
                 "(const float *)in, (const unsigned short *)p1, (const float *)p0, (float *)out, (const float *)w, "

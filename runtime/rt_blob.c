@@ -459,14 +459,16 @@ static bnn_status check_conv2d(const StepCheck *c) {
     if (oh < 1 || ow < 1 || p->oh != oh || p->ow != ow)
         return bad_step(c, "output %lldx%lld, the shape gives %lldx%lld", (long long)p->oh,
                         (long long)p->ow, (long long)oh, (long long)ow);
-    uint64_t in, w, out, k, w16;
+    uint64_t in, w, out, k, w16, w16old;
     if (!mul3_ok((uint64_t)p->c, (uint64_t)p->h, (uint64_t)p->w, &in) || !mul_ok(in, 4, &in) ||
         !mul3_ok((uint64_t)p->o, (uint64_t)(p->c / p->groups), (uint64_t)p->kh, &w) ||
         !mul3_ok(w, (uint64_t)p->kw, 4, &w) ||
         !mul3_ok((uint64_t)p->o, (uint64_t)oh, (uint64_t)ow, &out) || !mul_ok(out, 4, &out) ||
         !mul3_ok((uint64_t)p->c, (uint64_t)p->kh, (uint64_t)p->kw, &k) ||
         !mul3_ok(((uint64_t)p->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS,
-                 (k + BLOB_F16_COLS - 1) / BLOB_F16_COLS * BLOB_F16_COLS, 2, &w16))
+                 (uint64_t)blob_conv2d_f16_k(p, blob_conv2d_f16_cp(p)), 2, &w16) ||
+        !mul3_ok(((uint64_t)p->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS,
+                 (uint64_t)blob_conv2d_f16_k(p, 0), 2, &w16old))
         return bad_step(c, "operands too large");
     /* bits out (a conv2d_chain's): in2 holds the chain, [epi_stages][2][o], then the GPU
      * kernel's sum |w|, threshold and mode, [o] each (docs/blob-format.md "conv2d") */
@@ -493,9 +495,11 @@ static bnn_status check_conv2d(const StepCheck *c) {
     TRY(want_slot(c, BLOB_SLOT_IN2, chain ? BLOB_SPACE_WEIGHTS : 0, chain, false));
     TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
     TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 4, true));
-    /* the fp16 weight image of bnncc --float-convs, 1 or 2 planes (blob.h BLOB_F16_ROWS) */
+    /* the fp16 weight image of bnncc --float-convs, 1 or 2 planes, in either k order (blob.h
+     * BLOB_F16_ROWS: older blobs have the (c, ky, kx) order everywhere) */
+    uint64_t p1 = c->s->slot[BLOB_SLOT_P1].bytes;
     TRY(want_slot(c, BLOB_SLOT_P1, BLOB_SPACE_WEIGHTS,
-                  c->s->slot[BLOB_SLOT_P1].bytes == 2 * w16 ? 2 * w16 : w16, true));
+                  p1 == 2 * w16 || p1 == w16old || p1 == 2 * w16old ? p1 : w16, true));
     TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
     return check_overlap(c, false);
 }

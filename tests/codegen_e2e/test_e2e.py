@@ -148,6 +148,18 @@ def check_report_line(model, tmp, text, count):
     print(f"ok: {name}: --report: {count} x '{text}'")
 
 
+def check_stem_form(model):
+    """The stem conv's tensor-core kernel form in bnncc --emit=cuda: k = (ky, kx, c) with CP = 4
+    channel slots (C is 3 or 4), and the staged window (WIN 1) unless it needs more shared
+    memory than three blocks an SM have (the 11x11/4 stem: its 496 k of weights)."""
+    name = os.path.basename(model)
+    p = run([BNNCC, "-O3", model, "--emit=cuda", "-o", "-"])
+    want = "CP = 4, WIN = 0" if "11x11" in name else "CP = 4, WIN = 1"
+    if p.returncode or want not in p.stdout:
+        return fail(f"{name}: --emit=cuda has no conv config with '{want}' (rc {p.returncode})")
+    print(f"ok: {name}: {want}")
+
+
 def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0", batches=None, exact=False,
                 flags=(), tol=None, extra_cases=()):
     """flags: more bnncc options; tol: floats within tol of the largest output (else exact or
@@ -341,9 +353,11 @@ def stem_models(tmp, rng):
     """Float stems whose float value nobody reads (conv2d_chain -> bits, then a cast of the bits
     to +-1): the conv2d step writes the bits (BlobConv2dParams.out_words) and a maxpool step of
     bits pools them; on the GPU the exact mode's fp16x3 sums with their checked margin and the
-    reference-order sums where a bit is too close to call. Odd channel counts (5, 70: three
-    words a pixel, two channel tiles), 7x7/2 with pads 3, pools 3x3/2 pad 1 and 2x2/2, none,
-    batch-norm with negative and zero gammas, relu or none, both zero rules; XNOR-Net's stem with
+    reference-order sums where a bit is too close to call. Input windows staged in shared
+    memory (WIN) and, for the 11x11/4 stem, gathered a k step at a time. Odd channel counts
+    (5, 70: three words a pixel, two channel tiles), 7x7/2 with pads 3, pools 3x3/2 pad 1 and
+    2x2/2, none, batch-norm with negative and zero gammas, relu or none, both zero rules;
+    XNOR-Net's stem with
     a second batch-norm after the pool (conv2d_chain's pool_at: its negative gammas pool their
     bits by AND; stem_after_pool_zero_gamma: a zero gamma there takes the separate steps, the
     stages after the pool's). stem_bits_ties:
@@ -357,6 +371,7 @@ def stem_models(tmp, rng):
              ("stem_bits_nopool", 3, 20, 21, 64, 5, 2, 2, True, True, None, 1, None),
              ("stem_bits_ties", 4, 12, 12, 6, 3, 1, 1, False, False, (3, 2, 1), 1, None),
              ("stem_bits_after_pool", 3, 23, 19, 40, 7, 2, 3, True, True, (3, 2, 1), 1, "mixed"),
+             ("stem_bits_11x11", 3, 31, 27, 8, 11, 4, 2, True, True, (3, 2, 1), 1, None),
              ("stem_after_pool_zero_gamma", 3, 15, 13, 9, 3, 1, 1, False, True, (2, 2, 0), -1, "zero")]
     for name, c, h, w, o, k, st, p, bias, relu, pool, zero, post in stems:
         ties = name.endswith("ties")
@@ -704,6 +719,8 @@ def main():
                                          if m.endswith("ties.bnn") else ())
                  for m in stem_models(tmp, np.random.default_rng(66))
                  if not a.only or a.only in os.path.basename(m)]
+        jobs += [lambda m=m: check_stem_form(m) for m in stem_models(tmp, np.random.default_rng(66))
+                 if "zero_gamma" not in m and (not a.only or a.only in os.path.basename(m))]
         # The fused float chains of binary convolutions (residual blocks): bit for bit.
         jobs += [lambda m=m: check_model(m, a.device, tmp, batches=(1, 5, 67), exact=True)
                  for m in residual_models(tmp, np.random.default_rng(88)) +

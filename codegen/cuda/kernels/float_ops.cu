@@ -579,6 +579,11 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, cons
 // bytes apart, so ldmatrix's 8 rows of 16 bytes hit 32 distinct banks. A stage: the pixels'
 // hi rows [, lo rows], the weights' hi rows [, lo rows]. After the two stages, a table of KP
 // taps (the input offset of k and its (dy, dx)), so a gathered value costs no divisions.
+// CP > 0 (the lowering's choice for C <= 4: CP = C rounded up to even): k = (ky*KW + kx)*CP + c
+// instead, KP = KH*KW*CP rounded up to 16, zero weights for c >= C (docs/blob-format.md, p1).
+// WIN 1 (CP > 0 and the shared memory below at most 75 KiB): a block's 128 pixels are 8 x 16
+// output pixels, their whole input window is staged once with the CP channels of a position
+// side by side, all of w16 stays in shared memory, and the A fragments are read as words.
 // grid.x = batch * MT * NT.
 //
 // BITS 1 (a conv2d_chain whose float value nobody reads; docs/kernels.md "The stem"): the
@@ -602,16 +607,15 @@ template <class F> struct BnnConvBits {
     static constexpr float ABS = 2.0f * 0x1p-23f;
 };
 
-// A BITS conv's channel: its bias and chain constants, and the chain as one comparison of the
-// sum (the lowering's stem_threshold: mode 1 sum >= t, -1 sum <= t, 2 always 1, 0 always 0,
-// 3 none), loaded once for the thread's pixels.
+// A BITS conv's channel: the chain as one comparison of the sum (the lowering's
+// stem_threshold: mode 1 sum >= t, -1 sum <= t, 2 always 1, 0 always 0, 3 none) and sum |w|,
+// loaded once for the thread's pixels; the bias and the stages' constants only where the chain
+// itself runs (mode 3, a NaN, a queued sum).
 template <class F> struct BnnChainK {
-    float bias, a[F::STAGES + 1], k[F::STAGES + 1], wabs, t;
-    int mode;
-    __device__ __forceinline__ BnnChainK(int o, const float *b, const float *chain) {
-        bias = F::BIAS ? b[o] : 0.0f;
-#pragma unroll
-        for (int s = 0; s < F::STAGES; ++s) a[s] = chain[2 * s * F::O + o], k[s] = chain[(2 * s + 1) * F::O + o];
+    const float *b, *chain;
+    int o, mode;
+    float wabs, t;
+    __device__ __forceinline__ BnnChainK(int o_, const float *b_, const float *chain_) : b(b_), chain(chain_), o(o_) {
         wabs = chain[2 * F::STAGES * F::O + o];
         t = chain[(2 * F::STAGES + 1) * F::O + o];
         mode = (int)chain[(2 * F::STAGES + 2) * F::O + o];
@@ -624,13 +628,18 @@ template <class F> struct BnnChainK {
     }
     // The chain on sum v (before the bias): bit 1 or 0, -1 for NaN.
     __device__ __forceinline__ int bit(float v) const {
-        if (F::BIAS) v = __fadd_rn(bias, v);
+        float a[F::STAGES + 1], k[F::STAGES + 1];
+#pragma unroll
+        for (int s = 0; s < F::STAGES; ++s) a[s] = chain[2 * s * F::O + o], k[s] = chain[(2 * s + 1) * F::O + o];
+        if (F::BIAS) v = __fadd_rn(b[o], v);
         v = bnn_chain_stages<F::STAGES, F::DIV, F::RELUS>(v, a, k);
         return v != v ? -1 : v > 0.0f || (v == 0.0f && F::ZERO);
     }
 };
 
 // Sum o of pixel p in the reference's order (rt_cpu.c conv2d_sum), x at the item's image.
+// (Unrolling its row loop, each row's loads issued before its sums, made XNOR's stem slower
+// on an H200: 1.66 -> 2.27 ms at batch 256, docs/perf.md.)
 template <class F>
 __device__ __noinline__ float bnn_conv2d_exact_sum(const float *x, const float *w32, int o, int p) {
     const int oy = p / F::OW, ox = p % F::OW;
@@ -650,9 +659,27 @@ __device__ __noinline__ float bnn_conv2d_exact_sum(const float *x, const float *
 template <class F> struct BnnConvMma {
     static constexpr int K = F::C * F::KH * F::KW, KK = F::KH * F::KW, P = F::OH * F::OW;
     static constexpr int BM = 128, BN = 64, NK = F::KP / 16, ROW = 48, PL = 1 + F::SPLIT;
-    static constexpr int MT = (P + BM - 1) / BM, NT = F::OP / BN, BROW = PL * BM, STAGE = PL * (BM + BN) * ROW;
-    static_assert(F::KP % 16 == 0 && F::KP >= K && F::OP % BN == 0 && F::OP >= F::O, "bad padding");
-    static_assert(2 * STAGE + 8 * F::KP == F::SMEM, "the launch's shared memory (lower.c) differs");
+    static constexpr int NT = F::OP / BN, BROW = PL * BM, STAGE = PL * (BM + BN) * ROW;
+    // WIN: a block's 128 pixels are TH x TW output pixels, its input window SR x SC positions.
+    static constexpr int TH = 8, TW = 16, TY = (F::OH + TH - 1) / TH, TX = (F::OW + TW - 1) / TW;
+    static constexpr int MT = F::WIN ? TY * TX : (P + BM - 1) / BM;
+    static constexpr int SR = (TH - 1) * F::SH + (F::KH - 1) * F::DH + 1;
+    static constexpr int SC = (TW - 1) * F::SW + (F::KW - 1) * F::DW + 1;
+    // WIN's shared memory, in bytes: the weights (all k; the epilogue's words and queue after
+    // the MMAs), the window's planes, (EXACT) the max |x| of its positions and of its output
+    // rows' KH rows of positions, the k pairs' offsets.
+    static constexpr int WROW = 2 * F::KP + 16; // odd 16-byte units: ldmatrix's 8 rows in 32 banks
+    static constexpr int EPI = F::BITS ? 3088 + (F::EXACT ? 4 * BM * BN : 0) : 0;
+    static constexpr int R0 = (PL * BN * WROW > EPI ? PL * BN * WROW : EPI + 15) / 16 * 16;
+    static constexpr int PLW = SR * SC * F::CP / 2; // words a window plane
+    static constexpr int WINB = (PL * PLW * 4 + 15) / 16 * 16;
+    static constexpr int XWB = F::EXACT ? (SR * SC * 4 + 15) / 16 * 16 : 0, VMB = F::EXACT ? TH * SC * 4 : 0;
+    static constexpr int WIN_SMEM = R0 + WINB + XWB + VMB + F::KP / 2 * 4;
+    static_assert(F::KP % 16 == 0 && F::OP % BN == 0 && F::OP >= F::O, "bad padding");
+    static_assert(F::CP ? F::CP % 2 == 0 && F::CP >= F::C && F::KP >= KK * F::CP : !F::WIN && F::KP >= K,
+                  "bad padding");
+    static_assert((F::WIN ? WIN_SMEM : 2 * STAGE + 8 * F::KP) == F::SMEM,
+                  "the launch's shared memory (lower.c) differs");
     static_assert((F::KH - 1) * F::DH < 32768 && (F::KW - 1) * F::DW < 32768 && F::H < 32768 &&
                       (long long)F::C * F::H * F::W < (1ll << 31), "tap table: int offsets, 16-bit dy and dx");
 };
@@ -687,56 +714,20 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
     const bnn_i64 item = t / (T::MT * T::NT);
     if (item >= batch) return;
     t %= T::MT * T::NT;
-    const int p0 = t % T::MT * T::BM, o0 = t / T::MT * T::BN;
+    const int mt = t % T::MT, o0 = t / T::MT * T::BN;
+    const int p0 = mt * T::BM;                                   // !WIN: the block's first pixel
+    const int oy0 = mt / T::TX * T::TH, ox0 = mt % T::TX * T::TW; // WIN: its first row and column
+    // The output pixel of the block's pixel pl, -1 past the image's.
+    auto pixel = [&](int pl) -> int {
+        if (F::WIN) {
+            const int oy = oy0 + pl / T::TW, ox = ox0 + pl % T::TW;
+            return oy < F::OH && ox < F::OW ? oy * F::OW + ox : -1;
+        }
+        return p0 + pl < T::P ? p0 + pl : -1;
+    };
     x += item * F::C * F::H * F::W;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp & 3, wn = warp >> 2;
-    // The staging thread's pixel and which 8 of the step's 16 k values it gathers.
-    const int sm = tid & 127, sk = (tid >> 7) * 8, sp = p0 + sm;
-    const bool spok = sp < T::P;
-    const int iy0 = (spok ? sp / F::OW : 0) * F::SH - F::PT, ix0 = (spok ? sp % F::OW : 0) * F::SW - F::PL;
-    // Tap k: its word offset from the patch origin, and dy << 16 | dx (k >= K: dy past any row).
-    int2 *const taps = (int2 *)(bnn_dsmem + 2 * T::STAGE);
-    for (int k = tid; k < F::KP; k += 256) {
-        const int c = k / T::KK, r = k % T::KK, dy = r / F::KW * F::DH, dx = r % F::KW * F::DW;
-        taps[k] = k < T::K ? make_int2((c * F::H + dy) * F::W + dx, dy << 16 | dx) : make_int2(0, 0x7fff0000);
-    }
-    __syncthreads();
-    const int base = iy0 * F::W + ix0; // the patch origin's offset: negative at the top left border
-    float v[8], xmax = 0.0f;           // EXACT: the largest |x| this thread gathered (NaN ignored)
-    auto gather = [&](int k0) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            const int2 tap = taps[k0 + sk + j];
-            const int iy = iy0 + (tap.y >> 16), ix = ix0 + (tap.y & 0xffff);
-            const bool ok = spok && (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
-            v[j] = ok ? x[base + tap.x] : 0.0f;
-            if (F::EXACT) xmax = fmaxf(xmax, fabsf(v[j]));
-        }
-    };
-    auto put = [&](int stage) {
-        const unsigned a = sbase + stage * T::STAGE + sm * T::ROW + sk * 2;
-        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(bnn_f16x2(v[0], v[1])),
-                     "r"(bnn_f16x2(v[2], v[3])), "r"(bnn_f16x2(v[4], v[5])), "r"(bnn_f16x2(v[6], v[7]))
-                     : "memory");
-        if (F::SPLIT) {
-#pragma unroll
-            for (int j = 0; j < 8; ++j) v[j] = bnn_f16_rest(v[j]);
-            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a + T::BM * T::ROW),
-                         "r"(bnn_f16x2(v[0], v[1])), "r"(bnn_f16x2(v[2], v[3])), "r"(bnn_f16x2(v[4], v[5])),
-                         "r"(bnn_f16x2(v[6], v[7]))
-                         : "memory");
-        }
-    };
-    auto weights = [&](int stage, int k0) { // PL x 64 rows of 32 bytes: a 16-byte copy each
-        if (tid < 128 * T::PL) {
-            const int pl = tid >> 7, n = (tid & 127) >> 1, h = tid & 1;
-            const unsigned dst = sbase + stage * T::STAGE + (T::BROW + pl * T::BN + n) * T::ROW + h * 16;
-            const unsigned short *src = w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + k0 + h * 8;
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-        }
-        bnn_fcp_commit();
-    };
-
+    const int sm = tid & 127;
     float acc[2][4][4];
 #pragma unroll
     for (int i = 0; i < 2; ++i)
@@ -744,32 +735,8 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         for (int j = 0; j < 4; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
-    gather(0);
-    weights(0, 0);
-    put(0);
-    bnn_fcp_wait<0>();
-    __syncthreads();
-    for (int kc = 0; kc < T::NK; ++kc) {
-        const int st = kc & 1;
-        const bool more = kc + 1 < T::NK;
-        if (more) { // the next step's loads fly while this one's MMAs run
-            gather((kc + 1) * 16);
-            weights(st ^ 1, (kc + 1) * 16);
-        }
-        const unsigned s0 = sbase + st * T::STAGE;
-        unsigned a[T::PL][2][4], bw[T::PL][2][4];
-#pragma unroll
-        for (int pl = 0; pl < T::PL; ++pl) {
-#pragma unroll
-            for (int mi = 0; mi < 2; ++mi) // A 16x16: rows = lane & 15, k half = lane >> 4
-                bnn_ldsm_x4(s0 + (pl * T::BM + wm * 32 + mi * 16 + (lane & 15)) * T::ROW + (lane >> 4) * 16,
-                            a[pl][mi]);
-#pragma unroll
-            for (int nj = 0; nj < 2; ++nj) // two n8 tiles x k16: b0, b1 of tile 2nj, then of 2nj + 1
-                bnn_ldsm_x4(s0 + (T::BROW + pl * T::BN + wn * 32 + nj * 16 + (lane & 7) + (lane >> 4) * 8) * T::ROW +
-                                (lane >> 3 & 1) * 16,
-                            bw[pl][nj]);
-        }
+    // One k step's MMAs: a warp's 2 x 4 tiles from its A and B fragments (plane 0 hi, 1 lo).
+    auto mma = [&](const unsigned (&a)[T::PL][2][4], const unsigned (&bw)[T::PL][2][4]) {
 #pragma unroll
         for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
@@ -784,11 +751,182 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
                                  : "r"(a[pa][mi][0]), "r"(a[pa][mi][1]), "r"(a[pa][mi][2]), "r"(a[pa][mi][3]),
                                    "r"(bw[pb][ni >> 1][(ni & 1) * 2]), "r"(bw[pb][ni >> 1][(ni & 1) * 2 + 1]));
                 }
-        if (more) {
-            put(st ^ 1);
-            bnn_fcp_wait<0>();
+    };
+    float xmax = 0.0f; // !WIN, EXACT: the largest |x| this thread gathered (NaN ignored)
+    if constexpr (F::WIN) {
+        // The block's input window, staged once: [PL][SR][SC][CP] halves, the CP (even)
+        // channels of a position side by side, so that k = (ky*KW + kx)*CP + c (the lowering's
+        // order of w16) takes a pair of halves from one aligned word, and a thread's A fragment
+        // is 4 such words a plane and m16 tile, at offsets known before the loop. All k of the
+        // weights stay in shared memory; no barrier in the loop.
+        unsigned *const win = (unsigned *)(bnn_dsmem + T::R0);
+        float *const xw = (float *)(bnn_dsmem + T::R0 + T::WINB);    // [SR * SC]: max |x| over c
+        float *const vm = xw + T::XWB / 4;                           // [TH][SC]: over ky too
+        int *const koff = (int *)(bnn_dsmem + T::R0 + T::WINB + T::XWB + T::VMB);
+        constexpr int WCH = F::KP / 8; // 16-byte pieces of a weight row
+        for (int i = tid; i < T::PL * T::BN * WCH; i += 256) {
+            const int r = i / WCH, ch = i % WCH, pl = r / T::BN, n = r % T::BN;
+            const unsigned dst = sbase + r * T::WROW + ch * 16;
+            const unsigned short *src = w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + ch * 8;
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+        }
+        bnn_fcp_commit();
+        // k pair i's word in a plane, from the pixel's window origin; the padding's (zero
+        // weights) reads the origin's word, which the pixel's sum holds anyway
+        for (int i = tid; i < F::KP / 2; i += 256) {
+            const int tap = 2 * i / F::CP, c = 2 * i % F::CP;
+            koff[i] = tap < T::KK ? (tap / F::KW * F::DH * T::SC + tap % F::KW * F::DW) * (F::CP / 2) + c / 2 : 0;
+        }
+        // The window's positions, all of a thread's loads issued before the first conversion.
+        const int wy0 = oy0 * F::SH - F::PT, wx0 = ox0 * F::SW - F::PL;
+        constexpr int NPOS = T::SR * T::SC;
+#pragma unroll
+        for (int j = 0; j < (NPOS + 255) / 256; ++j) {
+            const int i = tid + j * 256, iy = wy0 + i / T::SC, ix = wx0 + i % T::SC;
+            const bool in = i < NPOS && (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
+            float v[F::CP], m = 0.0f;
+#pragma unroll
+            for (int c = 0; c < F::CP; ++c) {
+                v[c] = in && c < F::C ? x[(c * F::H + iy) * F::W + ix] : 0.0f;
+                m = fmaxf(m, fabsf(v[c]));
+            }
+            if (i < NPOS) {
+#pragma unroll
+                for (int c = 0; c < F::CP; c += 2) {
+                    win[i * (F::CP / 2) + c / 2] = bnn_f16x2(v[c], v[c + 1]);
+                    if (F::SPLIT)
+                        win[T::PLW + i * (F::CP / 2) + c / 2] = bnn_f16x2(bnn_f16_rest(v[c]), bnn_f16_rest(v[c + 1]));
+                }
+                if (F::EXACT) xw[i] = m;
+            }
+        }
+        bnn_fcp_wait<0>();
+        __syncthreads();
+        // EXACT: the max |x| over each output row's KH rows of positions; a pixel's (over its KW
+        // columns of these) is taken in the epilogue, after the loop's barrier
+        if (F::EXACT)
+            for (int i = tid; i < T::TH * T::SC; i += 256) {
+                const int ly = i / T::SC, sc = i % T::SC;
+                float m = 0.0f;
+#pragma unroll
+                for (int ky = 0; ky < F::KH; ++ky) m = fmaxf(m, xw[(ly * F::SH + ky * F::DH) * T::SC + sc]);
+                vm[i] = m;
+            }
+        // Rows g and g + 8 of m16 tile mi are pixels (2 wm + mi, g) and (2 wm + mi, g + 8).
+        const int g = lane >> 2, tq = lane & 3;
+        int pw[2][2];
+#pragma unroll
+        for (int mi = 0; mi < 2; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                pw[mi][h] = ((2 * wm + mi) * F::SH * T::SC + (g + 8 * h) * F::SW) * (F::CP / 2);
+#pragma unroll
+        for (int kc = 0; kc < T::NK; ++kc) {
+            const int k0 = koff[kc * 8 + tq], k1 = koff[kc * 8 + 4 + tq]; // pairs 2tq and 2tq + 8
+            unsigned a[T::PL][2][4], bw[T::PL][2][4];
+#pragma unroll
+            for (int pl = 0; pl < T::PL; ++pl) {
+                const unsigned *wp = win + pl * T::PLW;
+#pragma unroll
+                for (int mi = 0; mi < 2; ++mi) {
+                    a[pl][mi][0] = wp[pw[mi][0] + k0];
+                    a[pl][mi][1] = wp[pw[mi][1] + k0];
+                    a[pl][mi][2] = wp[pw[mi][0] + k1];
+                    a[pl][mi][3] = wp[pw[mi][1] + k1];
+                }
+#pragma unroll
+                for (int nj = 0; nj < 2; ++nj) // two n8 tiles x k16: b0, b1 of tile 2nj, then of 2nj + 1
+                    bnn_ldsm_x4(sbase + (pl * T::BN + wn * 32 + nj * 16 + (lane & 7) + (lane >> 4) * 8) * T::WROW +
+                                    kc * 32 + (lane >> 3 & 1) * 16,
+                                bw[pl][nj]);
+            }
+            mma(a, bw);
+        }
+        __syncthreads(); // the weights' memory is the epilogue's now
+    } else {
+        // The staging thread's pixel and which 8 of the step's 16 k values it gathers.
+        const int sk = (tid >> 7) * 8, sp = p0 + sm;
+        const bool spok = sp < T::P;
+        const int iy0 = (spok ? sp / F::OW : 0) * F::SH - F::PT, ix0 = (spok ? sp % F::OW : 0) * F::SW - F::PL;
+        // Tap k: its word offset from the patch origin, and dy << 16 | dx (k >= K: dy past any row).
+        int2 *const taps = (int2 *)(bnn_dsmem + 2 * T::STAGE);
+        for (int k = tid; k < F::KP; k += 256) { // k = (c, ky, kx), or (ky, kx, c < CP) where CP
+            const int c = F::CP ? k % F::CP : k / T::KK, r = F::CP ? k / F::CP : k % T::KK;
+            const int dy = r / F::KW * F::DH, dx = r % F::KW * F::DW;
+            const bool real = F::CP ? r < T::KK && c < F::C : k < T::K;
+            taps[k] = real ? make_int2((c * F::H + dy) * F::W + dx, dy << 16 | dx) : make_int2(0, 0x7fff0000);
         }
         __syncthreads();
+        const int base = iy0 * F::W + ix0; // the patch origin's offset: negative at the top left border
+        float v[8], xmax = 0.0f;           // EXACT: the largest |x| this thread gathered (NaN ignored)
+        auto gather = [&](int k0) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const int2 tap = taps[k0 + sk + j];
+                const int iy = iy0 + (tap.y >> 16), ix = ix0 + (tap.y & 0xffff);
+                const bool ok = spok && (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
+                v[j] = ok ? x[base + tap.x] : 0.0f;
+                if (F::EXACT) xmax = fmaxf(xmax, fabsf(v[j]));
+            }
+        };
+        auto put = [&](int stage) {
+            const unsigned a = sbase + stage * T::STAGE + sm * T::ROW + sk * 2;
+            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(bnn_f16x2(v[0], v[1])),
+                         "r"(bnn_f16x2(v[2], v[3])), "r"(bnn_f16x2(v[4], v[5])), "r"(bnn_f16x2(v[6], v[7]))
+                         : "memory");
+            if (F::SPLIT) {
+#pragma unroll
+                for (int j = 0; j < 8; ++j) v[j] = bnn_f16_rest(v[j]);
+                asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a + T::BM * T::ROW),
+                             "r"(bnn_f16x2(v[0], v[1])), "r"(bnn_f16x2(v[2], v[3])), "r"(bnn_f16x2(v[4], v[5])),
+                             "r"(bnn_f16x2(v[6], v[7]))
+                             : "memory");
+            }
+        };
+        auto weights = [&](int stage, int k0) { // PL x 64 rows of 32 bytes: a 16-byte copy each
+            if (tid < 128 * T::PL) {
+                const int pl = tid >> 7, n = (tid & 127) >> 1, h = tid & 1;
+                const unsigned dst = sbase + stage * T::STAGE + (T::BROW + pl * T::BN + n) * T::ROW + h * 16;
+                const unsigned short *src = w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + k0 + h * 8;
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+            }
+            bnn_fcp_commit();
+        };
+
+        gather(0);
+        weights(0, 0);
+        put(0);
+        bnn_fcp_wait<0>();
+        __syncthreads();
+        for (int kc = 0; kc < T::NK; ++kc) {
+            const int st = kc & 1;
+            const bool more = kc + 1 < T::NK;
+            if (more) { // the next step's loads fly while this one's MMAs run
+                gather((kc + 1) * 16);
+                weights(st ^ 1, (kc + 1) * 16);
+            }
+            const unsigned s0 = sbase + st * T::STAGE;
+            unsigned a[T::PL][2][4], bw[T::PL][2][4];
+#pragma unroll
+            for (int pl = 0; pl < T::PL; ++pl) {
+#pragma unroll
+                for (int mi = 0; mi < 2; ++mi) // A 16x16: rows = lane & 15, k half = lane >> 4
+                    bnn_ldsm_x4(s0 + (pl * T::BM + wm * 32 + mi * 16 + (lane & 15)) * T::ROW + (lane >> 4) * 16,
+                                a[pl][mi]);
+#pragma unroll
+                for (int nj = 0; nj < 2; ++nj) // two n8 tiles x k16: b0, b1 of tile 2nj, then of 2nj + 1
+                    bnn_ldsm_x4(s0 + (T::BROW + pl * T::BN + wn * 32 + nj * 16 + (lane & 7) + (lane >> 4) * 8) *
+                                         T::ROW +
+                                    (lane >> 3 & 1) * 16,
+                                bw[pl][nj]);
+            }
+            mma(a, bw);
+            if (more) {
+                put(st ^ 1);
+                bnn_fcp_wait<0>();
+            }
+            __syncthreads();
+        }
     }
     // d[e]: pixel row g (+8 for e >= 2), channels 2t and 2t + 1 (e & 1) of the n8 tile.
     const int g = lane >> 2, tq = lane & 3;
@@ -798,20 +936,28 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         // stages' shared memory is free now: the pixels' max |x|, the block's words, and
         // (EXACT) the queue of sums too close to call, which the whole block then recomputes
         // in the reference's order, one per thread, instead of one lane of a warp at a time.
-        float *xm = (float *)bnn_dsmem;                        // [2][BM]: a pixel's two staging threads
+        float *xm = (float *)bnn_dsmem;                        // !WIN: [2][BM], a pixel's two staging threads
         unsigned *words = (unsigned *)(bnn_dsmem + 1024);      // [1 + NANF][BM][2]
         int *qlen = (int *)(bnn_dsmem + 3072);
         unsigned *queue = (unsigned *)(bnn_dsmem + 3088);      // [BM * BN]: pixel << 8 | channel
-        static_assert(!F::EXACT || 3088 + 4 * T::BM * T::BN <= 2 * T::STAGE, "the queue fits the stages");
+        static_assert(!F::EXACT || F::WIN || 3088 + 4 * T::BM * T::BN <= 2 * T::STAGE, "the queue fits the stages");
         float x1[4], x2[4]; // m = x1 * sum|w| + x2 + ABS * sum|w|, per pixel (rounded up)
         if (F::EXACT) {
-            xm[(tid >> 7) * T::BM + sm] = xmax;
+            if (!F::WIN) xm[(tid >> 7) * T::BM + sm] = xmax;
             if (tid == 0) *qlen = 0;
             __syncthreads();
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
                 const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
-                const float xmx = fmaxf(xm[pl], xm[T::BM + pl]);
+                float xmx;
+                if (F::WIN) { // over the pixel's KW columns of its row's maxima
+                    const float *vm = (const float *)(bnn_dsmem + T::R0 + T::WINB + T::XWB) + pl / T::TW * T::SC;
+                    xmx = 0.0f;
+#pragma unroll
+                    for (int kx = 0; kx < F::KW; ++kx) xmx = fmaxf(xmx, vm[pl % T::TW * F::SW + kx * F::DW]);
+                } else {
+                    xmx = fmaxf(xm[pl], xm[T::BM + pl]);
+                }
                 x1[q] = __fmul_ru(TB::REL, xmx);
                 x2[q] = __fmul_ru(TB::ABS * T::K, xmx); // ABS a power of 2: the constant is exact
             }
@@ -828,7 +974,7 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
-                    if (p0 + pl >= T::P) continue;
+                    if (pixel(pl) < 0) continue;
                     const float a = acc[q >> 1][ni][(q & 1) * 2 + c];
                     int bit;
                     if (!F::EXACT) {
@@ -867,7 +1013,7 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         if (F::EXACT) {
             for (int i = tid; i < *qlen; i += 256) {
                 const int pl = queue[i] >> 8, ol = queue[i] & 255, o = o0 + ol;
-                const int bit = BnnChainK<F>(o, b, chain).bit(bnn_conv2d_exact_sum<F>(x, w32, o, p0 + pl));
+                const int bit = BnnChainK<F>(o, b, chain).bit(bnn_conv2d_exact_sum<F>(x, w32, o, pixel(pl)));
                 if (bit == 1 || (bit < 0 && F::NANF))
                     atomicOr(&words[(bit < 0) * 2 * T::BM + pl * 2 + (ol >> 5)], 1u << (ol & 31));
             }
@@ -876,14 +1022,14 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         constexpr int PXW = F::OUTW * (1 + F::NANF); // words a pixel
         unsigned *yb = (unsigned *)y + item * T::P * PXW;
         for (int i = tid; i < T::BM * 2 * (1 + F::NANF); i += 256) { // the block's 2 words a pixel [x 2]
-            const int f = i / (2 * T::BM), pl = i % (2 * T::BM) / 2, wo = o0 / 32 + (i & 1), p = p0 + pl;
-            if (p < T::P && wo < F::OUTW) yb[(bnn_i64)p * PXW + f * F::OUTW + wo] = words[i];
+            const int f = i / (2 * T::BM), pl = i % (2 * T::BM) / 2, wo = o0 / 32 + (i & 1), p = pixel(pl);
+            if (p >= 0 && wo < F::OUTW) yb[(bnn_i64)p * PXW + f * F::OUTW + wo] = words[i];
         }
         constexpr int W0 = F::OP / 32, NZ = F::OUTW > W0 ? F::OUTW - W0 : 1; // NZ: words past OP's
         if (F::OUTW > W0 && o0 + T::BN == F::OP) // the last channel tile zeroes them
             for (int i = tid; i < T::BM * NZ * (1 + F::NANF); i += 256) {
-                const int pl = i / (NZ * (1 + F::NANF)), p = p0 + pl, r = i % (NZ * (1 + F::NANF));
-                if (p < T::P) yb[(bnn_i64)p * PXW + r / NZ * F::OUTW + W0 + r % NZ] = 0;
+                const int pl = i / (NZ * (1 + F::NANF)), p = pixel(pl), r = i % (NZ * (1 + F::NANF));
+                if (p >= 0) yb[(bnn_i64)p * PXW + r / NZ * F::OUTW + W0 + r % NZ] = 0;
             }
         return;
     }
@@ -894,9 +1040,9 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         for (int ni = 0; ni < 4; ++ni)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-                const int p = p0 + wm * 32 + mi * 16 + g + (e >> 1) * 8;
+                const int p = pixel(wm * 32 + mi * 16 + g + (e >> 1) * 8);
                 const int o = o0 + wn * 32 + ni * 8 + 2 * tq + (e & 1);
-                if (p >= T::P || o >= F::O) continue;
+                if (p < 0 || o >= F::O) continue;
                 float r = acc[mi][ni][e];
                 if (F::BIAS) r = __fadd_rn(b[o], r);
                 if (F::RELU) r = r < 0.0f ? 0.0f : r;
