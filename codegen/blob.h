@@ -273,7 +273,7 @@ static inline int blob_conv2d_chain_bit(const BlobConv2dParams *p, const float *
  * (c, ky, kx), KP = C*KH*KW rounded up to BLOB_F16_COLS; or k = (ky*KW + kx)*CP + c with CP
  * channel slots (C rounded up to even; zeros past C), KP = KH*KW*CP rounded up. bnncc writes
  * the second where C <= BLOB_F16_CMAX (the kernel then reads a pixel's channels as pairs of
- * halves); blobs of bnncc before 2026-11-27 have the first everywhere. */
+ * halves); older blobs have the first everywhere. */
 #define BLOB_F16_ROWS 64
 #define BLOB_F16_COLS 16
 #define BLOB_F16_CMAX 4
