@@ -1,46 +1,17 @@
 // bconv_emu_kernels.cc: the cases of test_bconv_emu, each compiled from bconv.cu (BC_HALO 1) in
 // one halo configuration: meson builds this file once per configuration (EMU_CFG, EMU_TH,
 // EMU_TW, EMU_BN, EMU_NW, EMU_MINB on the command line), each build registers its kernels.
-#include "bconv_emu.h"
 
 #define EMU_CAT_(a, b) a##_##b
 #define EMU_CAT(a, b) EMU_CAT_(a, b)
 #define EMU_STR_(a) #a
 #define EMU_STR(a) EMU_STR_(a)
 
-// common.cu's PTX helpers under other names (never called, so their asm never reaches code),
-// and its prep kernels under names of this configuration (each build defines them).
-#define bnn_smem bnn_ptx_smem
-#define bnn_cp16 bnn_ptx_cp16
-#define bnn_cp_commit bnn_ptx_cp_commit
-#define bnn_cp_wait bnn_ptx_cp_wait
-#define bnn_st16 bnn_ptx_st16
-#define bnn_ld16 bnn_ptx_ld16
-#define bnn_ldsm4 bnn_ptx_ldsm4
-#define bnn_bmma bnn_ptx_bmma
-#define bnn_dyn_smem_size bnn_ptx_dyn_smem_size
+// common.cu's prep kernels under names of this configuration (each build defines them), its
+// PTX helpers mapped to the emulator's (common_emu.h).
 #define bnn_row_popc EMU_CAT(bnn_row_popc, EMU_CFG)
 #define bnn_conv_wprefix EMU_CAT(bnn_conv_wprefix, EMU_CFG)
-#include "../../codegen/cuda/kernels/common.cu"
-#undef bnn_smem
-#undef bnn_cp16
-#undef bnn_cp_commit
-#undef bnn_cp_wait
-#undef bnn_st16
-#undef bnn_ld16
-#undef bnn_ldsm4
-#undef bnn_bmma
-#undef bnn_dyn_smem_size
-// bconv.cu's calls go to the emulator.
-#define bnn_smem emu_smem
-#define bnn_cp16 emu_cp16
-#define bnn_cp_commit emu_cp_commit
-#define bnn_cp_wait emu_cp_wait
-#define bnn_st16 emu_st16
-#define bnn_ld16 emu_ld16
-#define bnn_ldsm4 emu_ldsm4
-#define bnn_bmma emu_bmma
-#define bnn_dyn_smem_size emu_dyn_smem_size
+#include "common_emu.h"
 
 // ---------------------------------------------------------------- ResNet-18's layers, kept small
 

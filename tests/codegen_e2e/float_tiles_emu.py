@@ -11,7 +11,6 @@ write past the shared memory the launch gives. Exit 77 (skipped) without a C++20
     float_tiles_emu.py"""
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,16 +67,13 @@ def conv_tile_candidates(tmp, model):
 
 
 def main():
-    cxx = next((c for c in (os.environ.get("CXX"), "c++", "g++", "clang++") if c and shutil.which(c)), None)
-    if not cxx:
-        print("skipped: no C++ compiler")
-        sys.exit(77)
-    src = open(os.path.join(SRC, "codegen", "cuda", "kernels", "float_ops.cu")).read()
+    cxx = test_e2e.host_cxx()
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "tile.inc"), "w") as f:
-            # The exact tiled kernels only: the fp16 tensor-core conv after them is PTX, no host C++.
-            f.write(src[src.index("// Max or average pooling over NCHW f32"):src.index("// Max-pool of NHWC-packed bits")])
-            f.write(src[src.index("// A float chain's stages on v"):src.index("// ---------------- fp16 tensor-core conv2d")])
+            # The exact tiled kernels only (conv2d_mma_emu.py runs the fp16 tensor-core conv after them).
+            f.write(test_e2e.float_ops_parts(
+                ("// Max or average pooling over NCHW f32", "// Max-pool of NHWC-packed bits"),
+                ("// A float chain's stages on v", "// ---------------- fp16 tensor-core conv2d")))
         rng = np.random.default_rng(5)
         big = resnet_models(tmp, rng)
         structs, small_runs, big_runs = [], [], []

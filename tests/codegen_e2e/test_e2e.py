@@ -19,6 +19,7 @@ import base64
 import gzip
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -49,6 +50,23 @@ def run(cmd, **kw):
 
 
 DTYPES = {"f32": np.float32, "i32": np.int32, "i64": np.int64, "i8": np.int8, "u8": np.uint8}
+
+
+def host_cxx():
+    """A C++ compiler for the emulator tests (float_tiles_emu.py, conv2d_mma_emu.py); without
+    one they exit 77 (skipped)."""
+    cxx = next((c for c in (os.environ.get("CXX"), "c++", "g++", "clang++") if c and shutil.which(c)), None)
+    if not cxx:
+        print("skipped: no C++ compiler")
+        sys.exit(77)
+    return cxx
+
+
+def float_ops_parts(*spans):
+    """float_ops.cu's text from each (first marker, next marker) span, joined: the kernels an
+    emulator compiles as host C++."""
+    src = open(os.path.join(SRC, "codegen", "cuda", "kernels", "float_ops.cu")).read()
+    return "".join(src[src.index(a):src.index(b)] for a, b in spans)
 
 
 def signature(model):

@@ -48,6 +48,28 @@ __device__ __forceinline__ void bnn_bmma(int (&d)[4], const unsigned (&a)[4], un
                  : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// The float stem's MMA (float_ops.cu bnn_conv2d_mma): fp16 inputs, f32 accumulators. Lane 4g+t
+// holds a0 = A[g][2t..2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..], a3 = A[g+8][2t+8..], b0 =
+// B[2t..2t+1][g], b1 = B[2t+8..][g] (the lower k in the low half) and d0 = D[g][2t], d1 =
+// D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1].
+__device__ __forceinline__ void bnn_hmma_f16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// Two floats rounded to fp16 (to nearest even) in one word, lo in the low half.
+__device__ __forceinline__ unsigned bnn_f16x2(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+// v - fp16(v), exact in f32: what the hi half of v leaves for the lo half.
+__device__ __forceinline__ float bnn_f16_rest(float v) {
+    float h;
+    asm("{\n .reg .f16 t;\n cvt.rn.f16.f32 t, %1;\n cvt.f32.f16 %0, t;\n}\n" : "=f"(h) : "f"(v));
+    return v - h;
+}
 __device__ __forceinline__ unsigned bnn_dyn_smem_size() {
     unsigned r;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));

@@ -684,24 +684,6 @@ template <class F> struct BnnConvMma {
                       (long long)F::C * F::H * F::W < (1ll << 31), "tap table: int offsets, 16-bit dy and dx");
 };
 
-// Two floats rounded to fp16 (to nearest even) in one word, lo in the low half.
-__device__ __forceinline__ unsigned bnn_f16x2(float lo, float hi) {
-    unsigned r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-// v - fp16(v), exact in f32: what the hi half of v leaves for the lo half.
-__device__ __forceinline__ float bnn_f16_rest(float v) {
-    float h;
-    asm("{\n .reg .f16 t;\n cvt.rn.f16.f32 t, %1;\n cvt.f32.f16 %0, t;\n}\n" : "=f"(h) : "f"(v));
-    return v - h;
-}
-__device__ __forceinline__ void bnn_ldsm_x4(unsigned addr, unsigned (&r)[4]) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
 template <class F>
 __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const unsigned short *w16, const float *b,
                                                float *y, const float *w32, const float *chain) {
@@ -709,7 +691,7 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
     typedef BnnConvBits<F> TB;
     extern __shared__ __align__(128) unsigned char bnn_dsmem[];
     if (bnn_dyn_smem_size() < (unsigned)F::SMEM) __trap(); // launched with too little shared memory
-    const unsigned sbase = (unsigned)__cvta_generic_to_shared(bnn_dsmem);
+    const unsigned sbase = bnn_smem(bnn_dsmem);
     int t = blockIdx.x;
     const bnn_i64 item = t / (T::MT * T::NT);
     if (item >= batch) return;
@@ -744,12 +726,8 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
 #pragma unroll
                 for (int term = 0; term < (F::SPLIT ? 3 : 1); ++term) { // lo*hi, hi*lo, then hi*hi
                     const int pa = term == 0 && F::SPLIT, pb = term == 1;
-                    float *d = acc[mi][ni];
-                    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
-                                 "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                                 : "r"(a[pa][mi][0]), "r"(a[pa][mi][1]), "r"(a[pa][mi][2]), "r"(a[pa][mi][3]),
-                                   "r"(bw[pb][ni >> 1][(ni & 1) * 2]), "r"(bw[pb][ni >> 1][(ni & 1) * 2 + 1]));
+                    bnn_hmma_f16(acc[mi][ni], a[pa][mi], bw[pb][ni >> 1][(ni & 1) * 2],
+                                 bw[pb][ni >> 1][(ni & 1) * 2 + 1]);
                 }
     };
     float xmax = 0.0f; // !WIN, EXACT: the largest |x| this thread gathered (NaN ignored)
@@ -767,10 +745,9 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         for (int i = tid; i < T::PL * T::BN * WCH; i += 256) {
             const int r = i / WCH, ch = i % WCH, pl = r / T::BN, n = r % T::BN;
             const unsigned dst = sbase + r * T::WROW + ch * 16;
-            const unsigned short *src = w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + ch * 8;
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+            bnn_cp16(dst, w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + ch * 8, 16);
         }
-        bnn_fcp_commit();
+        bnn_cp_commit();
         // k pair i's word in a plane, from the pixel's window origin; the padding's (zero
         // weights) reads the origin's word, which the pixel's sum holds anyway
         for (int i = tid; i < F::KP / 2; i += 256) {
@@ -800,7 +777,7 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
                 if (F::EXACT) xw[i] = m;
             }
         }
-        bnn_fcp_wait<0>();
+        bnn_cp_wait<0>();
         __syncthreads();
         // EXACT: the max |x| over each output row's KH rows of positions; a pixel's (over its KW
         // columns of these) is taken in the epilogue, after the loop's barrier
@@ -836,9 +813,9 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
                 }
 #pragma unroll
                 for (int nj = 0; nj < 2; ++nj) // two n8 tiles x k16: b0, b1 of tile 2nj, then of 2nj + 1
-                    bnn_ldsm_x4(sbase + (pl * T::BN + wn * 32 + nj * 16 + (lane & 7) + (lane >> 4) * 8) * T::WROW +
-                                    kc * 32 + (lane >> 3 & 1) * 16,
-                                bw[pl][nj]);
+                    bnn_ldsm4(sbase + (pl * T::BN + wn * 32 + nj * 16 + (lane & 7) + (lane >> 4) * 8) * T::WROW +
+                                  kc * 32 + (lane >> 3 & 1) * 16,
+                              bw[pl][nj][0], bw[pl][nj][1], bw[pl][nj][2], bw[pl][nj][3]);
             }
             mma(a, bw);
         }
@@ -871,32 +848,27 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         };
         auto put = [&](int stage) {
             const unsigned a = sbase + stage * T::STAGE + sm * T::ROW + sk * 2;
-            asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(bnn_f16x2(v[0], v[1])),
-                         "r"(bnn_f16x2(v[2], v[3])), "r"(bnn_f16x2(v[4], v[5])), "r"(bnn_f16x2(v[6], v[7]))
-                         : "memory");
+            bnn_st16(a, bnn_f16x2(v[0], v[1]), bnn_f16x2(v[2], v[3]), bnn_f16x2(v[4], v[5]), bnn_f16x2(v[6], v[7]));
             if (F::SPLIT) {
 #pragma unroll
                 for (int j = 0; j < 8; ++j) v[j] = bnn_f16_rest(v[j]);
-                asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a + T::BM * T::ROW),
-                             "r"(bnn_f16x2(v[0], v[1])), "r"(bnn_f16x2(v[2], v[3])), "r"(bnn_f16x2(v[4], v[5])),
-                             "r"(bnn_f16x2(v[6], v[7]))
-                             : "memory");
+                bnn_st16(a + T::BM * T::ROW, bnn_f16x2(v[0], v[1]), bnn_f16x2(v[2], v[3]), bnn_f16x2(v[4], v[5]),
+                         bnn_f16x2(v[6], v[7]));
             }
         };
         auto weights = [&](int stage, int k0) { // PL x 64 rows of 32 bytes: a 16-byte copy each
             if (tid < 128 * T::PL) {
                 const int pl = tid >> 7, n = (tid & 127) >> 1, h = tid & 1;
                 const unsigned dst = sbase + stage * T::STAGE + (T::BROW + pl * T::BN + n) * T::ROW + h * 16;
-                const unsigned short *src = w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + k0 + h * 8;
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+                bnn_cp16(dst, w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + k0 + h * 8, 16);
             }
-            bnn_fcp_commit();
+            bnn_cp_commit();
         };
 
         gather(0);
         weights(0, 0);
         put(0);
-        bnn_fcp_wait<0>();
+        bnn_cp_wait<0>();
         __syncthreads();
         for (int kc = 0; kc < T::NK; ++kc) {
             const int st = kc & 1;
@@ -911,19 +883,18 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
             for (int pl = 0; pl < T::PL; ++pl) {
 #pragma unroll
                 for (int mi = 0; mi < 2; ++mi) // A 16x16: rows = lane & 15, k half = lane >> 4
-                    bnn_ldsm_x4(s0 + (pl * T::BM + wm * 32 + mi * 16 + (lane & 15)) * T::ROW + (lane >> 4) * 16,
-                                a[pl][mi]);
+                    bnn_ldsm4(s0 + (pl * T::BM + wm * 32 + mi * 16 + (lane & 15)) * T::ROW + (lane >> 4) * 16,
+                              a[pl][mi][0], a[pl][mi][1], a[pl][mi][2], a[pl][mi][3]);
 #pragma unroll
                 for (int nj = 0; nj < 2; ++nj) // two n8 tiles x k16: b0, b1 of tile 2nj, then of 2nj + 1
-                    bnn_ldsm_x4(s0 + (T::BROW + pl * T::BN + wn * 32 + nj * 16 + (lane & 7) + (lane >> 4) * 8) *
-                                         T::ROW +
-                                    (lane >> 3 & 1) * 16,
-                                bw[pl][nj]);
+                    bnn_ldsm4(s0 + (T::BROW + pl * T::BN + wn * 32 + nj * 16 + (lane & 7) + (lane >> 4) * 8) * T::ROW +
+                                  (lane >> 3 & 1) * 16,
+                              bw[pl][nj][0], bw[pl][nj][1], bw[pl][nj][2], bw[pl][nj][3]);
             }
             mma(a, bw);
             if (more) {
                 put(st ^ 1);
-                bnn_fcp_wait<0>();
+                bnn_cp_wait<0>();
             }
             __syncthreads();
         }

@@ -1,0 +1,224 @@
+// conv2d_mma_emu.cc: the float stem's tensor-core kernel (float_ops.cu bnn_conv2d_mma, exact
+// bits out) run without a GPU, driven by conv2d_mma_emu.py. The kernel is compiled as host C++
+// under tests/codegen/bconv_emu.h's block emulator (a POSIX thread per CUDA thread, warp
+// collectives through per-warp slots, cp.async queued until its wait), with common.cu's PTX
+// helpers mapped to emulated ones: mma.m16n8k16 f16 -> f32 computes each tile's 16 products
+// exactly and rounds their sum with the accumulator once (one of the orders the kernel's error
+// bound allows), fp16 rounding through _Float16, directed roundings through fesetround. Every
+// output bit and NaN flag must equal a plain loop's: the sum in the reference order (rt_cpu.c),
+// the bias, the chain's stages as blob_conv2d_chain_value rounds them. So the window staging,
+// the k order of p1, the fragments, the margins, the queue of sums too close to call and the
+// bit packing are checked here; the GPU run (codegen_e2e_gpu) checks the real tensor cores.
+// conv2d_mma_emu.py writes mma.inc (the kernel's source) and cfgs.inc (bnncc's config structs
+// and run_all).
+#include <cfenv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "bconv_emu.h"
+
+extern "C" {
+alignas(128) unsigned char bnn_dsmem[EMU_DSMEM];
+}
+
+#define __noinline__ __attribute__((noinline))
+
+// ---------------------------------------------------------------- what the kernel needs of CUDA
+static float emu_rounded(int mode, double exact) { // exact: a value a double holds exactly
+    const int old = fegetround();
+    fesetround(mode);
+    volatile float r = (float)exact;
+    fesetround(old);
+    return r;
+}
+inline float __fmul_ru(float a, float b) { return emu_rounded(FE_UPWARD, (double)a * (double)b); }
+inline float __fadd_ru(float a, float b) { return emu_rounded(FE_UPWARD, (double)a + (double)b); }
+inline float __fsub_rd(float a, float b) { return emu_rounded(FE_DOWNWARD, (double)a - (double)b); }
+inline float __fmaf_ru(float a, float b, float c) {
+    const int old = fegetround();
+    fesetround(FE_UPWARD);
+    volatile float r = fmaf(a, b, c);
+    fesetround(old);
+    return r;
+}
+inline int atomicAdd(int *p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+inline unsigned atomicOr(unsigned *p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }
+
+static unsigned short emu_f16_bits(float v) {
+    const _Float16 h = (_Float16)v;
+    unsigned short u;
+    memcpy(&u, &h, 2);
+    return u;
+}
+static double emu_f16_value(unsigned half) {
+    const unsigned short u = (unsigned short)half;
+    _Float16 h;
+    memcpy(&h, &u, 2);
+    return (double)(float)h;
+}
+inline unsigned emu_f16x2(float lo, float hi) { return (unsigned)emu_f16_bits(hi) << 16 | emu_f16_bits(lo); }
+inline float emu_f16_rest(float v) {
+    const _Float16 h = (_Float16)v;
+    return v - (float)h;
+}
+// mma.sync m16n8k16 f32.f16.f16.f32 in the register layout of common.cu's bnn_hmma_f16.
+inline void emu_hmma_f16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    const unsigned f[6] = {a[0], a[1], a[2], a[3], b0, b1};
+    const unsigned(*s)[8] = emu_exchange(EMU_MMA, f, 6);
+    const int g = (int)(threadIdx.x % 32) >> 2, t = (int)(threadIdx.x % 32) & 3;
+    auto A = [&](int r, int k) { // lane 4(r % 8) + (k % 8) / 2, register a0..a3, half k % 2
+        const unsigned w = s[4 * (r % 8) + (k % 8) / 2][1 + (r >= 8) + 2 * (k >= 8)];
+        return emu_f16_value(k % 2 ? w >> 16 : w & 0xffffu);
+    };
+    auto B = [&](int k, int n) {
+        const unsigned w = s[4 * n + (k % 8) / 2][1 + 4 + (k >= 8)];
+        return emu_f16_value(k % 2 ? w >> 16 : w & 0xffffu);
+    };
+    for (int i = 0; i < 4; i++) {
+        const int r = g + 8 * (i >> 1), n = 2 * t + (i & 1);
+        double sum = d[i];
+        for (int k = 0; k < 16; k++) sum += A(r, k) * B(k, n);
+        d[i] = (float)sum;
+    }
+}
+
+#include "common_emu.h"
+typedef long long bnn_i64;
+#include "mma.inc"
+
+// ---------------------------------------------------------------- one model's stem
+
+// The kernel's operands, in the launch's arguments (EmuArgs of bconv_emu.h, reused).
+template <class F> static void emu_call(const EmuArgs &a) {
+    bnn_conv2d_mma<F>(a.nb, (const float *)a.X, (const unsigned short *)a.W, (const float *)a.ep0, (float *)a.Y,
+                      (const float *)a.R, (const float *)a.ep1);
+}
+
+static std::vector<unsigned char> read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "conv2d_mma_emu: cannot open %s\n", path);
+        exit(2);
+    }
+    std::vector<unsigned char> v;
+    unsigned char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) v.insert(v.end(), buf, buf + n);
+    fclose(f);
+    return v;
+}
+
+// The expected words of item n: each sum in the reference order, then the bias and the stages,
+// each operation rounded on its own; the bit, and (NANF) the NaN flag.
+template <class F>
+static std::vector<unsigned> expected(const float *x, int batch, const float *w32, const float *bias,
+                                      const float *chain) {
+    constexpr int P = F::OH * F::OW, PXW = F::OUTW * (1 + F::NANF);
+    std::vector<unsigned> y((size_t)batch * P * PXW, 0);
+    for (int n = 0; n < batch; n++)
+        for (int p = 0; p < P; p++)
+            for (int o = 0; o < F::O; o++) {
+                const int oy = p / F::OW, ox = p % F::OW;
+                volatile float s = 0.0f;
+                for (int c = 0; c < F::C; c++)
+                    for (int ky = 0; ky < F::KH; ky++) {
+                        const int iy = oy * F::SH - F::PT + ky * F::DH;
+                        if (iy < 0 || iy >= F::H) continue;
+                        for (int kx = 0; kx < F::KW; kx++) {
+                            const int ix = ox * F::SW - F::PL + kx * F::DW;
+                            if (ix < 0 || ix >= F::W) continue;
+                            volatile float pr = x[(((size_t)n * F::C + c) * F::H + iy) * F::W + ix] *
+                                                w32[((o * F::C + c) * F::KH + ky) * F::KW + kx];
+                            s = s + pr;
+                        }
+                    }
+                volatile float v = F::BIAS ? bias[o] + s : s;
+                for (int st = 0; st < F::STAGES; st++) {
+                    const float a = chain[2 * st * F::O + o], k = chain[(2 * st + 1) * F::O + o];
+                    volatile float u = (F::DIV >> st) & 1 ? v / a : v * a;
+                    v = u + k;
+                    if ((F::RELUS >> st) & 1) v = v < 0.0f ? 0.0f : v;
+                }
+                const float r = v;
+                unsigned *px = &y[((size_t)n * P + p) * PXW];
+                if (r != r) {
+                    if (F::NANF) px[F::OUTW + o / 32] |= 1u << (o % 32);
+                } else if (r > 0.0f || (r == 0.0f && F::ZERO)) {
+                    px[o / 32] |= 1u << (o % 32);
+                }
+            }
+    return y;
+}
+
+// Runs the stem on three kinds of input (normal values with exact zeros; small integers, whose
+// sums meet the dyadic weights' thresholds; normal values with inf and NaN) at batch 2; the
+// weights window WTS holds w32, the bias, p1 and the chain at the given offsets.
+template <class F>
+static int run(const char *name, const char *wts_path, long long w_at, long long b_at, long long p1_at,
+               long long p1_bytes, long long chain_at) {
+    typedef BnnConvMma<F> T;
+    static_assert(F::BITS && F::EXACT, "the emulator checks the exact bits form");
+    const std::vector<unsigned char> wts = read_file(wts_path);
+    const float *w32 = (const float *)(wts.data() + w_at), *bias = F::BIAS ? (const float *)(wts.data() + b_at) : 0;
+    const float *chain = (const float *)(wts.data() + chain_at);
+    // p1 copied to a 16-byte aligned buffer of its own: cp.async's source (emu_global)
+    std::vector<unsigned> w16((size_t)(p1_bytes + 3) / 4);
+    memcpy(w16.data(), wts.data() + p1_at, (size_t)p1_bytes);
+    if ((uintptr_t)w16.data() % 16) {
+        fprintf(stderr, "conv2d_mma_emu: p1 buffer not 16-byte aligned\n");
+        return 1;
+    }
+    const int batch = 2;
+    constexpr int P = F::OH * F::OW, PXW = F::OUTW * (1 + F::NANF);
+    std::mt19937 g(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    int bad = 0;
+    for (int kind = 0; kind < 3; kind++) {
+        std::vector<float> x((size_t)batch * F::C * F::H * F::W);
+        for (auto &v : x) v = kind == 1 ? (float)((int)(g() % 5) - 2) : g() % 50 == 0 ? 0.0f : nd(g);
+        if (kind == 2)
+            for (int i = 0; i < 6; i++) x[g() % x.size()] = i % 3 == 0 ? INFINITY : i % 3 == 1 ? -INFINITY : NAN;
+        std::vector<unsigned> y((size_t)batch * P * PXW, 0xdeadbeefu);
+        EmuArgs args = {};
+        args.X = (const unsigned *)x.data();
+        args.W = w16.data();
+        args.ep0 = bias;
+        args.ep1 = chain;
+        args.R = w32;
+        args.Y = y.data();
+        args.nb = batch;
+        emu_global_base[0] = w16.data();
+        emu_global_bytes[0] = (size_t)p1_bytes;
+        emu_nglobal = 1;
+        static char what[256];
+        snprintf(what, sizeof what, "%s, input %d", name, kind);
+        emu_what = what;
+        const unsigned long long overrun = emu_launch(emu_call<F>, args, batch * T::MT * T::NT, 1, 256, F::SMEM);
+        const std::vector<unsigned> want = expected<F>(x.data(), batch, w32, bias, chain);
+        size_t differ = 0, first = 0;
+        for (size_t i = 0; i < y.size(); i++)
+            if (y[i] != want[i] && differ++ == 0) first = i;
+        const char *kinds[] = {"normal", "integers", "inf and NaN"};
+        printf("%s %-34s %-12s WIN %d: %zu words, %zu differ", differ || overrun ? "FAIL" : "ok  ", name, kinds[kind],
+               F::WIN, y.size(), differ);
+        if (differ) printf(" (first: word %zu of pixel %zu, %08x, expected %08x)", first % PXW, first / PXW, y[first],
+                           want[first]);
+        if (overrun) printf("; %llu bytes written past the launch's shared memory", overrun);
+        printf("\n");
+        bad += differ || overrun;
+    }
+    return bad;
+}
+
+#include "cfgs.inc" // the config structs and run_all()
+
+int main() {
+    const int bad = run_all();
+    printf("%s\n", bad ? "FAILED" : "all bits equal");
+    return bad != 0;
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""The float stem's tensor-core kernel (float_ops.cu bnn_conv2d_mma with exact bits out) without
+a GPU: for each stem model of test_e2e.py (stem_models: 7x7/2, 5x5/2, 3x3/1 and 11x11/4
+stems, 5 to 70 channels, pools, ties), bnncc -O3 compiles the blob (its p1, bias, chain and
+weights) and --emit=cuda gives the conv step's config struct; conv2d_mma_emu.cc runs the kernel
+under the block emulator of tests/codegen/bconv_emu.h on normal, integer and inf / NaN inputs
+and requires every bit and NaN flag to equal a plain loop in the reference order. Both forms
+run: the staged window (WIN 1) and, for the 11x11 stem, the gathering one. Exit 77 (skipped)
+without a C++20 compiler with _Float16.
+
+    conv2d_mma_emu.py"""
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("BNN_SOURCE_ROOT", os.path.join(HERE, "..", ".."))
+BUILD = os.environ.get("BNN_BUILD_ROOT", os.path.join(SRC, "build"))
+BNNCC = os.path.join(BUILD, "compiler", "bnncc")
+sys.path.insert(0, HERE)
+import test_e2e  # noqa: E402  (stem_models)
+
+STEP_CONV2D, STEP_SIZE, SLOTS_AT, SLOT_IN2, SLOT_W, SLOT_P0, SLOT_P1 = 6, 648, 264, 1, 3, 4, 5
+
+
+def sections(b):
+    """{section kind: (offset, size)} of a model.bin (docs/blob-format.md)."""
+    out = {}
+    for i in range(struct.unpack_from("<I", b, 16)[0]):
+        e = 64 + 48 * i
+        out[struct.unpack_from("<I", b, e)[0]] = struct.unpack_from("<QQ", b, e + 24)
+    return out
+
+
+def stem_case(model, tmp, k):
+    """(config struct, run line) of model's exact-bits conv step, or None if it has none."""
+    name = os.path.basename(model)[:-4]
+    blob = os.path.join(tmp, name + ".bin")
+    subprocess.run([BNNCC, "-O3", "--target=cpu", model, "-o", blob], check=True)
+    src = subprocess.run([BNNCC, "-O3", model, "--emit=cuda", "-o", "-"], check=True, capture_output=True,
+                         text=True).stdout
+    m = re.search(r"struct (s\d+_conv2d)_cfg \{(.*?)\};", src, re.S)
+    if not m or "EXACT = 1" not in m.group(2):
+        return None
+    b = open(blob, "rb").read()
+    sec = sections(b)
+    poff, psize = sec[2]
+    woff, wsize = sec[3]
+    for at in range(poff + 64, poff + psize - STEP_SIZE + 1, STEP_SIZE):
+        step = b[at + 16:at + 80].split(b"\0")[0].decode()
+        if struct.unpack_from("<I", b, at)[0] == STEP_CONV2D and step == m.group(1):
+            slots = [struct.unpack_from("<IIQQ", b, at + SLOTS_AT + 24 * s) for s in range(8)]
+            break
+    else:
+        sys.exit(f"FAIL: {name}: no conv2d step {m.group(1)} in the blob")
+    wts = os.path.join(tmp, name + ".wts")
+    with open(wts, "wb") as f:
+        f.write(b[woff:woff + wsize])
+    tag = f"M{k}"
+    at = {s: slots[s][2] for s in (SLOT_IN2, SLOT_W, SLOT_P0, SLOT_P1)}
+    run = (f'run<{tag}>("{name}", "{wts}", {at[SLOT_W]}, {at[SLOT_P0]}, {at[SLOT_P1]}, {slots[SLOT_P1][3]}, '
+           f'{at[SLOT_IN2]})')
+    return f"struct {tag} {{{m.group(2)}}};", run, "WIN = 1" in m.group(2)
+
+
+def main():
+    cxx = test_e2e.host_cxx()
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "mma.inc"), "w") as f:
+            f.write(test_e2e.float_ops_parts(
+                ("// A float chain's stages on v", "// Convolution, NCHW."),
+                ("// ---------------- fp16 tensor-core conv2d", "#endif // BNN_FLOAT_OPS_CU")))
+        cases = [stem_case(m, tmp, k) for k, m in enumerate(test_e2e.stem_models(tmp, np.random.default_rng(66)))]
+        cases = [c for c in cases if c]
+        forms = {win for _, _, win in cases}
+        if len(cases) < 5 or forms != {True, False}:
+            sys.exit(f"FAIL: {len(cases)} exact stems, window forms {forms} (expected both)")
+        with open(os.path.join(tmp, "cfgs.inc"), "w") as f:
+            f.write("\n".join(s for s, _, _ in cases) + "\nstatic int run_all() {\n    int bad = 0;\n" +
+                    "".join(f"    bad += {r};\n" for _, r, _ in cases) + "    return bad;\n}\n")
+        exe = os.path.join(tmp, "emu")
+        p = subprocess.run([cxx, "-std=c++20", "-O1", "-ffp-contract=off", "-frounding-math", "-Wno-unknown-pragmas",
+                            "-pthread", "-I", tmp, "-I", os.path.join(SRC, "tests", "codegen"),
+                            os.path.join(HERE, "conv2d_mma_emu.cc"), "-o", exe],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if p.returncode:
+            if "_Float16" in p.stderr and "not supported" in p.stderr:
+                print(f"skipped: {cxx} has no _Float16")
+                sys.exit(77)
+            sys.exit(f"FAIL: compiling the emulator:\n{p.stderr[-3000:]}")
+        p = subprocess.run([exe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        print(p.stdout, end="")
+        sys.exit(p.returncode)
+
+
+if __name__ == "__main__":
+    main()
