@@ -178,6 +178,48 @@ def check_stem_form(model):
     print(f"ok: {name}: {want}")
 
 
+def check_p1_orders(model, tmp):
+    """The loader takes a stem's p1 in either k order (docs/blob-format.md conv2d): the blob of
+    model with its p1 slot cut to the (c, ky, kx) order's size (what an older bnncc wrote) still
+    loads and runs on the CPU path, with the same outputs; a size of neither order is refused."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lowbit"))
+    from test_qconv_bin import rechecksum
+    name = os.path.basename(model)
+    blob = os.path.join(tmp, name + ".p1.bin")
+    if run([BNNCC, "-O3", "--target=cpu", model, "-o", blob]).returncode:
+        return fail(f"{name}: bnncc failed")
+    b = bytearray(open(blob, "rb").read())
+    sec = {struct.unpack_from("<I", b, 64 + 48 * i)[0]: struct.unpack_from("<QQ", b, 64 + 48 * i + 24)
+           for i in range(struct.unpack_from("<I", b, 16)[0])}
+    plan, size = sec[2]
+    for at in range(plan + 64, plan + size, 648):
+        if struct.unpack_from("<I", b, at)[0] == 6 and struct.unpack_from("<Q", b, at + 264 + 24 * 5 + 16)[0]:
+            break
+    else:
+        return fail(f"{name}: no conv2d step with a p1")
+    c, o, kh, kw = (struct.unpack_from("<q", b, at + 456 + 8 * i)[0] for i in (0, 3, 4, 5))
+    new = struct.unpack_from("<Q", b, at + 264 + 24 * 5 + 16)[0]
+    planes = new // ((o + 63) // 64 * 64 * ((kh * kw * (c + c % 2) + 15) // 16 * 16) * 2)
+    old = planes * ((o + 63) // 64 * 64) * ((c * kh * kw + 15) // 16 * 16) * 2
+    x = os.path.join(tmp, name + ".p1.npy")
+    ins, _ = signature(model)
+    np.save(x, random_inputs(ins, 2, np.random.default_rng(3))[0])
+    outs = []
+    for what, bytes_ in (("as written", new), ("the older order's size", old), ("neither size", old + 32)):
+        struct.pack_into("<Q", b, at + 264 + 24 * 5 + 16, bytes_)
+        path = os.path.join(tmp, f"{name}.p1_{len(outs)}.bin")
+        open(path, "wb").write(rechecksum(b))
+        y = os.path.join(tmp, f"{name}.p1_{len(outs)}.npy")
+        p = run([BNNRUN, path, "--device", "cpu", "--input", x, "--output", y])
+        refused = p.returncode != 0 and "slot p1" in p.stderr
+        if refused != (what == "neither size"):
+            return fail(f"{name}: p1 of {bytes_} bytes ({what}): exit {p.returncode}, {p.stderr.strip()!r}")
+        outs.append(None if refused else np.load(y))
+    if not np.array_equal(outs[0], outs[1]) or old == new:
+        return fail(f"{name}: p1 of {old} bytes (older order) gives other outputs, or the sizes agree ({new})")
+    print(f"ok: {name}: p1 of {new} bytes (ky, kx, c) and {old} (c, ky, kx) load, {old + 32} is refused")
+
+
 def check_model(model, device, tmp, real_inputs=None, expect=None, low="-O0", batches=None, exact=False,
                 flags=(), tol=None, extra_cases=()):
     """flags: more bnncc options; tol: floats within tol of the largest output (else exact or
@@ -737,6 +779,8 @@ def main():
                                          if m.endswith("ties.bnn") else ())
                  for m in stem_models(tmp, np.random.default_rng(66))
                  if not a.only or a.only in os.path.basename(m)]
+        jobs += [lambda m=m: check_p1_orders(m, tmp) for m in stem_models(tmp, np.random.default_rng(66))
+                 if m.endswith("stem_bits_pool.bnn") and (not a.only or a.only in os.path.basename(m))]
         jobs += [lambda m=m: check_stem_form(m) for m in stem_models(tmp, np.random.default_rng(66))
                  if "zero_gamma" not in m and (not a.only or a.only in os.path.basename(m))]
         # The fused float chains of binary convolutions (residual blocks): bit for bit.
