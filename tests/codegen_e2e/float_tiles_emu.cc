@@ -59,8 +59,8 @@ static inline void bnn_cp4(float *dst, const float *src, bool ok) {
     }
     *dst = ok ? *src : 0.0f;
 }
-static inline void bnn_fcp_commit() {}
-template <int N> static inline void bnn_fcp_wait() {}
+static inline void bnn_cp_commit() {}
+template <int N> static inline void bnn_cp_wait() {}
 #include "tile.inc"
 
 template <class Fn> static void launch(unsigned grid_x, unsigned grid_y, int threads, Fn fn) {

@@ -331,10 +331,6 @@ __device__ __forceinline__ void bnn_cp4(float *dst, const float *src, bool ok) {
                  "l"(src), "r"(ok ? 4u : 0u)
                  : "memory");
 }
-__device__ __forceinline__ void bnn_fcp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void bnn_fcp_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 // A float chain's stages on v: v*a[s] + b[s] (v/a[s] + b[s] where bit s of DIVM), then a relu
 // where bit s of RELUM, each operation rounded on its own (blob.h blob_conv2d_chain_value).
@@ -421,7 +417,7 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
                 bnn_cp4(ws + r * F::BO + ol, ok ? w + ((bnn_i64)ol * T::CG + c0) * T::KK + r : w, ok);
             }
         }
-        bnn_fcp_commit();
+        bnn_cp_commit();
     };
 
     int poff[F::TP]; // each pixel's word in a channel's patch, tap (0, 0)
@@ -440,9 +436,9 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
     for (int ch = 0; ch < T::NCH; ++ch) {
         if (ch + 1 < T::NCH) {
             load((ch + 1) & 1, (ch + 1) * F::CC);
-            bnn_fcp_wait<1>();
+            bnn_cp_wait<1>();
         } else {
-            bnn_fcp_wait<0>();
+            bnn_cp_wait<0>();
         }
         __syncthreads();
         const float *xs = smem + (ch & 1) * T::STAGE, *ws = xs + T::XS;
@@ -536,12 +532,12 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, cons
 #pragma unroll
     for (int s = 0; s < F::S - 1; ++s) { // prologue: S - 1 chunks in flight
         if (s < T::NKC) load(s, s * F::KC);
-        bnn_fcp_commit();
+        bnn_cp_commit();
     }
     for (int kc = 0; kc < T::NKC; ++kc) {
         if (kc + F::S - 1 < T::NKC) load((kc + F::S - 1) % F::S, (kc + F::S - 1) * F::KC);
-        bnn_fcp_commit();
-        bnn_fcp_wait<F::S - 1>(); // chunk kc has landed
+        bnn_cp_commit();
+        bnn_cp_wait<F::S - 1>(); // chunk kc has landed
         __syncthreads();
         const float *xs = smem + kc % F::S * T::STAGE + tm * F::TM * T::LD, *ws = smem + kc % F::S * T::STAGE + (F::BM + tn) * T::LD;
 #pragma unroll 8

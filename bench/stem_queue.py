@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""stem_queue.py BLOB [--batch N] [--kp KP ...]: how many sums of a model's exact bit stem (the
+conv2d step with bits out, docs/kernels.md "The stem") the GPU kernel hands to its queue, i.e.
+recomputes in the reference order after a block barrier: those whose interval [sum - m, sum + m]
+(m the kernel's bound, BnnConvBits in float_ops.cu: REL * xmax * sum|w| + ABS * (K * xmax +
+sum|w|), REL from the kernel's KP) holds the channel's threshold, and every sum of a channel
+without a threshold form (mode 3). Counted on the CPU from the blob's weights and chain, with
+float64 sums, on random normal inputs (BLOB compiled for that input shape), for the kernel's
+blocks of 8 x 16 pixels x 64 channels (WIN). No GPU needed."""
+import argparse
+import struct
+
+import numpy as np
+
+STEP_SIZE, STEP_CONV2D, SLOTS_AT, PARAMS_AT = 648, 6, 264, 456
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("blob")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--kp", type=int, nargs="*", help="KP values to compare (default: the blob's p1)")
+    a = ap.parse_args()
+    b = open(a.blob, "rb").read()
+    sec = {}
+    for i in range(struct.unpack_from("<I", b, 16)[0]):
+        e = 64 + 48 * i
+        sec[struct.unpack_from("<I", b, e)[0]] = struct.unpack_from("<QQ", b, e + 24)
+    (poff, psize), (woff, _) = sec[2], sec[3]
+    for at in range(poff + 64, poff + psize - STEP_SIZE + 1, STEP_SIZE):
+        prm = [struct.unpack_from("<q", b, at + PARAMS_AT + 8 * i)[0] for i in range(23)]
+        if struct.unpack_from("<I", b, at)[0] == STEP_CONV2D and prm[17] > 0:  # out_words: bits out
+            break
+    else:
+        raise SystemExit(f"{a.blob}: no conv2d step with bits out")
+    c, h, w, o, kh, kw, sh, sw, pt, pl, _, _, dh, dw, _, oh, ow, _, stages = prm[:19]
+    if (dh, dw) != (1, 1):
+        raise SystemExit("dilated stems are not counted here")
+    slot = lambda s: struct.unpack_from("<IIQQ", b, at + SLOTS_AT + 24 * s)  # noqa: E731
+    k = c * kh * kw
+    w32 = np.frombuffer(b, np.float32, o * k, woff + slot(3)[2]).reshape(o, k).astype(np.float64)
+    chain = np.frombuffer(b, np.float32, (2 * stages + 3) * o, woff + slot(1)[2]).reshape(-1, o)
+    wabs, t, mode = (chain[2 * stages + i][None, :, None].astype(np.float64) for i in range(3))
+    p1_bytes, op = slot(5)[3], (o + 63) // 64 * 64
+    kp_blob = p1_bytes // (2 * op * 2)  # two planes (hi, lo) of fp16
+    x = np.random.default_rng(1).standard_normal((a.batch, c, h, w))
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pt + sh), (pl, pl + sw)))
+    cols = np.stack([xp[:, :, ky:ky + sh * oh:sh, kx:kx + sw * ow:sw] for ky in range(kh) for kx in range(kw)], 2)
+    cols = cols.reshape(a.batch, k, oh * ow)  # k = (c, ky, kx), as w32
+    s = np.einsum("ok,nkp->nop", w32, cols)
+    xmax = np.abs(cols).max(1)[:, None, :]
+    ty, tx = (oh + 7) // 8, (ow + 15) // 16
+    for kp in a.kp or [kp_blob]:
+        rel, abs_ = 2.0 * (51.0 * (kp // 16) + k + 16.0) * 2.0 ** -23, 2.0 * 2.0 ** -23
+        m = rel * xmax * wabs + abs_ * (k * xmax + wabs)
+        queued = (np.abs(mode) == 1) & (s - m <= t) & (s + m >= t) | (mode == 3)
+        q = np.zeros((a.batch, op, ty * 8, tx * 16), bool)
+        q[:, :o, :oh, :ow] = queued.reshape(a.batch, o, oh, ow)
+        blocks = q.reshape(a.batch, op // 64, 64, ty, 8, tx, 16).sum((2, 4, 6)).reshape(-1)
+        print(f"KP {kp}{' (the blob)' if kp == kp_blob else ''}: {queued.mean() * 100:.3f} % of the sums queued, "
+              f"{queued.sum() / a.batch:.0f} an image; a block of 8x16 pixels x 64 channels queues {blocks.mean():.1f} "
+              f"on average, at most {blocks.max()}, none in {np.mean(blocks == 0) * 100:.0f} % of blocks")
+
+
+if __name__ == "__main__":
+    main()
