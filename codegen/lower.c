@@ -2141,8 +2141,9 @@ static bool fp16_conv_ok(const BlobConv2dParams *cp, const float *w) {
  * exact loop over W. */
 static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, const float *w, bool bias,
                               bool relu) {
-    int64_t k = cp->c * cp->kh * cp->kw, kk = cp->kh * cp->kw, cpad = blob_conv2d_f16_cp(cp), kp = blob_conv2d_f16_k(cp, cpad),
-            op = (cp->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS;
+    int64_t k = cp->c * cp->kh * cp->kw, kk = cp->kh * cp->kw;
+    int64_t cpad = blob_conv2d_f16_cp(cp), kp = blob_conv2d_f16_k(cp, cpad);
+    int64_t op = (cp->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS;
     /* bits out under the default exact mode: the hi + lo split with the margin check */
     int exact = cp->out_words && L->float_convs == FLOAT_CONVS_EXACT;
     int split = L->float_convs == FLOAT_CONVS_FP16X3 || exact, planes = 1 + split, bits = cp->out_words > 0;
