@@ -459,16 +459,17 @@ static bnn_status check_conv2d(const StepCheck *c) {
     if (oh < 1 || ow < 1 || p->oh != oh || p->ow != ow)
         return bad_step(c, "output %lldx%lld, the shape gives %lldx%lld", (long long)p->oh,
                         (long long)p->ow, (long long)oh, (long long)ow);
+    /* p1's sizes in its two k orders (blob.h): bnncc's, and older blobs' (c, ky, kx); k bounds
+     * C*KH*KW first, so that blob_conv2d_f16_k cannot overflow */
     uint64_t in, w, out, k, w16, w16old;
+    uint64_t f16_rows = ((uint64_t)p->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS;
     if (!mul3_ok((uint64_t)p->c, (uint64_t)p->h, (uint64_t)p->w, &in) || !mul_ok(in, 4, &in) ||
         !mul3_ok((uint64_t)p->o, (uint64_t)(p->c / p->groups), (uint64_t)p->kh, &w) ||
         !mul3_ok(w, (uint64_t)p->kw, 4, &w) ||
         !mul3_ok((uint64_t)p->o, (uint64_t)oh, (uint64_t)ow, &out) || !mul_ok(out, 4, &out) ||
         !mul3_ok((uint64_t)p->c, (uint64_t)p->kh, (uint64_t)p->kw, &k) ||
-        !mul3_ok(((uint64_t)p->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS,
-                 (uint64_t)blob_conv2d_f16_k(p, blob_conv2d_f16_cp(p)), 2, &w16) ||
-        !mul3_ok(((uint64_t)p->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS,
-                 (uint64_t)blob_conv2d_f16_k(p, 0), 2, &w16old))
+        !mul3_ok(f16_rows, (uint64_t)blob_conv2d_f16_k(p, blob_conv2d_f16_cp(p)), 2, &w16) ||
+        !mul3_ok(f16_rows, (uint64_t)blob_conv2d_f16_k(p, 0), 2, &w16old))
         return bad_step(c, "operands too large");
     /* bits out (a conv2d_chain's): in2 holds the chain, [epi_stages][2][o], then the GPU
      * kernel's sum |w|, threshold and mode, [o] each (docs/blob-format.md "conv2d") */

@@ -670,7 +670,8 @@ template <class F> struct BnnConvMma {
     static constexpr int PLW = SR * SC * F::CP / 2; // words a window plane
     static constexpr int WINB = (PL * PLW * 4 + 15) / 16 * 16;
     static constexpr int XWB = F::EXACT ? (SR * SC * 4 + 15) / 16 * 16 : 0, VMB = F::EXACT ? TH * SC * 4 : 0;
-    static constexpr int WIN_SMEM = R0 + WINB + XWB + VMB + F::KP / 2 * 4;
+    static constexpr int XW_AT = R0 + WINB, VM_AT = XW_AT + XWB, KOFF_AT = VM_AT + VMB; // byte offsets
+    static constexpr int WIN_SMEM = KOFF_AT + F::KP / 2 * 4;
     static_assert(F::KP % 16 == 0 && F::OP % BN == 0 && F::OP >= F::O, "bad padding");
     static_assert(F::CP ? F::CP % 2 == 0 && F::CP >= F::C && F::KP >= KK * F::CP : !F::WIN && F::KP >= K,
                   "bad padding");
@@ -734,9 +735,9 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         // is 4 such words a plane and m16 tile, at offsets known before the loop. All k of the
         // weights stay in shared memory; no barrier in the loop.
         unsigned *const win = (unsigned *)(bnn_dsmem + T::R0);
-        float *const xw = (float *)(bnn_dsmem + T::R0 + T::WINB);    // [SR * SC]: max |x| over c
-        float *const vm = xw + T::XWB / 4;                           // [TH][SC]: over ky too
-        int *const koff = (int *)(bnn_dsmem + T::R0 + T::WINB + T::XWB + T::VMB);
+        float *const xw = (float *)(bnn_dsmem + T::XW_AT); // [SR * SC]: max |x| over c
+        float *const vm = (float *)(bnn_dsmem + T::VM_AT); // [TH][SC]: over ky too
+        int *const koff = (int *)(bnn_dsmem + T::KOFF_AT);
         constexpr int WCH = F::KP / 8; // 16-byte pieces of a weight row
         for (int i = tid; i < T::PL * T::BN * WCH; i += 256) {
             const int r = i / WCH, ch = i % WCH, pl = r / T::BN, n = r % T::BN;
@@ -785,7 +786,9 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
                 for (int ky = 0; ky < F::KH; ++ky) m = fmaxf(m, xw[(ly * F::SH + ky * F::DH) * T::SC + sc]);
                 vm[i] = m;
             }
-        // Rows g and g + 8 of m16 tile mi are pixels (2 wm + mi, g) and (2 wm + mi, g + 8).
+        // Rows g and g + 8 of m16 tile mi are pixels (2 wm + mi, g) and (2 wm + mi, g + 8). (g and
+        // tq declared here and again for the epilogue: hoisted above the staging, they cost the
+        // kernel 16 more bytes of spills.)
         const int g = lane >> 2, tq = lane & 3;
         int pw[2][2];
 #pragma unroll
@@ -918,7 +921,7 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
                 const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
                 float xmx;
                 if (F::WIN) { // over the pixel's KW columns of its row's maxima
-                    const float *vm = (const float *)(bnn_dsmem + T::R0 + T::WINB + T::XWB) + pl / T::TW * T::SC;
+                    const float *vm = (const float *)(bnn_dsmem + T::VM_AT) + pl / T::TW * T::SC;
                     xmx = 0.0f;
 #pragma unroll
                     for (int kx = 0; kx < F::KW; ++kx) xmx = fmaxf(xmx, vm[pl % T::TW * F::SW + kx * F::DW]);
