@@ -90,6 +90,7 @@ inline void emu_hmma_f16(float (&d)[4], const unsigned (&a)[4], unsigned b0, uns
 #include "common_emu.h"
 typedef long long bnn_i64;
 #include "mma.inc"
+#include "ref_conv.h"
 
 // ---------------------------------------------------------------- one model's stem
 
@@ -123,32 +124,14 @@ static std::vector<unsigned> expected(const float *x, int batch, const float *w3
     for (int n = 0; n < batch; n++)
         for (int p = 0; p < P; p++)
             for (int o = 0; o < F::O; o++) {
-                const int oy = p / F::OW, ox = p % F::OW;
-                volatile float s = 0.0f;
-                for (int c = 0; c < F::C; c++)
-                    for (int ky = 0; ky < F::KH; ky++) {
-                        const int iy = oy * F::SH - F::PT + ky * F::DH;
-                        if (iy < 0 || iy >= F::H) continue;
-                        for (int kx = 0; kx < F::KW; kx++) {
-                            const int ix = ox * F::SW - F::PL + kx * F::DW;
-                            if (ix < 0 || ix >= F::W) continue;
-                            volatile float pr = x[(((size_t)n * F::C + c) * F::H + iy) * F::W + ix] *
-                                                w32[((o * F::C + c) * F::KH + ky) * F::KW + kx];
-                            s = s + pr;
-                        }
-                    }
-                volatile float v = F::BIAS ? bias[o] + s : s;
-                for (int st = 0; st < F::STAGES; st++) {
-                    const float a = chain[2 * st * F::O + o], k = chain[(2 * st + 1) * F::O + o];
-                    volatile float u = (F::DIV >> st) & 1 ? v / a : v * a;
-                    v = u + k;
-                    if ((F::RELUS >> st) & 1) v = v < 0.0f ? 0.0f : v;
-                }
-                const float r = v;
+                const float s = ref_conv2d_sum<F>(x + (size_t)n * F::C * F::H * F::W,
+                                                  w32 + (size_t)o * F::C * F::KH * F::KW, F::C, p / F::OW, p % F::OW);
+                const float v = ref_chain_value(F::BIAS ? __fadd_rn(bias[o], s) : s, chain, o, F::O, F::STAGES,
+                                                F::DIV, F::RELUS);
                 unsigned *px = &y[((size_t)n * P + p) * PXW];
-                if (r != r) {
+                if (v != v) {
                     if (F::NANF) px[F::OUTW + o / 32] |= 1u << (o % 32);
-                } else if (r > 0.0f || (r == 0.0f && F::ZERO)) {
+                } else if (v > 0.0f || (v == 0.0f && F::ZERO)) {
                     px[o / 32] |= 1u << (o % 32);
                 }
             }

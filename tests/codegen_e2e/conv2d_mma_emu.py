@@ -11,7 +11,6 @@ without a C++20 compiler with _Float16.
     conv2d_mma_emu.py"""
 import os
 import re
-import struct
 import subprocess
 import sys
 import tempfile
@@ -25,16 +24,7 @@ BNNCC = os.path.join(BUILD, "compiler", "bnncc")
 sys.path.insert(0, HERE)
 import test_e2e  # noqa: E402  (stem_models)
 
-STEP_CONV2D, STEP_SIZE, SLOTS_AT, SLOT_IN2, SLOT_W, SLOT_P0, SLOT_P1 = 6, 648, 264, 1, 3, 4, 5
-
-
-def sections(b):
-    """{section kind: (offset, size)} of a model.bin (docs/blob-format.md)."""
-    out = {}
-    for i in range(struct.unpack_from("<I", b, 16)[0]):
-        e = 64 + 48 * i
-        out[struct.unpack_from("<I", b, e)[0]] = struct.unpack_from("<QQ", b, e + 24)
-    return out
+STEP_CONV2D, SLOT_IN2, SLOT_W, SLOT_P0, SLOT_P1 = 6, 1, 3, 4, 5
 
 
 def stem_case(model, tmp, k):
@@ -48,16 +38,11 @@ def stem_case(model, tmp, k):
     if not m or "EXACT = 1" not in m.group(2):
         return None
     b = open(blob, "rb").read()
-    sec = sections(b)
-    poff, psize = sec[2]
-    woff, wsize = sec[3]
-    for at in range(poff + 64, poff + psize - STEP_SIZE + 1, STEP_SIZE):
-        step = b[at + 16:at + 80].split(b"\0")[0].decode()
-        if struct.unpack_from("<I", b, at)[0] == STEP_CONV2D and step == m.group(1):
-            slots = [struct.unpack_from("<IIQQ", b, at + SLOTS_AT + 24 * s) for s in range(8)]
-            break
-    else:
+    woff, wsize = test_e2e.blob_sections(b)[3]
+    at = next((at for at, kind, step in test_e2e.blob_steps(b) if kind == STEP_CONV2D and step == m.group(1)), None)
+    if at is None:
         sys.exit(f"FAIL: {name}: no conv2d step {m.group(1)} in the blob")
+    slots = [test_e2e.blob_slot(b, at, s) for s in range(8)]
     wts = os.path.join(tmp, name + ".wts")
     with open(wts, "wb") as f:
         f.write(b[woff:woff + wsize])
@@ -83,20 +68,8 @@ def main():
         with open(os.path.join(tmp, "cfgs.inc"), "w") as f:
             f.write("\n".join(s for s, _, _ in cases) + "\nstatic int run_all() {\n    int bad = 0;\n" +
                     "".join(f"    bad += {r};\n" for _, r, _ in cases) + "    return bad;\n}\n")
-        exe = os.path.join(tmp, "emu")
-        p = subprocess.run([cxx, "-std=c++20", "-O1", "-ffp-contract=off", "-frounding-math", "-Wno-unknown-pragmas",
-                            "-pthread", "-I", tmp, "-I", os.path.join(SRC, "tests", "codegen"),
-                            os.path.join(HERE, "conv2d_mma_emu.cc"), "-o", exe],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if p.returncode:
-            if "_Float16" in p.stderr and "not supported" in p.stderr:
-                print(f"skipped: {cxx} has no _Float16")
-                sys.exit(77)
-            sys.exit(f"FAIL: compiling the emulator:\n{p.stderr[-3000:]}")
-        p = subprocess.run([exe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        print(p.stdout, end="")
-        sys.exit(p.returncode)
-
+        test_e2e.run_emulator(cxx, os.path.join(HERE, "conv2d_mma_emu.cc"), tmp, ["-O1", "-frounding-math"],
+                              includes=[os.path.join(SRC, "tests", "codegen")])
 
 if __name__ == "__main__":
     main()

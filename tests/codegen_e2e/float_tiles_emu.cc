@@ -62,6 +62,7 @@ static inline void bnn_cp4(float *dst, const float *src, bool ok) {
 static inline void bnn_cp_commit() {}
 template <int N> static inline void bnn_cp_wait() {}
 #include "tile.inc"
+#include "ref_conv.h"
 
 template <class Fn> static void launch(unsigned grid_x, unsigned grid_y, int threads, Fn fn) {
     for (unsigned by = 0; by < grid_y; by++)
@@ -123,25 +124,11 @@ template <class F> static int run_conv2d(const char *name, int batch) {
         for (int o = 0; o < F::O; o++)
             for (int oy = 0; oy < F::OH; oy++)
                 for (int ox = 0; ox < F::OW; ox++) {
-                    float acc = 0.0f;
-                    for (int c = 0; c < CG; c++)
-                        for (int ky = 0; ky < F::KH; ky++) {
-                            const int iy = oy * F::SH - F::PT + ky * F::DH;
-                            if (iy < 0 || iy >= F::H) continue;
-                            for (int kx = 0; kx < F::KW; kx++) {
-                                const int ix = ox * F::SW - F::PL + kx * F::DW;
-                                if (ix < 0 || ix >= F::W) continue;
-                                acc = __fadd_rn(acc, __fmul_rn(x[(((size_t)n * F::C + o / OG * CG + c) * F::H + iy) * F::W + ix],
-                                                               w[(((size_t)o * CG + c) * F::KH + ky) * F::KW + kx]));
-                            }
-                        }
+                    const float acc = ref_conv2d_sum<F>(x.data() + ((size_t)n * F::C + o / OG * CG) * F::H * F::W,
+                                                        w.data() + (size_t)o * CG * F::KH * F::KW, CG, oy, ox);
                     float v = F::BIAS ? __fadd_rn(b[o], acc) : acc;
                     if (F::RELU) v = v < 0.0f ? 0.0f : v;
-                    for (int s = 0; s < F::ST; s++) { // blob_conv2d_chain_value
-                        const float a = chain[(size_t)2 * s * F::O + o], k = chain[(size_t)(2 * s + 1) * F::O + o];
-                        v = __fadd_rn((F::DIVM >> s) & 1 ? __fdiv_rn(v, a) : __fmul_rn(v, a), k);
-                        if ((F::RELUM >> s) & 1) v = v < 0.0f ? 0.0f : v;
-                    }
+                    v = ref_chain_value(v, chain.data(), o, F::O, F::ST, F::DIVM, F::RELUM);
                     ref[(((size_t)n * F::O + o) * F::OH + oy) * F::OW + ox] = v;
                 }
     smem_end = 0;

@@ -104,19 +104,7 @@ def main():
                     "".join(f"    bad += {r};\n" for r in small_runs) +
                     "    if (batch == 1) {\n" + "".join(f"        bad += {r};\n" for r in big_runs) +
                     "    }\n    return bad;\n}\n")
-        exe = os.path.join(tmp, "emu")
-        p = subprocess.run([cxx, "-std=c++20", "-O2", "-ffp-contract=off", "-Wno-unknown-pragmas", "-pthread",
-                            "-I", tmp, os.path.join(HERE, "float_tiles_emu.cc"), "-o", exe],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if p.returncode:
-            if "barrier" in p.stderr and "No such file" in p.stderr:
-                print(f"skipped: {cxx} has no C++20 <barrier>")
-                sys.exit(77)
-            sys.exit(f"FAIL: compiling the emulator:\n{p.stderr[-3000:]}")
-        p = subprocess.run([exe, "1", "5"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        print(p.stdout, end="")
-        sys.exit(p.returncode)
-
+        test_e2e.run_emulator(cxx, os.path.join(HERE, "float_tiles_emu.cc"), tmp, ["-O2"], args=["1", "5"])
 
 if __name__ == "__main__":
     main()

@@ -24,6 +24,8 @@ SHARED = os.environ.get("BNN_SHARED", os.path.join(SRC, "..", "shared"))
 BNNCC = os.path.join(BUILD, "compiler", "bnncc")
 BNNRUN = os.path.join(BUILD, "runtime", "bnnrun")
 CXX = os.environ.get("CXX", "g++")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_e2e  # noqa: E402  (the blob's sections and steps, mlp_models)
 
 SHIM = r'''
 #include <barrier>
@@ -97,16 +99,6 @@ int main(int argc, char **argv) {
 }
 '''
 
-def sections(b):
-    n = struct.unpack_from("<I", b, 16)[0]
-    out = {}
-    for i in range(n):
-        e = 64 + 48 * i
-        kind = struct.unpack_from("<I", b, e)[0]
-        off, size = struct.unpack_from("<QQ", b, e + 24)
-        out[kind] = (off, size)
-    return out
-
 def check(model, opt, tmp):
     """The fused kernel of model against the CPU path; returns the failures."""
     tmp = os.path.join(tmp, os.path.basename(model) + opt)
@@ -116,16 +108,9 @@ def check(model, opt, tmp):
     src = subprocess.run([BNNCC, opt, model, "--emit=cuda", "-o", "-"], check=True, capture_output=True,
                          text=True).stdout
     b = open(blob, "rb").read()
-    sec = sections(b)
-    poff, psize = sec[2]
-    woff, _ = sec[3]
-    steps = []
-    for at in range(poff + 64, poff + psize - 647, 648):
-        kind = struct.unpack_from("<I", b, at)[0]
-        name = b[at + 16:at + 80].split(b"\0")[0].decode()
-        if kind == 16 and name.endswith("_mlp"):
-            slots = [struct.unpack_from("<IIQQ", b, at + 264 + 24 * s) for s in range(8)]
-            steps.append((name, slots, struct.unpack_from("<I", b, at + 128)[0]))
+    woff, _ = test_e2e.blob_sections(b)[3]
+    steps = [(name, [test_e2e.blob_slot(b, at, s) for s in range(8)], struct.unpack_from("<I", b, at + 128)[0])
+             for at, kind, name in test_e2e.blob_steps(b) if kind == 16 and name.endswith("_mlp")]
     if len(steps) != 1:
         return [f"{model} {opt}: {len(steps)} fused MLP steps, expected 1"]
     name, slots, smem = steps[0]
@@ -177,8 +162,6 @@ def main():
         if len(sys.argv) > 1:
             cases = [(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "-O3")]
         else:
-            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-            import test_e2e
             models = test_e2e.mlp_models(tmp, np.random.default_rng(99))
             cases = [(m, "-O3") for m in models if "bits" not in m]  # bits: its output is repacked after it
             cases += [(os.path.join(SHARED, "models", "qonnx", "TFC_1W1A.onnx"), "-O3"),

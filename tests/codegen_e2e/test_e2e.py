@@ -69,6 +69,51 @@ def float_ops_parts(*spans):
     return "".join(src[src.index(a):src.index(b)] for a, b in spans)
 
 
+def run_emulator(cxx, source, tmp, opt, args=(), includes=()):
+    """Compiles an emulator test's host C++ source (C++20, no contracted float operations, the
+    generated .inc files from tmp), runs it with args, prints its output and exits with its
+    status; exit 77 (skipped) where the compiler has no C++20 <barrier> or no _Float16."""
+    exe = os.path.join(tmp, "emu")
+    p = subprocess.run([cxx, "-std=c++20", *opt, "-ffp-contract=off", "-Wno-unknown-pragmas", "-pthread", "-I", tmp,
+                        *(f for d in includes for f in ("-I", d)), source, "-o", exe],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode:
+        if "barrier" in p.stderr and "No such file" in p.stderr:
+            print(f"skipped: {cxx} has no C++20 <barrier>")
+            sys.exit(77)
+        if "_Float16" in p.stderr and "not supported" in p.stderr:
+            print(f"skipped: {cxx} has no _Float16")
+            sys.exit(77)
+        sys.exit(f"FAIL: compiling the emulator:\n{p.stderr[-3000:]}")
+    p = subprocess.run([exe, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(p.stdout, end="")
+    sys.exit(p.returncode)
+
+
+def blob_sections(b):
+    """{section kind: (offset, size)} of a model.bin's bytes (docs/blob-format.md)."""
+    out = {}
+    for i in range(struct.unpack_from("<I", b, 16)[0]):
+        e = 64 + 48 * i
+        out[struct.unpack_from("<I", b, e)[0]] = struct.unpack_from("<QQ", b, e + 24)
+    return out
+
+
+BLOB_STEP_SIZE, BLOB_SLOTS_AT, BLOB_PARAMS_AT = 648, 264, 456  # a plan step record (docs/blob-format.md)
+
+
+def blob_steps(b):
+    """[(offset, kind, kernel name)] of the plan steps of a model.bin's bytes."""
+    poff, psize = blob_sections(b)[2]
+    return [(at, struct.unpack_from("<I", b, at)[0], b[at + 16:at + 80].split(b"\0")[0].decode())
+            for at in range(poff + 64, poff + psize - BLOB_STEP_SIZE + 1, BLOB_STEP_SIZE)]
+
+
+def blob_slot(b, at, s):
+    """Slot s of the step at offset at: (space, reserved, offset, bytes)."""
+    return struct.unpack_from("<IIQQ", b, at + BLOB_SLOTS_AT + 24 * s)
+
+
 def signature(model):
     """Graph inputs [(name, dtype, dims without N)] and the number of outputs, from the IR."""
     p = run([BNNCC, "-O0", model, "--emit=ir", "-o", "-"])
@@ -189,16 +234,12 @@ def check_p1_orders(model, tmp):
     if run([BNNCC, "-O3", "--target=cpu", model, "-o", blob]).returncode:
         return fail(f"{name}: bnncc failed")
     b = bytearray(open(blob, "rb").read())
-    sec = {struct.unpack_from("<I", b, 64 + 48 * i)[0]: struct.unpack_from("<QQ", b, 64 + 48 * i + 24)
-           for i in range(struct.unpack_from("<I", b, 16)[0])}
-    plan, size = sec[2]
-    for at in range(plan + 64, plan + size, 648):
-        if struct.unpack_from("<I", b, at)[0] == 6 and struct.unpack_from("<Q", b, at + 264 + 24 * 5 + 16)[0]:
-            break
-    else:
+    at = next((at for at, kind, _ in blob_steps(b) if kind == 6 and blob_slot(b, at, 5)[3]), None)  # conv2d, p1
+    if at is None:
         return fail(f"{name}: no conv2d step with a p1")
-    c, o, kh, kw = (struct.unpack_from("<q", b, at + 456 + 8 * i)[0] for i in (0, 3, 4, 5))
-    new = struct.unpack_from("<Q", b, at + 264 + 24 * 5 + 16)[0]
+    c, o, kh, kw = (struct.unpack_from("<q", b, at + BLOB_PARAMS_AT + 8 * i)[0] for i in (0, 3, 4, 5))
+    p1_bytes_at = at + BLOB_SLOTS_AT + 24 * 5 + 16
+    new = blob_slot(b, at, 5)[3]
     planes = new // ((o + 63) // 64 * 64 * ((kh * kw * (c + c % 2) + 15) // 16 * 16) * 2)
     old = planes * ((o + 63) // 64 * 64) * ((c * kh * kw + 15) // 16 * 16) * 2
     x = os.path.join(tmp, name + ".p1.npy")
@@ -206,7 +247,7 @@ def check_p1_orders(model, tmp):
     np.save(x, random_inputs(ins, 2, np.random.default_rng(3))[0])
     outs = []
     for what, bytes_ in (("as written", new), ("the older order's size", old), ("neither size", old + 32)):
-        struct.pack_into("<Q", b, at + 264 + 24 * 5 + 16, bytes_)
+        struct.pack_into("<Q", b, p1_bytes_at, bytes_)
         path = os.path.join(tmp, f"{name}.p1_{len(outs)}.bin")
         open(path, "wb").write(rechecksum(b))
         y = os.path.join(tmp, f"{name}.p1_{len(outs)}.npy")
@@ -417,10 +458,9 @@ def stem_models(tmp, rng):
     memory (WIN) and, for the 11x11/4 stem, gathered a k step at a time. Odd channel counts
     (5, 70: three words a pixel, two channel tiles), 7x7/2 with pads 3, pools 3x3/2 pad 1 and
     2x2/2, none, batch-norm with negative and zero gammas, relu or none, both zero rules;
-    XNOR-Net's stem with
-    a second batch-norm after the pool (conv2d_chain's pool_at: its negative gammas pool their
-    bits by AND; stem_after_pool_zero_gamma: a zero gamma there takes the separate steps, the
-    stages after the pool's). stem_bits_ties:
+    XNOR-Net's stem with a second batch-norm after the pool (conv2d_chain's pool_at: its
+    negative gammas pool their bits by AND; stem_after_pool_zero_gamma: a zero gamma there
+    takes the separate steps, the stages after the pool's). stem_bits_ties:
     small dyadic weights and integer inputs (extra cases below) put many sums exactly on a
     channel's threshold, so the GPU takes the exact path for them; checked bit for bit."""
     models = {}
