@@ -55,13 +55,14 @@ static inline int bnn_corr_classes(int h, int w, int kh, int kw, int sh, int sw,
 
 /* The halo-tile bconv (BC_HALO, bconv.cu): the weight slice, a zero line, per warp (nw of them)
  * two halos of its TH x TW tile and the popc(a) of its rows, and the correction table
- * (classes entries per column, bnn_corr_classes). Mirrors the kernel. */
+ * (classes entries per column, bnn_corr_classes, and one more row: the bit epilogue's
+ * BnnHaloBits). Mirrors the kernel. */
 static inline int bnn_halo_smem(int c, int kh, int kw, int sh, int sw, int dh, int dw, int th, int tw, int bn,
                                 int pool, int nw, int classes) {
     int she = kh == 1 ? 1 : sh, swe = kw == 1 ? 1 : sw;
     int ccr = (c + 127) / 128, hh = (th - 1) * she + (kh - 1) * dh + 1, hwd = (tw - 1) * swe + (kw - 1) * dw + 1;
     int hws = she == 1 ? bnn_halo_ws(hwd, pool ? 4 : tw * swe) : hwd, nhp = hh * hws;
-    return kh * kw * ccr * bn * 16 + 16 + nw * (2 * ccr * nhp * 16 + 4 * th * tw) + classes * bn * 4;
+    return kh * kw * ccr * bn * 16 + 16 + nw * (2 * ccr * nhp * 16 + 4 * th * tw) + (classes + 1) * bn * 4;
 }
 
 /* A halo-tile configuration of one convolution (BC_TH, BC_TW, BC_BN, BC_WM, BC_WN), chosen by
@@ -113,31 +114,42 @@ static inline int bnn_halo_pick(int ohe, int owe, int nbx, int min_blocks) {
 }
 
 /* The warp tiles of the halo-tile bconv (BC_HALO): each warp TH x TW pixels x all BN channels
- * of its block, WM warps a block, BC_MINB blocks an SM the registers must allow. [0] is the
- * rule: 4x4 pixels x 32 channels, 8 warps, BC_MINB 3 (80 registers, no spills). It beat the
- * block-tile kernel it replaced on every ResNet-18 and VGG-small layer at every batch measured;
- * the others are the tiles of that measurement (docs/kernels.md, "The halo-tile convolution"):
- * 4x8 x 64 is up to 1.4x faster at batch 256 on the 56x56 layers but slower at batch 1, and the
- * batch is not known here, so they are bnncc --tune's candidates, measured on the GPU and batch
- * the user names. The last is 4x8/64/8 with BC_MINB 1: at minb 2 (128 registers) it spills
- * 120-544 bytes on chain epilogues, where it gets all the registers it wants instead. */
+ * of its block, WM warps a block, BC_MINB blocks an SM the registers must allow. The rule
+ * (bnn_halo_rule, candidate 0) takes one of the first two, 32 channels, 8 warps, BC_MINB 3 (80
+ * registers, no spills): 2 x 8 pixels where the output is at least 8 wide and not pooled, else
+ * 4 x 4. A 2 x 8 tile's 8 rows of 16 pixels are one image row each, so the chain epilogues' f32
+ * NCHW residuals and values move in whole 32-byte sectors (4 x 4: half sectors). On an H100 at
+ * batch 256 (docs/perf.md, 2026-11-27) 2 x 8 everywhere made Bi-Real ResNet-18 2.3 % faster and
+ * XNOR ResNet-18 2.6 %, with batch 8 and 1 within 0.5 %; pooled layers (VGG-small) were not
+ * measured and keep 4 x 4. The others are the tiles of the first measurement (docs/kernels.md,
+ * "The halo-tile convolution"): 4x8 x 64 is up to 1.45x faster at batch 256 on the 56x56
+ * threshold layers but slower at batch 1, and the batch is not known here, so they are bnncc
+ * --tune's candidates, measured on the GPU and batch the user names. The last is 4x8/64/8 with
+ * BC_MINB 1: at minb 2 (128 registers) it spills 120-544 bytes on chain epilogues, where it
+ * gets all the registers it wants instead. */
 typedef struct BnnHaloTile {
     int th, tw, bn, wm, minb;
 } BnnHaloTile;
-static const BnnHaloTile bnn_halo_variants[] = {{4, 4, 32, 8, 3}, {4, 8, 64, 4, 3}, {4, 4, 64, 4, 4},
-                                                {4, 8, 64, 8, 2}, {4, 8, 32, 4, 4}, {4, 8, 64, 8, 1}};
+static const BnnHaloTile bnn_halo_variants[] = {{4, 4, 32, 8, 3}, {2, 8, 32, 8, 3}, {4, 8, 64, 4, 3},
+                                                {4, 4, 64, 4, 4}, {4, 8, 64, 8, 2}, {4, 8, 32, 4, 4},
+                                                {4, 8, 64, 8, 1}};
 enum { BNN_HALO_VARIANTS = (int)(sizeof bnn_halo_variants / sizeof *bnn_halo_variants) };
 
-/* Candidate v of the halo bconv's tiles for one layer (O output channels): 0, or -1 when it does
- * not apply: its shared memory exceeds BNN_HALO_SMEM_MAX (very wide C; for v = 0 the implicit
- * GEMM then), or (v > 0) its BN does not divide O. grid.y: bnn_halo_grid's base (3 blocks an SM
- * at a small batch), and 4 tiles a warp at a large one (more for a variant whose tiles would
- * otherwise give more blocks than the rule's). classes: bnn_corr_classes. */
+/* The index in bnn_halo_variants of the rule's tile for an output ow wide, pooled or not. */
+static inline int bnn_halo_rule(int ow, int pool) { return ow >= 8 && !pool ? 1 : 0; }
+
+/* Candidate v of the halo bconv's tiles for one layer (O output channels): 0 the rule's tile,
+ * 1 the other of the first two, v >= 2 bnn_halo_variants[v]; or -1 when it does not apply: its
+ * shared memory exceeds BNN_HALO_SMEM_MAX (very wide C; for v = 0 the implicit GEMM then), or
+ * (v > 0) its BN does not divide O. grid.y: bnn_halo_grid's base (3 blocks an SM at a small
+ * batch), and 4 tiles a warp at a large one (more for a variant whose tiles would otherwise
+ * give more blocks than the rule's). classes: bnn_corr_classes. */
 static inline int bnn_halo_variant(int v, int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh,
                                    int dw, int pool, int classes, BnnHaloCfg *cfg) {
-    if (v < 0 || v >= BNN_HALO_VARIANTS || (v > 0 && o % bnn_halo_variants[v].bn != 0))
+    const int rule = bnn_halo_rule(ow, pool), idx = v == 0 ? rule : v == 1 ? 1 - rule : v;
+    if (v < 0 || v >= BNN_HALO_VARIANTS || (v > 0 && o % bnn_halo_variants[idx].bn != 0))
         return -1;
-    const BnnHaloTile *t = &bnn_halo_variants[v];
+    const BnnHaloTile *t = &bnn_halo_variants[idx];
     int ohe = pool ? oh / 2 * 2 : oh, owe = pool ? ow / 2 * 2 : ow;
     cfg->th = t->th;
     cfg->tw = t->tw;
@@ -152,7 +164,7 @@ static inline int bnn_halo_variant(int v, int c, int oh, int ow, int o, int kh, 
     cfg->grid_div = (unsigned)(cfg->wm * 4);
     /* No more blocks a batch item than the rule's (grid.y must stay under 65536 for every batch
      * the rule's blob takes): a variant with fewer warps takes more tiles a warp instead. */
-    const BnnHaloTile *r = &bnn_halo_variants[0];
+    const BnnHaloTile *r = &bnn_halo_variants[rule];
     const long rule_tiles = (long)((ohe + r->th - 1) / r->th) * ((owe + r->tw - 1) / r->tw), rule_div = r->wm * 4;
     const long need = ((long)cfg->tiles * rule_div + rule_tiles - 1) / rule_tiles;
     if (need > (long)cfg->grid_div)

@@ -1,8 +1,8 @@
 // bconv_emu.h: a block emulator to run bconv.cu's halo-tile kernel (BC_HALO 1) as host C++
 // without a GPU (test_bconv_emu). Each CUDA thread of a block is a POSIX thread; the blocks of a
 // launch run one after another on the same threads. What the kernel needs of CUDA:
-// - the keywords defined away, the built-ins it calls (__popc, __ldg, __fmul_rn / __fadd_rn /
-//   __fdiv_rn rounded on their own through volatile, int2 / float2 with the GPU's 8-byte
+// - the keywords defined away, the built-ins it calls (__popc, __funnelshift_l, __ldg, __fmul_rn
+//   / __fadd_rn / __fdiv_rn rounded on their own through volatile, int2 / float2 with the GPU's 8-byte
 //   alignment, so UBSan checks the kernel's vector stores);
 // - the PTX helpers of common.cu (bnn_cp16, bnn_ldsm4, bnn_bmma ...) as the emu_ functions
 //   below: bconv_emu_kernels.cc renames common.cu's own while including it (their asm is then
@@ -78,6 +78,9 @@ struct alignas(8) float2 {
 inline int2 make_int2(int x, int y) { return int2{x, y}; }
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) { // s in 0..31 here
+    return s ? hi << s | lo >> (32 - s) : hi;
+}
 template <class T> inline T __ldg(const T *p) { return *p; }
 inline float __int_as_float(int v) {
     float f;

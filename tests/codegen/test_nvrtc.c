@@ -156,11 +156,14 @@ static void compile_halo_chain(void) {
         nvrtc_output_free(&out);
         buf_free(&b);
     }
-    /* the rule: 4x4 tiles a warp, 32 channels, 8 warps; the implicit GEMM for a very wide C */
+    /* the rule: 2x8 tiles a warp (4x4 pooled or under 8 wide), 32 channels, 8 warps; the implicit
+     * GEMM for a very wide C */
     BnnHaloCfg h;
-    CHECK(bnn_halo_choose(64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 0, 9, &h) == 0 && h.th * h.tw == 16 && h.bn == 32 &&
+    CHECK(bnn_halo_choose(64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 0, 9, &h) == 0 && h.th == 2 && h.tw == 8 && h.bn == 32 &&
           h.wm == 8 && h.minb == 3);
-    CHECK(bnn_halo_choose(512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 0, 9, &h) == 0 && h.smem <= BNN_HALO_SMEM_MAX);
+    CHECK(bnn_halo_choose(64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 9, &h) == 0 && h.th == 4 && h.tw == 4);
+    CHECK(bnn_halo_choose(512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 0, 9, &h) == 0 && h.th == 4 && h.tw == 4 &&
+          h.smem <= BNN_HALO_SMEM_MAX);
     CHECK(bnn_halo_choose(8192, 7, 7, 512, 3, 3, 1, 1, 1, 1, 0, 9, &h) == -1);
     CHECK(h.smem > BNN_HALO_SMEM_MAX);
     /* border classes: top / full / bottom by left / full / right; none past a 1x1 kernel; one

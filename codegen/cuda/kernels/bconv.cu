@@ -119,29 +119,33 @@ struct BnnConvCorrT {
     const int *T; // T[(hc*NWC + wc)*BN + c - n0], shared memory
     typedef int Row;
     typedef int Col;
+    // The correction of column c < O for the pixels of class cls (hc * NWC + wc).
+    static __device__ __forceinline__ int entry(const int *P, int cls, int c) {
+        int h0 = 0, h1 = KH, w0 = 0, w1 = KW;
+        if (!ONE) {
+            AH::range(AH::rep(cls / NWC), h0, h1);
+            AW::range(AW::rep(cls % NWC), w0, w1);
+        }
+        const int s = P[(h1 * (KW + 1) + w1) * O + c] - P[(h0 * (KW + 1) + w1) * O + c] -
+                      P[(h1 * (KW + 1) + w0) * O + c] + P[(h0 * (KW + 1) + w0) * O + c];
+        return C * (h1 - h0) * (w1 - w0) - 2 * s;
+    }
     // Fills the table for columns n0.. of P[(KH+1)*(KW+1)][O]; the caller syncs after it.
     static __device__ __forceinline__ void build(int *t, const int *P, int n0, int tid, int nthreads) {
         for (int i = tid; i < ENTRIES; i += nthreads) {
-            const int c = n0 + i % BN, cls = i / BN;
-            int h0 = 0, h1 = KH, w0 = 0, w1 = KW;
-            if (!ONE) {
-                AH::range(AH::rep(cls / NWC), h0, h1);
-                AW::range(AW::rep(cls % NWC), w0, w1);
-            }
-            int v = 0;
-            if (c < O) {
-                const int s = P[(h1 * (KW + 1) + w1) * O + c] - P[(h0 * (KW + 1) + w1) * O + c] -
-                              P[(h1 * (KW + 1) + w0) * O + c] + P[(h0 * (KW + 1) + w0) * O + c];
-                v = C * (h1 - h0) * (w1 - w0) - 2 * s;
-            }
-            t[i] = v;
+            const int c = n0 + i % BN;
+            t[i] = c < O ? entry(P, i / BN, c) : 0;
         }
+    }
+    // The class part of row(): the class of output pixel (oh, ow), times BN.
+    static __device__ __forceinline__ Row row_at(int oh, int ow) {
+        return ONE ? 0 : (AH::cls(oh) * NWC + AW::cls(ow)) * BN;
     }
     __device__ __forceinline__ Row row(int m) const {
         if (ONE) return 0;
         int n, oh, ow;
         bnn_conv_out_pixel<OH, OW, POOL>(m, n, oh, ow);
-        return (AH::cls(oh) * NWC + AW::cls(ow)) * BN;
+        return row_at(oh, ow);
     }
     __device__ __forceinline__ int col(int) const { return 0; }
     __device__ __forceinline__ int corr(const Row &r, int, int c) const { return T[r + c]; }
@@ -175,6 +179,116 @@ template <int TH, int TW, int OH, int OW, bool POOL> struct BnnHaloRows {
         return (n * OH + oh) * OW + ow;
     }
 };
+
+// ---------------- the halo kernel's bit epilogue (BC_EPI threshold, no pool: BnnHaloBits)
+// A threshold needs dot >= t (dir >= 0) or dot <= t (dir < 0), dot = 4*acc - 2*popc(a) + corr
+// (above). With U = corr - t (dir >= 0) or corr - t - 1 (dir < 0), x = 4*acc - 2*popc(a) + U
+// gives the bit as the sign of x: !(x < 0) for dir >= 0, x < 0 for dir < 0. So an output costs
+// an add of its row's -2*popc(a), one of U, and one funnel shift that moves x's sign into the
+// lane's byte of bits, where the generic epilogue (common.cu) loaded t and dir, added the
+// correction, compared and set a bit at a computed position. For that the B rows are permuted
+// in each group of 32 channels (bnn_halo_brow), so that the 8 values a lane holds of a group
+// (n8 tiles u = 0..3, columns 2t, 2t+1) are 8 consecutive channels, 8t..8t+7: bits 8t.. of the
+// output word, the lane's byte, stored as it is. U comes from a table of (row class, column)
+// that the block builds (t clamped to [-KMAX-1, KMAX+1], KMAX = C*KH*KW, which decides every
+// dot the same and keeps U small); a column past N gets U = -2^30 with dir >= 0: bit 0.
+// RESW (the thresholds' row 1 where the residual bit is 1): x1 = x + D, D = U1 - U0 per column
+// (the class cancels), and each bit taken from x or x1 by the residual byte.
+
+// B row (within the block's BN) of block channel cl: cl = 8t + 2u + j is column 2t + j of n8
+// tile u of its 32-channel group.
+__host__ __device__ constexpr int bnn_halo_brow(int cl) {
+    return (cl & ~31) | ((cl >> 1) & 3) << 3 | ((cl >> 3) & 3) << 1 | (cl & 1);
+}
+template <class E, int C, int KK, int N, int BN, int RESW> struct BnnHaloBits {
+    static constexpr int KMAX = C * KK, NQ = BN / 32;
+    static constexpr int TABLE = E::ENTRIES + BN; // ints: U0 [classes][BN], then D [BN]
+    static __device__ __forceinline__ int clamp_t(int t) { return t < -KMAX - 1 ? -KMAX - 1 : t > KMAX + 1 ? KMAX + 1 : t; }
+    // t + 1 where dir < 0: U = corr - this.
+    static __device__ __forceinline__ int shift(const int *thr, const int *dir, int row, int c) {
+        return clamp_t(thr[row * N + c]) + (dir[row * N + c] < 0);
+    }
+    // The table for columns n0..n0+BN-1 (ep0 = t[1 + (RESW > 0)][N], ep1 = dir[..][N]); the
+    // caller syncs after it.
+    static __device__ __forceinline__ void build(int *u, const int *P, const int *thr, const int *dir, int n0, int tid,
+                                                 int nthreads) {
+        for (int i = tid; i < TABLE; i += nthreads) {
+            const int c = n0 + i % BN;
+            int v;
+            if (i < E::ENTRIES)
+                v = c < N ? E::entry(P, i / BN, c) - shift(thr, dir, 0, c) : -(1 << 30);
+            else
+                v = RESW && c < N ? shift(thr, dir, 0, c) - shift(thr, dir, 1, c) : 0;
+            u[i] = v;
+        }
+    }
+    // The lane's bits of group q whose threshold row `row` has dir >= 0 (and those past N).
+    static __device__ __forceinline__ unsigned positive(const int *dir, int n0, int q, int t, int row) {
+        unsigned m = 0;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const int c = n0 + 32 * q + 8 * t + k;
+            m |= (c >= N || dir[row * N + c] >= 0 ? 1u : 0u) << k;
+        }
+        return m;
+    }
+};
+// One tile's bits (MI m16 tiles of rows, 4*NQ n8 tiles): tile row rl is output pixel (oh0, ow0)
+// + bnn_tile_rc(rl) of image n. u: the table (shared memory), pos0 / pos1: positive() of
+// threshold rows 0 / 1, R: the residual bits (RESW words a pixel). Y: LDY words a pixel.
+template <class B, class E, int TH, int TW, int OH, int OW, int N, int BN, int LDY, int RESW, int MI>
+__device__ __forceinline__ void bnn_halo_bits(const int (&acc)[MI][4 * B::NQ][4], const int *rowpop, const int *u,
+                                              int n, int oh0, int ow0, int n0, const unsigned (&pos0)[B::NQ],
+                                              const unsigned (&pos1)[B::NQ], unsigned *__restrict__ Y,
+                                              const unsigned *__restrict__ R) {
+    constexpr int NQ = B::NQ;
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int rl = mi * 16 + g + 8 * h;
+            int th, tw;
+            bnn_tile_rc<TH, TW, false>(rl, th, tw);
+            const int oh = oh0 + th, ow = ow0 + tw;
+            const bool rok = oh < OH && ow < OW;
+            const long long row = ((long long)n * OH + oh) * OW + ow;
+            const int *ur = u + E::row_at(rok ? oh : 0, rok ? ow : 0) + 8 * t;
+            const int ra = -2 * rowpop[rl];
+            unsigned rw[RESW ? NQ : 1];
+#pragma unroll
+            for (int q = 0; q < (RESW ? NQ : 0); ++q)
+                rw[q] = rok && n0 / 32 + q < RESW ? R[row * RESW + n0 / 32 + q] : 0u;
+            unsigned char *y = (unsigned char *)(Y + row * LDY) + t;
+#pragma unroll
+            for (int q = 0; q < NQ; ++q) {
+                int uv[8], dv[8];
+                bnn_ld16(bnn_smem(ur + 32 * q), *(unsigned(*)[4])uv);
+                bnn_ld16(bnn_smem(ur + 32 * q + 4), *(unsigned(*)[4])(uv + 4));
+                if (RESW) {
+                    bnn_ld16(bnn_smem(u + E::ENTRIES + 32 * q + 8 * t), *(unsigned(*)[4])dv);
+                    bnn_ld16(bnn_smem(u + E::ENTRIES + 32 * q + 8 * t + 4), *(unsigned(*)[4])(dv + 4));
+                }
+                unsigned s0 = 0, s1 = 0; // bit k: the sign of channel 8t + k's x (x1)
+#pragma unroll
+                for (int k = 7; k >= 0; --k) {
+                    const int x = 4 * acc[mi][4 * q + (k >> 1)][2 * h + (k & 1)] + ra + uv[k];
+                    s0 = __funnelshift_l((unsigned)x, s0, 1);
+                    if (RESW) s1 = __funnelshift_l((unsigned)(x + dv[k]), s1, 1);
+                }
+                unsigned bits = s0 ^ pos0[q];
+                if (RESW) {
+                    const unsigned r = rw[RESW ? q : 0] >> 8 * t & 0xffu;
+                    bits = (bits & ~r) | ((s1 ^ pos1[q]) & r);
+                }
+                if (rok && n0 / 32 + q < LDY) y[4 * (n0 / 32 + q)] = (unsigned char)bits;
+            }
+            // Words past the last column block (a padded LDY): zeroed by the last block.
+            constexpr int NBX = (N + BN - 1) / BN, W0 = NBX * BN / 32;
+            if (LDY > W0 && (int)blockIdx.x == NBX - 1 && rok)
+                for (int wd = W0 + t; wd < LDY; wd += 4) Y[row * LDY + wd] = 0u;
+        }
+}
 #endif
 
 #if !defined(BC_C) || !defined(BC_H) || !defined(BC_W) || !defined(BC_O) || !defined(BC_KH) || !defined(BC_KW)
@@ -347,7 +461,10 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     constexpr int TX = (OWE + TW - 1) / TW, TYX = (OHE + TH - 1) / TH * TX;
     // Per warp: two halo buffers and the popc(a) of its tile rows.
     typedef BnnConvCorrT<C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW, ONE, POOL, BN> E;
-    constexpr unsigned BSZ = NIT * BN * 16, ASZ = CCR * NHP * 16, WSZ = 2 * ASZ + 4 * BM, TSZ = E::ENTRIES * 4;
+    // BITS: the threshold's own epilogue (BnnHaloBits above), its table one row longer.
+    constexpr bool BITS = BC_EPI == BNN_EPI_THRESHOLD && !POOL;
+    typedef BnnHaloBits<E, C, KH * KW, O, BN, BC_RESW> HB;
+    constexpr unsigned BSZ = NIT * BN * 16, ASZ = CCR * NHP * 16, WSZ = 2 * ASZ + 4 * BM, TSZ = (E::ENTRIES + BN) * 4;
     constexpr unsigned SMEM = BSZ + 16 + NW * WSZ + TSZ;
     static_assert(CWP % 4 == 0 && CWP * 32 >= C, "BC_CWP: a multiple of 4 words holding C bits");
     static_assert(LDW % 4 == 0 && LDW >= KH * KW * CWP, "BC_LDW");
@@ -373,11 +490,15 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     for (int i = tid; i < BN * NIT; i += T) { // the weight slice, item-major: item j = tap*CCR + chunk, BN rows
         const int j = i % NIT, ol = i / NIT, o = n0 + ol, tap = j / CCR, cc = j % CCR;
         const bool ok = o < O;
-        bnn_cp16(sB + (j * BN + ol) * 16, Wt + (ok ? (long long)o * LDW + tap * CWP + cc * 4 : 0), ok ? 16u : 0u);
+        bnn_cp16(sB + (j * BN + (BITS ? bnn_halo_brow(ol) : ol)) * 16, Wt + (ok ? (long long)o * LDW + tap * CWP + cc * 4 : 0),
+                 ok ? 16u : 0u);
     }
     if (tid == 0) bnn_st16(sZ, 0u, 0u, 0u, 0u);
     int *corr = (int *)(bnn_dsmem + BSZ + 16 + NW * WSZ);
-    E::build(corr, P, n0, tid, T);
+    if (BITS)
+        HB::build(corr, P, (const int *)ep0, (const int *)ep1, n0, tid, T);
+    else
+        E::build(corr, P, n0, tid, T);
     auto load_halo = [&](int t, unsigned dst) { // tile t's halo, by this warp's lanes
         const int n = t / TYX, ih0 = t % TYX / TX * TH * SH - PT, iw0 = t % TX * TW * SW - PL;
         for (int i = lane; i < HH * HWD * CCR; i += 32) {
@@ -406,6 +527,12 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     }
     const E e{corr - n0};
     const bool bhi = (lane >> 3) & 1;
+    unsigned pos0[HB::NQ > 0 ? HB::NQ : 1], pos1[HB::NQ > 0 ? HB::NQ : 1]; // BITS: HB::positive()
+#pragma unroll
+    for (int q = 0; q < (BITS ? HB::NQ : 0); ++q) {
+        pos0[q] = HB::positive((const int *)ep1, n0, q, lane & 3, 0);
+        pos1[q] = BC_RESW ? HB::positive((const int *)ep1, n0, q, lane & 3, 1) : 0u;
+    }
 
     int buf = 0;
     for (int t = t0; t < NMT; t += tstep, buf ^= 1) {
@@ -456,8 +583,19 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
                 rowpop[mi * 16 + (lane >> 2) + 8] = pacc[mi][2];
             }
         __syncwarp();
+#if BC_EPI == BNN_EPI_THRESHOLD && !BC_POOL
+        bnn_halo_bits<HB, E, TH, TW, OH, OW, O, BN, BC_LDY, BC_RESW, MI>(acc, rowpop, corr, n, oh0, ow0, n0, pos0, pos1,
+                                                                          (unsigned *)Y,
+#if BC_RESW > 0
+                                                                          (const unsigned *)R
+#else
+                                                                          nullptr
+#endif
+        );
+#else
         const BnnHaloRows<TH, TW, OH, OW, POOL> rows{n, oh0, ow0};
         BC_EPILOGUE(rows);
+#endif
         __syncwarp(); // this halo buffer and rowpop are free for the tile after next
     }
 }
