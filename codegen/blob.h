@@ -130,6 +130,9 @@ typedef enum {
 
 /* Step flags. */
 #define BLOB_STEP_CPU_ONLY 1u /* the GPU skips this step (its kernels do the work elsewhere) */
+/* The step's kernel reads and writes activations only after griddepcontrol.wait, so the runtime
+ * may launch it while the step before still runs (programmatic dependent launch, sm_90+). */
+#define BLOB_STEP_PDL 2u
 
 /* Where a tensor operand lives. */
 typedef enum {

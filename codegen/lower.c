@@ -3581,6 +3581,8 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     for (int i = 0; i < L->nsteps; i++) {
         BlobStep *r = blob_add_step(L->w, (BlobStepKind)L->steps[i].s.kind);
         *r = L->steps[i].s;
+        if (L->steps[i].has_kernel) /* every generated kernel waits for its producers */
+            r->flags |= BLOB_STEP_PDL;
     }
     return 0;
 }

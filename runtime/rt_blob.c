@@ -886,7 +886,7 @@ static bool valid_kernel_name(const char *k) {
 static bnn_status check_step(const StepCheck *c) {
     const BlobStep *s = c->s;
     const bnn_model *m = c->m;
-    if (s->flags & ~BLOB_STEP_CPU_ONLY)
+    if (s->flags & ~(BLOB_STEP_CPU_ONLY | BLOB_STEP_PDL))
         return bad_step(c, "unknown flags %#x", s->flags);
     bool fused = s->kind == BLOB_STEP_BGEMM || s->kind == BLOB_STEP_BCONV;
     if (!fused && s->epilogue)

@@ -34,7 +34,24 @@ enum {
     FUNC_ATTR_MAX_DYNAMIC_SHARED = 8, /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
     STREAM_NON_BLOCKING = 1,
     CAPTURE_MODE_THREAD_LOCAL = 1,
+    LAUNCH_ATTR_PROGRAMMATIC = 6, /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */
 };
+
+/* cuLaunchKernelEx's configuration (cuda.h CUlaunchConfig, CUlaunchAttribute). */
+typedef struct {
+    int id;
+    char pad[4];
+    union {
+        char bytes[64];
+        int programmatic; /* programmaticStreamSerializationAllowed */
+    } value;
+} CuLaunchAttribute;
+typedef struct {
+    unsigned grid[3], block[3], smem;
+    CUstream stream;
+    CuLaunchAttribute *attrs;
+    unsigned nattrs;
+} CuLaunchConfig;
 
 /* The driver entry points used, with the versioned symbol names cuda.h maps them to. */
 #define CUDA_API_LIST(X)                                                                      \
@@ -81,6 +98,8 @@ typedef struct CudaApi {
 #define X(field, sym, alt, args) CUresult (*field) args;
     CUDA_API_LIST(X)
 #undef X
+    /* Optional (drivers of CUDA 12 and later): NULL launches every kernel plainly. */
+    CUresult (*LaunchKernelEx)(const CuLaunchConfig *, CUfunction, void **, void **);
 } CudaApi;
 
 struct RtCuda {
@@ -93,6 +112,9 @@ struct RtCuda {
     CUstream stream;
     CUevent start, stop;
     CUevent *marks; /* profiling: an event before the first step and after each (nsteps + 1) */
+    /* Steps flagged BLOB_STEP_PDL launch as programmatic dependents of the step before (sm_90
+     * and later, cuLaunchKernelEx present, BNN_NO_PDL unset): docs/runtime.md. */
+    bool pdl;
     int nmarks;
     /* One graph per batch size, captured on first use (a list: few sizes are used). */
     struct {
@@ -156,6 +178,8 @@ static bnn_status load_api(CudaApi *api) {
     memcpy(&api->field, &sym, sizeof sym);
     CUDA_API_LIST(X)
 #undef X
+    sym = dlsym(api->lib, "cuLaunchKernelEx");
+    memcpy(&api->LaunchKernelEx, &sym, sizeof sym);
     return BNN_STATUS_OK;
 }
 
@@ -329,6 +353,8 @@ bnn_status rt_cuda_create(bnn_session *s) {
     }
     if ((st = check_plan_for_gpu(m, s->max_batch)) != BNN_STATUS_OK)
         return st;
+    const char *no_pdl = getenv("BNN_NO_PDL");
+    c->pdl = c->api.LaunchKernelEx && atoi(cubin->arch + 3) >= 90 && !(no_pdl && *no_pdl && strcmp(no_pdl, "0"));
     c->funcs = rt_calloc(m->nsteps ? (size_t)m->nsteps : 1, sizeof *c->funcs);
     if (!c->funcs)
         return rt_error(BNN_STATUS_OUT_OF_MEMORY, "out of memory creating a GPU session");
@@ -383,7 +409,8 @@ void rt_cuda_free(RtCuda *c) {
 
 /* ---------------------------------------------------------------- running */
 
-static bnn_status launch_step(const bnn_session *s, int i, int batch) {
+/* plain: launched after the step before has completed, whatever the flags (profiling). */
+static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain) {
     const RtCuda *c = s->cuda;
     const BlobStep *st = &s->model->steps[i];
     /* Argument values live here while cuLaunchKernel copies them. */
@@ -405,10 +432,22 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch) {
         default: u64[a] = (uint64_t)arg->value, params[a] = &u64[a]; break;
         }
     }
-    CUresult r = c->api.LaunchKernel(c->funcs[i], (unsigned)grid_dim(st, 0, batch),
-                                     (unsigned)grid_dim(st, 1, batch),
-                                     (unsigned)grid_dim(st, 2, batch), st->block[0], st->block[1],
-                                     st->block[2], st->smem, c->stream, params, NULL);
+    CUresult r;
+    if (c->pdl && !plain && (st->flags & BLOB_STEP_PDL)) {
+        CuLaunchAttribute attr = {.id = LAUNCH_ATTR_PROGRAMMATIC, .value.programmatic = 1};
+        CuLaunchConfig cfg = {.grid = {(unsigned)grid_dim(st, 0, batch), (unsigned)grid_dim(st, 1, batch),
+                                       (unsigned)grid_dim(st, 2, batch)},
+                              .block = {st->block[0], st->block[1], st->block[2]},
+                              .smem = st->smem,
+                              .stream = c->stream,
+                              .attrs = &attr,
+                              .nattrs = 1};
+        r = c->api.LaunchKernelEx(&cfg, c->funcs[i], params, NULL);
+    } else {
+        r = c->api.LaunchKernel(c->funcs[i], (unsigned)grid_dim(st, 0, batch), (unsigned)grid_dim(st, 1, batch),
+                                (unsigned)grid_dim(st, 2, batch), st->block[0], st->block[1], st->block[2],
+                                st->smem, c->stream, params, NULL);
+    }
     if (r != CUDA_SUCCESS) {
         char what[160];
         snprintf(what, sizeof what, "launching step %d (%s, kernel '%s')", i,
@@ -437,7 +476,7 @@ static bnn_status capture(bnn_session *s, int batch, CUgraphExec *exec) {
     bnn_status st = BNN_STATUS_OK;
     for (int i = 0; i < s->model->nsteps && st == BNN_STATUS_OK; i++)
         if (gpu_runs(&s->model->steps[i]))
-            st = launch_step(s, i, batch);
+            st = launch_step(s, i, batch, false);
     CUgraph graph = NULL;
     CUresult r = c->api.StreamEndCapture(c->stream, &graph); /* always ends the capture */
     if (st == BNN_STATUS_OK && r != CUDA_SUCCESS)
@@ -463,7 +502,7 @@ static bnn_status launch_profiled(bnn_session *s, int batch) {
     for (int i = 0; i < s->model->nsteps; i++) {
         if (!gpu_runs(&s->model->steps[i]))
             continue;
-        bnn_status st = launch_step(s, i, batch);
+        bnn_status st = launch_step(s, i, batch, true);
         if (st != BNN_STATUS_OK)
             return st;
         CU_TRY(c, c->api.EventRecord(c->marks[i + 1], c->stream), "cuEventRecord");

@@ -93,6 +93,7 @@ static const char float_glue[] =
     "extern \"C\" __global__ void __launch_bounds__(256)\n"
     "$NAME(const void *__restrict__ in, const void *__restrict__ in2, void *__restrict__ out,\n"
     "      const void *__restrict__ w, const void *__restrict__ p0, const void *__restrict__ p1, int total) {\n"
+    "    BNN_PDL_ENTER();\n"
     "    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "    if (i >= total) return;\n"
     "    const long long item = i / $COUNT;\n"
@@ -109,6 +110,7 @@ static const char float_tile_glue[] =
     "extern \"C\" __global__ void __launch_bounds__($THREADS, $MINBLOCKS)\n"
     "$NAME(const void *__restrict__ in, const void *__restrict__ in2, void *__restrict__ out,\n"
     "      const void *__restrict__ w, const void *__restrict__ p0, const void *__restrict__ p1, int total) {\n"
+    "    BNN_PDL_ENTER();\n"
     "    $CALL;\n"
     "}\n";
 
@@ -118,6 +120,7 @@ static const char float_tile_glue[] =
 static const char mlp_glue[] =
     "extern \"C\" __global__ void __launch_bounds__($THREADS)\n"
     "$NAME(const void *__restrict__ in, void *__restrict__ out, const unsigned char *__restrict__ wts, int batch) {\n"
+    "    BNN_PDL_ENTER();\n"
     "$BODY"
     "}\n";
 

@@ -46,6 +46,7 @@ static D3 blockDim, gridDim;
 #define __launch_bounds__(...)
 #define __align__(x)
 #define BNN_COMMON_CU
+#define BNN_PDL_ENTER() ((void)0)
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 template <class T> static inline T __ldg(const T *p) { return *p; }
 static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }

@@ -513,6 +513,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
         }
     };
     const int t0 = blockIdx.y * NW + warp, tstep = gridDim.y * NW;
+    bnn_pdl_wait(); // the prologue above read only constants; now the activations
     if (t0 < NMT) load_halo(t0, sW);
     bnn_cp_commit();
     bnn_cp_wait<0>();
@@ -525,14 +526,17 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
         bnn_tile_rc<TH, TW, POOL>(mi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7), th, tw);
         abase[mi] = (th * SHE * HWS + tw * SWE) * 16;
     }
-    const E e{corr - n0};
+    const E e{corr - n0}; // the generic epilogues' (BITS reads the table itself)
     const bool bhi = (lane >> 3) & 1;
-    unsigned pos0[HB::NQ > 0 ? HB::NQ : 1], pos1[HB::NQ > 0 ? HB::NQ : 1]; // BITS: HB::positive()
+    (void)e, (void)M;
+#if BC_EPI == BNN_EPI_THRESHOLD && !BC_POOL
+    unsigned pos0[HB::NQ], pos1[HB::NQ]; // HB::positive() of the lane's channels
 #pragma unroll
-    for (int q = 0; q < (BITS ? HB::NQ : 0); ++q) {
+    for (int q = 0; q < HB::NQ; ++q) {
         pos0[q] = HB::positive((const int *)ep1, n0, q, lane & 3, 0);
         pos1[q] = BC_RESW ? HB::positive((const int *)ep1, n0, q, lane & 3, 1) : 0u;
     }
+#endif
 
     int buf = 0;
     for (int t = t0; t < NMT; t += tstep, buf ^= 1) {
@@ -615,6 +619,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
             const void *__restrict__ R,
 #endif
             int nb_rt) {
+    BNN_PDL_ENTER();
     typedef BnnTile<BC_BM, BC_BN, BC_WM, BC_WN, BC_KC, BC_STAGES> Cfg;
     constexpr int C = BC_C, H = BC_H, W = BC_W, O = BC_O, KH = BC_KH, KW = BC_KW, CWP = BC_CWP;
     constexpr int SH = BC_SH, SW = BC_SW, PT = BC_PT, PL = BC_PL, DH = BC_DH, DW = BC_DW;

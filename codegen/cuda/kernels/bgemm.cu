@@ -73,6 +73,7 @@ template <int K> struct BnnGemmCorr {
 extern "C" __global__ void __launch_bounds__(BG_WM *BG_WN * 32, 1)
     BG_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, const int *__restrict__ wpop,
             const void *__restrict__ ep0, const void *__restrict__ ep1, void *__restrict__ Y, int m_rt) {
+    BNN_PDL_ENTER();
     typedef BnnTile<BG_BM, BG_BN, BG_WM, BG_WN, BG_KC, BG_STAGES> Cfg;
     constexpr int N = BG_N, K = BG_K, LDA = BG_LDA, LDW = BG_LDW, KCH = (K + 127) / 128;
     static_assert(N >= 1 && K >= 1, "empty GEMM");

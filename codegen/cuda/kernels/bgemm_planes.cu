@@ -20,6 +20,9 @@
 //      counts as bytes Y[M][round64(N)] (zero bytes past N: qgemm_s8.cu's A operand).
 // One warp computes a 16 x 32 tile (four n8 MMA tiles); grid = (ceil(N/32), ceil(M/16)).
 // Each inclusion defines one kernel PL_NAME and #undefs its PL_* macros at the end.
+#ifndef BNN_PDL_ENTER // compiled without common.cu (a test's own program): launched plainly
+#define BNN_PDL_ENTER() ((void)0)
+#endif
 
 #ifndef BNN_PLANES_ONCE
 #define BNN_PLANES_ONCE
@@ -69,6 +72,7 @@ __device__ __forceinline__ void bnn_pl_mma(int *d, unsigned a0, unsigned a1, uns
 BNN_PL_LINKAGE __global__ void __launch_bounds__(32)
 PL_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, int M,
         const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y) {
+    BNN_PDL_ENTER();
     const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
     const int m0 = blockIdx.y * 16, n0 = blockIdx.x * 32;
     __shared__ int tile[16][33];

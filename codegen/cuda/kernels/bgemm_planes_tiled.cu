@@ -187,6 +187,7 @@ __device__ __forceinline__ void bnn_pt_zero_pad(void *__restrict__ Y, int m0, in
 // one of 32 neighbouring rows (512 contiguous bytes per chunk), threadIdx.y strides chunks.
 extern "C" __global__ void __launch_bounds__(256) bnn_planes_row_pop(const uint4 *__restrict__ X, int rows, int xb,
                                                                      int tr, int nch, int *__restrict__ out) {
+    BNN_PDL_ENTER();
     __shared__ int part[8][33];
     const int r = blockIdx.x * 32 + threadIdx.x;
     int s = 0;
@@ -268,6 +269,7 @@ extern "C" __global__ void __launch_bounds__(256) bnn_planes_row_pop(const uint4
 extern "C" __global__ void __launch_bounds__(384, 1)
     PT_NAME(const void *__restrict__ At, const void *__restrict__ Wt, const int *__restrict__ apop,
             const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y, int m_rt) {
+    BNN_PDL_ENTER();
     constexpr int BM = 128, BN = 256, KC = PT_KC, S = PT_STAGES, NW = 8, NT = NW * 32;
     constexpr int N = PT_N, K = PT_K, BK = KC * 128, NKT = (K + BK - 1) / BK, NCH = NKT * KC;
     constexpr int XB = PT_XB, WB = PT_WBIPOLAR ? 1 : PT_WB, NP = XB * WB;
@@ -392,6 +394,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
     PT_NAME(const void *__restrict__ At, const void *__restrict__ Wt, const int *__restrict__ apop,
             const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y, int m_rt) {
+    BNN_PDL_ENTER();
     constexpr int BM = PT_BM, BN = PT_BN, WM = PT_WM, WN = PT_WN, KC = PT_KC, S = PT_STAGES;
     constexpr int NW = WM * WN, NT = NW * 32, WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
     constexpr int N = PT_N, K = PT_K, BK = KC * 128, NKT = (K + BK - 1) / BK, NCH = NKT * KC;

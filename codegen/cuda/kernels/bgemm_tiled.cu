@@ -71,6 +71,7 @@ extern "C" __global__ void __launch_bounds__(BT_WM *BT_WN * 32, 1)
     BT_NAME(const void *__restrict__ At, const void *__restrict__ Wt, const int *__restrict__ apop,
             const int *__restrict__ wpop, const void *__restrict__ ep0, const void *__restrict__ ep1,
             void *__restrict__ Y, int m_rt) {
+    BNN_PDL_ENTER();
     constexpr int BM = BT_BM, BN = BT_BN, WM = BT_WM, WN = BT_WN, KC = BT_KC, S = BT_STAGES;
     constexpr int NW = WM * WN, T = NW * 32, WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
     constexpr int N = BT_N, K = BT_K, BK = KC * 128, NKT = (K + BK - 1) / BK, NCH = NKT * KC;

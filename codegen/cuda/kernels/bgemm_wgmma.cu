@@ -167,6 +167,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
     BW_NAME(const void *__restrict__ At, const void *__restrict__ Wt, const int *__restrict__ apop,
             const int *__restrict__ wpop, const void *__restrict__ ep0, const void *__restrict__ ep1,
             void *__restrict__ Y, int m_rt) {
+    BNN_PDL_ENTER();
     constexpr int BM = 128, BN = 256, KC = BW_KC, S = BW_STAGES, NW = 8, T = NW * 32, CL = BW_CLUSTER;
     constexpr int N = BW_N, K = BW_K, BK = KC * 128, NKT = (K + BK - 1) / BK, NCH = NKT * KC;
     constexpr unsigned ABYTES = KC * BM * 16, BBYTES = KC * BN * 16, STAGE = ABYTES + BBYTES;

@@ -14,6 +14,23 @@
 
 // ---------------------------------------------------------------- PTX wrappers
 
+// Programmatic dependent launch (sm_90 and later; docs/kernels.md "Programmatic launch"). The
+// runtime may launch a step's kernel before the step before it has completed. Every kernel
+// calls bnn_pdl_wait before it reads or writes any activation: it returns once the kernels
+// before have completed and their writes are visible. Work before it touches only shared
+// memory and the model's constants. No kernel triggers its dependents early
+// (griddepcontrol.launch_dependents): they launch as its blocks exit, so their blocks are
+// placed as SMs free up (triggered at entry, the next kernels' blocks sat waiting wherever
+// they fit, and batch 1 and 8 ran up to 18 % slower: docs/perf.md). Without a programmatic
+// launch, and below sm_90, the wait does nothing.
+__device__ __forceinline__ void bnn_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+#undef BNN_PDL_ENTER // a kernel file's no-op stand-in, if it came first
+#define BNN_PDL_ENTER() bnn_pdl_wait()
+
 __device__ __forceinline__ unsigned bnn_smem(const void *p) {
     return (unsigned)__cvta_generic_to_shared(p);
 }
@@ -491,6 +508,7 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
 
 // popc of each packed row: out[r] = popc(X[r][0..ld)). One warp per row. For bgemm's wpop.
 extern "C" __global__ void bnn_row_popc(const unsigned *__restrict__ X, int rows, int ld, int *__restrict__ out) {
+    BNN_PDL_ENTER();
     const int r = (int)((blockIdx.x * blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (r >= rows) return;
     int s = 0;
@@ -505,6 +523,7 @@ extern "C" __global__ void bnn_row_popc(const unsigned *__restrict__ X, int rows
 // layout [(i*(KW+1) + j)*O + o]. One thread per (o, i, j); tiny, run once per weight set.
 extern "C" __global__ void bnn_conv_wprefix(const unsigned *__restrict__ W, int O, int KH, int KW, int cwp,
                                             int ldw, int *__restrict__ P) {
+    BNN_PDL_ENTER();
     const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x), cells = (KH + 1) * (KW + 1);
     if (x >= O * cells) return;
     const int o = x / cells, cell = x % cells, i = cell / (KW + 1), j = cell % (KW + 1);

@@ -32,6 +32,9 @@
 // One warp computes 16 pixels x 32 channels (four n8 MMA tiles); grid = (ceil(O/32),
 // ceil(M/16)), M = images * QC_OH * QC_OW. Each inclusion defines one kernel QC_NAME and
 // #undefs its QC_* macros at the end.
+#ifndef BNN_PDL_ENTER // compiled without common.cu (a test's own program): launched plainly
+#define BNN_PDL_ENTER() ((void)0)
+#endif
 
 #ifndef BNN_QCONV_ONCE
 #define BNN_QCONV_ONCE
@@ -420,6 +423,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, f32_store)(int (*t)[33], float *Yf, int n, int oh
 
 BNN_QC_LINKAGE __global__ void __launch_bounds__(QC_NT, QC_MINB)
 QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, QC_EPARAMS) {
+    BNN_PDL_ENTER();
     BNN_QC_DSMEM(qc_dsmem);
     __shared__ int tile[QC_WM * QC_WN][16][33];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp % QC_WM, wn = warp / QC_WM;
@@ -583,6 +587,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #else
 BNN_QC_LINKAGE __global__ void __launch_bounds__(32)
 QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, QC_EPARAMS) {
+    BNN_PDL_ENTER();
     const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
     const int m0 = blockIdx.y * 16, n0 = blockIdx.x * 32;
     __shared__ int tile[16][33];

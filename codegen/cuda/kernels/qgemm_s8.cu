@@ -20,6 +20,9 @@
 // of Q8_STAGES; rows padded to 80 bytes so the fragment loads hit 32 distinct banks.
 // Grid (ceil(N/128), ceil(M/64)), 256 threads, static shared memory only (45 KiB).
 // Each inclusion defines one kernel Q8_NAME and #undefs its Q8_* macros at the end.
+#ifndef BNN_PDL_ENTER // compiled without common.cu (a test's own program): launched plainly
+#define BNN_PDL_ENTER() ((void)0)
+#endif
 
 #ifndef BNN_Q8_BM
 #define BNN_Q8_BM 64
@@ -110,6 +113,7 @@ __device__ __forceinline__ int bnn_q8_count(int v, const int *t, int dir, int le
 BNN_Q8_LINKAGE __global__ void __launch_bounds__(BNN_Q8_THREADS)
 Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, int M,
         const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y) {
+    BNN_PDL_ENTER();
     // The stages, then (after the K loop) the block's accumulators [64][129] int32.
     __shared__ __align__(16) unsigned char smem[Q8_STAGES * Q8_STAGE_BYTES > BNN_Q8_BM * (BNN_Q8_BN + 1) * 4
                                                     ? Q8_STAGES * Q8_STAGE_BYTES

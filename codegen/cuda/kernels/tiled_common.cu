@@ -283,12 +283,14 @@ __device__ __forceinline__ void bnn_tiled_row_popc_body(const uint4 *__restrict_
 // For the kernels' apop (activations) and wpop (weights, usually folded on the host instead).
 extern "C" __global__ void __launch_bounds__(256) bnn_tiled_row_popc(const uint4 *__restrict__ X, int rows, int tr,
                                                                      int nch, int *__restrict__ out) {
+    BNN_PDL_ENTER();
     bnn_tiled_row_popc_body(X, rows, tr, nch, out, false);
 }
 // The same over compact row tiles: the apop of a compiled pre-tiled layer, launched by the
 // plan before it (a `kernel` step).
 extern "C" __global__ void __launch_bounds__(256) bnn_tiled_row_popc_c(const uint4 *__restrict__ X, int rows, int tr,
                                                                        int nch, int *__restrict__ out) {
+    BNN_PDL_ENTER();
     bnn_tiled_row_popc_body(X, rows, tr, nch, out, true);
 }
 
