@@ -223,6 +223,21 @@ def check_stem_form(model):
     print(f"ok: {name}: {want}")
 
 
+def check_pdl_flags(model, tmp):
+    """Every step with a GPU kernel is flagged PDL (bit 1: its kernel waits for its producers
+    before it touches an activation, docs/blob-format.md), and no step without one is."""
+    name = os.path.basename(model)
+    blob = os.path.join(tmp, name + ".pdl.bin")
+    if run([BNNCC, "-O3", "--target=sm_90a", model, "-o", blob]).returncode:
+        return fail(f"{name}: bnncc failed")
+    b = open(blob, "rb").read()
+    steps = [(kernel, struct.unpack_from("<I", b, at + 8)[0]) for at, _, kernel in blob_steps(b)]
+    wrong = [(i, kernel, flags) for i, (kernel, flags) in enumerate(steps) if bool(flags & 2) != bool(kernel)]
+    if not steps or wrong:
+        return fail(f"{name}: steps whose PDL flag does not match having a kernel: {wrong or 'no steps'}")
+    print(f"ok: {name}: {sum(1 for k, _ in steps if k)} kernel steps flagged PDL, {len(steps)} steps")
+
+
 def check_p1_orders(model, tmp):
     """The loader takes a stem's p1 in either k order (docs/blob-format.md conv2d): the blob of
     model with its p1 slot cut to the (c, ky, kx) order's size (what an older bnncc wrote) still
@@ -820,6 +835,8 @@ def main():
                  for m in stem_models(tmp, np.random.default_rng(66))
                  if not a.only or a.only in os.path.basename(m)]
         jobs += [lambda m=m: check_p1_orders(m, tmp) for m in stem_models(tmp, np.random.default_rng(66))
+                 if m.endswith("stem_bits_pool.bnn") and (not a.only or a.only in os.path.basename(m))]
+        jobs += [lambda m=m: check_pdl_flags(m, tmp) for m in stem_models(tmp, np.random.default_rng(66))
                  if m.endswith("stem_bits_pool.bnn") and (not a.only or a.only in os.path.basename(m))]
         jobs += [lambda m=m: check_stem_form(m) for m in stem_models(tmp, np.random.default_rng(66))
                  if "zero_gamma" not in m and (not a.only or a.only in os.path.basename(m))]
