@@ -20,6 +20,7 @@ static void encode_step(const BlobStep *s, unsigned char *p) {
     blob_put_u32(p, s->kind);
     blob_put_u32(p + 4, s->epilogue);
     blob_put_u32(p + 8, s->flags);
+    blob_put_u32(p + 12, s->alt_batch);
     memcpy(p + BLOB_STEP_KERNEL_AT, s->kernel, BLOB_KERNEL_NAME_SIZE);
     for (int d = 0; d < 3; d++) {
         blob_put_u32(p + BLOB_STEP_GRID_AT + 12 * d, s->grid[d].base);

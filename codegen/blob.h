@@ -133,6 +133,10 @@ typedef enum {
 /* The step's kernel reads and writes activations only after griddepcontrol.wait, so the runtime
  * may launch it while the step before still runs (programmatic dependent launch, sm_90+). */
 #define BLOB_STEP_PDL 2u
+/* Another GPU configuration of the step before it (same kind, operands and parameters, another
+ * kernel): the GPU runs this one instead of that one at batches >= alt_batch; the CPU path
+ * skips it. */
+#define BLOB_STEP_BATCH_ALT 4u
 
 /* Where a tensor operand lives. */
 typedef enum {
@@ -383,6 +387,7 @@ typedef struct BlobStep {
     uint32_t kind;     /* BlobStepKind */
     uint32_t epilogue; /* BlobEpilogue for bgemm/bconv, else 0 */
     uint32_t flags;    /* BLOB_STEP_* */
+    uint32_t alt_batch; /* BLOB_STEP_BATCH_ALT: the smallest batch it runs at (>= 2); else 0 */
     char kernel[BLOB_KERNEL_NAME_SIZE]; /* GPU kernel name; "" = none */
     BlobGridDim grid[3];
     uint32_t block[3];
@@ -415,7 +420,7 @@ typedef struct BlobStep {
 } BlobStep;
 
 /* Byte offsets inside a step record (BLOB_STEP_SIZE bytes): kind 0, epilogue 4, flags 8,
- * reserved 12, then these. The writer encodes and the runtime decodes with them. */
+ * alt_batch 12, then these. The writer encodes and the runtime decodes with them. */
 enum {
     BLOB_STEP_KERNEL_AT = 16,
     BLOB_STEP_GRID_AT = 80,  /* 3 x {base, per_batch, div} u32 */

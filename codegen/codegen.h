@@ -44,6 +44,10 @@ typedef struct CodegenOptions {
      * layer is an internal error (the candidates are the ones codegen_tunables listed). */
     const int *tune_choice;
     int ntune_choice;
+    /* No batch alternatives (BLOB_STEP_BATCH_ALT: a second kernel configuration of a step that
+     * the GPU runs from a batch size on; docs/codegen.md "Batch alternatives"). A blob compiled
+     * with tune_choice has none either: its configurations are the tuned batch's. */
+    bool no_batch_alts;
 } CodegenOptions;
 
 /* A layer whose GPU kernel has several configurations of the same result (tiles, warps),

@@ -58,6 +58,8 @@ typedef struct Lower {
     bool qconv_direct; /* CodegenOptions.qconv_direct: no halo-tile qconv kernels */
     int nexact_bit_convs; /* conv2d_chains on it that write exact bits (lower_conv2d_bits) */
     int nres_thresholds;  /* bconv chains become thresholds by a residual of bits (lower_bconv) */
+    bool batch_alts;      /* steps may get a batch alternative (new_batch_alt) */
+    int nbatch_alts;      /* how many did, for --report */
     int tiled_kernel; /* codegen_tiled_kernel of the options: which pre-tiled GEMM the targets run */
     int ntiled;       /* pre-tiled bgemm steps, for --report */
     int lowbit;       /* CodegenOptions.lowbit: bit-planes or int8 codes for the qgemm steps */
@@ -247,6 +249,23 @@ static void use_arena(Lower *L, LStep *st, int slot, int buf) {
 }
 
 static BlobRef put_weights(Lower *L, const void *data, size_t n) { return blob_add_weights(L->w, data, n); }
+
+/* A batch alternative of step si, the last step so far (BLOB_STEP_BATCH_ALT; docs/codegen.md
+ * "Batch alternatives"): a new step right after it with its kind, operands and parameters and no
+ * kernel yet, which the GPU runs instead of step si from batch alt_batch on. The caller gives
+ * it its kernel. */
+static LStep *new_batch_alt(Lower *L, int si, uint32_t alt_batch) {
+    LStep *alt = new_step(L, L->steps[si].s.kind);
+    const LStep *m = &L->steps[si];
+    memcpy(alt->s.slot, m->s.slot, sizeof m->s.slot);
+    memcpy(alt->buf, m->buf, sizeof m->buf);
+    memcpy(alt->s.params, m->s.params, sizeof m->s.params);
+    alt->s.epilogue = m->s.epilogue;
+    alt->s.flags = BLOB_STEP_BATCH_ALT;
+    alt->s.alt_batch = alt_batch;
+    L->nbatch_alts++;
+    return alt;
+}
 
 static void name_kernel(Lower *L, LStep *st, const char *tag) {
     snprintf(st->k.name, sizeof st->k.name, "s%d_%s", (int)(st - L->steps), tag);
@@ -1359,6 +1378,20 @@ static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
 }
 
 /* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
+/* The halo kernel's defines: base's, then the tile's (malloc'ed). */
+static char *halo_defines(const char *base, const BnnHaloCfg *hc) {
+    return str_printf("%s#define BC_HALO 1\n#define BC_TH %d\n#define BC_TW %d\n#define BC_BN %d\n"
+                      "#define BC_WM %d\n#define BC_WN %d\n#define BC_MINB %d\n",
+                      base, hc->th, hc->tw, hc->bn, hc->wm, hc->wn, hc->minb);
+}
+
+/* A threshold halo bconv's batch alternative (new_batch_alt): bnn_halo_variants[4], 4x8 pixels
+ * x 64 channels, 8 warps, BC_MINB 2, from batch 16 on. On an H100 (docs/perf.md, 2026-11-27)
+ * XNOR ResNet-18 with it on every threshold layer ran batch 8 3 % slower than with the rule's
+ * tiles, batch 16 5 % faster, and 4-5 % faster up to batch 256; its chain layers lose with it
+ * (0.107 -> 0.198 ms at batch 256 for one), so they keep the rule's. */
+enum { HALO_ALT_VARIANT = 4, HALO_ALT_BATCH = 16 };
+
 static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
     BlobGridDim grid[3] = {{(uint32_t)((O + hc->bn - 1) / hc->bn), 0, 1},
                            {hc->grid_base, hc->grid_per_batch, hc->grid_div}, {1, 0, 1}};
@@ -1582,12 +1615,10 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
                     .sh = (int)s[0], .sw = (int)s[1], .dh = (int)d[0], .dw = (int)d[1], .pool = pool,
                     .classes = bnn_corr_classes((int)H, (int)W, (int)KH, (int)KW, (int)s[0], (int)s[1], (int)p[0],
                                                 (int)p[1], (int)d[0], (int)d[1], (int)OH, (int)OW, pad_value > 0)};
+    char *halo_base = NULL; /* the defines but the tile's, for a batch alternative */
     if (choose_halo(L, st, BNN_HALO_VARIANTS, bconv_halo_variant, &hl, &hc) == 0) {
-        char *head = st->k.defines;
-        st->k.defines = str_printf("%s#define BC_HALO 1\n#define BC_TH %d\n#define BC_TW %d\n#define BC_BN %d\n"
-                                   "#define BC_WM %d\n#define BC_WN %d\n#define BC_MINB %d\n",
-                                   head, hc.th, hc.tw, hc.bn, hc.wm, hc.wn, hc.minb);
-        free(head);
+        halo_base = st->k.defines;
+        st->k.defines = halo_defines(halo_base, &hc);
         set_halo_launch(st, &hc, O);
     } else {
         BlobGridDim grid[3] = {{(uint32_t)((O + BNN_BCONV_BN - 1) / BNN_BCONV_BN), 0, 1},
@@ -1601,6 +1632,23 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     } else { /* a threshold by a residual of bits takes R after Y */
         add_family_args(st, 1, bp.epi_residual ? BLOB_SLOT_IN2 : -1);
     }
+    /* A threshold's batch alternative: 4x8-pixel tiles of 64 channels from batch 16 on, where
+     * the rule's 16-pixel tiles of 32 channels lose (docs/codegen.md "Batch alternatives"). */
+    BnnHaloCfg ha;
+    if (halo_base && L->batch_alts && bits && !chain && !pool &&
+        bconv_halo_variant(HALO_ALT_VARIANT, &hl, &ha) == 0) {
+        int si = (int)(st - L->steps);
+        LStep *alt = new_batch_alt(L, si, HALO_ALT_BATCH);
+        st = &L->steps[si];
+        name_kernel(L, alt, "bconv");
+        alt->k.family = KERNEL_BCONV;
+        char *named = str_printf("#define BC_NAME %s\n%s", alt->k.name, strchr(halo_base, '\n') + 1);
+        alt->k.defines = halo_defines(named, &ha);
+        free(named);
+        set_halo_launch(alt, &ha, O);
+        add_family_args(alt, 1, bp.epi_residual ? BLOB_SLOT_IN2 : -1);
+    }
+    free(halo_base);
     if (!bits && !chain) {
         st = new_step(L, BLOB_STEP_KERNEL); /* NHWC scratch -> the NCHW result */
         use_arena(L, st, BLOB_SLOT_IN, scratch);
@@ -2077,6 +2125,25 @@ static int plan_conv_tiles(const BlobConv2dParams *cp, const float *w, ConvTile 
 }
 
 /* bnn_conv2d_tile for a conv2d step; relu: a relu applied before the store. */
+/* A float conv's small-batch tile, the rule's (tiles[0]) being for large batches: the index of
+ * the 2-pixel (1x1 kernel) or 4-pixel (a stem: C <= 4) a thread tile of 8 warps among tiles,
+ * and in alt_batch the batch from which the rule's is used; -1 for other layers, or when the
+ * rule's is that tile. H100 (docs/perf.md, 2026-11-27), Bi-Real ResNet-18: its 1x1 downsample
+ * convs on 1x64-pixel tiles took 9.2 / 14.0 us at batch 1 against 19.9 / 36.5 on the rule's,
+ * and were as fast or faster up to batch 32 (not beyond); its stem on 8x16 pixels 22.0 against
+ * 34.9 us at batch 1, but 10 % slower at batch 8. */
+static int small_batch_tile(const BlobConv2dParams *cp, const ConvTile *tiles, int ntiles, uint32_t *alt_batch) {
+    int one = cp->kh * cp->kw == 1, tp = one ? 2 : 4;
+    if (!one && cp->c > 4)
+        return -1;
+    for (int i = 1; i < ntiles; i++)
+        if (tiles[i].tp == tp && tiles[i].bo / tiles[i].to == 8 && tiles[0].tp != tp) {
+            *alt_batch = one ? 32 : 2;
+            return i;
+        }
+    return -1;
+}
+
 static void conv2d_tile_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, const ConvTile *t, bool bias,
                                bool relu) {
     char *cfg = str_printf(
@@ -2415,7 +2482,9 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     if (mma)
         conv2d_mma_kernel(L, st, &cp, w->data, b != NULL, relu);
     else if (tiled) {
-        conv2d_tile_kernel(L, st, &cp, &tiles[pick], b != NULL, relu);
+        uint32_t alt_batch = 0;
+        int small = L->batch_alts && pick == 0 ? small_batch_tile(&cp, tiles, ntiles, &alt_batch) : -1;
+        conv2d_tile_kernel(L, st, &cp, &tiles[small >= 0 ? small : pick], b != NULL, relu);
         if (ntiles > 1) { /* a tunable layer: the tile's pixels and channels a thread, warps */
             char *names[CONV_TILE_VARIANTS];
             for (int i = 0; i < ntiles; i++)
@@ -2432,6 +2501,11 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
                                    (long long)cp.dil_w, (long long)cp.groups, b != NULL, relu,
                                    (long long)cp.epi_stages, (long long)cp.epi_div, (long long)cp.epi_relu),
                         pick);
+        }
+        if (small >= 0) { /* the rule's tile from alt_batch on */
+            int si = (int)(st - L->steps);
+            conv2d_tile_kernel(L, new_batch_alt(L, si, alt_batch), &cp, &tiles[0], b != NULL, relu);
+            st = &L->steps[si];
         }
     }
     else
@@ -3485,6 +3559,7 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     L->tiled_kernel = codegen_tiled_kernel(o);
     L->tune_choice = o ? o->tune_choice : NULL;
     L->ntune_choice = o ? o->ntune_choice : 0;
+    L->batch_alts = !(o && (o->no_batch_alts || o->tune_choice));
     L->w = blob_new();
     for (int i = 0; i < g->nvalues; i++)
         if (g->values[i]->id != i)
@@ -3766,6 +3841,7 @@ int codegen_tunables(const Graph *g, const CodegenOptions *o, CodegenTunable **o
     CodegenOptions plain = o ? *o : (CodegenOptions){0};
     plain.tune_choice = NULL;
     plain.ntune_choice = 0;
+    plain.no_batch_alts = true; /* the step indices of the tuning's variants, which have none */
     Lower L;
     int rc = lower_graph(&L, g, &plain);
     *out = NULL;
@@ -3927,14 +4003,20 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
         buf_printf(o->report, "codegen: %d plan steps (%d GPU kernels, %d CPU-only), arena %lld bytes per "
                               "batch item, weights %lld bytes\n",
                    L.nsteps, kernels, cpu_only, (long long)L.arena, (long long)weights);
+        if (L.nbatch_alts)
+            buf_printf(o->report, "codegen: %d steps have a batch alternative, the next step (the GPU runs it "
+                                  "from its batch on; docs/codegen.md)\n", L.nbatch_alts);
         /* One line per step, for reading bnnrun --profile's table against the IR. */
         for (int i = 0; i < L.nsteps; i++) {
             const LStep *st = &L.steps[i];
             const char *ir = st->k.ir_line ? st->k.ir_line : "";
             while (*ir == ' ')
                 ir++;
-            buf_printf(o->report, "plan: step %d %s%s%s%s: %.*s\n", i, blob_step_name(st->s.kind),
-                       st->s.kernel[0] ? " (kernel " : "", st->s.kernel, st->s.kernel[0] ? ")" : "",
+            char alt[64] = "";
+            if (st->s.flags & BLOB_STEP_BATCH_ALT)
+                snprintf(alt, sizeof alt, ", the GPU's from batch %u instead of step %d's", st->s.alt_batch, i - 1);
+            buf_printf(o->report, "plan: step %d %s%s%s%s%s: %.*s\n", i, blob_step_name(st->s.kind),
+                       st->s.kernel[0] ? " (kernel " : "", st->s.kernel, alt, st->s.kernel[0] ? ")" : "",
                        (int)strcspn(ir, "\n"), ir);
         }
         if (o->ntargets)

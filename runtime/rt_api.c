@@ -423,8 +423,8 @@ static void run_cpu(bnn_session *s, int batch, const void *const *inputs, void *
     for (int i = 0; inputs && i < m->ninputs; i++)
         memcpy(s->arena + io_offset(m, i, batch), inputs[i], m->io[i].item_bytes * (size_t)batch);
     for (int i = 0; i < m->nsteps; i++) {
-        if (m->steps[i].kind == BLOB_STEP_KERNEL) /* a GPU helper: the CPU steps need none */
-            continue;
+        if (m->steps[i].kind == BLOB_STEP_KERNEL || (m->steps[i].flags & BLOB_STEP_BATCH_ALT))
+            continue; /* a GPU helper, or another GPU kernel for the step before: the CPU needs neither */
         double t0 = s->profiling ? now_ms() : 0.0;
         rt_cpu_run_step(m, &m->steps[i], s->arena, batch, s->pool);
         if (s->profiling)

@@ -886,8 +886,18 @@ static bool valid_kernel_name(const char *k) {
 static bnn_status check_step(const StepCheck *c) {
     const BlobStep *s = c->s;
     const bnn_model *m = c->m;
-    if (s->flags & ~(BLOB_STEP_CPU_ONLY | BLOB_STEP_PDL))
+    if (s->flags & ~(BLOB_STEP_CPU_ONLY | BLOB_STEP_PDL | BLOB_STEP_BATCH_ALT))
         return bad_step(c, "unknown flags %#x", s->flags);
+    if (s->flags & BLOB_STEP_BATCH_ALT) { /* another kernel for the step before, from alt_batch on */
+        const BlobStep *p = c->index > 0 ? &m->steps[c->index - 1] : NULL;
+        if (!p || (p->flags & (BLOB_STEP_BATCH_ALT | BLOB_STEP_CPU_ONLY)) || p->kind != s->kind ||
+            (s->flags & BLOB_STEP_CPU_ONLY) || !s->kernel[0] || s->alt_batch < 2 ||
+            memcmp(p->slot, s->slot, sizeof s->slot) || memcmp(p->params, s->params, sizeof s->params))
+            return bad_step(c, "a batch alternative (from batch %u) that is not another kernel for the GPU "
+                               "step before it", s->alt_batch);
+    } else if (s->alt_batch) {
+        return bad_step(c, "alt_batch %u on a step that is no batch alternative", s->alt_batch);
+    }
     bool fused = s->kind == BLOB_STEP_BGEMM || s->kind == BLOB_STEP_BCONV;
     if (!fused && s->epilogue)
         return bad_step(c, "an epilogue on a step that has none");
@@ -941,6 +951,7 @@ static void decode_step(const unsigned char *p, BlobStep *s) {
     s->kind = blob_get_u32(p);
     s->epilogue = blob_get_u32(p + 4);
     s->flags = blob_get_u32(p + 8);
+    s->alt_batch = blob_get_u32(p + 12);
     memcpy(s->kernel, p + BLOB_STEP_KERNEL_AT, BLOB_KERNEL_NAME_SIZE);
     for (int d = 0; d < 3; d++) {
         s->grid[d].base = blob_get_u32(p + BLOB_STEP_GRID_AT + 12 * d);

@@ -112,6 +112,7 @@ struct RtCuda {
     CUstream stream;
     CUevent start, stop;
     CUevent *marks; /* profiling: an event before the first step and after each (nsteps + 1) */
+    int profiled_batch; /* the batch of the last profiled run: which steps it launched */
     /* Steps flagged BLOB_STEP_PDL launch as programmatic dependents of the step before (sm_90
      * and later, cuLaunchKernelEx present, BNN_NO_PDL unset): docs/runtime.md. */
     bool pdl;
@@ -214,6 +215,18 @@ static uint64_t grid_dim(const BlobStep *s, int d, int batch) {
 }
 
 static bool gpu_runs(const BlobStep *s) { return !(s->flags & BLOB_STEP_CPU_ONLY); }
+
+/* Whether the GPU runs step i at this batch: a step with a batch alternative after it runs below
+ * the alternative's alt_batch, the alternative from it on. */
+static bool gpu_runs_at(const bnn_model *m, int i, int batch) {
+    const BlobStep *s = &m->steps[i];
+    if (!gpu_runs(s))
+        return false;
+    if (s->flags & BLOB_STEP_BATCH_ALT)
+        return (uint32_t)batch >= s->alt_batch;
+    return !(i + 1 < m->nsteps && (m->steps[i + 1].flags & BLOB_STEP_BATCH_ALT) &&
+             (uint32_t)batch >= m->steps[i + 1].alt_batch);
+}
 
 /* Every step the GPU runs has a kernel, and its grid is legal at batch 1 and max_batch
  * (grid sizes grow with the batch, so these two bound every batch between). */
@@ -475,7 +488,7 @@ static bnn_status capture(bnn_session *s, int batch, CUgraphExec *exec) {
            "cuStreamBeginCapture");
     bnn_status st = BNN_STATUS_OK;
     for (int i = 0; i < s->model->nsteps && st == BNN_STATUS_OK; i++)
-        if (gpu_runs(&s->model->steps[i]))
+        if (gpu_runs_at(s->model, i, batch))
             st = launch_step(s, i, batch, false);
     CUgraph graph = NULL;
     CUresult r = c->api.StreamEndCapture(c->stream, &graph); /* always ends the capture */
@@ -498,9 +511,10 @@ static bnn_status capture(bnn_session *s, int batch, CUgraphExec *exec) {
 /* Profiling: the GPU steps launched one by one, an event before the first and after each. */
 static bnn_status launch_profiled(bnn_session *s, int batch) {
     RtCuda *c = s->cuda;
+    c->profiled_batch = batch;
     CU_TRY(c, c->api.EventRecord(c->marks[0], c->stream), "cuEventRecord");
     for (int i = 0; i < s->model->nsteps; i++) {
-        if (!gpu_runs(&s->model->steps[i]))
+        if (!gpu_runs_at(s->model, i, batch))
             continue;
         bnn_status st = launch_step(s, i, batch, true);
         if (st != BNN_STATUS_OK)
@@ -517,7 +531,7 @@ static void read_step_times(bnn_session *s) {
     for (int i = 0; i < s->model->nsteps; i++) {
         float ms;
         s->step_ms[i] = -1.0;
-        if (!gpu_runs(&s->model->steps[i]))
+        if (!gpu_runs_at(s->model, i, c->profiled_batch))
             continue;
         if (c->api.EventElapsedTime(&ms, before, c->marks[i + 1]) == CUDA_SUCCESS)
             s->step_ms[i] = ms;

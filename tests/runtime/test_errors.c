@@ -154,7 +154,13 @@ static void e_step_size(unsigned char *b, size_t *len) {
 static void e_step_kind(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 0), 99); }
 static void e_step_epi(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 3) + 4, 1); }
 static void e_step_epi_bad(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 1) + 4, 9); }
-static void e_step_flags(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 1) + 8, 6); }
+static void e_step_flags(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 1) + 8, 10); }
+/* A batch alternative (BLOB_STEP_BATCH_ALT) that is not another kernel for the step before it:
+ * step 1 (bgemm) follows a step of another kind; or alt_batch on a plain step. */
+static void e_step_alt_kind(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u32(step_at(b, 1) + 8, 4), blob_put_u32(step_at(b, 1) + 12, 16);
+}
+static void e_step_alt_batch(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 1) + 12, 16); }
 static void e_step_k(unsigned char *b, size_t *len) {
     (void)len, blob_put_u64(step_at(b, 1) + BLOB_STEP_PARAMS_AT + 16, 10000);
 }
@@ -261,6 +267,8 @@ static void test_edits(const Buf *b) {
         {e_step_epi, true, BNN_STATUS_BAD_BLOB, "epilogue on a step", "epilogue on argmax"},
         {e_step_epi_bad, true, BNN_STATUS_BAD_BLOB, "unknown epilogue 9", "bad epilogue"},
         {e_step_flags, true, BNN_STATUS_BAD_BLOB, "unknown flags", "step flags"},
+        {e_step_alt_kind, true, BNN_STATUS_BAD_BLOB, "a batch alternative (from batch 16) that is not", "alt step"},
+        {e_step_alt_batch, true, BNN_STATUS_BAD_BLOB, "alt_batch 16 on a step that is no batch", "alt_batch"},
         {e_step_k, true, BNN_STATUS_BAD_BLOB, "step 1 (bgemm): bad shape", "k too large"},
         {e_step_neg, true, BNN_STATUS_BAD_BLOB, "bad shape", "negative n"},
         {e_slot_out_of_weights, true, BNN_STATUS_BAD_BLOB, "outside the weights", "weights ref"},
