@@ -1965,12 +1965,12 @@ static void tile_kernel(Lower *L, LStep *st, const char *tag, char *cfg, const c
     blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows);
 }
 
-/* The dense step's kernel: bnn_dense_tile, 128 threads a block. Few outputs (a classifier):
- * 16 or 32 columns and one row per thread, K in chunks of 128, so that small batches still
- * spread over SMs and each thread's serial k loop is all the latency; more outputs: 64
+/* The dense step's kernel: bnn_dense_tile, 128 threads a block. Few outputs (a classifier),
+ * or narrow: 16 or 32 columns and one row per thread, K in chunks of 128, so that small batches
+ * still spread over SMs and each thread's serial k loop is all the latency; more outputs: 64
  * columns x 4 rows per thread, a block reusing its weight chunk for 8 rows. */
-static void dense_tile_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bias) {
-    int nt = 128, bn = n <= 16 ? 16 : n <= 32 ? 32 : 64, tm = bn == 64 ? 4 : 1, kc = bn == 64 ? 64 : 128;
+static void dense_tile_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bias, bool narrow) {
+    int nt = 128, bn = n <= 16 || narrow ? 16 : n <= 32 ? 32 : 64, tm = bn == 64 ? 4 : 1, kc = bn == 64 ? 64 : 128;
     int stages = 3;
     int bm = nt / bn * tm;
     int64_t smem = (int64_t)stages * (bm + bn) * (kc + 1) * 4;
@@ -1980,6 +1980,8 @@ static void dense_tile_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bi
     BlobGridDim grid[3] = {{0, 1, (uint32_t)bm}, {(uint32_t)((n + bn - 1) / bn), 0, 1}, {1, 0, 1}};
     tile_kernel(L, st, "dense", cfg, "bnn_dense_tile", TILE_OPERANDS, grid, nt, smem, 1);
 }
+
+enum { DENSE_ALT_BATCH = 64 };
 
 /* dense over f32 x f32, or b1 x f32 (bits as +-1: an unpack step into a scratch f32 [N,K],
  * then the float dense step; x * w is exact for x = +-1, the reference's same sums). */
@@ -2013,7 +2015,14 @@ static int lower_dense_f32(Lower *L, const Node *n) {
     if (b)
         st->s.slot[BLOB_SLOT_P0] = put_weights(L, b->data, (size_t)o * 4);
     st->s.dense = (BlobDenseParams){.rows = 1, .n = o, .k = k};
-    dense_tile_kernel(L, st, o, k, b != NULL);
+    /* More outputs than a narrow tile's 16 columns: the narrow tile below batch DENSE_ALT_BATCH
+     * (a batch 1 classifier of 1000 outputs gets 63 blocks, not 16), the wide one from it on. */
+    bool narrow = L->batch_alts && o > 32;
+    dense_tile_kernel(L, st, o, k, b != NULL, narrow);
+    if (narrow) {
+        int si = (int)(st - L->steps);
+        dense_tile_kernel(L, new_batch_alt(L, si, DENSE_ALT_BATCH), o, k, b != NULL, false);
+    }
     return 0;
 }
 
