@@ -470,6 +470,8 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain
     return BNN_STATUS_OK;
 }
 
+static bnn_status capture_graph(bnn_session *s, int batch, CUgraphExec *exec);
+
 /* Capture every GPU step for this batch size into one graph, added to c->graphs. */
 static bnn_status capture(bnn_session *s, int batch, CUgraphExec *exec) {
     RtCuda *c = s->cuda;
@@ -484,6 +486,18 @@ static bnn_status capture(bnn_session *s, int batch, CUgraphExec *exec) {
         c->graphs = g;
         c->cap_graphs = cap;
     }
+    bnn_status st = capture_graph(s, batch, exec);
+    if (st != BNN_STATUS_OK && c->pdl) { /* a driver that cannot capture programmatic launches */
+        c->pdl = false;                   /* gets plain ones, in this graph and the later ones */
+        rt_clear_error();
+        st = capture_graph(s, batch, exec);
+    }
+    return st;
+}
+
+/* One capture of every GPU step at this batch, instantiated and added to c->graphs (room made). */
+static bnn_status capture_graph(bnn_session *s, int batch, CUgraphExec *exec) {
+    RtCuda *c = s->cuda;
     CU_TRY(c, c->api.StreamBeginCapture(c->stream, CAPTURE_MODE_THREAD_LOCAL),
            "cuStreamBeginCapture");
     bnn_status st = BNN_STATUS_OK;
