@@ -1377,7 +1377,6 @@ static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
                              h->nacc, cfg);
 }
 
-/* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
 /* The halo kernel's defines: base's, then the tile's (malloc'ed). */
 static char *halo_defines(const char *base, const BnnHaloCfg *hc) {
     return str_printf("%s#define BC_HALO 1\n#define BC_TH %d\n#define BC_TW %d\n#define BC_BN %d\n"
@@ -1392,6 +1391,7 @@ static char *halo_defines(const char *base, const BnnHaloCfg *hc) {
  * (0.107 -> 0.198 ms at batch 256 for one), so they keep the rule's. */
 enum { HALO_ALT_VARIANT = 4, HALO_ALT_BATCH = 16 };
 
+/* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
 static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
     BlobGridDim grid[3] = {{(uint32_t)((O + hc->bn - 1) / hc->bn), 0, 1},
                            {hc->grid_base, hc->grid_per_batch, hc->grid_div}, {1, 0, 1}};
@@ -2133,7 +2133,6 @@ static int plan_conv_tiles(const BlobConv2dParams *cp, const float *w, ConvTile 
     return n;
 }
 
-/* bnn_conv2d_tile for a conv2d step; relu: a relu applied before the store. */
 /* A float conv's small-batch tile, the rule's (tiles[0]) being for large batches: the index of
  * the 2-pixel (1x1 kernel) or 4-pixel (a stem: C <= 4) a thread tile of 8 warps among tiles,
  * and in alt_batch the batch from which the rule's is used; -1 for other layers, or when the
@@ -2153,6 +2152,7 @@ static int small_batch_tile(const BlobConv2dParams *cp, const ConvTile *tiles, i
     return -1;
 }
 
+/* bnn_conv2d_tile for a conv2d step; relu: a relu applied before the store. */
 static void conv2d_tile_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, const ConvTile *t, bool bias,
                                bool relu) {
     char *cfg = str_printf(

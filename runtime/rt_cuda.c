@@ -112,11 +112,11 @@ struct RtCuda {
     CUstream stream;
     CUevent start, stop;
     CUevent *marks; /* profiling: an event before the first step and after each (nsteps + 1) */
+    int nmarks;
     int profiled_batch; /* the batch of the last profiled run: which steps it launched */
     /* Steps flagged BLOB_STEP_PDL launch as programmatic dependents of the step before (sm_90
      * and later, cuLaunchKernelEx present, BNN_NO_PDL unset): docs/runtime.md. */
     bool pdl;
-    int nmarks;
     /* One graph per batch size, captured on first use (a list: few sizes are used). */
     struct {
         int batch;
@@ -470,31 +470,6 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain
     return BNN_STATUS_OK;
 }
 
-static bnn_status capture_graph(bnn_session *s, int batch, CUgraphExec *exec);
-
-/* Capture every GPU step for this batch size into one graph, added to c->graphs. */
-static bnn_status capture(bnn_session *s, int batch, CUgraphExec *exec) {
-    RtCuda *c = s->cuda;
-    if (c->ngraphs == c->cap_graphs) {
-        int cap = c->cap_graphs ? 2 * c->cap_graphs : 4;
-        void *g = rt_calloc((size_t)cap, sizeof *c->graphs);
-        if (!g)
-            return rt_error(BNN_STATUS_OUT_OF_MEMORY, "out of memory capturing a CUDA graph");
-        if (c->ngraphs)
-            memcpy(g, c->graphs, (size_t)c->ngraphs * sizeof *c->graphs);
-        rt_free(c->graphs);
-        c->graphs = g;
-        c->cap_graphs = cap;
-    }
-    bnn_status st = capture_graph(s, batch, exec);
-    if (st != BNN_STATUS_OK && c->pdl) { /* a driver that cannot capture programmatic launches */
-        c->pdl = false;                   /* gets plain ones, in this graph and the later ones */
-        rt_clear_error();
-        st = capture_graph(s, batch, exec);
-    }
-    return st;
-}
-
 /* One capture of every GPU step at this batch, instantiated and added to c->graphs (room made). */
 static bnn_status capture_graph(bnn_session *s, int batch, CUgraphExec *exec) {
     RtCuda *c = s->cuda;
@@ -519,6 +494,29 @@ static bnn_status capture_graph(bnn_session *s, int batch, CUgraphExec *exec) {
     }
     if (graph)
         c->api.GraphDestroy(graph);
+    return st;
+}
+
+/* Capture every GPU step for this batch size into one graph, added to c->graphs. */
+static bnn_status capture(bnn_session *s, int batch, CUgraphExec *exec) {
+    RtCuda *c = s->cuda;
+    if (c->ngraphs == c->cap_graphs) {
+        int cap = c->cap_graphs ? 2 * c->cap_graphs : 4;
+        void *g = rt_calloc((size_t)cap, sizeof *c->graphs);
+        if (!g)
+            return rt_error(BNN_STATUS_OUT_OF_MEMORY, "out of memory capturing a CUDA graph");
+        if (c->ngraphs)
+            memcpy(g, c->graphs, (size_t)c->ngraphs * sizeof *c->graphs);
+        rt_free(c->graphs);
+        c->graphs = g;
+        c->cap_graphs = cap;
+    }
+    bnn_status st = capture_graph(s, batch, exec);
+    if (st != BNN_STATUS_OK && c->pdl) { /* a driver that cannot capture programmatic launches */
+        c->pdl = false;                   /* gets plain ones, in this graph and the later ones */
+        rt_clear_error();
+        st = capture_graph(s, batch, exec);
+    }
     return st;
 }
 

@@ -409,6 +409,9 @@ __device__ __forceinline__ void bnn_halo_bits(const int (&acc)[MI][4 * B::NQ][4]
 #if BC_EPI == BNN_EPI_CHAIN && BC_POOL
 #error "bconv.cu: the float chain has no fused pooling"
 #endif
+// The halo kernel's threshold without a pool takes its own epilogue (BnnHaloBits, bnn_halo_bits)
+// instead: B rows permuted, a table of U, the lane's byte of signs. #undef'd with the rest.
+#define BC_HALO_BITS (BC_EPI == BNN_EPI_THRESHOLD && !BC_POOL)
 
 #if BC_HALO
 // The halo-tile kernel. The implicit GEMM below issues one 16-byte cp.async per (output pixel,
@@ -462,7 +465,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     // Per warp: two halo buffers and the popc(a) of its tile rows.
     typedef BnnConvCorrT<C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW, ONE, POOL, BN> E;
     // BITS: the threshold's own epilogue (BnnHaloBits above), its table one row longer.
-    constexpr bool BITS = BC_EPI == BNN_EPI_THRESHOLD && !POOL;
+    constexpr bool BITS = BC_HALO_BITS;
     typedef BnnHaloBits<E, C, KH * KW, O, BN, BC_RESW> HB;
     constexpr unsigned BSZ = NIT * BN * 16, ASZ = CCR * NHP * 16, WSZ = 2 * ASZ + 4 * BM, TSZ = (E::ENTRIES + BN) * 4;
     constexpr unsigned SMEM = BSZ + 16 + NW * WSZ + TSZ;
@@ -529,7 +532,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     const E e{corr - n0}; // the generic epilogues' (BITS reads the table itself)
     const bool bhi = (lane >> 3) & 1;
     (void)e, (void)M;
-#if BC_EPI == BNN_EPI_THRESHOLD && !BC_POOL
+#if BC_HALO_BITS
     unsigned pos0[HB::NQ], pos1[HB::NQ]; // HB::positive() of the lane's channels
 #pragma unroll
     for (int q = 0; q < HB::NQ; ++q) {
@@ -587,7 +590,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
                 rowpop[mi * 16 + (lane >> 2) + 8] = pacc[mi][2];
             }
         __syncwarp();
-#if BC_EPI == BNN_EPI_THRESHOLD && !BC_POOL
+#if BC_HALO_BITS
         bnn_halo_bits<HB, E, TH, TW, OH, OW, O, BN, BC_LDY, BC_RESW, MI>(acc, rowpop, corr, n, oh0, ow0, n0, pos0, pos1,
                                                                           (unsigned *)Y,
 #if BC_RESW > 0
@@ -725,3 +728,4 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
 #undef BC_TH
 #undef BC_TW
 #undef BC_EPILOGUE
+#undef BC_HALO_BITS
