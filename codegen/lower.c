@@ -272,11 +272,11 @@ static void name_kernel(Lower *L, LStep *st, const char *tag) {
     st->has_kernel = true;
 }
 
-/* The six operand slots as kernel arguments, a null (0) where a slot is unused. */
+/* The six operand slots and x0 as kernel arguments, a null (0) where a slot is unused. */
 static void add_operand_args(LStep *st) {
-    static const int slots[6] = {BLOB_SLOT_IN, BLOB_SLOT_IN2, BLOB_SLOT_OUT,
-                                 BLOB_SLOT_W, BLOB_SLOT_P0, BLOB_SLOT_P1};
-    for (int i = 0; i < 6; i++) {
+    static const int slots[7] = {BLOB_SLOT_IN, BLOB_SLOT_IN2, BLOB_SLOT_OUT, BLOB_SLOT_W,
+                                 BLOB_SLOT_P0, BLOB_SLOT_P1, BLOB_SLOT_X0};
+    for (int i = 0; i < 7; i++) {
         if (st->s.slot[slots[i]].space != BLOB_SPACE_NONE)
             blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slots[i], 0);
         else
@@ -2211,10 +2211,15 @@ static bool fp16_conv_ok(const BlobConv2dParams *cp, const float *w) {
     return true;
 }
 
+/* Words of a block's list in the exact stem (float_ops.cu BnnConvBits::LISTW). */
+enum { STEM_LIST_WORDS = 32 };
+
 /* --float-convs=fp16|fp16x3: the conv2d step's GPU kernel on fp16 tensor cores
  * (bnn_conv2d_mma), the weights as fp16 [planes][OP][KP] in slot P1 (docs/blob-format.md):
  * rounded (fp16), or hi = fp16(w) then lo = fp16(w - hi) (fp16x3); the CPU path keeps the
- * exact loop over W. */
+ * exact loop over W. Exact bits out: the list of sums too close to call in slot x0, and a
+ * `kernel` step after the conv that recomputes them (bnn_conv2d_bits_fixup). */
+
 static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, const float *w, bool bias,
                               bool relu) {
     int64_t k = cp->c * cp->kh * cp->kw, kk = cp->kh * cp->kw;
@@ -2255,6 +2260,11 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         }
     }
     tiles *= op / 64;
+    /* exact: the sums too close to call that a block leaves to the fixup kernel after it, in a
+     * list of BnnConvBits::LISTW words a block (float_ops.cu) */
+    int list = exact ? new_buf(L, tiles * STEM_LIST_WORDS * 4) : -1;
+    if (exact)
+        use_arena(L, st, BLOB_SLOT_X0, list);
     char *cfg = str_printf(
         "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
         "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, OH = %lld, OW = %lld, "
@@ -2269,17 +2279,33 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         (long long)cp->epi_div,
         (long long)cp->epi_relu, (long long)cp->zero, (long long)cpad, win);
     BlobGridDim grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
+    char *fix_cfg = exact ? xstrdup(cfg) : NULL;
     tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_mma",
                 "(const float *)in, (const unsigned short *)p1, (const float *)p0, (float *)out, (const float *)w, "
-                "(const float *)in2",
+                "(const float *)in2, (unsigned *)x0",
                 grid, 256, smem, 1);
     /* three blocks an SM (80 registers, no spills in ptxas for ResNet's stem): the kernel issues
      * more instructions than it waits for memory, at two blocks 25 % occupancy */
     st->k.min_blocks = 3;
-    if (exact)
-        L->nexact_bit_convs++;
-    else
+    if (!exact) {
         L->nfp16_convs++;
+        return;
+    }
+    L->nexact_bit_convs++;
+    /* the fixup: a GPU-only step after the conv, a warp a block of it (bnn_conv2d_bits_fixup) */
+    int si = (int)(st - L->steps);
+    LStep *fx = new_step(L, BLOB_STEP_KERNEL);
+    st = &L->steps[si];
+    static const int slots[6] = {BLOB_SLOT_IN, BLOB_SLOT_IN2, BLOB_SLOT_OUT, BLOB_SLOT_W, BLOB_SLOT_P0, BLOB_SLOT_X0};
+    for (int i = 0; i < 6; i++) {
+        fx->s.slot[slots[i]] = st->s.slot[slots[i]];
+        fx->buf[slots[i]] = st->buf[slots[i]];
+    }
+    BlobGridDim fix_grid[3] = {{0, (uint32_t)tiles, 8}, {1, 0, 1}, {1, 0, 1}};
+    tile_kernel(L, fx, "stemfix", fix_cfg, "bnn_conv2d_bits_fixup",
+                "(const float *)in, (const float *)p0, (unsigned *)out, (const float *)w, (const float *)in2, "
+                "(const unsigned *)x0",
+                fix_grid, 256, 0, 1);
 }
 
 /* Channel c's bit for the sum v (before the bias), as the CPU path computes it. */

@@ -502,6 +502,12 @@ static bnn_status check_conv2d(const StepCheck *c) {
     TRY(want_slot(c, BLOB_SLOT_P1, BLOB_SPACE_WEIGHTS,
                   p1 == 2 * w16 || p1 == w16old || p1 == 2 * w16old ? p1 : w16, true));
     TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
+    /* x0: the exact bit kernel's list of the sums it leaves to the fixup kernel after it */
+    const BlobRef *x0 = &c->s->slot[BLOB_SLOT_X0];
+    if (x0->space != BLOB_SPACE_NONE &&
+        (x0->space != BLOB_SPACE_ARENA || !p->out_words || !x0->bytes || x0->bytes % 128))
+        return bad_step(c, "slot x0 (the bit kernel's list) must be in the arena, a multiple of 128 bytes, and "
+                           "only with bits out");
     return check_overlap(c, false);
 }
 

@@ -92,7 +92,8 @@ static void put_ir_comment(Buf *b, const char *ir_line) {
 static const char float_glue[] =
     "extern \"C\" __global__ void __launch_bounds__(256)\n"
     "$NAME(const void *__restrict__ in, const void *__restrict__ in2, void *__restrict__ out,\n"
-    "      const void *__restrict__ w, const void *__restrict__ p0, const void *__restrict__ p1, int total) {\n"
+    "      const void *__restrict__ w, const void *__restrict__ p0, const void *__restrict__ p1,\n"
+    "      void *__restrict__ x0, int total) {\n"
     "    BNN_PDL_ENTER();\n"
     "    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
     "    if (i >= total) return;\n"
@@ -109,7 +110,8 @@ static const char float_tile_glue[] =
     "$DEFINES"
     "extern \"C\" __global__ void __launch_bounds__($THREADS, $MINBLOCKS)\n"
     "$NAME(const void *__restrict__ in, const void *__restrict__ in2, void *__restrict__ out,\n"
-    "      const void *__restrict__ w, const void *__restrict__ p0, const void *__restrict__ p1, int total) {\n"
+    "      const void *__restrict__ w, const void *__restrict__ p0, const void *__restrict__ p1,\n"
+    "      void *__restrict__ x0, int total) {\n"
     "    BNN_PDL_ENTER();\n"
     "    $CALL;\n"
     "}\n";

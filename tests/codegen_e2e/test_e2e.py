@@ -238,6 +238,29 @@ def check_pdl_flags(model, tmp):
     print(f"ok: {name}: {sum(1 for k, _ in steps if k)} kernel steps flagged PDL, {len(steps)} steps")
 
 
+def check_stem_fixup(model, tmp):
+    """An exact stem (a conv2d step writing bits, docs/kernels.md "The stem") lists the sums too
+    close to call in slot x0, and the next step is its GPU-only fixup kernel (`kernel`,
+    sN_stemfix) over the same input, output and list, 128 bytes a block of the conv."""
+    name = os.path.basename(model)
+    blob = os.path.join(tmp, name + ".fix.bin")
+    if run([BNNCC, "-O3", "--target=sm_90a", model, "-o", blob]).returncode:
+        return fail(f"{name}: bnncc failed")
+    b = open(blob, "rb").read()
+    steps = blob_steps(b)
+    stems = [i for i, (at, kind, _) in enumerate(steps) if kind == 6 and blob_slot(b, at, 6)[0]]
+    if len(stems) != 1:
+        return fail(f"{name}: {len(stems)} conv2d steps with a list (x0), expected the stem's")
+    i = stems[0]
+    at, fx = steps[i][0], steps[i + 1] if i + 1 < len(steps) else (0, 0, "")
+    same = fx[0] and all(blob_slot(b, at, s) == blob_slot(b, fx[0], s) for s in (0, 1, 2, 3, 4, 6))
+    x0 = blob_slot(b, at, 6)
+    if fx[1] != 16 or not fx[2].endswith("_stemfix") or not same or x0[3] % 128:
+        return fail(f"{name}: step {i + 1} is not the stem's fixup over its operands: kind {fx[1]}, kernel "
+                    f"'{fx[2]}', same slots {bool(same)}, list {x0[3]} bytes")
+    print(f"ok: {name}: the stem lists {x0[3] // 128} blocks' sums for {fx[2]}")
+
+
 def check_p1_orders(model, tmp):
     """The loader takes a stem's p1 in either k order (docs/blob-format.md conv2d): the blob of
     model with its p1 slot cut to the (c, ky, kx) order's size (what an older bnncc wrote) still
@@ -838,6 +861,9 @@ def main():
                  if m.endswith("stem_bits_pool.bnn") and (not a.only or a.only in os.path.basename(m))]
         jobs += [lambda m=m: check_pdl_flags(m, tmp) for m in stem_models(tmp, np.random.default_rng(66))
                  if m.endswith("stem_bits_pool.bnn") and (not a.only or a.only in os.path.basename(m))]
+        jobs += [lambda m=m: check_stem_fixup(m, tmp) for m in stem_models(tmp, np.random.default_rng(66))
+                 if m.endswith(("stem_bits_pool.bnn", "stem_bits_11x11.bnn")) and
+                 (not a.only or a.only in os.path.basename(m))]
         jobs += [lambda m=m: check_stem_form(m) for m in stem_models(tmp, np.random.default_rng(66))
                  if "zero_gamma" not in m and (not a.only or a.only in os.path.basename(m))]
         # The fused float chains of binary convolutions (residual blocks): bit for bit.

@@ -482,6 +482,13 @@ static void e_conv2d_chain_relu(unsigned char *b, size_t *len) {
 static void e_conv2d_chain_no_in2(unsigned char *b, size_t *len) {
     (void)len, blob_put_u64(conv2d_step(b) + CONV2D_EPI_STAGES_AT, 2);
 }
+/* a list of the bit kernel's sums (slot x0) on a conv2d step that writes floats */
+static void e_conv2d_list_no_bits(unsigned char *b, size_t *len) {
+    unsigned char *x0 = conv2d_step(b) + BLOB_STEP_SLOTS_AT + 24 * BLOB_SLOT_X0;
+    (void)len, blob_put_u32(x0, BLOB_SPACE_ARENA);
+    blob_put_u64(x0 + 8, 0);
+    blob_put_u64(x0 + 16, 128);
+}
 
 static void test_bconv_chain(void) {
     Buf b = {0};
@@ -502,6 +509,8 @@ static void test_bconv_chain(void) {
     expect(&b, e_conv2d_chain_relu, true, BNN_STATUS_BAD_BLOB, "bad float chain: 1 stages, div 0, relu 2",
            "conv2d chain relu");
     expect(&b, e_conv2d_chain_no_in2, true, BNN_STATUS_BAD_BLOB, "slot in2", "conv2d chain without in2");
+    expect(&b, e_conv2d_list_no_bits, true, BNN_STATUS_BAD_BLOB, "slot x0 (the bit kernel's list)",
+           "conv2d list without bits");
     buf_free(&b);
 }
 

@@ -591,8 +591,12 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, cons
 // those bits the reference's: the chain is monotone in the sum, so where the chain gives the
 // same bit at both ends of [sum - m, sum + m], m a bound on |fp16x3 sum - the reference's f32
 // sum| (from the patch's max |x| and chain[2*STAGES*O + o] = sum |w| of channel o), that bit
-// is exact; else the sum goes to a queue that the block's threads then recompute in the
-// reference's order (c, ky, kx) from w32, one sum each.
+// is exact; else the sum is left to bnn_conv2d_bits_fixup: the block writes it as a 0 bit and
+// lists it in its LISTQ entries of `list`, which that kernel, launched next, recomputes in the
+// reference's order (c, ky, kx) from w32 across the whole GPU. Sums past a block's LISTQ go to
+// its queue in shared memory, which the block's threads then recompute themselves, one sum
+// each (all of them there, before the list: 0.48 of the stem's 1.65 ms at batch 256 on an
+// H100, a dozen threads a block adding 147 products while the others waited; docs/perf.md).
 template <class F> struct BnnConvBits {
     static_assert(!F::EXACT || (F::SPLIT && F::BITS), "exact bits need the hi + lo split");
     static_assert(!F::BITS || F::OUTW >= (F::O + 31) / 32, "bit output narrower than O");
@@ -601,6 +605,9 @@ template <class F> struct BnnConvBits {
     // reference's own rounding ((K + 1) ulp), the splits' 2^-22 and fp16 subnormals' 2^-25; twice that.
     static constexpr float REL = 2.0f * (51.0f * (F::KP / 16) + F::C * F::KH * F::KW + 16.0f) * 0x1p-23f;
     static constexpr float ABS = 2.0f * 0x1p-23f;
+    // A block's list: its count, then up to LISTQ entries pixel << 8 | channel (the block's);
+    // 12 a block on average in XNOR ResNet-18's stem, at most 24 (bench/stem_queue.py).
+    static constexpr int LISTQ = 31, LISTW = LISTQ + 1;
 };
 
 // A BITS conv's channel: the chain as one comparison of the sum (the lowering's
@@ -672,6 +679,14 @@ template <class F> struct BnnConvMma {
     static constexpr int XWB = F::EXACT ? (SR * SC * 4 + 15) / 16 * 16 : 0, VMB = F::EXACT ? TH * SC * 4 : 0;
     static constexpr int XW_AT = R0 + WINB, VM_AT = XW_AT + XWB, KOFF_AT = VM_AT + VMB; // byte offsets
     static constexpr int WIN_SMEM = KOFF_AT + F::KP / 2 * 4;
+    // The output pixel of pixel pl of the block's pixel tile mt, -1 past the image's.
+    static __device__ __forceinline__ int pixel(int mt, int pl) {
+        if (F::WIN) {
+            const int oy = mt / TX * TH + pl / TW, ox = mt % TX * TW + pl % TW;
+            return oy < F::OH && ox < F::OW ? oy * F::OW + ox : -1;
+        }
+        return mt * BM + pl < P ? mt * BM + pl : -1;
+    }
     static_assert(F::KP % 16 == 0 && F::OP % BN == 0 && F::OP >= F::O, "bad padding");
     static_assert(F::CP ? F::CP % 2 == 0 && F::CP >= F::C && F::KP >= KK * F::CP : !F::WIN && F::KP >= K,
                   "bad padding");
@@ -683,7 +698,7 @@ template <class F> struct BnnConvMma {
 
 template <class F>
 __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const unsigned short *w16, const float *b,
-                                               float *y, const float *w32, const float *chain) {
+                                               float *y, const float *w32, const float *chain, unsigned *list) {
     typedef BnnConvMma<F> T;
     typedef BnnConvBits<F> TB;
     extern __shared__ __align__(128) unsigned char bnn_dsmem[];
@@ -696,14 +711,7 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
     const int mt = t % T::MT, o0 = t / T::MT * T::BN;
     const int p0 = mt * T::BM;                                   // !WIN: the block's first pixel
     const int oy0 = mt / T::TX * T::TH, ox0 = mt % T::TX * T::TW; // WIN: its first row and column
-    // The output pixel of the block's pixel pl, -1 past the image's.
-    auto pixel = [&](int pl) -> int {
-        if (F::WIN) {
-            const int oy = oy0 + pl / T::TW, ox = ox0 + pl % T::TW;
-            return oy < F::OH && ox < F::OW ? oy * F::OW + ox : -1;
-        }
-        return p0 + pl < T::P ? p0 + pl : -1;
-    };
+    auto pixel = [&](int pl) -> int { return T::pixel(mt, pl); };
     x += item * F::C * F::H * F::W;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp & 3, wn = warp >> 2;
     const int sm = tid & 127;
@@ -904,12 +912,14 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         // Each thread holds 4 pixels (mi, row half) x 8 channels of its warp's 32, one word:
         // the thread's bits of a pixel, OR-ed over the 4 lanes of a row (tq), are the word. The
         // stages' shared memory is free now: the pixels' max |x|, the block's words, and
-        // (EXACT) the queue of sums too close to call, which the whole block then recomputes
-        // in the reference's order, one per thread, instead of one lane of a warp at a time.
+        // (EXACT) the sums too close to call: the first LISTQ in the block's list for the
+        // fixup kernel, the rest in a queue that the whole block then recomputes in the
+        // reference's order, one per thread, instead of one lane of a warp at a time.
         float *xm = (float *)bnn_dsmem;                        // !WIN: [2][BM], a pixel's two staging threads
         unsigned *words = (unsigned *)(bnn_dsmem + 1024);      // [1 + NANF][BM][2]
         int *qlen = (int *)(bnn_dsmem + 3072);
         unsigned *queue = (unsigned *)(bnn_dsmem + 3088);      // [BM * BN]: pixel << 8 | channel
+        unsigned *const blist = list + (bnn_i64)blockIdx.x * TB::LISTW; // EXACT: count, entries
         static_assert(!F::EXACT || F::WIN || 3088 + 4 * T::BM * T::BN <= 2 * T::STAGE, "the queue fits the stages");
         float x1[4], x2[4]; // m = x1 * sum|w| + x2 + ABS * sum|w|, per pixel (rounded up)
         if (F::EXACT) {
@@ -959,7 +969,12 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
                             bit = blo >= 0 && blo == ch.bit(hi) ? blo : -2;
                         }
                         if (!(fabsf(a) <= 3e38f && m <= 3e38f) || bit == -2) {
-                            queue[atomicAdd(qlen, 1)] = (unsigned)pl << 8 | (unsigned)(wn * 32 + ol);
+                            const int qi = atomicAdd(qlen, 1);
+                            const unsigned e = (unsigned)pl << 8 | (unsigned)(wn * 32 + ol);
+                            if (qi < TB::LISTQ)
+                                blist[1 + qi] = e;
+                            else
+                                queue[qi - TB::LISTQ] = e;
                             continue;
                         }
                     }
@@ -981,13 +996,17 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         }
         __syncthreads();
         if (F::EXACT) {
-            for (int i = tid; i < *qlen; i += 256) {
-                const int pl = queue[i] >> 8, ol = queue[i] & 255, o = o0 + ol;
-                const int bit = BnnChainK<F>(o, b, chain).bit(bnn_conv2d_exact_sum<F>(x, w32, o, pixel(pl)));
-                if (bit == 1 || (bit < 0 && F::NANF))
-                    atomicOr(&words[(bit < 0) * 2 * T::BM + pl * 2 + (ol >> 5)], 1u << (ol & 31));
+            const int n = *qlen; // the same in every thread: a barrier or none
+            if (tid == 0) blist[0] = (unsigned)(n < TB::LISTQ ? n : TB::LISTQ);
+            if (n > TB::LISTQ) {
+                for (int i = tid; i < n - TB::LISTQ; i += 256) {
+                    const int pl = queue[i] >> 8, ol = queue[i] & 255, o = o0 + ol;
+                    const int bit = BnnChainK<F>(o, b, chain).bit(bnn_conv2d_exact_sum<F>(x, w32, o, pixel(pl)));
+                    if (bit == 1 || (bit < 0 && F::NANF))
+                        atomicOr(&words[(bit < 0) * 2 * T::BM + pl * 2 + (ol >> 5)], 1u << (ol & 31));
+                }
+                __syncthreads();
             }
-            __syncthreads();
         }
         constexpr int PXW = F::OUTW * (1 + F::NANF); // words a pixel
         unsigned *yb = (unsigned *)y + item * T::P * PXW;
@@ -1018,6 +1037,35 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
                 if (F::RELU) r = r < 0.0f ? 0.0f : r;
                 yi[(bnn_i64)o * T::P + p] = r;
             }
+}
+
+// The sums an exact bnn_conv2d_mma (BITS, EXACT) left in its list: each recomputed in the
+// reference's order (bnn_conv2d_exact_sum), through the chain, and its bit (or NaN flag) OR-ed
+// into the conv's output word, which holds a 0 there. A warp a block of the conv, a lane an
+// entry; launched right after the conv, batch * MT * NT warps. What bounds it is reading the
+// patches of the listed sums again, mostly from DRAM (the conv's input has left the L2 by then):
+// 0.130 ms at batch 256 for XNOR ResNet-18's 0.15 % of sums on an H100, the same with each
+// channel's 49 taps loaded before their sums; the whole warp computing one sum's products at a
+// time, then each lane adding its own from shared memory, took 0.387 ms (docs/perf.md).
+template <class F>
+__device__ __forceinline__ void bnn_conv2d_bits_fixup(int batch, const float *x, const float *b, unsigned *y,
+                                                      const float *w32, const float *chain, const unsigned *list) {
+    typedef BnnConvMma<F> T;
+    typedef BnnConvBits<F> TB;
+    static_assert(F::BITS && F::EXACT, "only the exact bits form lists sums");
+    const bnn_i64 blk = ((bnn_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (blk >= (bnn_i64)batch * T::MT * T::NT) return;
+    const unsigned *bl = list + blk * TB::LISTW;
+    if (lane >= (int)bl[0]) return;
+    const unsigned e = bl[1 + lane];
+    const bnn_i64 item = blk / (T::MT * T::NT);
+    const int t = (int)(blk % (T::MT * T::NT)), mt = t % T::MT, o = t / T::MT * T::BN + (int)(e & 255);
+    const int p = T::pixel(mt, (int)(e >> 8));
+    const int bit = BnnChainK<F>(o, b, chain).bit(bnn_conv2d_exact_sum<F>(x + item * F::C * F::H * F::W, w32, o, p));
+    constexpr int PXW = F::OUTW * (1 + F::NANF); // words a pixel
+    if (bit == 1 || (bit < 0 && F::NANF))
+        atomicOr(&y[(item * T::P + p) * PXW + (bit < 0) * F::OUTW + o / 32], 1u << (o & 31));
 }
 
 #endif // BNN_FLOAT_OPS_CU
