@@ -120,8 +120,8 @@ static inline int bnn_halo_pick(int ohe, int owe, int nbx, int min_blocks) {
  * 4 x 4. A 2 x 8 tile's 8 rows of 16 pixels are one image row each, so the chain epilogues' f32
  * NCHW residuals and values move in whole 32-byte sectors (4 x 4: half sectors). On an H100 at
  * batch 256 (docs/perf.md, 2026-11-27) 2 x 8 everywhere made Bi-Real ResNet-18 2.3 % faster and
- * XNOR ResNet-18 2.6 %, with batch 8 and 1 within 0.5 %; pooled layers (VGG-small) were not
- * measured and keep 4 x 4. The others are the tiles of the first measurement (docs/kernels.md,
+ * XNOR ResNet-18 2.6 %, with batch 8 and 1 within 0.5 %; on pooled layers (VGG-small) 2 x 8 and
+ * 4 x 4 are within 1.3 % (2026-11-27), and those keep 4 x 4. 2 x 16 was slower everywhere. The others are the tiles of the first measurement (docs/kernels.md,
  * "The halo-tile convolution"): 4x8 x 64 is up to 1.45x faster at batch 256 on the 56x56
  * threshold layers but slower at batch 1, and the batch is not known here, so they are bnncc
  * --tune's candidates, measured on the GPU and batch the user names. The last is 4x8/64/8 with

@@ -394,17 +394,23 @@ __device__ __forceinline__ void bnn_epilogue(const int (&acc)[Cfg::MI][Cfg::NI][
 // row 2k = a_k, row 2k+1 = b_k. F32: Y[i] = v, canonical NCHW (PIX pixels an image). LDB > 0:
 // the bits of binarize {zero=1} (v >= 0; NaN gives 0) NHWC-packed into Yb, LDB words a
 // pixel, padding words zeroed as in bnn_epilogue.
-template <int NST, int DIV, int N>
-__device__ __forceinline__ float bnn_chain_value(int dot, const float *__restrict__ ep, int c) {
-    float v = (float)dot;
+// The stages of column c: ep's 2 * NST constants, loaded once for all of a thread's rows.
+template <int NST, int DIV, int N> struct BnnChainStages {
+    float a[NST], b[NST];
+    __device__ __forceinline__ void load(const float *__restrict__ ep, int c) {
 #pragma unroll
-    for (int k = 0; k < NST; ++k) {
-        const float a = __ldg(ep + (2 * k) * N + c), b = __ldg(ep + (2 * k + 1) * N + c);
-        v = (DIV >> k) & 1 ? __fdiv_rn(v, a) : __fmul_rn(v, a);
-        v = __fadd_rn(v, b);
+        for (int k = 0; k < NST; ++k) a[k] = __ldg(ep + (2 * k) * N + c), b[k] = __ldg(ep + (2 * k + 1) * N + c);
     }
-    return v;
-}
+    __device__ __forceinline__ float value(int dot) const {
+        float v = (float)dot;
+#pragma unroll
+        for (int k = 0; k < NST; ++k) {
+            v = (DIV >> k) & 1 ? __fdiv_rn(v, a[k]) : __fmul_rn(v, a[k]);
+            v = __fadd_rn(v, b[k]);
+        }
+        return v;
+    }
+};
 
 template <class Cfg, int N, int PIX, int NST, int DIV, int RES, bool F32, int LDB, int RESW, class E, class RM>
 __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg::NI][4], const int *rowpop,
@@ -454,35 +460,54 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
                         rv[RLD ? mi : 0][h][RLD ? ni : 0][j] = rok && c < N ? R[base + (long long)c * PIX] : 0.0f;
                     }
             }
+    // The thread's rows first, then column by column (each column's stage constants loaded
+    // once for all its rows: they were loaded again for every row, 96 of a 2x8 tile's 116
+    // global loads), then each row's bits.
+    int rowv[MI][2], rav[MI][2];
+    typename E::Row riv[MI][2];
+    long long basev[MI][2]; // F32: the NCHW index of the row's channel 0
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int rl = wm * Cfg::WTM + mi * 16 + g + 8 * h, row = bnn_row_of(m0, rl);
-            const bool rok = row >= 0 && row < M;
-            const typename E::Row ri = e.row(rok ? row : 0);
-            const int ra = -2 * rowpop[rl];
-            const long long base = (long long)(row / PIX) * N * PIX + row % PIX; // NCHW index of channel 0
-            bool on[NI][2];
+            rowv[mi][h] = row >= 0 && row < M ? row : -1;
+            riv[mi][h] = e.row(row >= 0 && row < M ? row : 0);
+            rav[mi][h] = -2 * rowpop[rl];
+            basev[mi][h] = (long long)(row / PIX) * N * PIX + row % PIX;
+        }
+    unsigned on[MI][2] = {}; // bit ni * 2 + j: the column's v >= 0
 #pragma unroll
-            for (int ni = 0; ni < NI; ++ni)
+    for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
-                for (int j = 0; j < 2; ++j) {
-                    const int c = cw0 + ni * 8 + 2 * t + j;
-                    on[ni][j] = false;
-                    if (rok && c < N) {
-                        const int d = 4 * acc[mi][ni][2 * h + j] + ra + e.corr(ri, ci[ni][j], c);
-                        float v = bnn_chain_value<NST, DIV, N>(d, ep, c);
-                        const long long i = base + (long long)c * PIX;
-                        const float r = RESW ? (rw[RESW ? mi : 0][h][ni >> 2] >> (c % 32)) & 1u ? 1.0f : -1.0f
-                                        : RLD ? rv[RLD ? mi : 0][h][RLD ? ni : 0][j] : 0.0f;
-                        if (RES == 1) v = __fadd_rn(v, r);
-                        if (RES == 2) v = __fadd_rn(r, v);
-                        if (F32) Y[i] = v;
-                        on[ni][j] = v >= 0.0f;
-                    }
+        for (int j = 0; j < 2; ++j) {
+            const int c = cw0 + ni * 8 + 2 * t + j;
+            if (c >= N) continue;
+            BnnChainStages<NST, DIV, N> cs;
+            cs.load(ep, c);
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int row = rowv[mi][h];
+                    if (row < 0) continue;
+                    const int d = 4 * acc[mi][ni][2 * h + j] + rav[mi][h] + e.corr(riv[mi][h], ci[ni][j], c);
+                    float v = cs.value(d);
+                    const float r = RESW ? (rw[RESW ? mi : 0][h][ni >> 2] >> (c % 32)) & 1u ? 1.0f : -1.0f
+                                    : RLD ? rv[RLD ? mi : 0][h][RLD ? ni : 0][j] : 0.0f;
+                    if (RES == 1) v = __fadd_rn(v, r);
+                    if (RES == 2) v = __fadd_rn(r, v);
+                    if (F32) Y[basev[mi][h] + (long long)c * PIX] = v;
+                    on[mi][h] |= (unsigned)(v >= 0.0f) << (ni * 2 + j);
                 }
-            if (LDB > 0) { // as bnn_epilogue's bit store: 4 lanes t of row g make 32 columns
+        }
+    if (LDB > 0) // as bnn_epilogue's bit store: 4 lanes t of row g make 32 columns
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = rowv[mi][h];
+                const bool rok = row >= 0;
 #pragma unroll
                 for (int q = 0; q < NI / 4; ++q) {
                     unsigned bits = 0;
@@ -490,7 +515,7 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
                     for (int u = 0; u < 4; ++u)
 #pragma unroll
                         for (int j = 0; j < 2; ++j)
-                            if (on[4 * q + u][j]) bits |= 1u << (u * 8 + 2 * t + j);
+                            if ((on[mi][h] >> ((4 * q + u) * 2 + j)) & 1u) bits |= 1u << (u * 8 + 2 * t + j);
                     bits |= __shfl_xor_sync(0xffffffffu, bits, 1);
                     bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
                     const int wcol = cw0 / 32 + q;
@@ -501,7 +526,6 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
                 if (LDB > W0 && (int)blockIdx.x == NBX - 1 && wn == 0 && rok)
                     for (int wd = W0 + t; wd < LDB; wd += 4) Yb[(long long)row * LDB + wd] = 0u;
             }
-        }
 }
 
 // ---------------------------------------------------------------- prep kernels
