@@ -112,6 +112,14 @@ BlobRef blob_add_weights(BlobWriter *w, const void *data, size_t n) {
     return r;
 }
 
+const void *blob_weights_data(const BlobWriter *w, BlobRef r) {
+    if (r.space != BLOB_SPACE_WEIGHTS || r.offset + r.bytes > w->weights.len) { /* a lowering bug */
+        fprintf(stderr, "bnncc: internal error: blob_weights_data of a reference outside the weights\n");
+        abort();
+    }
+    return w->weights.data + r.offset;
+}
+
 BlobRef blob_arena_ref(uint64_t offset, uint64_t item_bytes) {
     BlobRef r = {BLOB_SPACE_ARENA, 0, offset, item_bytes};
     return r;

@@ -466,6 +466,8 @@ void blob_free(BlobWriter *w);
 
 /* Copy n bytes into WEIGHTS at the next 64-byte boundary; returns a WEIGHTS ref. */
 BlobRef blob_add_weights(BlobWriter *w, const void *data, size_t n);
+/* The bytes of weights added before (r from blob_add_weights), valid until the next add. */
+const void *blob_weights_data(const BlobWriter *w, BlobRef r);
 /* An arena ref (per batch item). */
 BlobRef blob_arena_ref(uint64_t offset, uint64_t item_bytes);
 /* Bytes of the arena per batch item (every arena ref must fit inside). */

@@ -1391,6 +1391,27 @@ static char *halo_defines(const char *base, const BnnHaloCfg *hc) {
  * (0.107 -> 0.198 ms at batch 256 for one), so they keep the rule's. */
 enum { HALO_ALT_VARIANT = 4, HALO_ALT_BATCH = 16 };
 
+/* The halo bconv's tables, one per column block of hc->bn channels (kernels.h bnn_halo_table),
+ * into the weights: the kernel's P (slot x0) in place of the popc(w) prefix table pre, which it
+ * is built from. A threshold without a pool takes its own bit epilogue (bconv.cu BC_HALO_BITS):
+ * its table holds the thresholds too (ep0, ep1 of st: [1 + (resw > 0)][O] each). */
+static BlobRef halo_tables(Lower *L, const LStep *st, const BlobBconvParams *bp, BlobRef pre, const BnnHaloCfg *hc,
+                           int classes, int resw) {
+    int nbx = (int)((bp->o + hc->bn - 1) / hc->bn), per = (classes + 1) * hc->bn;
+    bool own_bits = st->s.epilogue == BLOB_EPI_THRESHOLD && !bp->pool;
+    int *t = xmalloc((size_t)nbx * (size_t)per * 4);
+    const int *thr = own_bits ? blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P0]) : NULL;
+    const int *dir = own_bits ? blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P1]) : NULL;
+    for (int bx = 0; bx < nbx; bx++)
+        bnn_halo_table((int)bp->c, (int)bp->h, (int)bp->w, (int)bp->o, (int)bp->kh, (int)bp->kw, (int)bp->stride_h,
+                       (int)bp->stride_w, (int)bp->pad_top, (int)bp->pad_left, (int)bp->dil_h, (int)bp->dil_w,
+                       (int)bp->oh, (int)bp->ow, bp->pad_value > 0, hc->bn, bx, blob_weights_data(L->w, pre), thr,
+                       dir, resw, t + (size_t)bx * (size_t)per);
+    BlobRef r = put_weights(L, t, (size_t)nbx * (size_t)per * 4);
+    free(t);
+    return r;
+}
+
 /* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
 static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
     BlobGridDim grid[3] = {{(uint32_t)((O + hc->bn - 1) / hc->bn), 0, 1},
@@ -1616,10 +1637,12 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
                     .classes = bnn_corr_classes((int)H, (int)W, (int)KH, (int)KW, (int)s[0], (int)s[1], (int)p[0],
                                                 (int)p[1], (int)d[0], (int)d[1], (int)OH, (int)OW, pad_value > 0)};
     char *halo_base = NULL; /* the defines but the tile's, for a batch alternative */
+    int resw = bp.epi_residual && !chain ? (int)res_words : 0; /* BC_RESW of a threshold */
     if (choose_halo(L, st, BNN_HALO_VARIANTS, bconv_halo_variant, &hl, &hc) == 0) {
         halo_base = st->k.defines;
         st->k.defines = halo_defines(halo_base, &hc);
         set_halo_launch(st, &hc, O);
+        st->s.slot[BLOB_SLOT_X0] = halo_tables(L, st, &bp, pref, &hc, hl.classes, resw);
     } else {
         BlobGridDim grid[3] = {{(uint32_t)((O + BNN_BCONV_BN - 1) / BNN_BCONV_BN), 0, 1},
                                {0, (uint32_t)pix, BNN_BCONV_BM}, {1, 0, 1}};
@@ -1646,6 +1669,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
         alt->k.defines = halo_defines(named, &ha);
         free(named);
         set_halo_launch(alt, &ha, O);
+        alt->s.slot[BLOB_SLOT_X0] = halo_tables(L, alt, &bp, pref, &ha, hl.classes, resw);
         add_family_args(alt, 1, bp.epi_residual ? BLOB_SLOT_IN2 : -1);
     }
     free(halo_base);

@@ -46,11 +46,70 @@ static inline int bnn_axis_classes(int n, int k, int s, int p, int d, int no) {
     int fo = f <= 0 ? 0 : (f + s - 1) / s, b = fo >= no ? 0 : no - fo;
     return a + 1 + b >= no ? no : a + 1 + b;
 }
+/* The valid tap range [*lo, *hi) along one conv axis of the outputs of class cls
+ * (BnnAxisBands::rep and range in bconv.cu; the axis as in bnn_axis_classes). */
+static inline void bnn_axis_band_range(int n, int k, int s, int p, int d, int no, int cls, int *lo, int *hi) {
+    int a = (p + s - 1) / s < no ? (p + s - 1) / s : no, f = n + p - (k - 1) * d;
+    int fo = f <= 0 ? 0 : (f + s - 1) / s, b = fo >= no ? 0 : no - fo;
+    int o = a + 1 + b >= no || cls <= a ? cls : no - b + cls - a - 1;
+    *lo = *hi = 0;
+    for (int t = 0; t < k; t++) {
+        *lo += o * s - p + t * d < 0;
+        *hi += o * s - p + t * d < n;
+    }
+    if (*hi < *lo)
+        *hi = *lo;
+}
 /* Entries per column of the border-correction table of the halo bconv (BnnConvCorrT):
  * row classes x column classes, 1 with one padding (every tap counts). */
 static inline int bnn_corr_classes(int h, int w, int kh, int kw, int sh, int sw, int pt, int pl, int dh, int dw,
                                    int oh, int ow, int pad_one) {
     return pad_one ? 1 : bnn_axis_classes(h, kh, sh, pt, dh, oh) * bnn_axis_classes(w, kw, sw, pl, dw, ow);
+}
+
+/* Threshold row r of channel ch as the bit epilogue uses it: clamped to [-kmax - 1, kmax + 1],
+ * plus 1 where dir < 0 (bnn_halo_table). */
+static inline int bnn_halo_shift(const int *thr, const int *dir, int o, int kmax, int r, int ch) {
+    const int t = thr[r * o + ch];
+    return (t < -kmax - 1 ? -kmax - 1 : t > kmax + 1 ? kmax + 1 : t) + (dir[r * o + ch] < 0);
+}
+/* The halo bconv's table of column block bx, (classes + 1) * bn ints: bnncc builds it, a block
+ * copies it into the end of its shared memory (bnn_halo_smem). Row cls = hc * nwc + wc, a class
+ * of output positions (bnn_corr_classes), column j: for channel c = bx * bn + j < o the dot
+ * correction of the class's valid taps, C * (h1 - h0) * (w1 - w0) - 2 * (their weights'
+ * popcount, from the prefix table pre[(kh + 1) * (kw + 1)][o]), every tap with pad_one; 0 past
+ * o; the last row zeros. With the threshold's own bit epilogue (thr and dir [1 + (resw > 0)][o],
+ * bconv.cu BnnHaloBits) U = corr - t'0 instead (-2^30 past o), t'r = thr[r][c] clamped to
+ * [-K - 1, K + 1] (K = C * kh * kw), plus 1 where dir[r][c] < 0, and the last row t'0 - t'1
+ * where resw > 0. */
+static inline void bnn_halo_table(int c, int h, int w, int o, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
+                                  int dw, int oh, int ow, int pad_one, int bn, int bx, const int *pre, const int *thr,
+                                  const int *dir, int resw, int *out) {
+    const int nhc = pad_one ? 1 : bnn_axis_classes(h, kh, sh, pt, dh, oh);
+    const int nwc = pad_one ? 1 : bnn_axis_classes(w, kw, sw, pl, dw, ow), kmax = c * kh * kw;
+    for (int cls = 0; cls <= nhc * nwc; cls++)
+        for (int j = 0; j < bn; j++) {
+            const int ch = bx * bn + j;
+            int v = 0;
+            if (cls == nhc * nwc) {
+                if (thr && resw > 0 && ch < o)
+                    v = bnn_halo_shift(thr, dir, o, kmax, 0, ch) - bnn_halo_shift(thr, dir, o, kmax, 1, ch);
+            } else if (ch < o) {
+                int h0 = 0, h1 = kh, w0 = 0, w1 = kw;
+                if (!pad_one) {
+                    bnn_axis_band_range(h, kh, sh, pt, dh, oh, cls / nwc, &h0, &h1);
+                    bnn_axis_band_range(w, kw, sw, pl, dw, ow, cls % nwc, &w0, &w1);
+                }
+                const int s = pre[(h1 * (kw + 1) + w1) * o + ch] - pre[(h0 * (kw + 1) + w1) * o + ch] -
+                              pre[(h1 * (kw + 1) + w0) * o + ch] + pre[(h0 * (kw + 1) + w0) * o + ch];
+                v = c * (h1 - h0) * (w1 - w0) - 2 * s;
+                if (thr)
+                    v -= bnn_halo_shift(thr, dir, o, kmax, 0, ch);
+            } else if (thr) {
+                v = -(1 << 30);
+            }
+            out[cls * bn + j] = v;
+        }
 }
 
 /* The halo-tile bconv (BC_HALO, bconv.cu): the weight slice, a zero line, per warp (nw of them)

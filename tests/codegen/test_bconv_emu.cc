@@ -302,7 +302,16 @@ bool run_config(const Layer &L, const EmuCase &s, int gy_case, Totals &tot) {
     EmuArgs a{};
     a.X = L.X.data();
     a.W = L.W.data();
-    a.P = L.P.data();
+    // The kernel's P: bnncc's tables of its column blocks (kernels.h bnn_halo_table) from the
+    // prefix table, with the thresholds where the threshold takes the bit epilogue (no pool).
+    const bool own_bits = s.epi == EPI_THRESHOLD && !s.pool;
+    const size_t per = (size_t)(classes + 1) * s.bn;
+    std::vector<int> tables(gx * per);
+    for (unsigned bx = 0; bx < gx; bx++)
+        bnn_halo_table(s.c, s.h, s.w, s.o, s.kh, s.kw, s.sh, s.sw, s.pt, s.pl, s.dh, s.dw, L.oh, L.ow, s.pad_one, s.bn,
+                       (int)bx, L.P.data(), own_bits ? L.t.data() : nullptr, own_bits ? L.dir.data() : nullptr,
+                       s.resw, &tables[bx * per]);
+    a.P = tables.data();
     if (s.epi == EPI_THRESHOLD) {
         a.ep0 = L.t.data();
         a.ep1 = L.dir.data();
@@ -321,7 +330,9 @@ bool run_config(const Layer &L, const EmuCase &s, int gy_case, Totals &tot) {
     emu_global_bytes[0] = L.X.size() * 4;
     emu_global_base[1] = L.W.data();
     emu_global_bytes[1] = L.W.size() * 4;
-    emu_nglobal = 2;
+    emu_global_base[2] = tables.data();
+    emu_global_bytes[2] = tables.size() * 4;
+    emu_nglobal = 3;
     char what[256];
     snprintf(what, sizeof what, "%s %dx%d/%d/%d minb %d: %s [%s], batch %d", s.cfg, s.th, s.tw, s.bn, s.nw, s.minb,
              s.name, s.id, L.nb);

@@ -604,9 +604,28 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
     void *wargs[] = {&dW, &o_, &kh, &kw, &cwp, &ldw, &dP};
     launch(k.wprefix, (unsigned)kdiv_up((int)ptab, 128), 1, 128, 0, wargs);
 
+    /* The halo kernel's P: its column blocks' tables (kernels.h bnn_halo_table, as lower.c builds
+     * them), from the prefix table the prep kernel wrote, with the thresholds where the threshold
+     * takes the bit epilogue (no pool). */
+    CUdeviceptr dT = 0;
+    if (s.th) {
+        int *pre = xmalloc(ptab * 4), classes = bconv_corr_classes(&s), nbx = kdiv_up(O, s.tile.bn);
+        size_t per = (size_t)(classes + 1) * (size_t)s.tile.bn;
+        int *tab = xmalloc((size_t)nbx * per * 4);
+        CU(cu.CtxSynchronize());
+        CU(cu.MemcpyDtoH(pre, dP, ptab * 4));
+        bool own_bits = s.epi == BNN_EPI_THRESHOLD && !s.pool;
+        for (int bx = 0; bx < nbx; bx++)
+            bnn_halo_table(C, s.H, s.W, O, s.KH, s.KW, s.SH, s.SW, s.PT, s.PL, s.DH, s.DW, OH, OW, s.pad_one,
+                           s.tile.bn, bx, pre, own_bits ? e.thr : NULL, own_bits ? e.dir : NULL, 0,
+                           tab + (size_t)bx * per);
+        dT = dupload(tab, (size_t)nbx * per * 4);
+        free(pre);
+        free(tab);
+    }
     CU(cu.MemsetD8(dY, POISON8, ywords * 4));
     int nbr = nb;
-    void *args[] = {&dX, &dW, &dP, &dp0, &dp1, &dY, &nbr};
+    void *args[] = {&dX, &dW, s.th ? &dT : &dP, &dp0, &dp1, &dY, &nbr};
     unsigned gx = (unsigned)kdiv_up(O, s.tile.bn), gy = (unsigned)kdiv_up(MG, s.tile.bm);
     if (s.th) { /* the runtime's grid (lower.c), or the test's smaller one */
         int ohe = s.pool ? OH / 2 * 2 : OH, owe = s.pool ? OW / 2 * 2 : OW;
@@ -631,6 +650,8 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
     CU(cu.MemFree(dX));
     CU(cu.MemFree(dW));
     CU(cu.MemFree(dP));
+    if (dT)
+        CU(cu.MemFree(dT));
     if (dp0) {
         CU(cu.MemFree(dp0));
         CU(cu.MemFree(dp1));

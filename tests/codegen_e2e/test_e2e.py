@@ -261,17 +261,57 @@ def check_stem_fixup(model, tmp):
     print(f"ok: {name}: the stem lists {x0[3] // 128} blocks' sums for {fx[2]}")
 
 
+def editable_blob(model, tmp, tag, target):
+    """(file name, the bytes of model compiled by bnncc -O3 --target=target, rechecksum) for a
+    check that edits a blob and loads it again, or None when bnncc failed (reported)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lowbit"))
+    from test_qconv_bin import rechecksum
+    name = os.path.basename(model)
+    blob = os.path.join(tmp, f"{name}.{tag}.bin")
+    if run([BNNCC, "-O3", f"--target={target}", model, "-o", blob]).returncode:
+        fail(f"{name}: bnncc failed")
+        return None
+    return name, bytearray(open(blob, "rb").read()), rechecksum
+
+
+def check_alt_tables(model, tmp):
+    """A threshold bconv's batch alternative (a halo kernel of another tile) has its own tables in
+    slot x0 (kernels.h bnn_halo_table, docs/blob-format.md bconv): the loader takes an x0 that
+    differs from its main step's where both are weights, and refuses one in the arena."""
+    got = editable_blob(model, tmp, "alt", "sm_90a")
+    if not got:
+        return
+    name, b, rechecksum = got
+    steps = blob_steps(b)
+    alts = [i for i, (at, kind, _) in enumerate(steps) if kind == 4 and struct.unpack_from("<I", b, at + 8)[0] & 4]
+    if not alts:
+        return fail(f"{name}: no bconv batch alternative")
+    at, main_at = steps[alts[0]][0], steps[alts[0] - 1][0]
+    x0, main_x0 = blob_slot(b, at, 6), blob_slot(b, main_at, 6)
+    if x0 == main_x0 or x0[0] != 2 or main_x0[0] != 2:
+        return fail(f"{name}: the alternative's x0 {x0} is not tables of its own beside {main_x0}")
+    x = os.path.join(tmp, name + ".alt.npy")
+    ins, _ = signature(model)
+    np.save(x, random_inputs(ins, 2, np.random.default_rng(4))[0])
+    for what, slot in (("its own tables", x0), ("an arena x0", (1, 0, 0, 16))):
+        struct.pack_into("<IIQQ", b, at + BLOB_SLOTS_AT + 24 * 6, *slot)
+        path = os.path.join(tmp, f"{name}.alt_{slot[0]}.bin")
+        open(path, "wb").write(rechecksum(b))
+        p = run([BNNRUN, path, "--device", "cpu", "--input", x])
+        refused = p.returncode != 0 and "batch alternative" in p.stderr
+        if refused != (slot[0] == 1):
+            return fail(f"{name}: an alternative with {what}: exit {p.returncode}, {p.stderr.strip()[-200:]!r}")
+    print(f"ok: {name}: {len(alts)} batch alternatives with tables of their own; an arena x0 is refused")
+
+
 def check_p1_orders(model, tmp):
     """The loader takes a stem's p1 in either k order (docs/blob-format.md conv2d): the blob of
     model with its p1 slot cut to the (c, ky, kx) order's size (what an older bnncc wrote) still
     loads and runs on the CPU path, with the same outputs; a size of neither order is refused."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lowbit"))
-    from test_qconv_bin import rechecksum
-    name = os.path.basename(model)
-    blob = os.path.join(tmp, name + ".p1.bin")
-    if run([BNNCC, "-O3", "--target=cpu", model, "-o", blob]).returncode:
-        return fail(f"{name}: bnncc failed")
-    b = bytearray(open(blob, "rb").read())
+    got = editable_blob(model, tmp, "p1", "cpu")
+    if not got:
+        return
+    name, b, rechecksum = got
     at = next((at for at, kind, _ in blob_steps(b) if kind == 6 and blob_slot(b, at, 5)[3]), None)  # conv2d, p1
     if at is None:
         return fail(f"{name}: no conv2d step with a p1")
@@ -613,8 +653,9 @@ def residual_models(tmp, rng):
     models["resid_bireal"] = (c, "(%x: f32[N,40,9,9])", [("y", "f32[N,3,5,5]"), ("s1", "f32[N,40,9,9]")], b)
     # XNOR: x f32[N,C,7,7]; the residual is the block input's bits as +-1 (a cast of b1, which
     # the chain reads as bits: no unpack), the sum's only user a binarize (the step writes bits
-    # only); twice, then an f32 output. C = 3 and 40 (two words a pixel).
-    for ch, name in ((3, "resid_xnor"), (40, "resid_xnor40")):
+    # only); twice, then an f32 output. C = 3, 40 (two words a pixel) and 64 (a halo tile of 64
+    # channels: the threshold convs' batch alternative, with tables of its own).
+    for ch, name in ((3, "resid_xnor"), (40, "resid_xnor40"), (64, "resid_xnor64")):
         t = f"[N,{ch},7,7]"
         c = ""
         for i in (1, 2):
@@ -872,8 +913,10 @@ def main():
                  [os.path.join(SRC, "tests", "passes", m + s) for m in ("bireal_block", "stem", "dense_chain")
                   for s in (".bnn", "_fused.bnn")]
                  if not a.only or a.only in os.path.basename(m)]
+        jobs += [lambda m=m: check_alt_tables(m, tmp) for m in residual_models(tmp, np.random.default_rng(88))
+                 if m.endswith("resid_xnor64.bnn") and (not a.only or a.only in os.path.basename(m))]
         # The XNOR blocks' chains become thresholds by the residual bit (the report says how
-        # many): the two models above test that form, not the float chain.
+        # many): the models above test that form, not the float chain.
         jobs += [lambda m=m: check_report_line(m, tmp, "compare their dot with two integer thresholds",
                                                2 if "xnor" in m else 0)
                  for m in residual_models(tmp, np.random.default_rng(88))

@@ -108,8 +108,9 @@ struct BnnConvCorr {
     }
 };
 // The dot correction of BnnConvCorr from a table in shared memory, one entry per (row class,
-// column class, column of the block): the halo kernel (BC_HALO) builds it once per block
-// (build()), then a correction is one shared load, with no per-output branch or P lookups.
+// column class, column of the block): bnncc builds it (kernels.h bnn_halo_table), the halo
+// kernel (BC_HALO) copies its block's, then a correction is one shared load, with no per-output
+// branch or P lookups.
 template <int C, int H, int W, int O, int KH, int KW, int SH, int SW, int PT, int PL, int DH, int DW, int OH,
           int OW, bool ONE, bool POOL, int BN>
 struct BnnConvCorrT {
@@ -119,24 +120,6 @@ struct BnnConvCorrT {
     const int *T; // T[(hc*NWC + wc)*BN + c - n0], shared memory
     typedef int Row;
     typedef int Col;
-    // The correction of column c < O for the pixels of class cls (hc * NWC + wc).
-    static __device__ __forceinline__ int entry(const int *P, int cls, int c) {
-        int h0 = 0, h1 = KH, w0 = 0, w1 = KW;
-        if (!ONE) {
-            AH::range(AH::rep(cls / NWC), h0, h1);
-            AW::range(AW::rep(cls % NWC), w0, w1);
-        }
-        const int s = P[(h1 * (KW + 1) + w1) * O + c] - P[(h0 * (KW + 1) + w1) * O + c] -
-                      P[(h1 * (KW + 1) + w0) * O + c] + P[(h0 * (KW + 1) + w0) * O + c];
-        return C * (h1 - h0) * (w1 - w0) - 2 * s;
-    }
-    // Fills the table for columns n0.. of P[(KH+1)*(KW+1)][O]; the caller syncs after it.
-    static __device__ __forceinline__ void build(int *t, const int *P, int n0, int tid, int nthreads) {
-        for (int i = tid; i < ENTRIES; i += nthreads) {
-            const int c = n0 + i % BN;
-            t[i] = c < O ? entry(P, i / BN, c) : 0;
-        }
-    }
     // The class part of row(): the class of output pixel (oh, ow), times BN.
     static __device__ __forceinline__ Row row_at(int oh, int ow) {
         return ONE ? 0 : (AH::cls(oh) * NWC + AW::cls(ow)) * BN;
@@ -201,27 +184,8 @@ __host__ __device__ constexpr int bnn_halo_brow(int cl) {
     return (cl & ~31) | ((cl >> 1) & 3) << 3 | ((cl >> 3) & 3) << 1 | (cl & 1);
 }
 template <class E, int C, int KK, int N, int BN, int RESW> struct BnnHaloBits {
-    static constexpr int KMAX = C * KK, NQ = BN / 32;
-    static constexpr int TABLE = E::ENTRIES + BN; // ints: U0 [classes][BN], then D [BN]
-    static __device__ __forceinline__ int clamp_t(int t) { return t < -KMAX - 1 ? -KMAX - 1 : t > KMAX + 1 ? KMAX + 1 : t; }
-    // t + 1 where dir < 0: U = corr - this.
-    static __device__ __forceinline__ int shift(const int *thr, const int *dir, int row, int c) {
-        return clamp_t(thr[row * N + c]) + (dir[row * N + c] < 0);
-    }
-    // The table for columns n0..n0+BN-1 (ep0 = t[1 + (RESW > 0)][N], ep1 = dir[..][N]); the
-    // caller syncs after it.
-    static __device__ __forceinline__ void build(int *u, const int *P, const int *thr, const int *dir, int n0, int tid,
-                                                 int nthreads) {
-        for (int i = tid; i < TABLE; i += nthreads) {
-            const int c = n0 + i % BN;
-            int v;
-            if (i < E::ENTRIES)
-                v = c < N ? E::entry(P, i / BN, c) - shift(thr, dir, 0, c) : -(1 << 30);
-            else
-                v = RESW && c < N ? shift(thr, dir, 0, c) - shift(thr, dir, 1, c) : 0;
-            u[i] = v;
-        }
-    }
+    static constexpr int NQ = BN / 32;
+    // Its table (kernels.h bnn_halo_table, with the thresholds): U0 [classes][BN], then D [BN].
     // The lane's bits of group q whose threshold row `row` has dir >= 0 (and those past N).
     static __device__ __forceinline__ unsigned positive(const int *dir, int n0, int q, int t, int row) {
         unsigned m = 0;
@@ -497,11 +461,13 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
                  ok ? 16u : 0u);
     }
     if (tid == 0) bnn_st16(sZ, 0u, 0u, 0u, 0u);
+    // The block's table (TSZ bytes: bnncc's bnn_halo_table for column block blockIdx.x, P the
+    // layer's tables one after another): copied, not built here. (Built by each block from the
+    // popc(w) prefix table and the thresholds, it was about 40 % of the prologue's instructions,
+    // which were a third of XNOR ResNet-18's 56x56 convs at batch 64: docs/perf.md.)
     int *corr = (int *)(bnn_dsmem + BSZ + 16 + NW * WSZ);
-    if (BITS)
-        HB::build(corr, P, (const int *)ep0, (const int *)ep1, n0, tid, T);
-    else
-        E::build(corr, P, n0, tid, T);
+    for (int i = tid; i < (int)TSZ / 16; i += T)
+        bnn_cp16(sB + BSZ + 16 + NW * WSZ + i * 16, P + (long long)blockIdx.x * (TSZ / 4) + i * 4, 16);
     auto load_halo = [&](int t, unsigned dst) { // tile t's halo, by this warp's lanes
         const int n = t / TYX, ih0 = t % TYX / TX * TH * SH - PT, iw0 = t % TX * TW * SW - PL;
         for (int i = lane; i < HH * HWD * CCR; i += 32) {
