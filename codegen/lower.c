@@ -2289,19 +2289,26 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     int list = exact ? new_buf(L, tiles * STEM_LIST_WORDS * 4) : -1;
     if (exact)
         use_arena(L, st, BLOB_SLOT_X0, list);
+    /* MODE3: a channel whose chain the kernel evaluates itself (stem_threshold's mode 3, in2) */
+    int mode3 = 0;
+    if (bits) {
+        const float *in2 = blob_weights_data(L->w, st->s.slot[BLOB_SLOT_IN2]);
+        for (int64_t c = 0; c < cp->o; c++)
+            mode3 |= in2[(2 * cp->epi_stages + 2) * cp->o + c] == 3.0f;
+    }
     char *cfg = str_printf(
         "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
         "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, OH = %lld, OW = %lld, "
         "BIAS = %d, RELU = %d;\n    static constexpr int SPLIT = %d, KP = %lld, OP = %lld, SMEM = %lld;\n"
         "    static constexpr int BITS = %d, EXACT = %d, OUTW = %lld, NANF = %lld, STAGES = %lld, DIV = %lld, "
-        "RELUS = %lld, ZERO = %lld, CP = %lld, WIN = %d;\n",
+        "RELUS = %lld, ZERO = %lld, CP = %lld, WIN = %d, MODE3 = %d;\n",
         (long long)cp->c, (long long)cp->h, (long long)cp->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
         (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
         (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->oh, (long long)cp->ow, bias, relu, split,
         (long long)kp, (long long)op, (long long)smem, bits, exact,
         (long long)(cp->out_words ? cp->out_words : 1), (long long)cp->nan_flags, (long long)cp->epi_stages,
         (long long)cp->epi_div,
-        (long long)cp->epi_relu, (long long)cp->zero, (long long)cpad, win);
+        (long long)cp->epi_relu, (long long)cp->zero, (long long)cpad, win, mode3);
     BlobGridDim grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
     char *fix_cfg = exact ? xstrdup(cfg) : NULL;
     tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_mma",

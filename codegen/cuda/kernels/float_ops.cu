@@ -618,10 +618,17 @@ template <class F> struct BnnChainK {
     const float *b, *chain;
     int o, mode;
     float wabs, t;
+    // mode < 3 as one comparison (exact bits): bit 1 where sgn * sum >= tt for every sum of the
+    // interval, 0 where sgn * sum < tt for every one; sgn -1 for a falling threshold (-sum >= -t
+    // is sum <= t), tt -inf for a constant 1, +inf for a constant 0.
+    float sgn, tt;
     __device__ __forceinline__ BnnChainK(int o_, const float *b_, const float *chain_) : b(b_), chain(chain_), o(o_) {
         wabs = chain[2 * F::STAGES * F::O + o];
         t = chain[(2 * F::STAGES + 1) * F::O + o];
         mode = (int)chain[(2 * F::STAGES + 2) * F::O + o];
+        sgn = mode == -1 ? -1.0f : 1.0f;
+        const float inf = __int_as_float(0x7f800000);
+        tt = mode == 2 ? -inf : mode == 0 ? inf : sgn * t;
     }
     // The bit of every sum in [lo, hi] when they all have the same one (mode < 3), else -2.
     __device__ __forceinline__ int bit_of_range(float lo, float hi) const {
@@ -943,6 +950,9 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
             }
         }
         unsigned one[4] = {0, 0, 0, 0}, nan[4] = {0, 0, 0, 0};
+        bool pok[4]; // the thread's 4 pixels inside the image
+#pragma unroll
+        for (int q = 0; q < 4; ++q) pok[q] = pixel(wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8) >= 0;
 #pragma unroll
         for (int ni = 0; ni < 4; ++ni)
 #pragma unroll
@@ -954,17 +964,20 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
-                    if (pixel(pl) < 0) continue;
+                    if (!pok[q]) continue;
                     const float a = acc[q >> 1][ni][(q & 1) * 2 + c];
                     int bit;
                     if (!F::EXACT) {
                         bit = ch.mode == 3 || a != a ? ch.bit(a) : ch.bit_of_range(a, a);
                     } else {
                         const float m = __fmaf_ru(x1[q], ch.wabs, __fadd_ru(x2[q], aw));
-                        const float lo = __fsub_rd(a, m), hi = __fadd_ru(a, m);
-                        if (ch.mode != 3) {
-                            bit = ch.bit_of_range(lo, hi);
+                        if (!F::MODE3 || ch.mode != 3) {
+                            // [a - m, a + m] against t as one comparison a side, without branches
+                            // (sgn * a is exact; rd(-x) = -ru(x), so the ends stay outward)
+                            const float sa = ch.sgn * a, e1 = __fsub_rd(sa, m), e0 = __fadd_ru(sa, m);
+                            bit = e1 >= ch.tt ? 1 : e0 < ch.tt ? 0 : -2;
                         } else { // the chain at both ends
+                            const float lo = __fsub_rd(a, m), hi = __fadd_ru(a, m);
                             const int blo = ch.bit(lo);
                             bit = blo >= 0 && blo == ch.bit(hi) ? blo : -2;
                         }
