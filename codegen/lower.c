@@ -2243,7 +2243,6 @@ enum { STEM_LIST_WORDS = 32 };
  * rounded (fp16), or hi = fp16(w) then lo = fp16(w - hi) (fp16x3); the CPU path keeps the
  * exact loop over W. Exact bits out: the list of sums too close to call in slot x0, and a
  * `kernel` step after the conv that recomputes them (bnn_conv2d_bits_fixup). */
-
 static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, const float *w, bool bias,
                               bool relu) {
     int64_t k = cp->c * cp->kh * cp->kw, kk = cp->kh * cp->kw;
