@@ -60,6 +60,7 @@ __device__ __forceinline__ void bnn_conv_pixel(int m, int &n, int &ih0, int &iw0
 // outputs) the valid kernel range [lo, hi) of output o is [0, K) except for the first A outputs
 // (o*S < P) and the last B (the kernel runs past N): classes o < A, then A for every full
 // output, then A+1.. for the last B; when that leaves no full output between them, class = o.
+// (kernels.h bnn_axis_classes and bnn_axis_band_range mirror it for bnncc's tables.)
 template <int N, int K, int S, int P, int D, int NO> struct BnnAxisBands {
     static constexpr int A = (P + S - 1) / S < NO ? (P + S - 1) / S : NO;
     static constexpr int F = N + P - (K - 1) * D; // o >= ceil(F / S): the kernel runs past N
@@ -68,7 +69,6 @@ template <int N, int K, int S, int P, int D, int NO> struct BnnAxisBands {
     static constexpr bool SMALL = A + 1 + B >= NO;
     static constexpr int NCLS = SMALL ? NO : A + 1 + B;
     static __device__ __forceinline__ int cls(int o) { return SMALL || o < A ? o : o >= NO - B ? A + 1 + o - (NO - B) : A; }
-    static __device__ __forceinline__ int rep(int c) { return SMALL || c <= A ? c : NO - B + c - A - 1; }
     // The valid kernel range of output o: the taps k with o*S - P + k*D inside [0, N).
     static __device__ __forceinline__ void range(int o, int &lo, int &hi) {
         lo = hi = 0;
@@ -393,7 +393,8 @@ __device__ __forceinline__ void bnn_halo_bits(const int (&acc)[MI][4 * B::NQ][4]
 // - popc(a) of each row is one more MMA per m16 tile and item pair, against a B of all ones
 //   (its k128 half past an odd last item zero).
 // - The border correction of a dot is one shared load from a table of the block's columns per
-//   class of border position (BnnConvCorrT): no per-output branch, no P lookups.
+//   class of border position (BnnConvCorrT): no per-output branch, no P lookups. bnncc builds
+//   the tables (kernels.h bnn_halo_table); P holds them, one per block of BN columns.
 // The only block-wide barrier is the one after the weights and the table; a warp's tiles need
 // __syncwarp only, so one warp's loads, MMAs and epilogue overlap the others'. (A kernel with
 // block tiles, four barriers a tile and popcount passes, ran latency-bound at 25 % occupancy
