@@ -1377,13 +1377,6 @@ static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
                              h->nacc, cfg);
 }
 
-/* The halo kernel's defines: base's, then the tile's (malloc'ed). */
-static char *halo_defines(const char *base, const BnnHaloCfg *hc) {
-    return str_printf("%s#define BC_HALO 1\n#define BC_TH %d\n#define BC_TW %d\n#define BC_BN %d\n"
-                      "#define BC_WM %d\n#define BC_WN %d\n#define BC_MINB %d\n",
-                      base, hc->th, hc->tw, hc->bn, hc->wm, hc->wn, hc->minb);
-}
-
 /* A threshold halo bconv's batch alternative (new_batch_alt): bnn_halo_variants[4], 4x8 pixels
  * x 64 channels, 8 warps, BC_MINB 2, from batch 16 on. On an H100 (docs/perf.md, 2026-11-27)
  * XNOR ResNet-18 with it on every threshold layer ran batch 8 3 % slower than with the rule's
@@ -1391,33 +1384,36 @@ static char *halo_defines(const char *base, const BnnHaloCfg *hc) {
  * (0.107 -> 0.198 ms at batch 256 for one), so they keep the rule's. */
 enum { HALO_ALT_VARIANT = 4, HALO_ALT_BATCH = 16 };
 
-/* The halo bconv's tables, one per column block of hc->bn channels (kernels.h bnn_halo_table),
- * into the weights: the kernel's P (slot x0) in place of the popc(w) prefix table pre, which it
- * is built from. A threshold without a pool takes its own bit epilogue (bconv.cu BC_HALO_BITS):
- * its table holds the thresholds too (ep0, ep1 of st: [1 + (resw > 0)][O] each). */
-static BlobRef halo_tables(Lower *L, const LStep *st, const BlobBconvParams *bp, BlobRef pre, const BnnHaloCfg *hc,
-                           int classes, int resw) {
-    int nbx = (int)((bp->o + hc->bn - 1) / hc->bn), per = (classes + 1) * hc->bn;
-    bool own_bits = st->s.epilogue == BLOB_EPI_THRESHOLD && !bp->pool;
-    int *t = xmalloc((size_t)nbx * (size_t)per * 4);
-    const int *thr = own_bits ? blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P0]) : NULL;
-    const int *dir = own_bits ? blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P1]) : NULL;
-    for (int bx = 0; bx < nbx; bx++)
-        bnn_halo_table((int)bp->c, (int)bp->h, (int)bp->w, (int)bp->o, (int)bp->kh, (int)bp->kw, (int)bp->stride_h,
-                       (int)bp->stride_w, (int)bp->pad_top, (int)bp->pad_left, (int)bp->dil_h, (int)bp->dil_w,
-                       (int)bp->oh, (int)bp->ow, bp->pad_value > 0, hc->bn, bx, blob_weights_data(L->w, pre), thr,
-                       dir, resw, t + (size_t)bx * (size_t)per);
-    BlobRef r = put_weights(L, t, (size_t)nbx * (size_t)per * 4);
-    free(t);
-    return r;
-}
-
 /* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
 static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
     BlobGridDim grid[3] = {{(uint32_t)((O + hc->bn - 1) / hc->bn), 0, 1},
                            {hc->grid_base, hc->grid_per_batch, hc->grid_div}, {1, 0, 1}};
     uint32_t block[3] = {(uint32_t)bnn_tile_threads(hc->wm, hc->wn), 1, 1};
     blob_step_set_kernel(&st->s, st->k.name, grid, block, (uint32_t)hc->smem);
+}
+
+/* A bconv step (named already) as the halo kernel in the tile hc: its defines (BC_NAME, body: the
+ * layer's, then the tile's), its launch, and in slot x0, its P, the tables of its column blocks
+ * (kernels.h bnn_halo_tables) from the popc(w) prefix table pre. A threshold without a pool takes
+ * its own bit epilogue (bconv.cu BC_HALO_BITS): its tables hold the thresholds too (ep0, ep1 of
+ * st: [1 + (resw > 0)][O] each). */
+static void set_halo_kernel(Lower *L, LStep *st, const char *body, const BnnHaloCfg *hc, const BlobBconvParams *bp,
+                            BlobRef pre, int classes, int resw) {
+    free(st->k.defines);
+    st->k.defines = str_printf("#define BC_NAME %s\n%s#define BC_HALO 1\n#define BC_TH %d\n#define BC_TW %d\n"
+                               "#define BC_BN %d\n#define BC_WM %d\n#define BC_WN %d\n#define BC_MINB %d\n",
+                               st->k.name, body, hc->th, hc->tw, hc->bn, hc->wm, hc->wn, hc->minb);
+    set_halo_launch(st, hc, bp->o);
+    size_t n = (size_t)((bp->o + hc->bn - 1) / hc->bn) * (size_t)((classes + 1) * hc->bn);
+    bool own_bits = st->s.epilogue == BLOB_EPI_THRESHOLD && !bp->pool;
+    int *t = xmalloc(n * 4);
+    bnn_halo_tables((int)bp->c, (int)bp->h, (int)bp->w, (int)bp->o, (int)bp->kh, (int)bp->kw, (int)bp->stride_h,
+                    (int)bp->stride_w, (int)bp->pad_top, (int)bp->pad_left, (int)bp->dil_h, (int)bp->dil_w,
+                    (int)bp->oh, (int)bp->ow, bp->pad_value > 0, hc->bn, blob_weights_data(L->w, pre),
+                    own_bits ? blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P0]) : NULL,
+                    own_bits ? blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P1]) : NULL, resw, t);
+    st->s.slot[BLOB_SLOT_X0] = put_weights(L, t, n * 4);
+    free(t);
 }
 
 /* conv2d over b1 x b1 (bconv2d, bconv2d_chain, or conv2d with its threshold / cast) -> a bconv
@@ -1636,13 +1632,11 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
                     .sh = (int)s[0], .sw = (int)s[1], .dh = (int)d[0], .dw = (int)d[1], .pool = pool,
                     .classes = bnn_corr_classes((int)H, (int)W, (int)KH, (int)KW, (int)s[0], (int)s[1], (int)p[0],
                                                 (int)p[1], (int)d[0], (int)d[1], (int)OH, (int)OW, pad_value > 0)};
-    char *halo_base = NULL; /* the defines but the tile's, for a batch alternative */
+    char *halo_body = NULL; /* the layer's defines after BC_NAME, for a batch alternative too */
     int resw = bp.epi_residual && !chain ? (int)res_words : 0; /* BC_RESW of a threshold */
     if (choose_halo(L, st, BNN_HALO_VARIANTS, bconv_halo_variant, &hl, &hc) == 0) {
-        halo_base = st->k.defines;
-        st->k.defines = halo_defines(halo_base, &hc);
-        set_halo_launch(st, &hc, O);
-        st->s.slot[BLOB_SLOT_X0] = halo_tables(L, st, &bp, pref, &hc, hl.classes, resw);
+        halo_body = xstrdup(strchr(st->k.defines, '\n') + 1);
+        set_halo_kernel(L, st, halo_body, &hc, &bp, pref, hl.classes, resw);
     } else {
         BlobGridDim grid[3] = {{(uint32_t)((O + BNN_BCONV_BN - 1) / BNN_BCONV_BN), 0, 1},
                                {0, (uint32_t)pix, BNN_BCONV_BM}, {1, 0, 1}};
@@ -1658,21 +1652,17 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     /* A threshold's batch alternative: 4x8-pixel tiles of 64 channels from batch 16 on, where
      * the rule's 16-pixel tiles of 32 channels lose (docs/codegen.md "Batch alternatives"). */
     BnnHaloCfg ha;
-    if (halo_base && L->batch_alts && bits && !chain && !pool &&
+    if (halo_body && L->batch_alts && bits && !chain && !pool &&
         bconv_halo_variant(HALO_ALT_VARIANT, &hl, &ha) == 0) {
         int si = (int)(st - L->steps);
         LStep *alt = new_batch_alt(L, si, HALO_ALT_BATCH);
         st = &L->steps[si];
         name_kernel(L, alt, "bconv");
         alt->k.family = KERNEL_BCONV;
-        char *named = str_printf("#define BC_NAME %s\n%s", alt->k.name, strchr(halo_base, '\n') + 1);
-        alt->k.defines = halo_defines(named, &ha);
-        free(named);
-        set_halo_launch(alt, &ha, O);
-        alt->s.slot[BLOB_SLOT_X0] = halo_tables(L, alt, &bp, pref, &ha, hl.classes, resw);
+        set_halo_kernel(L, alt, halo_body, &ha, &bp, pref, hl.classes, resw);
         add_family_args(alt, 1, bp.epi_residual ? BLOB_SLOT_IN2 : -1);
     }
-    free(halo_base);
+    free(halo_body);
     if (!bits && !chain) {
         st = new_step(L, BLOB_STEP_KERNEL); /* NHWC scratch -> the NCHW result */
         use_arena(L, st, BLOB_SLOT_IN, scratch);
@@ -2285,9 +2275,8 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     tiles *= op / 64;
     /* exact: the sums too close to call that a block leaves to the fixup kernel after it, in a
      * list of BnnConvBits::LISTW words a block (float_ops.cu) */
-    int list = exact ? new_buf(L, tiles * STEM_LIST_WORDS * 4) : -1;
     if (exact)
-        use_arena(L, st, BLOB_SLOT_X0, list);
+        use_arena(L, st, BLOB_SLOT_X0, new_buf(L, tiles * STEM_LIST_WORDS * 4));
     /* MODE3: a channel whose chain the kernel evaluates itself (stem_threshold's mode 3, in2) */
     int mode3 = 0;
     if (bits) {

@@ -68,13 +68,14 @@ static inline int bnn_corr_classes(int h, int w, int kh, int kw, int sh, int sw,
 }
 
 /* Threshold row r of channel ch as the bit epilogue uses it: clamped to [-kmax - 1, kmax + 1],
- * plus 1 where dir < 0 (bnn_halo_table). */
+ * plus 1 where dir < 0 (bnn_halo_tables). */
 static inline int bnn_halo_shift(const int *thr, const int *dir, int o, int kmax, int r, int ch) {
     const int t = thr[r * o + ch];
     return (t < -kmax - 1 ? -kmax - 1 : t > kmax + 1 ? kmax + 1 : t) + (dir[r * o + ch] < 0);
 }
-/* The halo bconv's table of column block bx, (classes + 1) * bn ints: bnncc builds it, a block
- * copies it into the end of its shared memory (bnn_halo_smem). Row cls = hc * nwc + wc, a class
+/* The halo bconv's tables, one of (classes + 1) * bn ints for each column block bx of bn
+ * channels, ceil(o / bn) of them one after another: bnncc builds them, a block copies its own
+ * into the end of its shared memory (bnn_halo_smem). Row cls = hc * nwc + wc, a class
  * of output positions (bnn_corr_classes), column j: for channel c = bx * bn + j < o the dot
  * correction of the class's valid taps, C * (h1 - h0) * (w1 - w0) - 2 * (their weights'
  * popcount, from the prefix table pre[(kh + 1) * (kw + 1)][o]), every tap with pad_one; 0 past
@@ -82,34 +83,35 @@ static inline int bnn_halo_shift(const int *thr, const int *dir, int o, int kmax
  * bconv.cu BnnHaloBits) U = corr - t'0 instead (-2^30 past o), t'r = thr[r][c] clamped to
  * [-K - 1, K + 1] (K = C * kh * kw), plus 1 where dir[r][c] < 0, and the last row t'0 - t'1
  * where resw > 0. */
-static inline void bnn_halo_table(int c, int h, int w, int o, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
-                                  int dw, int oh, int ow, int pad_one, int bn, int bx, const int *pre, const int *thr,
-                                  const int *dir, int resw, int *out) {
+static inline void bnn_halo_tables(int c, int h, int w, int o, int kh, int kw, int sh, int sw, int pt, int pl, int dh,
+                                   int dw, int oh, int ow, int pad_one, int bn, const int *pre, const int *thr,
+                                   const int *dir, int resw, int *out) {
     const int nhc = pad_one ? 1 : bnn_axis_classes(h, kh, sh, pt, dh, oh);
     const int nwc = pad_one ? 1 : bnn_axis_classes(w, kw, sw, pl, dw, ow), kmax = c * kh * kw;
-    for (int cls = 0; cls <= nhc * nwc; cls++)
-        for (int j = 0; j < bn; j++) {
-            const int ch = bx * bn + j;
-            int v = 0;
-            if (cls == nhc * nwc) {
-                if (thr && resw > 0 && ch < o)
-                    v = bnn_halo_shift(thr, dir, o, kmax, 0, ch) - bnn_halo_shift(thr, dir, o, kmax, 1, ch);
-            } else if (ch < o) {
-                int h0 = 0, h1 = kh, w0 = 0, w1 = kw;
-                if (!pad_one) {
-                    bnn_axis_band_range(h, kh, sh, pt, dh, oh, cls / nwc, &h0, &h1);
-                    bnn_axis_band_range(w, kw, sw, pl, dw, ow, cls % nwc, &w0, &w1);
+    for (int bx = 0; bx * bn < o; bx++)
+        for (int cls = 0; cls <= nhc * nwc; cls++)
+            for (int j = 0; j < bn; j++) {
+                const int ch = bx * bn + j;
+                int v = 0;
+                if (cls == nhc * nwc) {
+                    if (thr && resw > 0 && ch < o)
+                        v = bnn_halo_shift(thr, dir, o, kmax, 0, ch) - bnn_halo_shift(thr, dir, o, kmax, 1, ch);
+                } else if (ch < o) {
+                    int h0 = 0, h1 = kh, w0 = 0, w1 = kw;
+                    if (!pad_one) {
+                        bnn_axis_band_range(h, kh, sh, pt, dh, oh, cls / nwc, &h0, &h1);
+                        bnn_axis_band_range(w, kw, sw, pl, dw, ow, cls % nwc, &w0, &w1);
+                    }
+                    const int s = pre[(h1 * (kw + 1) + w1) * o + ch] - pre[(h0 * (kw + 1) + w1) * o + ch] -
+                                  pre[(h1 * (kw + 1) + w0) * o + ch] + pre[(h0 * (kw + 1) + w0) * o + ch];
+                    v = c * (h1 - h0) * (w1 - w0) - 2 * s;
+                    if (thr)
+                        v -= bnn_halo_shift(thr, dir, o, kmax, 0, ch);
+                } else if (thr) {
+                    v = -(1 << 30);
                 }
-                const int s = pre[(h1 * (kw + 1) + w1) * o + ch] - pre[(h0 * (kw + 1) + w1) * o + ch] -
-                              pre[(h1 * (kw + 1) + w0) * o + ch] + pre[(h0 * (kw + 1) + w0) * o + ch];
-                v = c * (h1 - h0) * (w1 - w0) - 2 * s;
-                if (thr)
-                    v -= bnn_halo_shift(thr, dir, o, kmax, 0, ch);
-            } else if (thr) {
-                v = -(1 << 30);
+                *out++ = v;
             }
-            out[cls * bn + j] = v;
-        }
 }
 
 /* The halo-tile bconv (BC_HALO, bconv.cu): the weight slice, a zero line, per warp (nw of them)

@@ -302,15 +302,13 @@ bool run_config(const Layer &L, const EmuCase &s, int gy_case, Totals &tot) {
     EmuArgs a{};
     a.X = L.X.data();
     a.W = L.W.data();
-    // The kernel's P: bnncc's tables of its column blocks (kernels.h bnn_halo_table) from the
+    // The kernel's P: bnncc's tables of its column blocks (kernels.h bnn_halo_tables) from the
     // prefix table, with the thresholds where the threshold takes the bit epilogue (no pool).
     const bool own_bits = s.epi == EPI_THRESHOLD && !s.pool;
-    const size_t per = (size_t)(classes + 1) * s.bn;
-    std::vector<int> tables(gx * per);
-    for (unsigned bx = 0; bx < gx; bx++)
-        bnn_halo_table(s.c, s.h, s.w, s.o, s.kh, s.kw, s.sh, s.sw, s.pt, s.pl, s.dh, s.dw, L.oh, L.ow, s.pad_one, s.bn,
-                       (int)bx, L.P.data(), own_bits ? L.t.data() : nullptr, own_bits ? L.dir.data() : nullptr,
-                       s.resw, &tables[bx * per]);
+    std::vector<int> tables(gx * (size_t)(classes + 1) * s.bn);
+    bnn_halo_tables(s.c, s.h, s.w, s.o, s.kh, s.kw, s.sh, s.sw, s.pt, s.pl, s.dh, s.dw, L.oh, L.ow, s.pad_one, s.bn,
+                    L.P.data(), own_bits ? L.t.data() : nullptr, own_bits ? L.dir.data() : nullptr, s.resw,
+                    tables.data());
     a.P = tables.data();
     if (s.epi == EPI_THRESHOLD) {
         a.ep0 = L.t.data();

@@ -604,22 +604,20 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
     void *wargs[] = {&dW, &o_, &kh, &kw, &cwp, &ldw, &dP};
     launch(k.wprefix, (unsigned)kdiv_up((int)ptab, 128), 1, 128, 0, wargs);
 
-    /* The halo kernel's P: its column blocks' tables (kernels.h bnn_halo_table, as lower.c builds
+    /* The halo kernel's P: its column blocks' tables (kernels.h bnn_halo_tables, as lower.c builds
      * them), from the prefix table the prep kernel wrote, with the thresholds where the threshold
      * takes the bit epilogue (no pool). */
     CUdeviceptr dT = 0;
     if (s.th) {
-        int *pre = xmalloc(ptab * 4), classes = bconv_corr_classes(&s), nbx = kdiv_up(O, s.tile.bn);
-        size_t per = (size_t)(classes + 1) * (size_t)s.tile.bn;
-        int *tab = xmalloc((size_t)nbx * per * 4);
+        int *pre = xmalloc(ptab * 4);
+        size_t ntab = (size_t)kdiv_up(O, s.tile.bn) * (size_t)(bconv_corr_classes(&s) + 1) * (size_t)s.tile.bn;
+        int *tab = xmalloc(ntab * 4);
         CU(cu.CtxSynchronize());
         CU(cu.MemcpyDtoH(pre, dP, ptab * 4));
         bool own_bits = s.epi == BNN_EPI_THRESHOLD && !s.pool;
-        for (int bx = 0; bx < nbx; bx++)
-            bnn_halo_table(C, s.H, s.W, O, s.KH, s.KW, s.SH, s.SW, s.PT, s.PL, s.DH, s.DW, OH, OW, s.pad_one,
-                           s.tile.bn, bx, pre, own_bits ? e.thr : NULL, own_bits ? e.dir : NULL, 0,
-                           tab + (size_t)bx * per);
-        dT = dupload(tab, (size_t)nbx * per * 4);
+        bnn_halo_tables(C, s.H, s.W, O, s.KH, s.KW, s.SH, s.SW, s.PT, s.PL, s.DH, s.DW, OH, OW, s.pad_one, s.tile.bn,
+                        pre, own_bits ? e.thr : NULL, own_bits ? e.dir : NULL, 0, tab);
+        dT = dupload(tab, ntab * 4);
         free(pre);
         free(tab);
     }

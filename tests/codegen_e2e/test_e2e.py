@@ -276,7 +276,7 @@ def editable_blob(model, tmp, tag, target):
 
 def check_alt_tables(model, tmp):
     """A threshold bconv's batch alternative (a halo kernel of another tile) has its own tables in
-    slot x0 (kernels.h bnn_halo_table, docs/blob-format.md bconv): the loader takes an x0 that
+    slot x0 (kernels.h bnn_halo_tables, docs/blob-format.md bconv): the loader takes an x0 that
     differs from its main step's where both are weights, and refuses one in the arena."""
     got = editable_blob(model, tmp, "alt", "sm_90a")
     if not got:

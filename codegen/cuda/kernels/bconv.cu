@@ -108,7 +108,7 @@ struct BnnConvCorr {
     }
 };
 // The dot correction of BnnConvCorr from a table in shared memory, one entry per (row class,
-// column class, column of the block): bnncc builds it (kernels.h bnn_halo_table), the halo
+// column class, column of the block): bnncc builds it (kernels.h bnn_halo_tables), the halo
 // kernel (BC_HALO) copies its block's, then a correction is one shared load, with no per-output
 // branch or P lookups.
 template <int C, int H, int W, int O, int KH, int KW, int SH, int SW, int PT, int PL, int DH, int DW, int OH,
@@ -185,7 +185,7 @@ __host__ __device__ constexpr int bnn_halo_brow(int cl) {
 }
 template <class E, int C, int KK, int N, int BN, int RESW> struct BnnHaloBits {
     static constexpr int NQ = BN / 32;
-    // Its table (kernels.h bnn_halo_table, with the thresholds): U0 [classes][BN], then D [BN].
+    // Its table (kernels.h bnn_halo_tables, with the thresholds): U0 [classes][BN], then D [BN].
     // The lane's bits of group q whose threshold row `row` has dir >= 0 (and those past N).
     static __device__ __forceinline__ unsigned positive(const int *dir, int n0, int q, int t, int row) {
         unsigned m = 0;
@@ -394,7 +394,7 @@ __device__ __forceinline__ void bnn_halo_bits(const int (&acc)[MI][4 * B::NQ][4]
 //   (its k128 half past an odd last item zero).
 // - The border correction of a dot is one shared load from a table of the block's columns per
 //   class of border position (BnnConvCorrT): no per-output branch, no P lookups. bnncc builds
-//   the tables (kernels.h bnn_halo_table); P holds them, one per block of BN columns.
+//   the tables (kernels.h bnn_halo_tables); P holds them, one per block of BN columns.
 // The only block-wide barrier is the one after the weights and the table; a warp's tiles need
 // __syncwarp only, so one warp's loads, MMAs and epilogue overlap the others'. (A kernel with
 // block tiles, four barriers a tile and popcount passes, ran latency-bound at 25 % occupancy
@@ -462,7 +462,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
                  ok ? 16u : 0u);
     }
     if (tid == 0) bnn_st16(sZ, 0u, 0u, 0u, 0u);
-    // The block's table (TSZ bytes: bnncc's bnn_halo_table for column block blockIdx.x, P the
+    // The block's table (TSZ bytes: bnncc's bnn_halo_tables for column block blockIdx.x, P the
     // layer's tables one after another): copied, not built here. (Built by each block from the
     // popc(w) prefix table and the thresholds, it was about 40 % of the prologue's instructions,
     // which were a third of XNOR ResNet-18's 56x56 convs at batch 64: docs/perf.md.)
