@@ -276,22 +276,31 @@ static inline int blob_conv2d_chain_bit(const BlobConv2dParams *p, const float *
 
 /* conv2d's optional p1 (bnncc --float-convs=fp16|fp16x3, or bits out): the weights as IEEE
  * fp16 for the GPU's tensor-core kernel, [1 or 2 planes][O rounded up to BLOB_F16_ROWS][KP],
- * zero padded (groups 1), k in one of two orders, which only the blob's own kernel reads:
- * (c, ky, kx), KP = C*KH*KW rounded up to BLOB_F16_COLS; or k = (ky*KW + kx)*CP + c with CP
- * channel slots (C rounded up to even; zeros past C), KP = KH*KW*CP rounded up. bnncc writes
- * the second where C <= BLOB_F16_CMAX (the kernel then reads a pixel's channels as pairs of
- * halves); older blobs have the first everywhere. */
+ * zero padded (groups 1), k in one of these orders, which only the blob's own kernel reads:
+ * (c, ky, kx), KP = C*KH*KW rounded up to BLOB_F16_COLS (older blobs everywhere); or, where C
+ * <= BLOB_F16_CMAX, k = ky*KWP + kx*PS + c: PS slots a tap (C, or C rounded up to even; zeros
+ * past C), KWP = KW*PS rounded up to even (a zero past a kernel row's last tap), KP = KH*KWP
+ * rounded up (blobs of bnncc 58407fd to 2026-11-27 have PS = C rounded up to even everywhere).
+ * The kernel reads k two at a time as a pair of halves of its staged input: PS = C (no
+ * padding channel: 10 k steps of 16 for a 7x7 RGB stem, not 13) where every pair falls on
+ * whole words there, i.e. C even, or stride_w * C even with dil_w 1. */
 #define BLOB_F16_ROWS 64
 #define BLOB_F16_COLS 16
 #define BLOB_F16_CMAX 4
-/* The CP that bnncc writes p1 with: 0 for the (c, ky, kx) order. */
-static inline int64_t blob_conv2d_f16_cp(const BlobConv2dParams *p) {
-    return p->c <= BLOB_F16_CMAX ? p->c + (p->c & 1) : 0;
-}
-/* p1's KP in the order of CP cp (0: (c, ky, kx)). */
-static inline int64_t blob_conv2d_f16_k(const BlobConv2dParams *p, int64_t cp) {
-    int64_t k = cp ? p->kh * p->kw * cp : p->c * p->kh * p->kw;
-    return (k + BLOB_F16_COLS - 1) / BLOB_F16_COLS * BLOB_F16_COLS;
+typedef struct {
+    int64_t ps, kwp, kp; /* ps 0: the (c, ky, kx) order */
+} BlobConv2dF16Order;
+/* The order bnncc writes p1 in. */
+static inline BlobConv2dF16Order blob_conv2d_f16_order(const BlobConv2dParams *p) {
+    BlobConv2dF16Order r = {0, 0, 0};
+    int64_t k = p->c * p->kh * p->kw;
+    if (p->c <= BLOB_F16_CMAX) {
+        r.ps = p->c % 2 == 0 || (p->stride_w * p->c % 2 == 0 && p->dil_w == 1) ? p->c : p->c + 1;
+        r.kwp = (p->kw * r.ps + 1) / 2 * 2;
+        k = p->kh * r.kwp;
+    }
+    r.kp = (k + BLOB_F16_COLS - 1) / BLOB_F16_COLS * BLOB_F16_COLS;
+    return r;
 }
 /* affine: y = x * scale[c] + bias[c], or with div = 1 y = x / scale[c] + bias[c] (an exact
  * ONNX Div by a constant), each operation rounded on its own. */

@@ -2236,7 +2236,8 @@ enum { STEM_LIST_WORDS = 32 };
 static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, const float *w, bool bias,
                               bool relu) {
     int64_t k = cp->c * cp->kh * cp->kw, kk = cp->kh * cp->kw;
-    int64_t cpad = blob_conv2d_f16_cp(cp), kp = blob_conv2d_f16_k(cp, cpad);
+    BlobConv2dF16Order ord = blob_conv2d_f16_order(cp);
+    int64_t ps = ord.ps, kwp = ord.kwp, kp = ord.kp;
     int64_t op = (cp->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS;
     /* bits out under the default exact mode: the hi + lo split with the margin check */
     int exact = cp->out_words && L->float_convs == FLOAT_CONVS_EXACT;
@@ -2244,7 +2245,7 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     uint16_t *w16 = xcalloc((size_t)(planes * op * kp), 2);
     for (int64_t o = 0; o < cp->o; o++)
         for (int64_t i = 0; i < k; i++) { /* i = (c, ky, kx), the weights' order; p1's is blob.h's */
-            int64_t j = cpad ? i % kk * cpad + i / kk : i;
+            int64_t tap = i % kk, j = ps ? tap / cp->kw * kwp + tap % cp->kw * ps + i / kk : i;
             uint16_t hi = f32_to_f16(w[o * k + i]);
             w16[o * kp + j] = hi;
             if (split)
@@ -2260,11 +2261,12 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
      * fits three blocks an SM. */
     int64_t smem = 2 * planes * (128 + 64) * 48 + 8 * kp, tiles = (cp->oh * cp->ow + 127) / 128;
     int win = 0;
-    if (cpad) {
+    if (ps) {
         int64_t sr = 7 * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
         int64_t sc = 15 * cp->stride_w + (cp->kw - 1) * cp->dil_w + 1;
+        int64_t rh = (sc * ps + (kwp - cp->kw * ps) + 1) / 2 * 2; /* BnnConvMma::RH */
         int64_t wb = planes * 64 * (2 * kp + 16), epi = bits ? 3088 + (exact ? 4 * 128 * 64 : 0) : 0;
-        int64_t wsmem = (wb > epi ? wb : (epi + 15) / 16 * 16) + (planes * sr * sc * cpad / 2 * 4 + 15) / 16 * 16 +
+        int64_t wsmem = (wb > epi ? wb : (epi + 15) / 16 * 16) + (planes * sr * rh / 2 * 4 + 15) / 16 * 16 +
                         (exact ? (sr * sc * 4 + 15) / 16 * 16 + 8 * sc * 4 : 0) + kp / 2 * 4;
         if (wsmem <= 75 * 1024) {
             win = 1;
@@ -2289,14 +2291,14 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, OH = %lld, OW = %lld, "
         "BIAS = %d, RELU = %d;\n    static constexpr int SPLIT = %d, KP = %lld, OP = %lld, SMEM = %lld;\n"
         "    static constexpr int BITS = %d, EXACT = %d, OUTW = %lld, NANF = %lld, STAGES = %lld, DIV = %lld, "
-        "RELUS = %lld, ZERO = %lld, CP = %lld, WIN = %d, MODE3 = %d;\n",
+        "RELUS = %lld, ZERO = %lld, PS = %lld, KWP = %lld, WIN = %d, MODE3 = %d;\n",
         (long long)cp->c, (long long)cp->h, (long long)cp->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
         (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
         (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->oh, (long long)cp->ow, bias, relu, split,
         (long long)kp, (long long)op, (long long)smem, bits, exact,
         (long long)(cp->out_words ? cp->out_words : 1), (long long)cp->nan_flags, (long long)cp->epi_stages,
         (long long)cp->epi_div,
-        (long long)cp->epi_relu, (long long)cp->zero, (long long)cpad, win, mode3);
+        (long long)cp->epi_relu, (long long)cp->zero, (long long)ps, (long long)kwp, win, mode3);
     BlobGridDim grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
     char *fix_cfg = exact ? xstrdup(cfg) : NULL;
     tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_mma",

@@ -459,17 +459,21 @@ static bnn_status check_conv2d(const StepCheck *c) {
     if (oh < 1 || ow < 1 || p->oh != oh || p->ow != ow)
         return bad_step(c, "output %lldx%lld, the shape gives %lldx%lld", (long long)p->oh,
                         (long long)p->ow, (long long)oh, (long long)ow);
-    /* p1's sizes in its two k orders (blob.h): bnncc's, and older blobs' (c, ky, kx); k bounds
-     * C*KH*KW first, so that blob_conv2d_f16_k cannot overflow */
-    uint64_t in, w, out, k, w16, w16old;
+    /* p1's sizes in its k orders (blob.h): bnncc's, older blobs' (c, ky, kx) and PS = C rounded
+     * up to even; k bounds C*KH*KW first, so that the orders' k cannot overflow */
+    uint64_t in, w, out, k, w16, w16old, w16pair;
     uint64_t f16_rows = ((uint64_t)p->o + BLOB_F16_ROWS - 1) / BLOB_F16_ROWS * BLOB_F16_ROWS;
     if (!mul3_ok((uint64_t)p->c, (uint64_t)p->h, (uint64_t)p->w, &in) || !mul_ok(in, 4, &in) ||
         !mul3_ok((uint64_t)p->o, (uint64_t)(p->c / p->groups), (uint64_t)p->kh, &w) ||
         !mul3_ok(w, (uint64_t)p->kw, 4, &w) ||
         !mul3_ok((uint64_t)p->o, (uint64_t)oh, (uint64_t)ow, &out) || !mul_ok(out, 4, &out) ||
-        !mul3_ok((uint64_t)p->c, (uint64_t)p->kh, (uint64_t)p->kw, &k) ||
-        !mul3_ok(f16_rows, (uint64_t)blob_conv2d_f16_k(p, blob_conv2d_f16_cp(p)), 2, &w16) ||
-        !mul3_ok(f16_rows, (uint64_t)blob_conv2d_f16_k(p, 0), 2, &w16old))
+        !mul3_ok((uint64_t)p->c, (uint64_t)p->kh, (uint64_t)p->kw, &k) || k > (uint64_t)1 << 40 ||
+        !mul3_ok(f16_rows, (uint64_t)blob_conv2d_f16_order(p).kp, 2, &w16) ||
+        !mul3_ok(f16_rows, (k + BLOB_F16_COLS - 1) / BLOB_F16_COLS * BLOB_F16_COLS, 2, &w16old) ||
+        !mul3_ok(f16_rows,
+                 (k / (uint64_t)p->c * (uint64_t)(p->c + (p->c & 1)) + BLOB_F16_COLS - 1) / BLOB_F16_COLS *
+                     BLOB_F16_COLS,
+                 2, &w16pair))
         return bad_step(c, "operands too large");
     /* bits out (a conv2d_chain's): in2 holds the chain, [epi_stages][2][o], then the GPU
      * kernel's sum |w|, threshold and mode, [o] each (docs/blob-format.md "conv2d") */
@@ -496,11 +500,12 @@ static bnn_status check_conv2d(const StepCheck *c) {
     TRY(want_slot(c, BLOB_SLOT_IN2, chain ? BLOB_SPACE_WEIGHTS : 0, chain, false));
     TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
     TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 4, true));
-    /* the fp16 weight image of bnncc --float-convs, 1 or 2 planes, in either k order (blob.h
-     * BLOB_F16_ROWS: older blobs have the (c, ky, kx) order everywhere) */
+    /* the fp16 weight image of bnncc --float-convs, 1 or 2 planes, in any of its k orders
+     * (blob.h BLOB_F16_ROWS: older blobs have the others) */
     uint64_t p1 = c->s->slot[BLOB_SLOT_P1].bytes;
     TRY(want_slot(c, BLOB_SLOT_P1, BLOB_SPACE_WEIGHTS,
-                  p1 == 2 * w16 || p1 == w16old || p1 == 2 * w16old ? p1 : w16, true));
+                  p1 == 2 * w16 || p1 == w16old || p1 == 2 * w16old || p1 == w16pair || p1 == 2 * w16pair ? p1 : w16,
+                  true));
     TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
     /* x0: the exact bit kernel's list of the sums it leaves to the fixup kernel after it */
     const BlobRef *x0 = &c->s->slot[BLOB_SLOT_X0];

@@ -78,6 +78,7 @@ struct alignas(8) float2 {
 inline int2 make_int2(int x, int y) { return int2{x, y}; }
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
 inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) { // s in 0..31 here
     return s ? hi << s | lo >> (32 - s) : hi;
 }

@@ -575,10 +575,11 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, cons
 // bytes apart, so ldmatrix's 8 rows of 16 bytes hit 32 distinct banks. A stage: the pixels'
 // hi rows [, lo rows], the weights' hi rows [, lo rows]. After the two stages, a table of KP
 // taps (the input offset of k and its (dy, dx)), so a gathered value costs no divisions.
-// CP > 0 (the lowering's choice for C <= 4: CP = C rounded up to even): k = (ky*KW + kx)*CP + c
-// instead, KP = KH*KW*CP rounded up to 16, zero weights for c >= C (docs/blob-format.md, p1).
-// WIN 1 (CP > 0 and the shared memory below at most 75 KiB): a block's 128 pixels are 8 x 16
-// output pixels, their whole input window is staged once with the CP channels of a position
+// PS > 0 (the lowering's choice for C <= 4, blob.h blob_conv2d_f16_order): k = ky*KWP + kx*PS + c
+// instead, PS channel slots a tap (C, or C rounded up to even), KWP = KW*PS rounded up to even,
+// KP = KH*KWP rounded up to 16, zero weights for c >= C and past a row's taps (docs/blob-format.md,
+// p1). WIN 1 (PS > 0 and the shared memory below at most 75 KiB): a block's 128 pixels are 8 x 16
+// output pixels, their whole input window is staged once with the PS channel slots of a position
 // side by side, all of w16 stays in shared memory, and the A fragments are read as words.
 // grid.x = batch * MT * NT.
 //
@@ -681,7 +682,10 @@ template <class F> struct BnnConvMma {
     static constexpr int WROW = 2 * F::KP + 16; // odd 16-byte units: ldmatrix's 8 rows in 32 banks
     static constexpr int EPI = F::BITS ? 3088 + (F::EXACT ? 4 * BM * BN : 0) : 0;
     static constexpr int R0 = (PL * BN * WROW > EPI ? PL * BN * WROW : EPI + 15) / 16 * 16;
-    static constexpr int PLW = SR * SC * F::CP / 2; // words a window plane
+    // A window row: its SC positions' PS halves, then zeros up to an even count past the last
+    // pixel's last k pair (with KWP > KW*PS it reads one half past its last tap).
+    static constexpr int RH = (SC * F::PS + (F::KWP - F::KW * F::PS) + 1) / 2 * 2;
+    static constexpr int PLW = SR * RH / 2; // words a window plane
     static constexpr int WINB = (PL * PLW * 4 + 15) / 16 * 16;
     static constexpr int XWB = F::EXACT ? (SR * SC * 4 + 15) / 16 * 16 : 0, VMB = F::EXACT ? TH * SC * 4 : 0;
     static constexpr int XW_AT = R0 + WINB, VM_AT = XW_AT + XWB, KOFF_AT = VM_AT + VMB; // byte offsets
@@ -695,8 +699,11 @@ template <class F> struct BnnConvMma {
         return mt * BM + pl < P ? mt * BM + pl : -1;
     }
     static_assert(F::KP % 16 == 0 && F::OP % BN == 0 && F::OP >= F::O, "bad padding");
-    static_assert(F::CP ? F::CP % 2 == 0 && F::CP >= F::C && F::KP >= KK * F::CP : !F::WIN && F::KP >= K,
+    static_assert(F::PS ? F::PS >= F::C && F::KWP % 2 == 0 && F::KWP >= F::KW * F::PS && F::KP >= F::KH * F::KWP
+                        : !F::WIN && F::KP >= K,
                   "bad padding");
+    // WIN reads k two at a time as a word of the window: a pixel's origin and a pair's offset even
+    static_assert(!F::WIN || F::PS % 2 == 0 || (F::SW * F::PS % 2 == 0 && F::DW == 1), "k pairs off words");
     static_assert((F::WIN ? WIN_SMEM : 2 * STAGE + 8 * F::KP) == F::SMEM,
                   "the launch's shared memory (lower.c) differs");
     static_assert((F::KH - 1) * F::DH < 32768 && (F::KW - 1) * F::DW < 32768 && F::H < 32768 &&
@@ -744,11 +751,11 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
     };
     float xmax = 0.0f; // !WIN, EXACT: the largest |x| this thread gathered (NaN ignored)
     if constexpr (F::WIN) {
-        // The block's input window, staged once: [PL][SR][SC][CP] halves, the CP (even)
-        // channels of a position side by side, so that k = (ky*KW + kx)*CP + c (the lowering's
-        // order of w16) takes a pair of halves from one aligned word, and a thread's A fragment
-        // is 4 such words a plane and m16 tile, at offsets known before the loop. All k of the
-        // weights stay in shared memory; no barrier in the loop.
+        // The block's input window, staged once: [PL][SR][RH] halves, the PS channel slots of a
+        // position side by side, so that k = ky*KWP + kx*PS + c (the lowering's order of w16)
+        // takes a pair of halves from one aligned word (BnnConvMma's static_assert), and a
+        // thread's A fragment is 4 such words a plane and m16 tile, at offsets known before the
+        // loop. All k of the weights stay in shared memory; no barrier in the loop.
         unsigned *const win = (unsigned *)(bnn_dsmem + T::R0);
         float *const xw = (float *)(bnn_dsmem + T::XW_AT); // [SR * SC]: max |x| over c
         float *const vm = (float *)(bnn_dsmem + T::VM_AT); // [TH][SC]: over ky too
@@ -760,11 +767,16 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
             bnn_cp16(dst, w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + ch * 8, 16);
         }
         bnn_cp_commit();
-        // k pair i's word in a plane, from the pixel's window origin; the padding's (zero
-        // weights) reads the origin's word, which the pixel's sum holds anyway
+        // k pair i's word in a plane, from the pixel's window origin; the padding's past the last
+        // kernel row (zero weights) reads the origin's word, which the pixel's sum holds anyway
         for (int i = tid; i < F::KP / 2; i += 256) {
-            const int tap = 2 * i / F::CP, c = 2 * i % F::CP;
-            koff[i] = tap < T::KK ? (tap / F::KW * F::DH * T::SC + tap % F::KW * F::DW) * (F::CP / 2) + c / 2 : 0;
+            const int ky = 2 * i / F::KWP, r = 2 * i % F::KWP, kx = r / F::PS, c = r % F::PS;
+            koff[i] = ky < F::KH ? (ky * F::DH * T::RH + kx * F::DW * F::PS + c) / 2 : 0;
+        }
+        // The halves past a row's positions: zeros (a pair's half past its kernel row's last tap)
+        for (int i = tid; i < T::PL * T::SR * (T::RH - T::SC * F::PS); i += 256) {
+            constexpr int Z = T::RH - T::SC * F::PS;
+            ((unsigned short *)win)[i / Z * T::RH + T::SC * F::PS + i % Z] = 0;
         }
         // The window's positions, all of a thread's loads issued before the first conversion.
         const int wy0 = oy0 * F::SH - F::PT, wx0 = ox0 * F::SW - F::PL;
@@ -773,18 +785,29 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         for (int j = 0; j < (NPOS + 255) / 256; ++j) {
             const int i = tid + j * 256, iy = wy0 + i / T::SC, ix = wx0 + i % T::SC;
             const bool in = i < NPOS && (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
-            float v[F::CP], m = 0.0f;
+            float v[F::PS + 1], m = 0.0f;
 #pragma unroll
-            for (int c = 0; c < F::CP; ++c) {
+            for (int c = 0; c < F::PS; ++c) {
                 v[c] = in && c < F::C ? x[(c * F::H + iy) * F::W + ix] : 0.0f;
                 m = fmaxf(m, fabsf(v[c]));
             }
             if (i < NPOS) {
+                const int h = i / T::SC * T::RH + i % T::SC * F::PS; // the position's first half
+                if (F::PS % 2 == 0) { // whole words
 #pragma unroll
-                for (int c = 0; c < F::CP; c += 2) {
-                    win[i * (F::CP / 2) + c / 2] = bnn_f16x2(v[c], v[c + 1]);
-                    if (F::SPLIT)
-                        win[T::PLW + i * (F::CP / 2) + c / 2] = bnn_f16x2(bnn_f16_rest(v[c]), bnn_f16_rest(v[c + 1]));
+                    for (int c = 0; c < F::PS; c += 2) {
+                        win[h / 2 + c / 2] = bnn_f16x2(v[c], v[c + 1]);
+                        if (F::SPLIT)
+                            win[T::PLW + h / 2 + c / 2] = bnn_f16x2(bnn_f16_rest(v[c]), bnn_f16_rest(v[c + 1]));
+                    }
+                } else {
+                    unsigned short *const wh = (unsigned short *)win;
+#pragma unroll
+                    for (int c = 0; c < F::PS; ++c) {
+                        wh[h + c] = (unsigned short)(bnn_f16x2(v[c], 0.0f) & 0xffffu);
+                        if (F::SPLIT)
+                            wh[2 * T::PLW + h + c] = (unsigned short)(bnn_f16x2(bnn_f16_rest(v[c]), 0.0f) & 0xffffu);
+                    }
                 }
                 if (F::EXACT) xw[i] = m;
             }
@@ -810,7 +833,7 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-                pw[mi][h] = ((2 * wm + mi) * F::SH * T::SC + (g + 8 * h) * F::SW) * (F::CP / 2);
+                pw[mi][h] = ((2 * wm + mi) * F::SH * T::RH + (g + 8 * h) * F::SW * F::PS) / 2;
 #pragma unroll
         for (int kc = 0; kc < T::NK; ++kc) {
             const int k0 = koff[kc * 8 + tq], k1 = koff[kc * 8 + 4 + tq]; // pairs 2tq and 2tq + 8
@@ -841,10 +864,11 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         const int iy0 = (spok ? sp / F::OW : 0) * F::SH - F::PT, ix0 = (spok ? sp % F::OW : 0) * F::SW - F::PL;
         // Tap k: its word offset from the patch origin, and dy << 16 | dx (k >= K: dy past any row).
         int2 *const taps = (int2 *)(bnn_dsmem + 2 * T::STAGE);
-        for (int k = tid; k < F::KP; k += 256) { // k = (c, ky, kx), or (ky, kx, c < CP) where CP
-            const int c = F::CP ? k % F::CP : k / T::KK, r = F::CP ? k / F::CP : k % T::KK;
+        for (int k = tid; k < F::KP; k += 256) { // k = (c, ky, kx), or ky*KWP + kx*PS + c where PS
+            const int kx = F::PS ? k % F::KWP / F::PS : 0, ky = F::PS ? k / F::KWP : 0;
+            const int c = F::PS ? k % F::KWP % F::PS : k / T::KK, r = F::PS ? ky * F::KW + kx : k % T::KK;
             const int dy = r / F::KW * F::DH, dx = r % F::KW * F::DW;
-            const bool real = F::CP ? r < T::KK && c < F::C : k < T::K;
+            const bool real = F::PS ? ky < F::KH && kx < F::KW && c < F::C : k < T::K;
             taps[k] = real ? make_int2((c * F::H + dy) * F::W + dx, dy << 16 | dx) : make_int2(0, 0x7fff0000);
         }
         __syncthreads();
@@ -949,7 +973,11 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
                 x2[q] = __fmul_ru(TB::ABS * T::K, xmx); // ABS a power of 2: the constant is exact
             }
         }
-        unsigned one[4] = {0, 0, 0, 0}, nan[4] = {0, 0, 0, 0};
+        // A thread's 32 outputs: pixel q (of 4) x its 8 channels j = 2 ni + c (channel ni*8 + 2 tq + c
+        // of the warp's 32). Their bits are collected at constant positions, bit j of one8[q] (and
+        // nan8[q]), and the undecided ones (EXACT) at bit 8 q + j of und, so that an output costs
+        // no branch and no shift by a lane-dependent amount; the list is filled after the loop.
+        unsigned one8[4] = {0, 0, 0, 0}, nan8[4] = {0, 0, 0, 0}, und = 0;
         bool pok[4]; // the thread's 4 pixels inside the image
 #pragma unroll
         for (int q = 0; q < 4; ++q) pok[q] = pixel(wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8) >= 0;
@@ -957,51 +985,66 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         for (int ni = 0; ni < 4; ++ni)
 #pragma unroll
             for (int c = 0; c < 2; ++c) {
-                const int ol = ni * 8 + 2 * tq + c, o = o0 + wn * 32 + ol;
-                if (o >= F::O) continue;
+                const int j = 2 * ni + c, o = o0 + wn * 32 + ni * 8 + 2 * tq + c;
+                if (o >= F::O) continue; // its bits stay 0
                 const BnnChainK<F> ch(o, b, chain);
                 const float aw = F::EXACT ? __fadd_ru(__fmul_ru(TB::ABS, ch.wabs), 1e-30f) : 0.0f;
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
-                    const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
-                    if (!pok[q]) continue;
                     const float a = acc[q >> 1][ni][(q & 1) * 2 + c];
-                    int bit;
                     if (!F::EXACT) {
-                        bit = ch.mode == 3 || a != a ? ch.bit(a) : ch.bit_of_range(a, a);
-                    } else {
-                        const float m = __fmaf_ru(x1[q], ch.wabs, __fadd_ru(x2[q], aw));
-                        if (!F::MODE3 || ch.mode != 3) {
-                            // [a - m, a + m] against t as one comparison a side, without branches
-                            // (sgn * a is exact; rd(-x) = -ru(x), so the ends stay outward)
-                            const float sa = ch.sgn * a, e1 = __fsub_rd(sa, m), e0 = __fadd_ru(sa, m);
-                            bit = e1 >= ch.tt ? 1 : e0 < ch.tt ? 0 : -2;
-                        } else { // the chain at both ends
-                            const float lo = __fsub_rd(a, m), hi = __fadd_ru(a, m);
-                            const int blo = ch.bit(lo);
-                            bit = blo >= 0 && blo == ch.bit(hi) ? blo : -2;
-                        }
-                        if (!(fabsf(a) <= 3e38f && m <= 3e38f) || bit == -2) {
-                            const int qi = atomicAdd(qlen, 1);
-                            const unsigned e = (unsigned)pl << 8 | (unsigned)(wn * 32 + ol);
-                            if (qi < TB::LISTQ)
-                                blist[1 + qi] = e;
-                            else
-                                queue[qi - TB::LISTQ] = e;
-                            continue;
-                        }
+                        if (!pok[q]) continue;
+                        const int bit = ch.mode == 3 || a != a ? ch.bit(a) : ch.bit_of_range(a, a);
+                        one8[q] |= (unsigned)(bit == 1) << j;
+                        nan8[q] |= (unsigned)(bit < 0) << j;
+                        continue;
                     }
-                    one[q] |= (unsigned)(bit == 1) << ol;
-                    nan[q] |= (unsigned)(bit < 0) << ol;
+                    const float m = __fmaf_ru(x1[q], ch.wabs, __fadd_ru(x2[q], aw));
+                    bool b1, open; // every sum of [a - m, a + m] gives 1; they do not all give one bit
+                    if (!F::MODE3 || ch.mode != 3) {
+                        // [a - m, a + m] against t as one comparison a side, without branches
+                        // (sgn * a is exact; rd(-x) = -ru(x), so the ends stay outward)
+                        const float sa = ch.sgn * a, e1 = __fsub_rd(sa, m), e0 = __fadd_ru(sa, m);
+                        b1 = e1 >= ch.tt;
+                        open = !b1 && !(e0 < ch.tt);
+                    } else { // the chain at both ends
+                        const int blo = ch.bit(__fsub_rd(a, m)), bhi = ch.bit(__fadd_ru(a, m));
+                        open = blo < 0 || blo != bhi;
+                        b1 = blo == 1;
+                    }
+                    open = open || !(fabsf(a) <= 3e38f && m <= 3e38f); // non-finite: listed too
+                    one8[q] |= (unsigned)(b1 && !open) << j;            // a listed sum's bit is 0 here
+                    und |= (unsigned)(open && pok[q]) << (8 * q + j);
                 }
             }
+        if (F::EXACT)
+            while (und) { // the sums too close to call: the list (LISTQ), then the queue
+                const int k = __ffs(und) - 1, q = k >> 3, j = k & 7;
+                und &= und - 1;
+                const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8, ol = (j >> 1) * 8 + 2 * tq + (j & 1);
+                const int qi = atomicAdd(qlen, 1);
+                const unsigned e = (unsigned)pl << 8 | (unsigned)(wn * 32 + ol);
+                if (qi < TB::LISTQ)
+                    blist[1 + qi] = e;
+                else
+                    queue[qi - TB::LISTQ] = e;
+            }
+        // Bit j of a pixel's byte to channel bit (j >> 1) * 8 + 2 tq + (j & 1) of the warp's word.
+        auto spread = [&](unsigned v) {
+            return ((v & 3u) | (v & 0xcu) << 6 | (v & 0x30u) << 12 | (v & 0xc0u) << 18) << (2 * tq);
+        };
+        unsigned one[4], nan[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) one[q] = spread(one8[q]), nan[q] = F::EXACT ? 0u : spread(nan8[q]);
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
             const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
             one[q] |= __shfl_xor_sync(0xffffffffu, one[q], 1);
             one[q] |= __shfl_xor_sync(0xffffffffu, one[q], 2);
-            nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 1);
-            nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 2);
+            if (!F::EXACT) { // (EXACT: NaN flags only from the list and the queue)
+                nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 1);
+                nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 2);
+            }
             if (tq == 0) {
                 words[pl * 2 + wn] = one[q];
                 if (F::NANF) words[2 * T::BM + pl * 2 + wn] = nan[q];
