@@ -2225,6 +2225,30 @@ static bool fp16_conv_ok(const BlobConv2dParams *cp, const float *w) {
     return true;
 }
 
+/* bnn_conv2d_mma's config struct members (float_ops.cu BnnConvMma, BnnConvBits). */
+static char *conv2d_mma_cfg(const BlobConv2dParams *cp, bool bias, bool relu, int split, BlobConv2dF16Order ord,
+                            int64_t op, int64_t smem, int bits, int exact, int win, int mode3, int tpb) {
+    return str_printf(
+        "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
+        "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, OH = %lld, OW = %lld, "
+        "BIAS = %d, RELU = %d;\n    static constexpr int SPLIT = %d, KP = %lld, OP = %lld, SMEM = %lld;\n"
+        "    static constexpr int BITS = %d, EXACT = %d, OUTW = %lld, NANF = %lld, STAGES = %lld, DIV = %lld, "
+        "RELUS = %lld, ZERO = %lld, PS = %lld, KWP = %lld, WIN = %d, MODE3 = %d, TPB = %d;\n",
+        (long long)cp->c, (long long)cp->h, (long long)cp->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
+        (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
+        (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->oh, (long long)cp->ow, bias, relu, split,
+        (long long)ord.kp, (long long)op, (long long)smem, bits, exact,
+        (long long)(cp->out_words ? cp->out_words : 1), (long long)cp->nan_flags, (long long)cp->epi_stages,
+        (long long)cp->epi_div, (long long)cp->epi_relu, (long long)cp->zero, (long long)ord.ps, (long long)ord.kwp,
+        win, mode3, tpb);
+}
+
+/* From batch STEM_TPB_BATCH on, a staged-window conv of one channel tile runs as a batch
+ * alternative with STEM_TPB tiles a block, which then copies its weights once for them (XNOR
+ * ResNet-18's stem at batch 256 on an H100: 0.845 -> 0.789 ms with 8, the model -2 to -3 % with
+ * 4 or 8; at batches 1 and 8 one tile a block is faster: docs/perf.md). */
+enum { STEM_TPB_BATCH = 32, STEM_TPB = 4 };
+
 /* Words of a block's list in the exact stem (float_ops.cu BnnConvBits::LISTW). */
 enum { STEM_LIST_WORDS = 32 };
 
@@ -2255,19 +2279,20 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     free(w16);
     /* bnn_conv2d_mma's block: 128 pixels x 64 channels (BLOB_F16_ROWS, so op / 64 channel
      * tiles). Its shared memory (BnnConvMma, float_ops.cu): two stages of 48-byte rows per plane,
-     * then its tap table; or (WIN, 8 x 16 pixels a block) all weights in rows of 2 kp + 16 bytes
-     * (at least the bit epilogue's words and queue), the input window's planes, (exact) the max
-     * |x| of its positions and of its output rows' positions, the k pairs' offsets. WIN where it
-     * fits three blocks an SM. */
+     * then its tap table; or (WIN, 8 x 16 pixels a block) all weights in rows of 2 kp + 16 bytes,
+     * the input window's planes, (exact) the max |x| of its positions and of its output rows'
+     * positions, the k pairs' offsets, (bits) the epilogue's words. WIN where it fits three
+     * blocks an SM. */
     int64_t smem = 2 * planes * (128 + 64) * 48 + 8 * kp, tiles = (cp->oh * cp->ow + 127) / 128;
     int win = 0;
     if (ps) {
         int64_t sr = 7 * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
         int64_t sc = 15 * cp->stride_w + (cp->kw - 1) * cp->dil_w + 1;
         int64_t rh = (sc * ps + (kwp - cp->kw * ps) + 1) / 2 * 2; /* BnnConvMma::RH */
-        int64_t wb = planes * 64 * (2 * kp + 16), epi = bits ? 3088 + (exact ? 4 * 128 * 64 : 0) : 0;
-        int64_t wsmem = (wb > epi ? wb : (epi + 15) / 16 * 16) + (planes * sr * rh / 2 * 4 + 15) / 16 * 16 +
+        int64_t wb = (planes * 64 * (2 * kp + 16) + 15) / 16 * 16;
+        int64_t wsmem = wb + (planes * sr * rh / 2 * 4 + 15) / 16 * 16 +
                         (exact ? (sr * sc * 4 + 15) / 16 * 16 + 8 * sc * 4 : 0) + kp / 2 * 4;
+        wsmem = (wsmem + 15) / 16 * 16 + (bits ? 2 * 128 * 2 * 4 + 16 : 0); /* BnnConvMma::WIN_SMEM */
         if (wsmem <= 75 * 1024) {
             win = 1;
             smem = wsmem;
@@ -2286,35 +2311,30 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         for (int64_t c = 0; c < cp->o; c++)
             mode3 |= in2[(2 * cp->epi_stages + 2) * cp->o + c] == 3.0f;
     }
-    char *cfg = str_printf(
-        "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
-        "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, OH = %lld, OW = %lld, "
-        "BIAS = %d, RELU = %d;\n    static constexpr int SPLIT = %d, KP = %lld, OP = %lld, SMEM = %lld;\n"
-        "    static constexpr int BITS = %d, EXACT = %d, OUTW = %lld, NANF = %lld, STAGES = %lld, DIV = %lld, "
-        "RELUS = %lld, ZERO = %lld, PS = %lld, KWP = %lld, WIN = %d, MODE3 = %d;\n",
-        (long long)cp->c, (long long)cp->h, (long long)cp->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
-        (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
-        (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->oh, (long long)cp->ow, bias, relu, split,
-        (long long)kp, (long long)op, (long long)smem, bits, exact,
-        (long long)(cp->out_words ? cp->out_words : 1), (long long)cp->nan_flags, (long long)cp->epi_stages,
-        (long long)cp->epi_div,
-        (long long)cp->epi_relu, (long long)cp->zero, (long long)ps, (long long)kwp, win, mode3);
-    BlobGridDim grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
+    char *cfg = conv2d_mma_cfg(cp, bias, relu, split, ord, op, smem, bits, exact, win, mode3, 1);
     char *fix_cfg = exact ? xstrdup(cfg) : NULL;
-    tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_mma",
-                "(const float *)in, (const unsigned short *)p1, (const float *)p0, (float *)out, (const float *)w, "
-                "(const float *)in2, (unsigned *)x0",
-                grid, 256, smem, 1);
-    /* three blocks an SM (80 registers, no spills in ptxas for ResNet's stem): the kernel issues
-     * more instructions than it waits for memory, at two blocks 25 % occupancy */
-    st->k.min_blocks = 3;
+    int si = (int)(st - L->steps);
+    for (int tpb = 1; tpb; tpb = tpb == 1 && win && op == 64 && L->batch_alts ? STEM_TPB : 0) {
+        LStep *ks = tpb == 1 ? &L->steps[si] : new_batch_alt(L, si, STEM_TPB_BATCH);
+        BlobGridDim grid[3] = {{0, (uint32_t)tiles, (uint32_t)tpb}, {1, 0, 1}, {1, 0, 1}};
+        tile_kernel(L, ks, "conv2d", tpb == 1 ? cfg : conv2d_mma_cfg(cp, bias, relu, split, ord, op, smem, bits, exact,
+                                                                    win, mode3, tpb),
+                    "bnn_conv2d_mma",
+                    "(const float *)in, (const unsigned short *)p1, (const float *)p0, (float *)out, "
+                    "(const float *)w, (const float *)in2, (unsigned *)x0",
+                    grid, 256, smem, 1);
+        /* three blocks an SM (80 registers, no spills in ptxas for ResNet's stem): the kernel
+         * issues more instructions than it waits for memory, at two blocks 25 % occupancy */
+        ks->k.min_blocks = 3;
+    }
+    st = &L->steps[si];
     if (!exact) {
         L->nfp16_convs++;
         return;
     }
     L->nexact_bit_convs++;
-    /* the fixup: a GPU-only step after the conv, a warp a block of it (bnn_conv2d_bits_fixup) */
-    int si = (int)(st - L->steps);
+    /* the fixup: a GPU-only step after the conv (and its alternative), a warp a tile of it
+     * (bnn_conv2d_bits_fixup) */
     LStep *fx = new_step(L, BLOB_STEP_KERNEL);
     st = &L->steps[si];
     static const int slots[6] = {BLOB_SLOT_IN, BLOB_SLOT_IN2, BLOB_SLOT_OUT, BLOB_SLOT_W, BLOB_SLOT_P0, BLOB_SLOT_X0};

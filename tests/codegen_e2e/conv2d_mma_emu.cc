@@ -191,7 +191,8 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
         static char what[256];
         snprintf(what, sizeof what, "%s, input %d", name, kind);
         emu_what = what;
-        const unsigned long long overrun = emu_launch(emu_call<F>, args, batch * BLOCKS, 1, 256, F::SMEM);
+        const unsigned long long overrun =
+            emu_launch(emu_call<F>, args, (batch * BLOCKS + F::TPB - 1) / F::TPB, 1, 256, F::SMEM);
         long listed = 0, full = 0; // entries in the lists; blocks whose list is full (their rest in their queue)
         for (int i = 0; i < batch * BLOCKS; i++) {
             const unsigned n = list[(size_t)i * LW];

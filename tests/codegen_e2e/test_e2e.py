@@ -257,8 +257,10 @@ def check_pdl_flags(model, tmp):
 
 def check_stem_fixup(model, tmp):
     """An exact stem (a conv2d step writing bits, docs/kernels.md "The stem") lists the sums too
-    close to call in slot x0, and the next step is its GPU-only fixup kernel (`kernel`,
-    sN_stemfix) over the same input, output and list, 128 bytes a block of the conv."""
+    close to call in slot x0, 128 bytes a tile; where its staged window has one channel tile, a
+    batch alternative right after it (flag 4: several tiles a block, docs/kernels.md) shares its
+    operands and list; the next step is its GPU-only fixup kernel (`kernel`, sN_stemfix) over the
+    same input, output and list."""
     name = os.path.basename(model)
     blob = os.path.join(tmp, name + ".fix.bin")
     if run([BNNCC, "-O3", "--target=sm_90a", model, "-o", blob]).returncode:
@@ -266,16 +268,21 @@ def check_stem_fixup(model, tmp):
     b = open(blob, "rb").read()
     steps = blob_steps(b)
     stems = [i for i, (at, kind, _) in enumerate(steps) if kind == 6 and blob_slot(b, at, 6)[0]]
-    if len(stems) != 1:
-        return fail(f"{name}: {len(stems)} conv2d steps with a list (x0), expected the stem's")
+    flags = [struct.unpack_from("<I", b, steps[i][0] + 8)[0] for i in stems]
+    alt = len(stems) == 2 and stems[1] == stems[0] + 1 and flags == [flags[0] & ~4, flags[0] | 4]
+    if len(stems) != 1 and not alt:
+        return fail(f"{name}: conv2d steps with a list (x0): {stems}, flags {flags}; expected the stem's, or it "
+                    "and its batch alternative")
     i = stems[0]
-    at, fx = steps[i][0], steps[i + 1] if i + 1 < len(steps) else (0, 0, "")
-    same = fx[0] and all(blob_slot(b, at, s) == blob_slot(b, fx[0], s) for s in (0, 1, 2, 3, 4, 6))
+    at, fx = steps[i][0], steps[stems[-1] + 1] if stems[-1] + 1 < len(steps) else (0, 0, "")
+    same = fx[0] and all(blob_slot(b, at, s) == blob_slot(b, o, s) for s in (0, 1, 2, 3, 4, 6)
+                         for o in [fx[0]] + [steps[j][0] for j in stems[1:]])
     x0 = blob_slot(b, at, 6)
     if fx[1] != 16 or not fx[2].endswith("_stemfix") or not same or x0[3] % 128:
-        return fail(f"{name}: step {i + 1} is not the stem's fixup over its operands: kind {fx[1]}, kernel "
+        return fail(f"{name}: step {stems[-1] + 1} is not the stem's fixup over its operands: kind {fx[1]}, kernel "
                     f"'{fx[2]}', same slots {bool(same)}, list {x0[3]} bytes")
-    print(f"ok: {name}: the stem lists {x0[3] // 128} blocks' sums for {fx[2]}")
+    what = "the stem and its alternative list" if alt else "the stem lists"
+    print(f"ok: {name}: {what} {x0[3] // 128} tiles' sums for {fx[2]}")
 
 
 def editable_blob(model, tmp, tag, target):

@@ -680,8 +680,7 @@ template <class F> struct BnnConvMma {
     // the MMAs), the window's planes, (EXACT) the max |x| of its positions and of its output
     // rows' KH rows of positions, the k pairs' offsets.
     static constexpr int WROW = 2 * F::KP + 16; // odd 16-byte units: ldmatrix's 8 rows in 32 banks
-    static constexpr int EPI = F::BITS ? 3088 + (F::EXACT ? 4 * BM * BN : 0) : 0;
-    static constexpr int R0 = (PL * BN * WROW > EPI ? PL * BN * WROW : EPI + 15) / 16 * 16;
+    static constexpr int R0 = (PL * BN * WROW + 15) / 16 * 16;
     // A window row: its SC positions' PS halves, then zeros up to an even count past the last
     // pixel's last k pair (with KWP > KW*PS it reads one half past its last tap).
     static constexpr int RH = (SC * F::PS + (F::KWP - F::KW * F::PS) + 1) / 2 * 2;
@@ -689,7 +688,11 @@ template <class F> struct BnnConvMma {
     static constexpr int WINB = (PL * PLW * 4 + 15) / 16 * 16;
     static constexpr int XWB = F::EXACT ? (SR * SC * 4 + 15) / 16 * 16 : 0, VMB = F::EXACT ? TH * SC * 4 : 0;
     static constexpr int XW_AT = R0 + WINB, VM_AT = XW_AT + XWB, KOFF_AT = VM_AT + VMB; // byte offsets
-    static constexpr int WIN_SMEM = KOFF_AT + F::KP / 2 * 4;
+    // BITS: the epilogue's words ([1 + NANF][BM][2]) and list count; WIN: a region of their own
+    // (the weights stay for the block's next tile), else in the free stages.
+    static constexpr int EP_AT = (KOFF_AT + F::KP / 2 * 4 + 15) / 16 * 16, EPB = F::BITS ? 2 * BM * 2 * 4 + 16 : 0;
+    static constexpr int WORDS_AT = F::WIN ? EP_AT : 1024, QLEN_AT = WORDS_AT + 2 * BM * 2 * 4;
+    static constexpr int WIN_SMEM = EP_AT + EPB;
     // The output pixel of pixel pl of the block's pixel tile mt, -1 past the image's.
     static __device__ __forceinline__ int pixel(int mt, int pl) {
         if (F::WIN) {
@@ -706,22 +709,23 @@ template <class F> struct BnnConvMma {
     static_assert(!F::WIN || F::PS % 2 == 0 || (F::SW * F::PS % 2 == 0 && F::DW == 1), "k pairs off words");
     static_assert((F::WIN ? WIN_SMEM : 2 * STAGE + 8 * F::KP) == F::SMEM,
                   "the launch's shared memory (lower.c) differs");
+    static_assert(F::WIN || QLEN_AT + 16 <= 2 * STAGE, "the epilogue's words fit the stages");
+    // TPB > 1 (a block's tiles share its weights): WIN, one channel tile
+    static_assert(F::TPB >= 1 && (F::TPB == 1 || (F::WIN && NT == 1)), "TPB");
     static_assert((F::KH - 1) * F::DH < 32768 && (F::KW - 1) * F::DW < 32768 && F::H < 32768 &&
                       (long long)F::C * F::H * F::W < (1ll << 31), "tap table: int offsets, 16-bit dy and dx");
 };
 
 template <class F>
-__device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const unsigned short *w16, const float *b,
-                                               float *y, const float *w32, const float *chain, unsigned *list) {
+__device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, const float *x, const unsigned short *w16,
+                                                    const float *b, float *y, const float *w32, const float *chain,
+                                                    unsigned *list) {
     typedef BnnConvMma<F> T;
     typedef BnnConvBits<F> TB;
     extern __shared__ __align__(128) unsigned char bnn_dsmem[];
-    if (bnn_dyn_smem_size() < (unsigned)F::SMEM) __trap(); // launched with too little shared memory
     const unsigned sbase = bnn_smem(bnn_dsmem);
-    int t = blockIdx.x;
-    const bnn_i64 item = t / (T::MT * T::NT);
-    if (item >= batch) return;
-    t %= T::MT * T::NT;
+    const bnn_i64 item = tile / (T::MT * T::NT);
+    const int t = (int)(tile % (T::MT * T::NT));
     const int mt = t % T::MT, o0 = t / T::MT * T::BN;
     const int p0 = mt * T::BM;                                   // !WIN: the block's first pixel
     const int oy0 = mt / T::TX * T::TH, ox0 = mt % T::TX * T::TW; // WIN: its first row and column
@@ -761,22 +765,25 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
         float *const vm = (float *)(bnn_dsmem + T::VM_AT); // [TH][SC]: over ky too
         int *const koff = (int *)(bnn_dsmem + T::KOFF_AT);
         constexpr int WCH = F::KP / 8; // 16-byte pieces of a weight row
-        for (int i = tid; i < T::PL * T::BN * WCH; i += 256) {
-            const int r = i / WCH, ch = i % WCH, pl = r / T::BN, n = r % T::BN;
-            const unsigned dst = sbase + r * T::WROW + ch * 16;
-            bnn_cp16(dst, w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + ch * 8, 16);
-        }
-        bnn_cp_commit();
-        // k pair i's word in a plane, from the pixel's window origin; the padding's past the last
-        // kernel row (zero weights) reads the origin's word, which the pixel's sum holds anyway
-        for (int i = tid; i < F::KP / 2; i += 256) {
-            const int ky = 2 * i / F::KWP, r = 2 * i % F::KWP, kx = r / F::PS, c = r % F::PS;
-            koff[i] = ky < F::KH ? (ky * F::DH * T::RH + kx * F::DW * F::PS + c) / 2 : 0;
-        }
-        // The halves past a row's positions: zeros (a pair's half past its kernel row's last tap)
-        for (int i = tid; i < T::PL * T::SR * (T::RH - T::SC * F::PS); i += 256) {
-            constexpr int Z = T::RH - T::SC * F::PS;
-            ((unsigned short *)win)[i / Z * T::RH + T::SC * F::PS + i % Z] = 0;
+        if (first) { // the weights and the k pairs' offsets serve all of the block's tiles (TPB)
+            for (int i = tid; i < T::PL * T::BN * WCH; i += 256) {
+                const int r = i / WCH, ch = i % WCH, pl = r / T::BN, n = r % T::BN;
+                const unsigned dst = sbase + r * T::WROW + ch * 16;
+                bnn_cp16(dst, w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + ch * 8, 16);
+            }
+            bnn_cp_commit();
+            // k pair i's word in a plane, from the pixel's window origin; the padding's past the
+            // last kernel row (zero weights) reads the origin's word, which the pixel's sum holds
+            for (int i = tid; i < F::KP / 2; i += 256) {
+                const int ky = 2 * i / F::KWP, r = 2 * i % F::KWP, kx = r / F::PS, c = r % F::PS;
+                koff[i] = ky < F::KH ? (ky * F::DH * T::RH + kx * F::DW * F::PS + c) / 2 : 0;
+            }
+            // The halves past a row's positions: zeros (a pair's half past its kernel row's last
+            // tap), which no tile's staging writes
+            for (int i = tid; i < T::PL * T::SR * (T::RH - T::SC * F::PS); i += 256) {
+                constexpr int Z = T::RH - T::SC * F::PS;
+                ((unsigned short *)win)[i / Z * T::RH + T::SC * F::PS + i % Z] = 0;
+            }
         }
         // The window's positions, all of a thread's loads issued before the first conversion.
         const int wy0 = oy0 * F::SH - F::PT, wx0 = ox0 * F::SW - F::PL;
@@ -941,17 +948,14 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
     const int g = lane >> 2, tq = lane & 3;
     if (F::BITS) {
         // Each thread holds 4 pixels (mi, row half) x 8 channels of its warp's 32, one word:
-        // the thread's bits of a pixel, OR-ed over the 4 lanes of a row (tq), are the word. The
-        // stages' shared memory is free now: the pixels' max |x|, the block's words, and
-        // (EXACT) the sums too close to call: the first LISTQ in the block's list for the
-        // fixup kernel, the rest in a queue that the whole block then recomputes in the
-        // reference's order, one per thread, instead of one lane of a warp at a time.
-        float *xm = (float *)bnn_dsmem;                        // !WIN: [2][BM], a pixel's two staging threads
-        unsigned *words = (unsigned *)(bnn_dsmem + 1024);      // [1 + NANF][BM][2]
-        int *qlen = (int *)(bnn_dsmem + 3072);
-        unsigned *queue = (unsigned *)(bnn_dsmem + 3088);      // [BM * BN]: pixel << 8 | channel
-        unsigned *const blist = list + (bnn_i64)blockIdx.x * TB::LISTW; // EXACT: count, entries
-        static_assert(!F::EXACT || F::WIN || 3088 + 4 * T::BM * T::BN <= 2 * T::STAGE, "the queue fits the stages");
+        // the thread's bits of a pixel, OR-ed over the 4 lanes of a row (tq), are the word.
+        // (EXACT) The sums too close to call: the first LISTQ in the tile's list for the fixup
+        // kernel; past those (non-finite inputs) each thread recomputes its own, in the
+        // reference's order.
+        float *xm = (float *)bnn_dsmem;                           // !WIN: [2][BM], a pixel's two staging threads
+        unsigned *words = (unsigned *)(bnn_dsmem + T::WORDS_AT);  // [1 + NANF][BM][2]
+        int *qlen = (int *)(bnn_dsmem + T::QLEN_AT);
+        unsigned *const blist = list + tile * TB::LISTW;          // EXACT: count, entries
         float x1[4], x2[4]; // m = x1 * sum|w| + x2 + ABS * sum|w|, per pixel (rounded up)
         if (F::EXACT) {
             if (!F::WIN) xm[(tid >> 7) * T::BM + sm] = xmax;
@@ -1017,17 +1021,19 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
                     und |= (unsigned)(open && pok[q]) << (8 * q + j);
                 }
             }
+        // A sum of und's bit k: its tile pixel and its channel in the block's 64.
+        auto und_pl = [&](int k) { return wm * 32 + (k >> 4) * 16 + g + (k >> 3 & 1) * 8; };
+        auto und_ol = [&](int k) { return wn * 32 + (k >> 1 & 3) * 8 + 2 * tq + (k & 1); };
+        unsigned over = 0; // und's sums past the list, which this thread recomputes below
         if (F::EXACT)
-            while (und) { // the sums too close to call: the list (LISTQ), then the queue
-                const int k = __ffs(und) - 1, q = k >> 3, j = k & 7;
+            while (und) { // the sums too close to call: the list (LISTQ) first
+                const int k = __ffs(und) - 1;
                 und &= und - 1;
-                const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8, ol = (j >> 1) * 8 + 2 * tq + (j & 1);
                 const int qi = atomicAdd(qlen, 1);
-                const unsigned e = (unsigned)pl << 8 | (unsigned)(wn * 32 + ol);
                 if (qi < TB::LISTQ)
-                    blist[1 + qi] = e;
+                    blist[1 + qi] = (unsigned)und_pl(k) << 8 | (unsigned)und_ol(k);
                 else
-                    queue[qi - TB::LISTQ] = e;
+                    over |= 1u << k;
             }
         // Bit j of a pixel's byte to channel bit (j >> 1) * 8 + 2 tq + (j & 1) of the warp's word.
         auto spread = [&](unsigned v) {
@@ -1055,8 +1061,9 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
             const int n = *qlen; // the same in every thread: a barrier or none
             if (tid == 0) blist[0] = (unsigned)(n < TB::LISTQ ? n : TB::LISTQ);
             if (n > TB::LISTQ) {
-                for (int i = tid; i < n - TB::LISTQ; i += 256) {
-                    const int pl = queue[i] >> 8, ol = queue[i] & 255, o = o0 + ol;
+                while (over) {
+                    const int k = __ffs(over) - 1, pl = und_pl(k), ol = und_ol(k), o = o0 + ol;
+                    over &= over - 1;
                     const int bit = BnnChainK<F>(o, b, chain).bit(bnn_conv2d_exact_sum<F>(x, w32, o, pixel(pl)));
                     if (bit == 1 || (bit < 0 && F::NANF))
                         atomicOr(&words[(bit < 0) * 2 * T::BM + pl * 2 + (ol >> 5)], 1u << (ol & 31));
@@ -1093,6 +1100,23 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
                 if (F::RELU) r = r < 0.0f ? 0.0f : r;
                 yi[(bnn_i64)o * T::P + p] = r;
             }
+}
+
+// The conv: tiles blockIdx.x, + gridDim.x, ... of the batch's (item, pixel tile, channel tile),
+// about TPB a block (grid.x = ceil(batch * MT * NT / TPB)): with TPB > 1 a block loads its
+// weights once for all of its tiles (the launch of one a tile copied them 25,088 times at
+// batch 256 for ResNet's stem, 1.1 GB from the L2).
+template <class F>
+__device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const unsigned short *w16, const float *b,
+                                               float *y, const float *w32, const float *chain, unsigned *list) {
+    typedef BnnConvMma<F> T;
+    if (bnn_dyn_smem_size() < (unsigned)F::SMEM) __trap(); // launched with too little shared memory
+    const bnn_i64 tiles = (bnn_i64)batch * T::MT * T::NT;
+    bool first = true;
+    for (bnn_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x, first = false) {
+        if (!first) __syncthreads(); // the last tile's epilogue is done with its shared memory
+        bnn_conv2d_mma_tile<F>(tile, first, x, w16, b, y, w32, chain, list);
+    }
 }
 
 // The sums an exact bnn_conv2d_mma (BITS, EXACT) left in its list: each recomputed in the
