@@ -250,10 +250,10 @@ static void use_arena(Lower *L, LStep *st, int slot, int buf) {
 
 static BlobRef put_weights(Lower *L, const void *data, size_t n) { return blob_add_weights(L->w, data, n); }
 
-/* A batch alternative of step si, the last step so far (BLOB_STEP_BATCH_ALT; docs/codegen.md
- * "Batch alternatives"): a new step right after it with its kind, operands and parameters and no
- * kernel yet, which the GPU runs instead of step si from batch alt_batch on. The caller gives
- * it its kernel. */
+/* A batch alternative of step si (BLOB_STEP_BATCH_ALT; docs/codegen.md "Batch alternatives"): a
+ * new step right after the last so far, step si or an alternative of it from a smaller batch,
+ * with its kind, operands and parameters and no kernel yet, which the GPU runs instead from
+ * batch alt_batch on. The caller gives it its kernel. */
 static LStep *new_batch_alt(Lower *L, int si, uint32_t alt_batch) {
     LStep *alt = new_step(L, L->steps[si].s.kind);
     const LStep *m = &L->steps[si];
@@ -2166,26 +2166,48 @@ static int small_batch_tile(const BlobConv2dParams *cp, const ConvTile *tiles, i
     return -1;
 }
 
-/* bnn_conv2d_tile for a conv2d step; relu: a relu applied before the store. */
+/* From batch CONV_TPB_BATCH on, an exact float conv whose tile may (conv2d_tile_tpb_ok: a stem)
+ * runs as a batch alternative with CONV_TPB tiles a block, which load the weights once and each
+ * tile's patch while the tile before computes. H100 (docs/perf.md), Bi-Real ResNet-18's stem at
+ * batch 256: 2.683 -> 2.488 ms with 8 (the model -3.6 %, -2.2 % at 64); 4 and 8 lose at 8. */
+enum { CONV_TPB_BATCH = 64, CONV_TPB = 8 };
+
+/* Whether tile t may take several tiles a block: one stage of input channels, one channel tile,
+ * and two patch buffers in the shared memory of two blocks an SM. */
+static bool conv2d_tile_tpb_ok(const BlobConv2dParams *cp, const ConvTile *t) {
+    int64_t pr = (t->bh - 1) * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
+    int64_t xs = (t->cc * pr * cp->stride_w * t->pcw + 3) / 4 * 4;
+    return t->stages == 1 && cp->groups == 1 && cp->o <= t->bo && t->smem + xs * 4 <= 110 * 1024;
+}
+
+/* bnn_conv2d_tile for a conv2d step; relu: a relu applied before the store; tpb: tiles a block
+ * (> 1: one stage and one channel tile, conv2d_tile_tpb_ok; the weights loaded once a block). */
 static void conv2d_tile_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, const ConvTile *t, bool bias,
-                               bool relu) {
+                               bool relu, int tpb) {
+    if (!conv2d_tile_tpb_ok(cp, t))
+        tpb = 1;
+    int64_t pr = (t->bh - 1) * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1, wld = t->bo + (t->to % 4 == 0 ? 4 : 0);
+    int64_t xs = (t->cc * pr * cp->stride_w * t->pcw + 3) / 4 * 4, ws = t->cc * cp->kh * cp->kw * wld;
+    int64_t smem = tpb > 1 ? (2 * xs + ws) * 4 : t->smem; /* BnnConvTile's static_assert */
     char *cfg = str_printf(
         "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
         "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, G = %lld, OH = %lld, "
         "OW = %lld, BIAS = %d, RELU = %d;\n    static constexpr int ST = %lld, DIVM = %lld, RELUM = %lld;\n"
-        "    static constexpr int BO = %d, TO = %d, BH = %d, BW = %d, TP = %d, CC = %d, PCW = %d, SMEM = %lld;\n",
+        "    static constexpr int BO = %d, TO = %d, BH = %d, BW = %d, TP = %d, CC = %d, PCW = %d, SMEM = %lld, "
+        "TPB = %d;\n",
         (long long)cp->c, (long long)t->h, (long long)t->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
         (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
         (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->groups, (long long)t->oh, (long long)t->ow, bias,
         relu, (long long)cp->epi_stages, (long long)cp->epi_div, (long long)cp->epi_relu, t->bo, t->to, t->bh, t->bw,
-        t->tp, t->cc, t->pcw, (long long)t->smem);
+        t->tp, t->cc, t->pcw, (long long)smem, tpb);
     int64_t og = cp->o / cp->groups;
     int64_t tiles = cp->groups * ((og + t->bo - 1) / t->bo) * ((t->oh + t->bh - 1) / t->bh) *
                     ((t->ow + t->bw - 1) / t->bw);
-    BlobGridDim grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
+    BlobGridDim grid[3] = {{0, (uint32_t)tiles, (uint32_t)tpb}, {1, 0, 1}, {1, 0, 1}};
     tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_tile", TILE_OPERANDS ", (const float *)in2", grid,
-                t->bo / t->to * 32, t->smem, 1);
+                t->bo / t->to * 32, smem, 1);
 }
+
 
 /* The value of IEEE binary16 bits h (finite). */
 static float f16_to_f32(uint16_t h) {
@@ -2560,7 +2582,7 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     else if (tiled) {
         uint32_t alt_batch = 0;
         int small = L->batch_alts && pick == 0 ? small_batch_tile(&cp, tiles, ntiles, &alt_batch) : -1;
-        conv2d_tile_kernel(L, st, &cp, &tiles[small >= 0 ? small : pick], b != NULL, relu);
+        conv2d_tile_kernel(L, st, &cp, &tiles[small >= 0 ? small : pick], b != NULL, relu, 1);
         if (ntiles > 1) { /* a tunable layer: the tile's pixels and channels a thread, warps */
             char *names[CONV_TILE_VARIANTS];
             for (int i = 0; i < ntiles; i++)
@@ -2578,11 +2600,12 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
                                    (long long)cp.epi_stages, (long long)cp.epi_div, (long long)cp.epi_relu),
                         pick);
         }
-        if (small >= 0) { /* the rule's tile from alt_batch on */
-            int si = (int)(st - L->steps);
-            conv2d_tile_kernel(L, new_batch_alt(L, si, alt_batch), &cp, &tiles[0], b != NULL, relu);
-            st = &L->steps[si];
-        }
+        int si = (int)(st - L->steps);
+        if (small >= 0) /* the rule's tile from alt_batch on */
+            conv2d_tile_kernel(L, new_batch_alt(L, si, alt_batch), &cp, &tiles[0], b != NULL, relu, 1);
+        if (L->batch_alts && pick == 0 && conv2d_tile_tpb_ok(&cp, &tiles[0]) && alt_batch < CONV_TPB_BATCH)
+            conv2d_tile_kernel(L, new_batch_alt(L, si, CONV_TPB_BATCH), &cp, &tiles[0], b != NULL, relu, CONV_TPB);
+        st = &L->steps[si];
     }
     else
         float_kernel(L, st, "conv2d", cp.o * cp.oh * cp.ow,
@@ -4089,8 +4112,12 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             while (*ir == ' ')
                 ir++;
             char alt[64] = "";
+            int main_step = i;
+            while (main_step > 0 && (L.steps[main_step].s.flags & BLOB_STEP_BATCH_ALT))
+                main_step--;
             if (st->s.flags & BLOB_STEP_BATCH_ALT)
-                snprintf(alt, sizeof alt, ", the GPU's from batch %u instead of step %d's", st->s.alt_batch, i - 1);
+                snprintf(alt, sizeof alt, ", the GPU's from batch %u instead of step %d's", st->s.alt_batch,
+                         main_step);
             buf_printf(o->report, "plan: step %d %s%s%s%s%s: %.*s\n", i, blob_step_name(st->s.kind),
                        st->s.kernel[0] ? " (kernel " : "", st->s.kernel, alt, st->s.kernel[0] ? ")" : "",
                        (int)strcspn(ir, "\n"), ir);

@@ -900,6 +900,7 @@ static bnn_status check_step(const StepCheck *c) {
     if (s->flags & ~(BLOB_STEP_CPU_ONLY | BLOB_STEP_PDL | BLOB_STEP_BATCH_ALT))
         return bad_step(c, "unknown flags %#x", s->flags);
     if (s->flags & BLOB_STEP_BATCH_ALT) { /* another kernel for the step before, from alt_batch on */
+        /* p: the step before, the main step or an alternative of it from a smaller batch */
         const BlobStep *p = c->index > 0 ? &m->steps[c->index - 1] : NULL;
         /* the operands the CPU path knows are the same; x0 and x1 (GPU-only) too, unless both
          * are constants of the kernel's own (a halo bconv's tables for its tile) */
@@ -907,12 +908,14 @@ static bnn_status check_step(const StepCheck *c) {
         for (int i = BLOB_SLOT_X0; p && i <= BLOB_SLOT_X1; i++)
             gpu_only_same &= !memcmp(&p->slot[i], &s->slot[i], sizeof s->slot[i]) ||
                              (p->slot[i].space == BLOB_SPACE_WEIGHTS && s->slot[i].space == BLOB_SPACE_WEIGHTS);
-        if (!p || (p->flags & (BLOB_STEP_BATCH_ALT | BLOB_STEP_CPU_ONLY)) || p->kind != s->kind ||
+        if (!p || (p->flags & BLOB_STEP_CPU_ONLY) ||
+            ((p->flags & BLOB_STEP_BATCH_ALT) && p->alt_batch >= s->alt_batch) || p->kind != s->kind ||
             (s->flags & BLOB_STEP_CPU_ONLY) || !s->kernel[0] || s->alt_batch < 2 ||
             memcmp(p->slot, s->slot, BLOB_SLOT_X0 * sizeof *s->slot) || !gpu_only_same ||
             memcmp(p->params, s->params, sizeof s->params))
             return bad_step(c, "a batch alternative (from batch %u) that is not another kernel for the GPU "
-                               "step before it", s->alt_batch);
+                               "step before it (or for its main step, from a larger batch than the alternative "
+                               "before it)", s->alt_batch);
     } else if (s->alt_batch) {
         return bad_step(c, "alt_batch %u on a step that is no batch alternative", s->alt_batch);
     }

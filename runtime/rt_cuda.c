@@ -216,14 +216,14 @@ static uint64_t grid_dim(const BlobStep *s, int d, int batch) {
 
 static bool gpu_runs(const BlobStep *s) { return !(s->flags & BLOB_STEP_CPU_ONLY); }
 
-/* Whether the GPU runs step i at this batch: a step with a batch alternative after it runs below
- * the alternative's alt_batch, the alternative from it on. */
+/* Whether the GPU runs step i at this batch: of a step and the batch alternatives after it (their
+ * alt_batch increasing), the last whose alt_batch the batch reaches; the step below the first's. */
 static bool gpu_runs_at(const bnn_model *m, int i, int batch) {
     const BlobStep *s = &m->steps[i];
     if (!gpu_runs(s))
         return false;
-    if (s->flags & BLOB_STEP_BATCH_ALT)
-        return (uint32_t)batch >= s->alt_batch;
+    if ((s->flags & BLOB_STEP_BATCH_ALT) && (uint32_t)batch < s->alt_batch)
+        return false;
     return !(i + 1 < m->nsteps && (m->steps[i + 1].flags & BLOB_STEP_BATCH_ALT) &&
              (uint32_t)batch >= m->steps[i + 1].alt_batch);
 }

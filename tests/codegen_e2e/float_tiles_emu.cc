@@ -25,7 +25,7 @@ struct Dim {
     unsigned x, y, z;
 };
 static thread_local Dim threadIdx;
-static Dim blockIdx;
+static Dim blockIdx, gridDim;
 static std::barrier<> *block_barrier;
 static inline void __syncthreads() { block_barrier->arrive_and_wait(); }
 // volatile: each product and sum rounded to float on its own, never contracted
@@ -65,6 +65,7 @@ template <int N> static inline void bnn_cp_wait() {}
 #include "ref_conv.h"
 
 template <class Fn> static void launch(unsigned grid_x, unsigned grid_y, int threads, Fn fn) {
+    gridDim = {grid_x, grid_y, 1};
     for (unsigned by = 0; by < grid_y; by++)
         for (unsigned bx = 0; bx < grid_x; bx++) {
             blockIdx = {bx, by, 0};
@@ -132,7 +133,7 @@ template <class F> static int run_conv2d(const char *name, int batch) {
                     ref[(((size_t)n * F::O + o) * F::OH + oy) * F::OW + ox] = v;
                 }
     smem_end = 0;
-    launch(batch * T::TILES, 1, T::NT,
+    launch((batch * T::TILES + F::TPB - 1) / F::TPB, 1, T::NT,
            [&] { bnn_conv2d_tile<F>(batch, x.data(), w.data(), F::BIAS ? b.data() : nullptr, y.data(),
                                               F::ST ? chain.data() : nullptr); });
     return compare(name, y, ref, smem_end, F::SMEM);

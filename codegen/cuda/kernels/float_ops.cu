@@ -357,7 +357,7 @@ __device__ __forceinline__ float bnn_chain_stages(float v, const float *a, const
 // patch of each channel, (BH-1)*SH + (KH-1)*DH + 1 rows, its columns split by phase (column
 // % SW) so that strided taps read consecutive words, PCW words per phase row (padded by the
 // lowering against bank conflicts); the weights as rows [c][kh][kw] of BO (+ 4: WLD).
-// grid.x = batch * tiles.
+// grid.x = ceil(batch * tiles / TPB): TPB tiles a block (below).
 template <class F> struct BnnConvTile {
     static constexpr int CG = F::C / F::G, OG = F::O / F::G, KK = F::KH * F::KW;
     static constexpr int PR = (F::BH - 1) * F::SH + (F::KH - 1) * F::DH + 1;
@@ -373,7 +373,10 @@ template <class F> struct BnnConvTile {
     static constexpr int CT = (F::OW + F::BW - 1) / F::BW, TILES = F::G * OT * RT * CT;
     static constexpr int NCH = (CG + F::CC - 1) / F::CC, R = F::CC * KK; // weight rows a stage
     static_assert(F::BH * F::BW % F::TP == 0 && F::BO % F::TO == 0 && F::PCW * F::SW >= PC, "bad tile");
-    static_assert((NCH > 1 ? 2 : 1) * STAGE * 4 == F::SMEM, "the launch's shared memory (lower.c) differs");
+    // TPB > 1: a block's tiles share its weights (one stage, one channel tile), two patch buffers
+    static_assert(F::TPB == 1 || (NCH == 1 && F::G == 1 && OT == 1), "TPB");
+    static_assert((F::TPB > 1 ? 2 * XS + WS : (NCH > 1 ? 2 : 1) * STAGE) * 4 == F::SMEM,
+                  "the launch's shared memory (lower.c) differs");
 };
 
 template <class F>
@@ -382,42 +385,50 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
     typedef BnnConvTile<F> T;
     extern __shared__ __align__(128) unsigned char bnn_dsmem[];
     float *const smem = (float *)bnn_dsmem;
-    int t = blockIdx.x;
-    const bnn_i64 item = t / T::TILES;
-    if (item >= batch) return;
-    t %= T::TILES;
-    const int ct = t % T::CT, rt = t / T::CT % T::RT, ot = t / (T::CT * T::RT) % T::OT, g = t / (T::CT * T::RT * T::OT);
-    const int oy0 = rt * F::BH, ox0 = ct * F::BW, oc0 = ot * F::BO; // oc: channel within the group
-    const int iy0 = oy0 * F::SH - F::PT, ix0 = ox0 * F::SW - F::PL;
-    x += (item * F::C + g * T::CG) * F::H * F::W;
-    w += (bnn_i64)(g * T::OG + oc0) * T::CG * T::KK;
     const int tid = threadIdx.x, tp = tid % T::NTP, to = tid / T::NTP;
-
-    auto load = [&](int stage, int c0) {
-        float *xs = smem + stage * T::STAGE, *ws = xs + T::XS;
+    // Tile t of the batch's: its item, group, first output channel (within the group) and pixel.
+    struct Tile {
+        bnn_i64 item;
+        int g, oc0, oy0, ox0;
+    };
+    auto tile_of = [&](bnn_i64 t) {
+        Tile tl;
+        tl.item = t / T::TILES;
+        const int u = (int)(t % T::TILES), ct = u % T::CT, rt = u / T::CT % T::RT;
+        tl.oc0 = u / (T::CT * T::RT) % T::OT * F::BO, tl.g = u / (T::CT * T::RT * T::OT);
+        tl.oy0 = rt * F::BH, tl.ox0 = ct * F::BW;
+        return tl;
+    };
+    // The patch of input channels c0.. of tile tl into xs.
+    auto load_x = [&](float *xs, const Tile &tl, int c0) {
+        const float *xi = x + (tl.item * F::C + tl.g * T::CG) * F::H * F::W;
+        const int iy0 = tl.oy0 * F::SH - F::PT, ix0 = tl.ox0 * F::SW - F::PL;
         for (int i = tid; i < F::CC * T::PR * T::PC; i += T::NT) {
             const int c = i / (T::PR * T::PC), r = i / T::PC % T::PR, col = i % T::PC;
             const int iy = iy0 + r, ix = ix0 + col;
             const bool ok = c0 + c < T::CG && iy >= 0 && iy < F::H && ix >= 0 && ix < F::W;
             bnn_cp4(xs + ((c * T::PR + r) * F::SW + col % F::SW) * F::PCW + col / F::SW,
-                    ok ? x + ((bnn_i64)(c0 + c) * F::H + iy) * F::W + ix : x, ok);
+                    ok ? xi + ((bnn_i64)(c0 + c) * F::H + iy) * F::W + ix : xi, ok);
         }
+    };
+    // The weights of tile tl's output channels for input channels c0.. into ws.
+    auto load_w = [&](float *ws, const Tile &tl, int c0) {
+        const float *wg = w + (bnn_i64)(tl.g * T::OG + tl.oc0) * T::CG * T::KK;
         if (T::V4) { // a warp: 4 channels x 8 consecutive rows (c*KK + tap: contiguous in w)
             constexpr int RB = (T::R + 7) / 8;
             for (int i = tid; i < F::BO / 4 * RB * 32; i += T::NT) {
                 const int ol = i / (32 * RB) * 4 + i % 4, r = i / 32 % RB * 8 + i / 4 % 8;
                 if (r >= T::R) continue;
-                const bool ok = oc0 + ol < T::OG && c0 + r / T::KK < T::CG;
-                bnn_cp4(ws + r * T::WLD + ol, ok ? w + ((bnn_i64)ol * T::CG + c0) * T::KK + r : w, ok);
+                const bool ok = tl.oc0 + ol < T::OG && c0 + r / T::KK < T::CG;
+                bnn_cp4(ws + r * T::WLD + ol, ok ? wg + ((bnn_i64)ol * T::CG + c0) * T::KK + r : wg, ok);
             }
         } else {
             for (int i = tid; i < F::BO * T::R; i += T::NT) { // global order [o][c][tap]
                 const int ol = i / T::R, r = i % T::R;
-                const bool ok = oc0 + ol < T::OG && c0 + r / T::KK < T::CG;
-                bnn_cp4(ws + r * F::BO + ol, ok ? w + ((bnn_i64)ol * T::CG + c0) * T::KK + r : w, ok);
+                const bool ok = tl.oc0 + ol < T::OG && c0 + r / T::KK < T::CG;
+                bnn_cp4(ws + r * F::BO + ol, ok ? wg + ((bnn_i64)ol * T::CG + c0) * T::KK + r : wg, ok);
             }
         }
-        bnn_cp_commit();
     };
 
     int poff[F::TP]; // each pixel's word in a channel's patch, tap (0, 0)
@@ -427,21 +438,8 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
         poff[k] = p / F::BW * T::RS + p % F::BW;
     }
     float acc[F::TO][F::TP];
-#pragma unroll
-    for (int o = 0; o < F::TO; ++o)
-#pragma unroll
-        for (int k = 0; k < F::TP; ++k) acc[o][k] = 0.0f;
-
-    load(0, 0);
-    for (int ch = 0; ch < T::NCH; ++ch) {
-        if (ch + 1 < T::NCH) {
-            load((ch + 1) & 1, (ch + 1) * F::CC);
-            bnn_cp_wait<1>();
-        } else {
-            bnn_cp_wait<0>();
-        }
-        __syncthreads();
-        const float *xs = smem + (ch & 1) * T::STAGE, *ws = xs + T::XS;
+    // The products of one stage's CC channels, added to acc in the reference's order.
+    auto compute = [&](const float *xs, const float *ws) {
 #pragma unroll(T::KK == 1 ? 4 : 1) // a 1x1 conv: one tap per channel
         for (int c = 0; c < F::CC; ++c)
 #pragma unroll 1
@@ -470,26 +468,81 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
                         for (int k = 0; k < F::TP; ++k) acc[o][k] = __fadd_rn(acc[o][k], __fmul_rn(xv[k], wv[o]));
                 }
             }
-        __syncthreads();
-    }
-
+    };
+    auto store = [&](const Tile &tl) {
 #pragma unroll
-    for (int o = 0; o < F::TO; ++o) {
-        const int oc = oc0 + to * F::TO + o;
-        if (oc >= T::OG) break;
-        const int oo = g * T::OG + oc;
-        float *yo = y + (item * F::O + oo) * F::OH * F::OW;
-        float ca[F::ST > 0 ? F::ST : 1], cb[F::ST > 0 ? F::ST : 1]; // this channel's chain constants
+        for (int o = 0; o < F::TO; ++o) {
+            const int oc = tl.oc0 + to * F::TO + o;
+            if (oc >= T::OG) break;
+            const int oo = tl.g * T::OG + oc;
+            float *yo = y + (tl.item * F::O + oo) * F::OH * F::OW;
+            float ca[F::ST > 0 ? F::ST : 1], cb[F::ST > 0 ? F::ST : 1]; // this channel's chain constants
 #pragma unroll
-        for (int s = 0; s < F::ST; ++s) ca[s] = chain[2 * s * F::O + oo], cb[s] = chain[(2 * s + 1) * F::O + oo];
+            for (int s = 0; s < F::ST; ++s) ca[s] = chain[2 * s * F::O + oo], cb[s] = chain[(2 * s + 1) * F::O + oo];
 #pragma unroll
-        for (int k = 0; k < F::TP; ++k) {
-            const int p = tp + k * T::NTP, oy = oy0 + p / F::BW, ox = ox0 + p % F::BW;
-            if (oy >= F::OH || ox >= F::OW) continue;
-            float v = F::BIAS ? __fadd_rn(b[oo], acc[o][k]) : acc[o][k];
-            if (F::RELU) v = v < 0.0f ? 0.0f : v; // NaN stays NaN, as bnn_relu
-            yo[oy * F::OW + ox] = bnn_chain_stages<F::ST, F::DIVM, F::RELUM>(v, ca, cb);
+            for (int k = 0; k < F::TP; ++k) {
+                const int p = tp + k * T::NTP, oy = tl.oy0 + p / F::BW, ox = tl.ox0 + p % F::BW;
+                if (oy >= F::OH || ox >= F::OW) continue;
+                float v = F::BIAS ? __fadd_rn(b[oo], acc[o][k]) : acc[o][k];
+                if (F::RELU) v = v < 0.0f ? 0.0f : v; // NaN stays NaN, as bnn_relu
+                yo[oy * F::OW + ox] = bnn_chain_stages<F::ST, F::DIVM, F::RELUM>(v, ca, cb);
+            }
         }
+    };
+    auto zero = [&] {
+#pragma unroll
+        for (int o = 0; o < F::TO; ++o)
+#pragma unroll
+            for (int k = 0; k < F::TP; ++k) acc[o][k] = 0.0f;
+    };
+
+    const bnn_i64 tiles = (bnn_i64)batch * T::TILES;
+    bnn_i64 t = blockIdx.x;
+    if (t >= tiles) return;
+    Tile tl = tile_of(t);
+    zero();
+    if (F::TPB == 1) { // one tile; input channels in NCH chunks through two stages
+        load_x(smem, tl, 0);
+        load_w(smem + T::XS, tl, 0);
+        bnn_cp_commit();
+        for (int ch = 0; ch < T::NCH; ++ch) {
+            if (ch + 1 < T::NCH) {
+                float *next = smem + ((ch + 1) & 1) * T::STAGE;
+                load_x(next, tl, (ch + 1) * F::CC);
+                load_w(next + T::XS, tl, (ch + 1) * F::CC);
+                bnn_cp_commit();
+                bnn_cp_wait<1>();
+            } else {
+                bnn_cp_wait<0>();
+            }
+            __syncthreads();
+            const float *xs = smem + (ch & 1) * T::STAGE;
+            compute(xs, xs + T::XS);
+            __syncthreads();
+        }
+        store(tl);
+        return;
+    }
+    // TPB > 1 (one stage, one channel tile): tiles blockIdx.x, + gridDim.x, ...; the weights
+    // loaded once, the next tile's patch into the other of two patch buffers while this one's
+    // products run.
+    float *const ws = smem + T::XS, *const xb1 = smem + T::XS + T::WS;
+    load_w(ws, tl, 0);
+    load_x(smem, tl, 0);
+    bnn_cp_commit();
+    for (int k = 0;; ++k) {
+        const bnn_i64 tn = t + gridDim.x;
+        const Tile nx = tile_of(tn < tiles ? tn : t);
+        if (tn < tiles) load_x(k & 1 ? smem : xb1, nx, 0);
+        bnn_cp_commit();
+        bnn_cp_wait<1>(); // this tile's patch (and the first time the weights)
+        __syncthreads();
+        compute(k & 1 ? xb1 : smem, ws);
+        store(tl);
+        if (tn >= tiles) return;
+        __syncthreads(); // every thread is done with this patch before the one after next lands there
+        t = tn, tl = nx;
+        zero();
     }
 }
 
