@@ -313,7 +313,9 @@ typedef struct {
     int64_t c, h, w, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, oh,
         ow, count_include_pad, words, out_words, nan_flags;
 } BlobPoolParams;
-typedef struct { int64_t channels, spatial; } BlobGapParams;
+/* globalavgpool: words 0, in f32 [C][S]; words > 0, in b1 NHWC-packed, `words` a pixel, +-1 values
+ * (blobs before this field have it 0). */
+typedef struct { int64_t channels, spatial, words; } BlobGapParams;
 typedef struct { int64_t count, dtype; } BlobAddParams;
 typedef struct { int64_t count; } BlobCountParams; /* relu */
 typedef struct { int64_t bytes; } BlobCopyParams;

@@ -2665,17 +2665,23 @@ static int lower_pool(Lower *L, const Node *n) {
     return 0;
 }
 
+/* globalavgpool over f32, or over b1 NHWC-packed words (cleanup's globalavgpool(cast(b))): the
+ * mean of the +-1 values, whose float sum in order is the integer 2 * ones - S exactly. */
 static int lower_gap(Lower *L, const Node *n) {
     const Value *x = n->in[0];
-    int64_t C = x->type.dim[1], S = spatial_of(&x->type);
+    int64_t C = x->type.dim[1], S = spatial_of(&x->type), words = 0;
+    if (x->type.dtype == TY_B1 && !(words = packed_words(&x->type)))
+        return unsupported(L, "a global average pool of bits in this format");
     int out = def_buf(L, n->out[0]);
     LStep *st = new_step(L, BLOB_STEP_GLOBALAVGPOOL);
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
-    st->s.gap = (BlobGapParams){.channels = C, .spatial = S};
+    st->s.gap = (BlobGapParams){.channels = C, .spatial = S, .words = words};
     float_kernel(L, st, "gap", C,
-                 str_printf("bnn_gap(item, j, (const float *)in, (float *)out, %lld, %lld)", (long long)C,
-                            (long long)S));
+                 words ? str_printf("bnn_gap_bits(item, j, (const unsigned *)in, (float *)out, %lld, %lld, %lld)",
+                                    (long long)C, (long long)S, (long long)words)
+                       : str_printf("bnn_gap(item, j, (const float *)in, (float *)out, %lld, %lld)", (long long)C,
+                                    (long long)S));
     return 0;
 }
 

@@ -491,7 +491,9 @@ static int infer_pool(const Node *n, Type *out) {
 
 static int infer_globalavgpool(const Node *n, Type *out) {
     const Type *x = in_type(n, 0);
-    if (need_dtype(n, 0, TY_F32, "input") || need_rank(n, 0, 4, "input") ||
+    if (x->dtype != TY_B1 && need_dtype(n, 0, TY_F32, "input")) /* b1: the mean of its +-1 values */
+        return -1;
+    if (need_rank(n, 0, 4, "input") ||
         need_static(n, 0, 2, "input") || need_static(n, 0, 3, "input"))
         return -1;
     if (x->dim[2] == 0 || x->dim[3] == 0)

@@ -642,10 +642,11 @@ static int run_globalavgpool(const Node *n, Tensor **in, Tensor *y) {
     (void)n;
     int64_t BC = in[0]->type.dim[0] * in[0]->type.dim[1];
     int64_t HW = in[0]->type.dim[2] * in[0]->type.dim[3];
+    bool bits = in[0]->type.dtype == TY_B1; /* +-1 values, summed as floats alike */
     for (int64_t p = 0; p < BC; p++) {
         float sum = 0.0f;
         for (int64_t k = 0; k < HW; k++)
-            sum += f32s(in[0])[p * HW + k];
+            sum += bits ? (float)pm1(in[0], p * HW + k) : f32s(in[0])[p * HW + k];
         f32s(y)[p] = sum / (float)HW;
     }
     return 0;

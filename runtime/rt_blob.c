@@ -814,10 +814,14 @@ static bnn_status check_kind(const StepCheck *c) {
     }
     case BLOB_STEP_MAXPOOL:
     case BLOB_STEP_AVGPOOL: return check_pool(c);
-    case BLOB_STEP_GLOBALAVGPOOL:
-        if (!dim_ok(s->gap.channels) || !dim_ok(s->gap.spatial) ||
-            !mul3_ok((uint64_t)s->gap.channels, (uint64_t)s->gap.spatial, 4, &a))
-            return bad_step(c, "bad channels or spatial");
+    case BLOB_STEP_GLOBALAVGPOOL: /* words 0: f32 [C][S]; else S pixels of `words` words of bits */
+        if (!dim_ok(s->gap.channels) || !dim_ok(s->gap.spatial) || s->gap.spatial >= (1 << 24) ||
+            s->gap.words < 0 || (s->gap.words && s->gap.words < (s->gap.channels + 31) / 32) ||
+            !mul3_ok((uint64_t)s->gap.channels, (uint64_t)s->gap.spatial, 4, &a) ||
+            !mul3_ok((uint64_t)s->gap.spatial, (uint64_t)s->gap.words, 4, &b))
+            return bad_step(c, "bad channels, spatial or words");
+        if (s->gap.words)
+            a = b;
         TRY(check_none(c, BLOB_SLOT_W, BLOB_SLOT_P1));
         TRY(check_simple(c, a, (uint64_t)s->gap.channels * 4, false));
         break;

@@ -566,11 +566,13 @@ static void run_gap(const Ctx *c) {
     const BlobGapParams *p = &c->s->gap;
     for (int64_t item = 0; item < c->batch; item++) {
         const float *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        const uint32_t *xb = slot_ptr(c, BLOB_SLOT_IN, item); /* words > 0: NHWC-packed bits */
         float *y = slot_ptr(c, BLOB_SLOT_OUT, item);
         for (int64_t ch = 0; ch < p->channels; ch++) {
             float acc = 0.0f;
             for (int64_t s = 0; s < p->spatial; s++)
-                acc += x[ch * p->spatial + s];
+                acc += p->words ? ((xb[s * p->words + ch / 32] >> (ch % 32)) & 1u ? 1.0f : -1.0f)
+                                : x[ch * p->spatial + s];
             y[ch] = acc / (float)p->spatial;
         }
     }

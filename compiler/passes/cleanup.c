@@ -13,7 +13,7 @@
 typedef struct CleanContext {
     PassContext *pass;
     Graph *g;
-    int dead, identities, dups, reshapes, ste, folded;
+    int dead, identities, dups, reshapes, ste, folded, gap_bits;
 } CleanContext;
 
 /* ---------------------------------------------------------------- constant folding */
@@ -262,6 +262,14 @@ int run_cleanup(Graph *g, PassContext *ctx) {
             n->in[0] = n->in[0]->def->in[0];
             cc.reshapes++;
         }
+        /* globalavgpool(cast(b)) of a b1 tensor averages b's +-1 values itself (docs/ir.md):
+         * no float copy of the bits for it (the cast goes when nothing else reads it). */
+        if (n->op == OP_GLOBALAVGPOOL && n->in[0]->kind == VAL_NODE && n->in[0]->def &&
+            n->in[0]->def->op == OP_CAST && n->in[0]->def->in[0]->type.dtype == TY_B1 &&
+            same_dims(&n->in[0]->def->in[0]->type, &n->in[0]->type)) {
+            n->in[0] = n->in[0]->def->in[0];
+            cc.gap_bits++;
+        }
         Value *q = match_ste(g, n);
         if (q) {
             replace_all_uses(g, n->out[0], q);
@@ -284,5 +292,7 @@ int run_cleanup(Graph *g, PassContext *ctx) {
                     "removed %d dead nodes, %d identities, %d duplicate constants, %d "
                     "reshape-of-reshape, %d STE pairs; folded %d constant nodes",
                     cc.dead, cc.identities, cc.dups, cc.reshapes, cc.ste, cc.folded);
+    if (cc.gap_bits)
+        report_line(ctx, "%d global average pools read their b1 input's +-1 values (no float copy)", cc.gap_bits);
     return 0;
 }

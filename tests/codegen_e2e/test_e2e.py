@@ -199,13 +199,13 @@ def run_pair(tmp, blob, model, xs, nout, device, tag):
     return [np.load(o) for o in outs], [np.load(r) for r in refs], None
 
 
-def check_report_line(model, tmp, text, count):
-    """bnncc -O3 --report on model: its `codegen: N ...text...` line says count (no line: 0)."""
+def check_report_line(model, tmp, text, count, prefix="codegen: "):
+    """bnncc -O3 --report on model: its `PREFIX N ...text...` line says count (no line: 0)."""
     name = os.path.basename(model)
     p = run([BNNCC, "-O3", "--target=cpu", "--report", model, "-o", os.path.join(tmp, name + ".report.bin")])
     if p.returncode:
         return fail(f"{name}: bnncc --report failed: {p.stderr.strip()}")
-    got = [int(l.split()[1]) for l in p.stderr.splitlines() if l.startswith("codegen: ") and text in l]
+    got = [int(l.split()[1]) for l in p.stderr.splitlines() if l.startswith(prefix) and text in l]
     if (got[0] if got else 0) != count:
         return fail(f"{name}: --report says {got or 'nothing'} for '{text}', expected {count}")
     print(f"ok: {name}: --report: {count} x '{text}'")
@@ -683,7 +683,8 @@ def residual_models(tmp, rng):
     # XNOR: x f32[N,C,7,7]; the residual is the block input's bits as +-1 (a cast of b1, which
     # the chain reads as bits: no unpack), the sum's only user a binarize (the step writes bits
     # only); twice, then an f32 output. C = 3, 40 (two words a pixel) and 64 (a halo tile of 64
-    # channels: the threshold convs' batch alternative, with tables of its own).
+    # channels: the threshold convs' batch alternative, with tables of its own). Their last bits
+    # also go to a global average pool through a cast (XNOR ResNet's head), which reads the bits.
     for ch, name in ((3, "resid_xnor"), (40, "resid_xnor40"), (64, "resid_xnor64")):
         t = f"[N,{ch},7,7]"
         c = ""
@@ -697,7 +698,8 @@ def residual_models(tmp, rng):
         b += conv("c2", "a1", "w2", ch, 7) + cast_bn("bn2", "c2", ch, 7)
         b += f"    %s2 = f32{t} add %r1, %bn2\n    %a2 = b1{t} binarize %s2 {{zero=1}}\n"
         b += conv("c3", "a2", "w3", 5, 4, s=2, p=0) + cast_bn("bn3", "c3", 5, 4)
-        models[name] = (c, f"(%x: f32{t})", [("bn3", "f32[N,5,4,4]")], b)
+        b += f"    %r2 = f32{t} cast %a2 {{to=f32}}\n    %g = f32[N,{ch},1,1] globalavgpool %r2\n"
+        models[name] = (c, f"(%x: f32{t})", [("bn3", "f32[N,5,4,4]"), ("g", f"f32[N,{ch},1,1]")], b)
     # The residual computed after the convolution (no buffer yet when it is lowered): the
     # chain stops before the add, which stays an add step.
     c = bits_const("w1", (5, 5, 3, 3), rng) + bn("bn1", 5)
@@ -950,6 +952,8 @@ def main():
                                                2 if "xnor" in m else 0)
                  for m in residual_models(tmp, np.random.default_rng(88))
                  if "resid_xnor" in os.path.basename(m) or "resid_bireal" in os.path.basename(m)]
+        jobs += [lambda m=m: check_report_line(m, tmp, "global average pools read their b1 input", 1, "cleanup: ")
+                 for m in residual_models(tmp, np.random.default_rng(88)) if "resid_xnor" in os.path.basename(m)]
         # XNOR-Net's stem (a batch-norm after the pool) writes its bits too, unless a zero gamma
         # after the pool could hide a NaN from the pool of bits.
         jobs += [lambda m=m: check_report_line(m, tmp, "float convolutions write their bits",

@@ -450,6 +450,16 @@ static void test_pass_manager(void) {
 
 /* ---------------------------------------------------------------- single passes */
 
+/* runs random inputs (batch 3) give ref and opt the same outputs; both graphs freed. */
+static void check_same_and_free(Graph *ref, Graph *opt, uint64_t seed, int runs, const char *what) {
+    Rng r = rng_seed(seed);
+    char why[256];
+    for (int i = 0; i < runs; i++)
+        CHECK_MSG(same_outputs(ref, opt, 3, &r, why, sizeof why), "%s: %s", what, why);
+    free_graph(opt);
+    free_graph(ref);
+}
+
 /* Identity ops, duplicate constants, reshape chains, dead code, constant subgraphs and
  * an STE pair: cleanup removes them and the outputs stay. */
 static Graph *build_cleanup(uint64_t seed) {
@@ -501,12 +511,46 @@ static void test_cleanup(void) {
     CHECK_MSG(count_ops(opt, OP_CLIP) == 0, "STE clip left");
     CHECK_MSG(count_ops(opt, OP_BINARIZE) == 1, "binarize of a constant not folded (%d left)",
               count_ops(opt, OP_BINARIZE));
-    Rng r = rng_seed(9);
-    char why[256];
-    for (int i = 0; i < 20; i++)
-        CHECK_MSG(same_outputs(ref, opt, 3, &r, why, sizeof why), "cleanup: %s", why);
-    free_graph(opt);
-    free_graph(ref);
+    check_same_and_free(ref, opt, 9, 20, "cleanup");
+}
+
+/* globalavgpool(cast(bits)): cleanup makes the pool read the bits (b1 input, the mean of their
+ * +-1 values: docs/ir.md); a cast that another node reads stays for it. seed 1: the cast's
+ * only reader is the pool; seed 2: a relu reads it too. */
+static Graph *build_gap_bits(uint64_t seed) {
+    Graph *g = new_graph("gap_bits");
+    int64_t xd[4] = {DIM_BATCH, 37, 3, 5};
+    Value *x = add_input(g, "x", make_type(TY_F32, 4, xd));
+    Value *f = hcast_f32(g, hbinarize(g, x, 1, "bits"), "pm1");
+    add_output(g, h1(g, OP_GLOBALAVGPOOL, f, "mean"));
+    if (seed == 2)
+        add_output(g, h1(g, OP_RELU, f, "also"));
+    return g;
+}
+
+static void test_gap_bits(void) {
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        Graph *ref = build_gap_bits(seed);
+        Buf report = {0};
+        Graph *opt = compile_copy(build_gap_bits, seed, 1, &report);
+        CHECK(opt != NULL);
+        if (!opt) {
+            free_graph(ref);
+            buf_free(&report);
+            continue;
+        }
+        const Node *gap = NULL;
+        for (int i = 0; i < opt->nnodes; i++)
+            if (opt->nodes[i]->op == OP_GLOBALAVGPOOL)
+                gap = opt->nodes[i];
+        CHECK_MSG(gap && gap->in[0]->type.dtype == TY_B1, "seed %d: the pool does not read the bits", (int)seed);
+        CHECK_MSG(count_ops(opt, OP_CAST) == (seed == 2), "seed %d: %d casts left", (int)seed,
+                  count_ops(opt, OP_CAST));
+        CHECK_MSG(report.data && strstr(report.data, "1 global average pools read their b1 input"),
+                  "seed %d: no report line", (int)seed);
+        check_same_and_free(ref, opt, 5, 10, "gap of bits");
+        buf_free(&report);
+    }
 }
 
 /* sign over a dense accumulator with odd K (never 0) becomes cast(binarize); with even K
@@ -667,6 +711,7 @@ int main(void) {
     test_pass_manager();
     test_exhaustive_thresholds();
     test_cleanup();
+    test_gap_bits();
     test_sign_to_binarize();
     test_padding();
     test_memory_plan();

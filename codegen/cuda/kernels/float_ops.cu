@@ -166,6 +166,16 @@ __device__ __forceinline__ void bnn_gap(bnn_i64 item, int j, const float *x, flo
     y[item * channels + j] = __fdiv_rn(acc, (float)spatial);
 }
 
+// The same over b1 NHWC-packed words (words a pixel), bit 1 = +1, bit 0 = -1: the float sum of
+// the +-1 values in order is the integer 2 * ones - spatial exactly (spatial < 2^24).
+__device__ __forceinline__ void bnn_gap_bits(bnn_i64 item, int j, const unsigned *x, float *y, int channels,
+                                             int spatial, int words) {
+    x += item * spatial * words + j / 32;
+    int ones = 0;
+    for (int s = 0; s < spatial; ++s) ones += (x[(bnn_i64)s * words] >> (j % 32)) & 1u;
+    y[item * channels + j] = __fdiv_rn((float)(2 * ones - spatial), (float)spatial);
+}
+
 // b_per_item: 0 when b is a constant shared by every item (weights), else count.
 __device__ __forceinline__ void bnn_add_f32(bnn_i64 item, int j, const float *a, const float *b, float *y,
                                             int count, int b_per_item) {
