@@ -2180,26 +2180,28 @@ static bool conv2d_tile_tpb_ok(const BlobConv2dParams *cp, const ConvTile *t) {
     return t->stages == 1 && cp->groups == 1 && cp->o <= t->bo && t->smem + xs * 4 <= 110 * 1024;
 }
 
-/* bnn_conv2d_tile for a conv2d step; relu: a relu applied before the store; tpb: tiles a block
- * (> 1: one stage and one channel tile, conv2d_tile_tpb_ok; the weights loaded once a block). */
+/* bnn_conv2d_tile for a conv2d step; relu: a relu applied before the store; many: the kernel
+ * may take several tiles a block (conv2d_tile_tpb_ok: the weights loaded once a block), and
+ * the launch gives it tpb a block. Steps whose kernels differ only in the launch's grid share
+ * one kernel (share_kernels): a batch alternative of more tiles a block costs no compile. */
 static void conv2d_tile_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, const ConvTile *t, bool bias,
-                               bool relu, int tpb) {
+                               bool relu, bool many, int tpb) {
     if (!conv2d_tile_tpb_ok(cp, t))
-        tpb = 1;
+        many = false, tpb = 1;
     int64_t pr = (t->bh - 1) * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1, wld = t->bo + (t->to % 4 == 0 ? 4 : 0);
     int64_t xs = (t->cc * pr * cp->stride_w * t->pcw + 3) / 4 * 4, ws = t->cc * cp->kh * cp->kw * wld;
-    int64_t smem = tpb > 1 ? (2 * xs + ws) * 4 : t->smem; /* BnnConvTile's static_assert */
+    int64_t smem = many ? (2 * xs + ws) * 4 : t->smem; /* BnnConvTile's static_assert */
     char *cfg = str_printf(
         "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
         "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, G = %lld, OH = %lld, "
         "OW = %lld, BIAS = %d, RELU = %d;\n    static constexpr int ST = %lld, DIVM = %lld, RELUM = %lld;\n"
         "    static constexpr int BO = %d, TO = %d, BH = %d, BW = %d, TP = %d, CC = %d, PCW = %d, SMEM = %lld, "
-        "TPB = %d;\n",
+        "MANY = %d;\n",
         (long long)cp->c, (long long)t->h, (long long)t->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
         (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
         (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->groups, (long long)t->oh, (long long)t->ow, bias,
         relu, (long long)cp->epi_stages, (long long)cp->epi_div, (long long)cp->epi_relu, t->bo, t->to, t->bh, t->bw,
-        t->tp, t->cc, t->pcw, (long long)smem, tpb);
+        t->tp, t->cc, t->pcw, (long long)smem, (int)many);
     int64_t og = cp->o / cp->groups;
     int64_t tiles = cp->groups * ((og + t->bo - 1) / t->bo) * ((t->oh + t->bh - 1) / t->bh) *
                     ((t->ow + t->bw - 1) / t->bw);
@@ -2249,20 +2251,20 @@ static bool fp16_conv_ok(const BlobConv2dParams *cp, const float *w) {
 
 /* bnn_conv2d_mma's config struct members (float_ops.cu BnnConvMma, BnnConvBits). */
 static char *conv2d_mma_cfg(const BlobConv2dParams *cp, bool bias, bool relu, int split, BlobConv2dF16Order ord,
-                            int64_t op, int64_t smem, int bits, int exact, int win, int mode3, int tpb) {
+                            int64_t op, int64_t smem, int bits, int exact, int win, int mode3) {
     return str_printf(
         "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
         "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, OH = %lld, OW = %lld, "
         "BIAS = %d, RELU = %d;\n    static constexpr int SPLIT = %d, KP = %lld, OP = %lld, SMEM = %lld;\n"
         "    static constexpr int BITS = %d, EXACT = %d, OUTW = %lld, NANF = %lld, STAGES = %lld, DIV = %lld, "
-        "RELUS = %lld, ZERO = %lld, PS = %lld, KWP = %lld, WIN = %d, MODE3 = %d, TPB = %d;\n",
+        "RELUS = %lld, ZERO = %lld, PS = %lld, KWP = %lld, WIN = %d, MODE3 = %d;\n",
         (long long)cp->c, (long long)cp->h, (long long)cp->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
         (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
         (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->oh, (long long)cp->ow, bias, relu, split,
         (long long)ord.kp, (long long)op, (long long)smem, bits, exact,
         (long long)(cp->out_words ? cp->out_words : 1), (long long)cp->nan_flags, (long long)cp->epi_stages,
         (long long)cp->epi_div, (long long)cp->epi_relu, (long long)cp->zero, (long long)ord.ps, (long long)ord.kwp,
-        win, mode3, tpb);
+        win, mode3);
 }
 
 /* From batch STEM_TPB_BATCH on, a staged-window conv of one channel tile runs as a batch
@@ -2333,14 +2335,14 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         for (int64_t c = 0; c < cp->o; c++)
             mode3 |= in2[(2 * cp->epi_stages + 2) * cp->o + c] == 3.0f;
     }
-    char *cfg = conv2d_mma_cfg(cp, bias, relu, split, ord, op, smem, bits, exact, win, mode3, 1);
+    char *cfg = conv2d_mma_cfg(cp, bias, relu, split, ord, op, smem, bits, exact, win, mode3);
     char *fix_cfg = exact ? xstrdup(cfg) : NULL;
     int si = (int)(st - L->steps);
     for (int tpb = 1; tpb; tpb = tpb == 1 && win && op == 64 && L->batch_alts ? STEM_TPB : 0) {
         LStep *ks = tpb == 1 ? &L->steps[si] : new_batch_alt(L, si, STEM_TPB_BATCH);
         BlobGridDim grid[3] = {{0, (uint32_t)tiles, (uint32_t)tpb}, {1, 0, 1}, {1, 0, 1}};
-        tile_kernel(L, ks, "conv2d", tpb == 1 ? cfg : conv2d_mma_cfg(cp, bias, relu, split, ord, op, smem, bits, exact,
-                                                                    win, mode3, tpb),
+        /* the same kernel for both (share_kernels): the grid alone makes a block take tpb tiles */
+        tile_kernel(L, ks, "conv2d", xstrdup(cfg),
                     "bnn_conv2d_mma",
                     "(const float *)in, (const unsigned short *)p1, (const float *)p0, (float *)out, "
                     "(const float *)w, (const float *)in2, (unsigned *)x0",
@@ -2349,6 +2351,7 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
          * issues more instructions than it waits for memory, at two blocks 25 % occupancy */
         ks->k.min_blocks = 3;
     }
+    free(cfg);
     st = &L->steps[si];
     if (!exact) {
         L->nfp16_convs++;
@@ -2582,7 +2585,8 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     else if (tiled) {
         uint32_t alt_batch = 0;
         int small = L->batch_alts && pick == 0 ? small_batch_tile(&cp, tiles, ntiles, &alt_batch) : -1;
-        conv2d_tile_kernel(L, st, &cp, &tiles[small >= 0 ? small : pick], b != NULL, relu, 1);
+        bool tpb_alt = L->batch_alts && pick == 0 && conv2d_tile_tpb_ok(&cp, &tiles[0]) && alt_batch < CONV_TPB_BATCH;
+        conv2d_tile_kernel(L, st, &cp, &tiles[small >= 0 ? small : pick], b != NULL, relu, tpb_alt && small < 0, 1);
         if (ntiles > 1) { /* a tunable layer: the tile's pixels and channels a thread, warps */
             char *names[CONV_TILE_VARIANTS];
             for (int i = 0; i < ntiles; i++)
@@ -2602,9 +2606,10 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
         }
         int si = (int)(st - L->steps);
         if (small >= 0) /* the rule's tile from alt_batch on */
-            conv2d_tile_kernel(L, new_batch_alt(L, si, alt_batch), &cp, &tiles[0], b != NULL, relu, 1);
-        if (L->batch_alts && pick == 0 && conv2d_tile_tpb_ok(&cp, &tiles[0]) && alt_batch < CONV_TPB_BATCH)
-            conv2d_tile_kernel(L, new_batch_alt(L, si, CONV_TPB_BATCH), &cp, &tiles[0], b != NULL, relu, CONV_TPB);
+            conv2d_tile_kernel(L, new_batch_alt(L, si, alt_batch), &cp, &tiles[0], b != NULL, relu, tpb_alt, 1);
+        if (tpb_alt) /* the same kernel, CONV_TPB tiles a block */
+            conv2d_tile_kernel(L, new_batch_alt(L, si, CONV_TPB_BATCH), &cp, &tiles[0], b != NULL, relu, true,
+                               CONV_TPB);
         st = &L->steps[si];
     }
     else

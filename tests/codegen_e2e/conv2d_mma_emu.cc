@@ -150,7 +150,7 @@ static std::vector<unsigned> expected(const float *x, int batch, const float *w3
 // weights window WTS holds w32, the bias, p1 and the chain at the given offsets.
 template <class F>
 static int run(const char *name, const char *wts_path, long long w_at, long long b_at, long long p1_at,
-               long long p1_bytes, long long chain_at) {
+               long long p1_bytes, long long chain_at, int tpb) { // tpb: the launch's tiles a block
     typedef BnnConvMma<F> T;
     static_assert(F::BITS && F::EXACT, "the emulator checks the exact bits form");
     const std::vector<unsigned char> wts = read_file(wts_path);
@@ -192,7 +192,7 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
         snprintf(what, sizeof what, "%s, input %d", name, kind);
         emu_what = what;
         const unsigned long long overrun =
-            emu_launch(emu_call<F>, args, (batch * BLOCKS + F::TPB - 1) / F::TPB, 1, 256, F::SMEM);
+            emu_launch(emu_call<F>, args, (batch * BLOCKS + tpb - 1) / tpb, 1, 256, F::SMEM);
         long listed = 0, full = 0; // entries in the lists; blocks whose list is full (their rest in their queue)
         for (int i = 0; i < batch * BLOCKS; i++) {
             const unsigned n = list[(size_t)i * LW];

@@ -28,6 +28,7 @@ static thread_local Dim threadIdx;
 static Dim blockIdx, gridDim;
 static std::barrier<> *block_barrier;
 static inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+[[noreturn]] static inline void __trap() { fprintf(stderr, "float_tiles_emu: __trap (a bad launch)\n"), abort(); }
 // volatile: each product and sum rounded to float on its own, never contracted
 static inline float __fmul_rn(float a, float b) {
     volatile float r = a * b;
@@ -112,7 +113,8 @@ static int compare(const char *name, const std::vector<float> &got, const std::v
     return bad || smem > smem_given;
 }
 
-template <class F> static int run_conv2d(const char *name, int batch) {
+// tpb: the launch's tiles a block (lower.c launches a MANY kernel with 1 and with CONV_TPB).
+template <class F> static int run_conv2d(const char *name, int batch, int tpb = 1) {
     typedef BnnConvTile<F> T;
     std::mt19937 g(1);
     const int CG = F::C / F::G, OG = F::O / F::G;
@@ -133,7 +135,7 @@ template <class F> static int run_conv2d(const char *name, int batch) {
                     ref[(((size_t)n * F::O + o) * F::OH + oy) * F::OW + ox] = v;
                 }
     smem_end = 0;
-    launch((batch * T::TILES + F::TPB - 1) / F::TPB, 1, T::NT,
+    launch((batch * T::TILES + tpb - 1) / tpb, 1, T::NT,
            [&] { bnn_conv2d_tile<F>(batch, x.data(), w.data(), F::BIAS ? b.data() : nullptr, y.data(),
                                               F::ST ? chain.data() : nullptr); });
     return compare(name, y, ref, smem_end, F::SMEM);

@@ -96,7 +96,10 @@ def main():
                     seen.add((name, m.group(3)))
                     tag = f"{name}_{m.group(1)}" + (f"_c{cand}" if cand else "")
                     structs.append(f"struct {tag} {{{m.group(3)}}};")
-                    (big_runs if model in big else small_runs).append(f'run_{m.group(2)}<{tag}>("{tag}", batch)')
+                    runs = big_runs if model in big else small_runs
+                    runs.append(f'run_{m.group(2)}<{tag}>("{tag}", batch)')
+                    if "MANY = 1" in m.group(3):  # the same kernel on a grid of three tiles a block too
+                        runs.append(f'run_{m.group(2)}<{tag}>("{tag} x3", batch, 3)')
         if len(structs) < 15:
             sys.exit(f"FAIL: only {len(structs)} tiled float kernels in the models (the lowering stopped tiling?)")
         with open(os.path.join(tmp, "cfgs.inc"), "w") as f:

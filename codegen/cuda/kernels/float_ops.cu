@@ -367,7 +367,8 @@ __device__ __forceinline__ float bnn_chain_stages(float v, const float *a, const
 // patch of each channel, (BH-1)*SH + (KH-1)*DH + 1 rows, its columns split by phase (column
 // % SW) so that strided taps read consecutive words, PCW words per phase row (padded by the
 // lowering against bank conflicts); the weights as rows [c][kh][kw] of BO (+ 4: WLD).
-// grid.x = ceil(batch * tiles / TPB): TPB tiles a block (below).
+// grid.x = batch * tiles, or with MANY fewer: a block takes tiles blockIdx.x, + gridDim.x, ...
+// (below).
 template <class F> struct BnnConvTile {
     static constexpr int CG = F::C / F::G, OG = F::O / F::G, KK = F::KH * F::KW;
     static constexpr int PR = (F::BH - 1) * F::SH + (F::KH - 1) * F::DH + 1;
@@ -383,9 +384,10 @@ template <class F> struct BnnConvTile {
     static constexpr int CT = (F::OW + F::BW - 1) / F::BW, TILES = F::G * OT * RT * CT;
     static constexpr int NCH = (CG + F::CC - 1) / F::CC, R = F::CC * KK; // weight rows a stage
     static_assert(F::BH * F::BW % F::TP == 0 && F::BO % F::TO == 0 && F::PCW * F::SW >= PC, "bad tile");
-    // TPB > 1: a block's tiles share its weights (one stage, one channel tile), two patch buffers
-    static_assert(F::TPB == 1 || (NCH == 1 && F::G == 1 && OT == 1), "TPB");
-    static_assert((F::TPB > 1 ? 2 * XS + WS : (NCH > 1 ? 2 : 1) * STAGE) * 4 == F::SMEM,
+    // MANY: a block may take several tiles, which share its weights (one stage, one channel
+    // tile), with two patch buffers
+    static_assert(!F::MANY || (NCH == 1 && F::G == 1 && OT == 1), "MANY");
+    static_assert((F::MANY ? 2 * XS + WS : (NCH > 1 ? 2 : 1) * STAGE) * 4 == F::SMEM,
                   "the launch's shared memory (lower.c) differs");
 };
 
@@ -511,7 +513,8 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
     if (t >= tiles) return;
     Tile tl = tile_of(t);
     zero();
-    if (F::TPB == 1) { // one tile; input channels in NCH chunks through two stages
+    if (!F::MANY) { // one tile a block; input channels in NCH chunks through two stages
+        if ((bnn_i64)gridDim.x < tiles) __trap(); // a grid of fewer blocks needs MANY
         load_x(smem, tl, 0);
         load_w(smem + T::XS, tl, 0);
         bnn_cp_commit();
@@ -533,9 +536,10 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
         store(tl);
         return;
     }
-    // TPB > 1 (one stage, one channel tile): tiles blockIdx.x, + gridDim.x, ...; the weights
-    // loaded once, the next tile's patch into the other of two patch buffers while this one's
-    // products run.
+    // MANY (one stage, one channel tile): tiles blockIdx.x, + gridDim.x, ... (one where the grid
+    // has a block a tile); the weights loaded once, the next tile's patch into the other of two
+    // patch buffers while this one's products run. The lowering launches the same kernel with
+    // both grids (a batch alternative of fewer blocks: the same kernel, shared).
     float *const ws = smem + T::XS, *const xb1 = smem + T::XS + T::WS;
     load_w(ws, tl, 0);
     load_x(smem, tl, 0);
@@ -773,8 +777,8 @@ template <class F> struct BnnConvMma {
     static_assert((F::WIN ? WIN_SMEM : 2 * STAGE + 8 * F::KP) == F::SMEM,
                   "the launch's shared memory (lower.c) differs");
     static_assert(F::WIN || QLEN_AT + 16 <= 2 * STAGE, "the epilogue's words fit the stages");
-    // TPB > 1 (a block's tiles share its weights): WIN, one channel tile
-    static_assert(F::TPB >= 1 && (F::TPB == 1 || (F::WIN && NT == 1)), "TPB");
+    // a block takes several tiles (a grid of fewer blocks) only where they share its weights
+    static constexpr bool MANY = F::WIN && NT == 1;
     static_assert((F::KH - 1) * F::DH < 32768 && (F::KW - 1) * F::DW < 32768 && F::H < 32768 &&
                       (long long)F::C * F::H * F::W < (1ll << 31), "tap table: int offsets, 16-bit dy and dx");
 };
@@ -828,7 +832,7 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         float *const vm = (float *)(bnn_dsmem + T::VM_AT); // [TH][SC]: over ky too
         int *const koff = (int *)(bnn_dsmem + T::KOFF_AT);
         constexpr int WCH = F::KP / 8; // 16-byte pieces of a weight row
-        if (first) { // the weights and the k pairs' offsets serve all of the block's tiles (TPB)
+        if (first) { // the weights and the k pairs' offsets serve all of the block's tiles (MANY)
             for (int i = tid; i < T::PL * T::BN * WCH; i += 256) {
                 const int r = i / WCH, ch = i % WCH, pl = r / T::BN, n = r % T::BN;
                 const unsigned dst = sbase + r * T::WROW + ch * 16;
@@ -1166,15 +1170,16 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
 }
 
 // The conv: tiles blockIdx.x, + gridDim.x, ... of the batch's (item, pixel tile, channel tile),
-// about TPB a block (grid.x = ceil(batch * MT * NT / TPB)): with TPB > 1 a block loads its
-// weights once for all of its tiles (the launch of one a tile copied them 25,088 times at
-// batch 256 for ResNet's stem, 1.1 GB from the L2).
+// grid.x = batch * MT * NT, or (MANY) fewer blocks: then a block loads its weights once for all
+// of its tiles (the launch of one a tile copied them 25,088 times at batch 256 for ResNet's
+// stem, 1.1 GB from the L2). The lowering launches the same kernel with both grids.
 template <class F>
 __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const unsigned short *w16, const float *b,
                                                float *y, const float *w32, const float *chain, unsigned *list) {
     typedef BnnConvMma<F> T;
     if (bnn_dyn_smem_size() < (unsigned)F::SMEM) __trap(); // launched with too little shared memory
     const bnn_i64 tiles = (bnn_i64)batch * T::MT * T::NT;
+    if (!T::MANY && (bnn_i64)gridDim.x < tiles) __trap(); // fewer blocks than tiles that cannot share
     bool first = true;
     for (bnn_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x, first = false) {
         if (!first) __syncthreads(); // the last tile's epilogue is done with its shared memory
