@@ -70,8 +70,7 @@ typedef struct {
     X(FuncSetAttribute, "cuFuncSetAttribute", "", (CUfunction, int, int))                  \
     X(MemAlloc, "cuMemAlloc_v2", "", (CUdeviceptr *, size_t))                              \
     X(MemFree, "cuMemFree_v2", "", (CUdeviceptr))                                          \
-    X(MemsetD8, "cuMemsetD8_v2", "", (CUdeviceptr, unsigned char, size_t))                 \
-    X(MemcpyHtoD, "cuMemcpyHtoD_v2", "", (CUdeviceptr, const void *, size_t))              \
+    X(MemsetD8Async, "cuMemsetD8Async", "", (CUdeviceptr, unsigned char, size_t, CUstream)) \
     X(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", "", (CUdeviceptr, const void *, size_t, CUstream)) \
     X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", "", (void *, CUdeviceptr, size_t, CUstream)) \
     X(StreamCreate, "cuStreamCreate", "", (CUstream *, unsigned))                          \
@@ -320,8 +319,14 @@ static bnn_status setup_in_context(bnn_session *s, RtCuda *c, const RtCubin *cub
                         (unsigned long long)arena, s->max_batch, (unsigned long long)m->arena_item);
     if (r != CUDA_SUCCESS)
         return cu_fail(c, r, "cuMemAlloc (arena)");
+    /* The session's stream first: the arena's zeros and the weights go in on it, so that every
+     * later step is ordered after them (a synchronous cuMemset / cuMemcpyHtoD runs on the legacy
+     * stream, which a non-blocking stream does not wait for: the memset or the weights' DMA could
+     * land after a first kernel). */
+    CU_TRY(c, c->api.StreamCreate(&c->stream, STREAM_NON_BLOCKING), "cuStreamCreate");
     /* Zeroed once so padding that a plan reads but never writes is deterministic. */
-    CU_TRY(c, c->api.MemsetD8(c->arena, 0, arena ? (size_t)arena : 1), "cuMemsetD8 (arena)");
+    CU_TRY(c, c->api.MemsetD8Async(c->arena, 0, arena ? (size_t)arena : 1, c->stream),
+           "cuMemsetD8Async (arena)");
     r = c->api.MemAlloc(&c->weights, m->weights_size ? (size_t)m->weights_size : 1);
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         return rt_error(BNN_STATUS_DEVICE_OUT_OF_MEMORY,
@@ -330,9 +335,9 @@ static bnn_status setup_in_context(bnn_session *s, RtCuda *c, const RtCubin *cub
     if (r != CUDA_SUCCESS)
         return cu_fail(c, r, "cuMemAlloc (weights)");
     if (m->weights_size)
-        CU_TRY(c, c->api.MemcpyHtoD(c->weights, m->weights, (size_t)m->weights_size),
-               "uploading the weights (cuMemcpyHtoD)");
-    CU_TRY(c, c->api.StreamCreate(&c->stream, STREAM_NON_BLOCKING), "cuStreamCreate");
+        CU_TRY(c, c->api.MemcpyHtoDAsync(c->weights, m->weights, (size_t)m->weights_size, c->stream),
+               "uploading the weights (cuMemcpyHtoDAsync)");
+    CU_TRY(c, c->api.StreamSynchronize(c->stream), "uploading the weights (cuStreamSynchronize)");
     CU_TRY(c, c->api.EventCreate(&c->start, 0), "cuEventCreate");
     CU_TRY(c, c->api.EventCreate(&c->stop, 0), "cuEventCreate");
     return BNN_STATUS_OK;
