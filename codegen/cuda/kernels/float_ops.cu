@@ -660,11 +660,11 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, cons
 // same bit at both ends of [sum - m, sum + m], m a bound on |fp16x3 sum - the reference's f32
 // sum| (from the patch's max |x| and chain[2*STAGES*O + o] = sum |w| of channel o), that bit
 // is exact; else the sum is left to bnn_conv2d_bits_fixup: the block writes it as a 0 bit and
-// lists it in its LISTQ entries of `list`, which that kernel, launched next, recomputes in the
-// reference's order (c, ky, kx) from w32 across the whole GPU. Sums past a block's LISTQ go to
-// its queue in shared memory, which the block's threads then recompute themselves, one sum
-// each (all of them there, before the list: 0.48 of the stem's 1.65 ms at batch 256 on an
-// H100, a dozen threads a block adding 147 products while the others waited; docs/perf.md).
+// lists it in the tile's LISTQ entries of `list`, which that kernel, launched next, recomputes
+// in the reference's order (c, ky, kx) from w32 across the whole GPU. Sums past a tile's LISTQ
+// (non-finite inputs) the thread that found them recomputes itself (all of them in the block,
+// before the list: 0.48 of the stem's 1.65 ms at batch 256 on an H100, a dozen threads a
+// block adding 147 products while the others waited; docs/perf.md).
 template <class F> struct BnnConvBits {
     static_assert(!F::EXACT || (F::SPLIT && F::BITS), "exact bits need the hi + lo split");
     static_assert(!F::BITS || F::OUTW >= (F::O + 31) / 32, "bit output narrower than O");
@@ -673,7 +673,7 @@ template <class F> struct BnnConvBits {
     // reference's own rounding ((K + 1) ulp), the splits' 2^-22 and fp16 subnormals' 2^-25; twice that.
     static constexpr float REL = 2.0f * (51.0f * (F::KP / 16) + F::C * F::KH * F::KW + 16.0f) * 0x1p-23f;
     static constexpr float ABS = 2.0f * 0x1p-23f;
-    // A block's list: its count, then up to LISTQ entries pixel << 8 | channel (the block's);
+    // A tile's list: its count, then up to LISTQ entries pixel << 8 | channel (the tile's);
     // 12 a block on average in XNOR ResNet-18's stem, at most 24 (bench/stem_queue.py).
     static constexpr int LISTQ = 31, LISTW = LISTQ + 1;
 };
@@ -681,7 +681,7 @@ template <class F> struct BnnConvBits {
 // A BITS conv's channel: the chain as one comparison of the sum (the lowering's
 // stem_threshold: mode 1 sum >= t, -1 sum <= t, 2 always 1, 0 always 0, 3 none) and sum |w|,
 // loaded once for the thread's pixels; the bias and the stages' constants only where the chain
-// itself runs (mode 3, a NaN, a queued sum).
+// itself runs (mode 3, a NaN, a sum past the list).
 template <class F> struct BnnChainK {
     const float *b, *chain;
     int o, mode;
@@ -743,9 +743,9 @@ template <class F> struct BnnConvMma {
     static constexpr int MT = F::WIN ? TY * TX : (P + BM - 1) / BM;
     static constexpr int SR = (TH - 1) * F::SH + (F::KH - 1) * F::DH + 1;
     static constexpr int SC = (TW - 1) * F::SW + (F::KW - 1) * F::DW + 1;
-    // WIN's shared memory, in bytes: the weights (all k; the epilogue's words and queue after
-    // the MMAs), the window's planes, (EXACT) the max |x| of its positions and of its output
-    // rows' KH rows of positions, the k pairs' offsets.
+    // WIN's shared memory, in bytes: the weights (all k), the window's planes, (EXACT) the max
+    // |x| of its positions and of its output rows' KH rows of positions, the k pairs' offsets,
+    // (BITS) the epilogue's words.
     static constexpr int WROW = 2 * F::KP + 16; // odd 16-byte units: ldmatrix's 8 rows in 32 banks
     static constexpr int R0 = (PL * BN * WROW + 15) / 16 * 16;
     // A window row: its SC positions' PS halves, then zeros up to an even count past the last
@@ -1114,7 +1114,7 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
             const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
             one[q] |= __shfl_xor_sync(0xffffffffu, one[q], 1);
             one[q] |= __shfl_xor_sync(0xffffffffu, one[q], 2);
-            if (!F::EXACT) { // (EXACT: NaN flags only from the list and the queue)
+            if (!F::EXACT) { // (EXACT: NaN flags only from the recomputed sums)
                 nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 1);
                 nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 2);
             }
