@@ -2044,7 +2044,8 @@ static int lower_dense_f32(Lower *L, const Node *n) {
 typedef struct ConvTile {
     int64_t h, w, oh, ow; /* the image and output as tiled (a 1x1 convolution: flattened) */
     int to, bo, bh, bw, tp, cc, pcw, stages;
-    int64_t smem;
+    int64_t xs, ws; /* floats a stage stages: the patch (BnnConvTile::XS) and the weights (WS) */
+    int64_t smem;   /* the launch's shared memory: stages of xs + ws floats */
 } ConvTile;
 
 /* Words per phase row of a staged input patch: pc columns split into sw phases, padded so
@@ -2103,7 +2104,8 @@ static bool choose_conv_tile(const BlobConv2dParams *cp, int64_t oh, int64_t ow,
             cc = d;
     t->cc = (int)cc;
     t->stages = cg > cc ? 2 : 1;
-    t->smem = (int64_t)t->stages * (((cc * pr * cp->stride_w * t->pcw + 3) / 4 * 4) + cc * kk * wld) * 4;
+    t->xs = (cc * pr * cp->stride_w * t->pcw + 3) / 4 * 4, t->ws = cc * kk * wld;
+    t->smem = (int64_t)t->stages * (t->xs + t->ws) * 4;
     return true;
 }
 
@@ -2175,9 +2177,20 @@ enum { CONV_TPB_BATCH = 64, CONV_TPB = 8 };
 /* Whether tile t may take several tiles a block: one stage of input channels, one channel tile,
  * and two patch buffers in the shared memory of two blocks an SM. */
 static bool conv2d_tile_tpb_ok(const BlobConv2dParams *cp, const ConvTile *t) {
-    int64_t pr = (t->bh - 1) * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
-    int64_t xs = (t->cc * pr * cp->stride_w * t->pcw + 3) / 4 * 4;
-    return t->stages == 1 && cp->groups == 1 && cp->o <= t->bo && t->smem + xs * 4 <= 110 * 1024;
+    return t->stages == 1 && cp->groups == 1 && cp->o <= t->bo && t->smem + t->xs * 4 <= 110 * 1024;
+}
+
+/* The config struct members of a conv's shape that bnn_conv2d_tile and bnn_conv2d_mma read:
+ * the image h x w and output oh x ow as the kernel tiles them (a 1x1 conv: flattened). */
+static char *conv_shape_cfg(const BlobConv2dParams *cp, int64_t h, int64_t w, int64_t oh, int64_t ow, bool bias,
+                            bool relu) {
+    return str_printf(
+        "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
+        "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, G = %lld, OH = %lld, "
+        "OW = %lld, BIAS = %d, RELU = %d;\n",
+        (long long)cp->c, (long long)h, (long long)w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
+        (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
+        (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->groups, (long long)oh, (long long)ow, bias, relu);
 }
 
 /* bnn_conv2d_tile for a conv2d step; relu: a relu applied before the store; many: the kernel
@@ -2188,20 +2201,15 @@ static void conv2d_tile_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, 
                                bool relu, bool many, int tpb) {
     if (!conv2d_tile_tpb_ok(cp, t))
         many = false, tpb = 1;
-    int64_t pr = (t->bh - 1) * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1, wld = t->bo + (t->to % 4 == 0 ? 4 : 0);
-    int64_t xs = (t->cc * pr * cp->stride_w * t->pcw + 3) / 4 * 4, ws = t->cc * cp->kh * cp->kw * wld;
-    int64_t smem = many ? (2 * xs + ws) * 4 : t->smem; /* BnnConvTile's static_assert */
+    int64_t smem = many ? (2 * t->xs + t->ws) * 4 : t->smem; /* BnnConvTile's static_assert */
+    char *shape = conv_shape_cfg(cp, t->h, t->w, t->oh, t->ow, bias, relu);
     char *cfg = str_printf(
-        "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
-        "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, G = %lld, OH = %lld, "
-        "OW = %lld, BIAS = %d, RELU = %d;\n    static constexpr int ST = %lld, DIVM = %lld, RELUM = %lld;\n"
+        "%s    static constexpr int ST = %lld, DIVM = %lld, RELUM = %lld;\n"
         "    static constexpr int BO = %d, TO = %d, BH = %d, BW = %d, TP = %d, CC = %d, PCW = %d, SMEM = %lld, "
         "MANY = %d;\n",
-        (long long)cp->c, (long long)t->h, (long long)t->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
-        (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
-        (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->groups, (long long)t->oh, (long long)t->ow, bias,
-        relu, (long long)cp->epi_stages, (long long)cp->epi_div, (long long)cp->epi_relu, t->bo, t->to, t->bh, t->bw,
+        shape, (long long)cp->epi_stages, (long long)cp->epi_div, (long long)cp->epi_relu, t->bo, t->to, t->bh, t->bw,
         t->tp, t->cc, t->pcw, (long long)smem, (int)many);
+    free(shape);
     int64_t og = cp->o / cp->groups;
     int64_t tiles = cp->groups * ((og + t->bo - 1) / t->bo) * ((t->oh + t->bh - 1) / t->bh) *
                     ((t->ow + t->bw - 1) / t->bw);
@@ -2252,19 +2260,31 @@ static bool fp16_conv_ok(const BlobConv2dParams *cp, const float *w) {
 /* bnn_conv2d_mma's config struct members (float_ops.cu BnnConvMma, BnnConvBits). */
 static char *conv2d_mma_cfg(const BlobConv2dParams *cp, bool bias, bool relu, int split, BlobConv2dF16Order ord,
                             int64_t op, int64_t smem, int bits, int exact, int win, int mode3) {
-    return str_printf(
-        "    static constexpr int C = %lld, H = %lld, W = %lld, O = %lld, KH = %lld, KW = %lld, SH = %lld, "
-        "SW = %lld;\n    static constexpr int PT = %lld, PL = %lld, DH = %lld, DW = %lld, OH = %lld, OW = %lld, "
-        "BIAS = %d, RELU = %d;\n    static constexpr int SPLIT = %d, KP = %lld, OP = %lld, SMEM = %lld;\n"
+    char *shape = conv_shape_cfg(cp, cp->h, cp->w, cp->oh, cp->ow, bias, relu);
+    char *cfg = str_printf(
+        "%s    static constexpr int SPLIT = %d, KP = %lld, OP = %lld, SMEM = %lld;\n"
         "    static constexpr int BITS = %d, EXACT = %d, OUTW = %lld, NANF = %lld, STAGES = %lld, DIV = %lld, "
         "RELUS = %lld, ZERO = %lld, PS = %lld, KWP = %lld, WIN = %d, MODE3 = %d;\n",
-        (long long)cp->c, (long long)cp->h, (long long)cp->w, (long long)cp->o, (long long)cp->kh, (long long)cp->kw,
-        (long long)cp->stride_h, (long long)cp->stride_w, (long long)cp->pad_top, (long long)cp->pad_left,
-        (long long)cp->dil_h, (long long)cp->dil_w, (long long)cp->oh, (long long)cp->ow, bias, relu, split,
-        (long long)ord.kp, (long long)op, (long long)smem, bits, exact,
+        shape, split, (long long)ord.kp, (long long)op, (long long)smem, bits, exact,
         (long long)(cp->out_words ? cp->out_words : 1), (long long)cp->nan_flags, (long long)cp->epi_stages,
         (long long)cp->epi_div, (long long)cp->epi_relu, (long long)cp->zero, (long long)ord.ps, (long long)ord.kwp,
         win, mode3);
+    free(shape);
+    return cfg;
+}
+
+/* A step launching bnn_conv2d_mma with config cfg (copied), tpb of the batch's tiles a block:
+ * the main step with 1 and its batch alternative with STEM_TPB name the same kernel
+ * (share_kernels), whose blocks take tiles blockIdx.x, + gridDim.x, ... of any grid. */
+static void conv2d_mma_step(Lower *L, LStep *st, const char *cfg, int64_t tiles, int tpb, int64_t smem) {
+    BlobGridDim grid[3] = {{0, (uint32_t)tiles, (uint32_t)tpb}, {1, 0, 1}, {1, 0, 1}};
+    tile_kernel(L, st, "conv2d", xstrdup(cfg), "bnn_conv2d_mma",
+                "(const float *)in, (const unsigned short *)p1, (const float *)p0, (float *)out, "
+                "(const float *)w, (const float *)in2, (unsigned *)x0",
+                grid, 256, smem, 1);
+    /* three blocks an SM (80 registers, no spills in ptxas for ResNet's stem): the kernel issues
+     * more instructions than it waits for memory, at two blocks 25 % occupancy */
+    st->k.min_blocks = 3;
 }
 
 /* From batch STEM_TPB_BATCH on, a staged-window conv of one channel tile runs as a batch
@@ -2338,19 +2358,9 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     char *cfg = conv2d_mma_cfg(cp, bias, relu, split, ord, op, smem, bits, exact, win, mode3);
     char *fix_cfg = exact ? xstrdup(cfg) : NULL;
     int si = (int)(st - L->steps);
-    for (int tpb = 1; tpb; tpb = tpb == 1 && win && op == 64 && L->batch_alts ? STEM_TPB : 0) {
-        LStep *ks = tpb == 1 ? &L->steps[si] : new_batch_alt(L, si, STEM_TPB_BATCH);
-        BlobGridDim grid[3] = {{0, (uint32_t)tiles, (uint32_t)tpb}, {1, 0, 1}, {1, 0, 1}};
-        /* the same kernel for both (share_kernels): the grid alone makes a block take tpb tiles */
-        tile_kernel(L, ks, "conv2d", xstrdup(cfg),
-                    "bnn_conv2d_mma",
-                    "(const float *)in, (const unsigned short *)p1, (const float *)p0, (float *)out, "
-                    "(const float *)w, (const float *)in2, (unsigned *)x0",
-                    grid, 256, smem, 1);
-        /* three blocks an SM (80 registers, no spills in ptxas for ResNet's stem): the kernel
-         * issues more instructions than it waits for memory, at two blocks 25 % occupancy */
-        ks->k.min_blocks = 3;
-    }
+    conv2d_mma_step(L, st, cfg, tiles, 1, smem);
+    if (win && op == 64 && L->batch_alts) /* one channel tile: its tiles share the weights */
+        conv2d_mma_step(L, new_batch_alt(L, si, STEM_TPB_BATCH), cfg, tiles, STEM_TPB, smem);
     free(cfg);
     st = &L->steps[si];
     if (!exact) {

@@ -648,7 +648,7 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, cons
 // p1). WIN 1 (PS > 0 and the shared memory below at most 75 KiB): a block's 128 pixels are 8 x 16
 // output pixels, their whole input window is staged once with the PS channel slots of a position
 // side by side, all of w16 stays in shared memory, and the A fragments are read as words.
-// grid.x = batch * MT * NT.
+// grid.x: batch * MT * NT, or fewer blocks (bnn_conv2d_mma below).
 //
 // BITS 1 (a conv2d_chain whose float value nobody reads; docs/kernels.md "The stem"): the
 // block's 128 x 64 sums (+ bias) go through the chain's STAGES stages (chain [STAGES][2][O]:
@@ -859,7 +859,7 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         for (int j = 0; j < (NPOS + 255) / 256; ++j) {
             const int i = tid + j * 256, iy = wy0 + i / T::SC, ix = wx0 + i % T::SC;
             const bool in = i < NPOS && (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
-            float v[F::PS + 1], m = 0.0f;
+            float v[F::PS], m = 0.0f;
 #pragma unroll
             for (int c = 0; c < F::PS; ++c) {
                 v[c] = in && c < F::C ? x[(c * F::H + iy) * F::W + ix] : 0.0f;
