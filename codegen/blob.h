@@ -137,6 +137,18 @@ typedef enum {
  * kernel): the GPU runs this one instead of that one at batches >= alt_batch; the CPU path
  * skips it. */
 #define BLOB_STEP_BATCH_ALT 4u
+/* The GPU may run this step beside the D steps before it (D = flags >> BLOB_STEP_BESIDE_SHIFT,
+ * 1..BLOB_STEP_BESIDE_MAX): it reads nothing they write and writes nothing they read. Such
+ * steps come in runs of consecutive steps with the same fork (step index - D), after at least
+ * one step without the flag; the step after a run waits for it. A kernel never writes its IN or
+ * IN2 slot, so the compiler can tell reads from writes (docs/codegen.md "Runs beside the main
+ * line"). The CPU path runs steps in order and ignores the flag. */
+#define BLOB_STEP_BESIDE 8u
+/* On every step of such a run: the GPU runs the D steps before the run on its side stream and
+ * the run on the main line (the cheaper side goes beside; without the flag, the run does). */
+#define BLOB_STEP_BESIDE_SWAP 16u
+#define BLOB_STEP_BESIDE_SHIFT 16
+#define BLOB_STEP_BESIDE_MAX 255u
 
 /* Where a tensor operand lives. */
 typedef enum {

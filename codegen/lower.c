@@ -60,6 +60,7 @@ typedef struct Lower {
     int nres_thresholds;  /* bconv chains become thresholds by a residual of bits (lower_bconv) */
     bool batch_alts;      /* steps may get a batch alternative (new_batch_alt) */
     int nbatch_alts;      /* how many did, for --report */
+    int nbeside_runs;     /* runs of steps beside others (mark_beside_runs), for --report */
     int tiled_kernel; /* codegen_tiled_kernel of the options: which pre-tiled GEMM the targets run */
     int ntiled;       /* pre-tiled bgemm steps, for --report */
     int lowbit;       /* CodegenOptions.lowbit: bit-planes or int8 codes for the qgemm steps */
@@ -3561,9 +3562,8 @@ static int lower_node(Lower *L, const Node *n) {
 
 /* ---------------------------------------------------------------- the arena */
 
-/* First fit in order of definition: each buffer takes the lowest aligned offset that no
- * buffer live at the same time holds. A step's output never shares its inputs' bytes. */
-static int64_t plan_arena(Lower *L) {
+/* Each buffer's first and last step (before plan_arena; mark_beside_runs widens some). */
+static void buf_lifetimes(Lower *L) {
     for (int s = 0; s < L->nsteps; s++)
         for (int i = 0; i < BLOB_MAX_SLOTS; i++) {
             int b = L->steps[s].buf[i];
@@ -3574,6 +3574,127 @@ static int64_t plan_arena(Lower *L) {
             if (s > L->bufs[b].last)
                 L->bufs[b].last = s;
         }
+}
+
+/* ---------------------------------------------------------------- runs beside the main line */
+
+/* A run of steps that reads only what existed before some earlier steps, and that those steps
+ * do not write, may run on the GPU beside them (BLOB_STEP_BESIDE, docs/codegen.md "Runs beside
+ * the main line"): a ResNet block's downsample conv beside the block's first conv. Buffers
+ * (not values) decide, as the arena holds them: a step's IN and IN2 are only read (blob.h's
+ * contract), every other arena slot may be written. */
+#define BESIDE_MAX_BACK 16 /* steps a run may go back over */
+
+static bool slot_reads_only(int slot) { return slot == BLOB_SLOT_IN || slot == BLOB_SLOT_IN2; }
+
+static bool gpu_step(const LStep *st) { return st->has_kernel && !(st->s.flags & BLOB_STEP_CPU_ONLY); }
+
+/* The last step of the group at i: the step and its batch alternatives right after it. */
+static int group_last(const Lower *L, int i) {
+    while (i + 1 < L->nsteps && (L->steps[i + 1].s.flags & BLOB_STEP_BATCH_ALT))
+        i++;
+    return i;
+}
+
+/* Steps g0..g1 may join a run that starts at step r beside steps a..r-1: each is a GPU kernel,
+ * and each of its arena buffers is new in the run (first used at r or later) or older than a and
+ * only read, by the run and by steps a..r-1 alike. */
+static bool beside_ok(const Lower *L, int g0, int g1, int a, int r) {
+    for (int s = g0; s <= g1; s++) {
+        const LStep *st = &L->steps[s];
+        if (!gpu_step(st))
+            return false;
+        for (int i = 0; i < BLOB_MAX_SLOTS; i++) {
+            int b = st->buf[i];
+            if (b < 0 || L->bufs[b].first >= r)
+                continue;
+            if (L->bufs[b].first >= a || L->bufs[b].pinned || !slot_reads_only(i))
+                return false;
+            for (int q = a; q < r; q++)
+                for (int j = 0; j < BLOB_MAX_SLOTS; j++)
+                    if (L->steps[q].buf[j] == b && !slot_reads_only(j))
+                        return false;
+        }
+    }
+    return true;
+}
+
+/* A rough cost of a step per batch item, in binary multiply-adds (a float one counted as 64):
+ * enough to tell a 3x3 convolution from a 1x1 one beside it; 0 for steps without products. */
+static double step_macs(const LStep *st) {
+    const BlobStep *s = &st->s;
+    switch (s->kind) {
+    case BLOB_STEP_BCONV:
+        return (double)s->bconv.oh * s->bconv.ow * s->bconv.o * s->bconv.kh * s->bconv.kw * s->bconv.c;
+    case BLOB_STEP_QCONV:
+        return (double)s->qconv.oh * s->qconv.ow * s->qconv.o * s->qconv.kh * s->qconv.kw * s->qconv.c *
+               s->qconv.xb * s->qconv.wb;
+    case BLOB_STEP_CONV2D:
+        return 64.0 * s->conv2d.oh * s->conv2d.ow * s->conv2d.o * s->conv2d.kh * s->conv2d.kw * s->conv2d.c /
+               (s->conv2d.groups > 0 ? s->conv2d.groups : 1);
+    case BLOB_STEP_BGEMM: return (double)s->bgemm.rows * s->bgemm.n * s->bgemm.k;
+    case BLOB_STEP_QGEMM: return 32.0 * s->qgemm.rows * s->qgemm.n * s->qgemm.ld * s->qgemm.xb * s->qgemm.wb;
+    case BLOB_STEP_DENSE: return 64.0 * s->dense.rows * s->dense.n * s->dense.k;
+    default: return 0.0;
+    }
+}
+
+/* The cost of steps a..b, each group once (its main step's). */
+static double steps_macs(const Lower *L, int a, int b) {
+    double sum = 0.0;
+    for (int s = a; s <= b; s++)
+        if (!(L->steps[s].s.flags & BLOB_STEP_BATCH_ALT))
+            sum += step_macs(&L->steps[s]);
+    return sum;
+}
+
+/* Marks the runs (greedy, front to back) and widens their new buffers' lifetimes back to the
+ * run's fork, so that the arena gives them no bytes of a buffer the steps beside them use.
+ * Both sides must have products: beside steps launch without programmatic dependence, which
+ * costs more than two small kernels side by side save. The cheaper side goes on the side
+ * stream (BLOB_STEP_BESIDE_SWAP where that is the steps before the run), the other keeps the
+ * main line's programmatic launches. */
+static void mark_beside_runs(Lower *L) {
+    int after = 0; /* steps before this belong to a run or its fork */
+    for (int r = 1; r < L->nsteps; r = group_last(L, r) + 1) {
+        if (r <= after || (L->steps[r].s.flags & BLOB_STEP_BATCH_ALT))
+            continue;
+        int g1 = group_last(L, r), a = r;
+        /* the fork: back over steps that leave the group's buffers alone, to a group's first step */
+        while (a - 1 >= after && r - (a - 1) <= BESIDE_MAX_BACK && beside_ok(L, r, g1, a - 1, r))
+            a--;
+        while (a < r && (L->steps[a].s.flags & BLOB_STEP_BATCH_ALT))
+            a++;
+        bool gpu_beside = false;
+        for (int q = a; q < r; q++)
+            gpu_beside = gpu_beside || gpu_step(&L->steps[q]);
+        if (!gpu_beside)
+            continue;
+        int e = g1; /* the run: further groups while they too only need what the fork had */
+        while (e + 1 < L->nsteps && group_last(L, e + 1) - a <= (int)BLOB_STEP_BESIDE_MAX &&
+               beside_ok(L, e + 1, group_last(L, e + 1), a, r))
+            e = group_last(L, e + 1);
+        double run = steps_macs(L, r, e), before = steps_macs(L, a, r - 1);
+        if (run <= 0.0 || before <= 0.0)
+            continue;
+        for (int s = r; s <= e; s++) {
+            L->steps[s].s.flags |= BLOB_STEP_BESIDE | (uint32_t)(s - a) << BLOB_STEP_BESIDE_SHIFT;
+            if (run > before)
+                L->steps[s].s.flags |= BLOB_STEP_BESIDE_SWAP;
+            for (int i = 0; i < BLOB_MAX_SLOTS; i++) {
+                int b = L->steps[s].buf[i];
+                if (b >= 0 && L->bufs[b].first >= r)
+                    L->bufs[b].first = a;
+            }
+        }
+        L->nbeside_runs++;
+        after = e + 1;
+    }
+}
+
+/* First fit in order of definition: each buffer takes the lowest aligned offset that no
+ * buffer live at the same time holds. A step's output never shares its inputs' bytes. */
+static int64_t plan_arena(Lower *L) {
     int *order = xmalloc((size_t)(L->nbufs + 1) * sizeof *order), n = 0;
     for (int b = 0; b < L->nbufs; b++) {
         LBuf *x = &L->bufs[b];
@@ -3750,6 +3871,8 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
         L->bufs[b].pinned = true;
     }
     fuse_mlp_chains(L); /* after the outputs are pinned: a graph output is never a chain's inside */
+    buf_lifetimes(L);
+    mark_beside_runs(L);
     int64_t arena = plan_arena(L);
     L->arena = arena;
     blob_set_arena(L->w, (uint64_t)arena);
@@ -4126,6 +4249,9 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
         if (L.nbatch_alts)
             buf_printf(o->report, "codegen: %d steps have a batch alternative, the next step (the GPU runs it "
                                   "from its batch on; docs/codegen.md)\n", L.nbatch_alts);
+        if (L.nbeside_runs)
+            buf_printf(o->report, "codegen: %d runs of steps may run on the GPU beside the steps before them "
+                                  "(they need nothing those write; docs/codegen.md)\n", L.nbeside_runs);
         /* One line per step, for reading bnnrun --profile's table against the IR. */
         for (int i = 0; i < L.nsteps; i++) {
             const LStep *st = &L.steps[i];
@@ -4139,8 +4265,16 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             if (st->s.flags & BLOB_STEP_BATCH_ALT)
                 snprintf(alt, sizeof alt, ", the GPU's from batch %u instead of step %d's", st->s.alt_batch,
                          main_step);
-            buf_printf(o->report, "plan: step %d %s%s%s%s%s: %.*s\n", i, blob_step_name(st->s.kind),
-                       st->s.kernel[0] ? " (kernel " : "", st->s.kernel, alt, st->s.kernel[0] ? ")" : "",
+            char beside[96] = "";
+            if (st->s.flags & BLOB_STEP_BESIDE) {
+                int fork = i - (int)(st->s.flags >> BLOB_STEP_BESIDE_SHIFT), first = i;
+                while (first > 0 && (L.steps[first - 1].s.flags & BLOB_STEP_BESIDE))
+                    first--;
+                snprintf(beside, sizeof beside, ", beside steps %d-%d%s", fork, first - 1,
+                         (st->s.flags & BLOB_STEP_BESIDE_SWAP) ? ", which go to the side stream" : "");
+            }
+            buf_printf(o->report, "plan: step %d %s%s%s%s%s%s: %.*s\n", i, blob_step_name(st->s.kind),
+                       st->s.kernel[0] ? " (kernel " : "", st->s.kernel, alt, beside, st->s.kernel[0] ? ")" : "",
                        (int)strcspn(ir, "\n"), ir);
         }
         if (o->ntargets)

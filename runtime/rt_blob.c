@@ -897,12 +897,50 @@ static bool valid_kernel_name(const char *k) {
     return true;
 }
 
+/* A step beside the main line touches no arena bytes that a step it runs beside writes, and
+ * writes none that such a step reads (a kernel writes through no IN or IN2 slot). */
+static bnn_status check_beside(const StepCheck *c) {
+    const BlobStep *s = c->s;
+    int first = c->index; /* the run's first step */
+    while (first > 0 && (c->m->steps[first - 1].flags & BLOB_STEP_BESIDE))
+        first--;
+    for (int q = c->index - (int)(s->flags >> BLOB_STEP_BESIDE_SHIFT); q < first; q++)
+        for (int i = 0; i < BLOB_MAX_SLOTS; i++)
+            for (int j = 0; j < BLOB_MAX_SLOTS; j++) {
+                const BlobRef *a = &s->slot[i], *b = &c->m->steps[q].slot[j];
+                bool reads = (i == BLOB_SLOT_IN || i == BLOB_SLOT_IN2) && (j == BLOB_SLOT_IN || j == BLOB_SLOT_IN2);
+                if (a->space == BLOB_SPACE_ARENA && b->space == BLOB_SPACE_ARENA && !reads &&
+                    a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes)
+                    return bad_step(c, "it runs beside step %d, but its slot %s overlaps that step's slot %s "
+                                       "and one of them is written", q, slot_names[i], slot_names[j]);
+            }
+    return BNN_STATUS_OK;
+}
+
 /* What every step needs, whatever its kind: refs inside their spaces, a sane launch. */
 static bnn_status check_step(const StepCheck *c) {
     const BlobStep *s = c->s;
     const bnn_model *m = c->m;
-    if (s->flags & ~(BLOB_STEP_CPU_ONLY | BLOB_STEP_PDL | BLOB_STEP_BATCH_ALT))
+    uint32_t beside = s->flags >> BLOB_STEP_BESIDE_SHIFT; /* the steps it may run beside */
+    uint32_t known = BLOB_STEP_CPU_ONLY | BLOB_STEP_PDL | BLOB_STEP_BATCH_ALT | BLOB_STEP_BESIDE | BLOB_STEP_BESIDE_SWAP;
+    if ((s->flags & ~known & ((1u << BLOB_STEP_BESIDE_SHIFT) - 1)) ||
+        ((beside || (s->flags & BLOB_STEP_BESIDE_SWAP)) && !(s->flags & BLOB_STEP_BESIDE)))
         return bad_step(c, "unknown flags %#x", s->flags);
+    if (s->flags & BLOB_STEP_BESIDE) {
+        /* a run: after a step without the flag, or continuing the run before it (same fork) */
+        const BlobStep *p = c->index > 0 ? &m->steps[c->index - 1] : NULL;
+        bool ok = beside >= 1 && beside <= BLOB_STEP_BESIDE_MAX && beside <= (uint32_t)c->index && p &&
+                  s->kernel[0] && !(s->flags & BLOB_STEP_CPU_ONLY);
+        if (ok && (p->flags & BLOB_STEP_BESIDE))
+            ok = (p->flags >> BLOB_STEP_BESIDE_SHIFT) + 1 == beside &&
+                 (p->flags & BLOB_STEP_BESIDE_SWAP) == (s->flags & BLOB_STEP_BESIDE_SWAP);
+        else
+            for (uint32_t d = 1; ok && d <= beside; d++)
+                ok = !(m->steps[c->index - d].flags & BLOB_STEP_BESIDE);
+        if (!ok)
+            return bad_step(c, "a step beside the %u before it that is not a GPU kernel after a step of the "
+                               "main line, or that does not continue the run before it", beside);
+    }
     if (s->flags & BLOB_STEP_BATCH_ALT) { /* another kernel for the step before, from alt_batch on */
         /* p: the step before, the main step or an alternative of it from a smaller batch */
         const BlobStep *p = c->index > 0 ? &m->steps[c->index - 1] : NULL;
@@ -941,6 +979,8 @@ static bnn_status check_step(const StepCheck *c) {
                             r->space == BLOB_SPACE_ARENA ? "arena (per item)" : "weights",
                             (unsigned long long)limit);
     }
+    if (s->flags & BLOB_STEP_BESIDE) /* the slots are in bounds now: overlaps are sums that fit */
+        TRY(check_beside(c));
     if (!valid_kernel_name(s->kernel))
         return bad_step(c, "bad kernel name");
     if (s->nargs > BLOB_MAX_ARGS)

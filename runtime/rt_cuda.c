@@ -33,6 +33,7 @@ enum {
     ATTR_CC_MINOR = 76,
     FUNC_ATTR_MAX_DYNAMIC_SHARED = 8, /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
     STREAM_NON_BLOCKING = 1,
+    EVENT_DISABLE_TIMING = 2,
     CAPTURE_MODE_THREAD_LOCAL = 1,
     LAUNCH_ATTR_PROGRAMMATIC = 6, /* CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION */
 };
@@ -76,6 +77,7 @@ typedef struct {
     X(StreamCreate, "cuStreamCreate", "", (CUstream *, unsigned))                          \
     X(StreamDestroy, "cuStreamDestroy_v2", "", (CUstream))                                 \
     X(StreamSynchronize, "cuStreamSynchronize", "", (CUstream))                            \
+    X(StreamWaitEvent, "cuStreamWaitEvent", "", (CUstream, CUevent, unsigned))             \
     X(StreamBeginCapture, "cuStreamBeginCapture_v2", "", (CUstream, int))                  \
     X(StreamEndCapture, "cuStreamEndCapture", "", (CUstream, CUgraph *))                   \
     X(GraphInstantiate, "cuGraphInstantiateWithFlags", "", (CUgraphExec *, CUgraph, unsigned long long)) \
@@ -109,6 +111,11 @@ struct RtCuda {
     CUfunction *funcs; /* per step; NULL where the GPU skips the step */
     CUdeviceptr arena, weights;
     CUstream stream;
+    /* Runs beside the main line (BLOB_STEP_BESIDE): their stream, captured into the graph as a
+     * branch that forks at `fork` and joins the main stream at `join`; BNN_NO_BESIDE unset. */
+    CUstream side;
+    CUevent fork, join;
+    bool beside;
     CUevent start, stop;
     CUevent *marks; /* profiling: an event before the first step and after each (nsteps + 1) */
     int nmarks;
@@ -340,6 +347,13 @@ static bnn_status setup_in_context(bnn_session *s, RtCuda *c, const RtCubin *cub
     CU_TRY(c, c->api.StreamSynchronize(c->stream), "uploading the weights (cuStreamSynchronize)");
     CU_TRY(c, c->api.EventCreate(&c->start, 0), "cuEventCreate");
     CU_TRY(c, c->api.EventCreate(&c->stop, 0), "cuEventCreate");
+    const char *no_beside = getenv("BNN_NO_BESIDE");
+    c->beside = !(no_beside && *no_beside && strcmp(no_beside, "0"));
+    if (c->beside) {
+        CU_TRY(c, c->api.StreamCreate(&c->side, STREAM_NON_BLOCKING), "cuStreamCreate");
+        CU_TRY(c, c->api.EventCreate(&c->fork, EVENT_DISABLE_TIMING), "cuEventCreate");
+        CU_TRY(c, c->api.EventCreate(&c->join, EVENT_DISABLE_TIMING), "cuEventCreate");
+    }
     return BNN_STATUS_OK;
 }
 
@@ -404,6 +418,12 @@ void rt_cuda_free(RtCuda *c) {
         for (int i = 0; i < c->nmarks; i++)
             if (c->marks[i])
                 c->api.EventDestroy(c->marks[i]);
+        if (c->fork)
+            c->api.EventDestroy(c->fork);
+        if (c->join)
+            c->api.EventDestroy(c->join);
+        if (c->side)
+            c->api.StreamDestroy(c->side);
         if (c->stream)
             c->api.StreamDestroy(c->stream);
         if (c->arena)
@@ -427,8 +447,9 @@ void rt_cuda_free(RtCuda *c) {
 
 /* ---------------------------------------------------------------- running */
 
-/* plain: launched after the step before has completed, whatever the flags (profiling). */
-static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain) {
+/* plain: launched after the step before it on `stream` has completed, whatever the flags
+ * (profiling, runs beside the main line). */
+static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain, CUstream stream) {
     const RtCuda *c = s->cuda;
     const BlobStep *st = &s->model->steps[i];
     /* Argument values live here while cuLaunchKernel copies them. */
@@ -457,14 +478,14 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain
                                        (unsigned)grid_dim(st, 2, batch)},
                               .block = {st->block[0], st->block[1], st->block[2]},
                               .smem = st->smem,
-                              .stream = c->stream,
+                              .stream = stream,
                               .attrs = &attr,
                               .nattrs = 1};
         r = c->api.LaunchKernelEx(&cfg, c->funcs[i], params, NULL);
     } else {
         r = c->api.LaunchKernel(c->funcs[i], (unsigned)grid_dim(st, 0, batch), (unsigned)grid_dim(st, 1, batch),
                                 (unsigned)grid_dim(st, 2, batch), st->block[0], st->block[1], st->block[2],
-                                st->smem, c->stream, params, NULL);
+                                st->smem, stream, params, NULL);
     }
     if (r != CUDA_SUCCESS) {
         char what[160];
@@ -475,15 +496,77 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain
     return BNN_STATUS_OK;
 }
 
+/* Step i's fork where it is in a run of BLOB_STEP_BESIDE steps (the loader checked the runs'
+ * shape), else -1. */
+static int beside_fork(const bnn_model *m, int i) {
+    uint32_t f = m->steps[i].flags;
+    return (f & BLOB_STEP_BESIDE) ? i - (int)(f >> BLOB_STEP_BESIDE_SHIFT) : -1;
+}
+
+/* The first step of the run that forks at step i, or -1 where none does. */
+static int run_forking_at(const bnn_model *m, int i) {
+    for (int j = i + 1; j < m->nsteps && j - i <= (int)BLOB_STEP_BESIDE_MAX; j++)
+        if (beside_fork(m, j) == i && beside_fork(m, j - 1) != i)
+            return j;
+    return -1;
+}
+
+/* Every GPU step at this batch in order on the main stream, except one side of each run beside
+ * the main line: the run (or, BLOB_STEP_BESIDE_SWAP, the steps before it back to its fork) goes
+ * on the side stream after the work before the fork; the step after the run waits for it. */
+static bnn_status launch_graph_steps(bnn_session *s, int batch) {
+    RtCuda *c = s->cuda;
+    const bnn_model *m = s->model;
+    int run = -1, end = -1; /* the run of the current fork, its first and last step */
+    bool swap = false, waited = false, joining = false;
+    for (int i = 0; i < m->nsteps; i++) {
+        int first = c->beside ? run_forking_at(m, i) : -1;
+        if (first >= 0) { /* a fork: after everything so far, a run's side work included */
+            if (joining)
+                CU_TRY(c, c->api.StreamWaitEvent(c->stream, c->join, 0), "cuStreamWaitEvent");
+            CU_TRY(c, c->api.EventRecord(c->fork, c->stream), "cuEventRecord");
+            run = end = first;
+            while (end + 1 < m->nsteps && beside_fork(m, end + 1) == i)
+                end++;
+            swap = (m->steps[first].flags & BLOB_STEP_BESIDE_SWAP) != 0;
+            waited = joining = false;
+        }
+        bool side = false;
+        if (run >= 0 && i <= end) /* before the run: beside it where swapped; the run: where not */
+            side = i < run ? swap : !swap;
+        else if (joining) { /* past the run: the main line waits for the side's work */
+            CU_TRY(c, c->api.StreamWaitEvent(c->stream, c->join, 0), "cuStreamWaitEvent");
+            joining = false;
+            run = -1;
+        }
+        if (!gpu_runs_at(m, i, batch))
+            continue;
+        if (!side) {
+            bnn_status st = launch_step(s, i, batch, false, c->stream);
+            if (st != BNN_STATUS_OK)
+                return st;
+            continue;
+        }
+        if (!waited) /* the side's first step at this batch */
+            CU_TRY(c, c->api.StreamWaitEvent(c->side, c->fork, 0), "cuStreamWaitEvent");
+        waited = true;
+        bnn_status st = launch_step(s, i, batch, true, c->side);
+        if (st != BNN_STATUS_OK)
+            return st;
+        CU_TRY(c, c->api.EventRecord(c->join, c->side), "cuEventRecord");
+        joining = true;
+    }
+    if (joining)
+        CU_TRY(c, c->api.StreamWaitEvent(c->stream, c->join, 0), "cuStreamWaitEvent");
+    return BNN_STATUS_OK;
+}
+
 /* One capture of every GPU step at this batch, instantiated and added to c->graphs (room made). */
 static bnn_status capture_graph(bnn_session *s, int batch, CUgraphExec *exec) {
     RtCuda *c = s->cuda;
     CU_TRY(c, c->api.StreamBeginCapture(c->stream, CAPTURE_MODE_THREAD_LOCAL),
            "cuStreamBeginCapture");
-    bnn_status st = BNN_STATUS_OK;
-    for (int i = 0; i < s->model->nsteps && st == BNN_STATUS_OK; i++)
-        if (gpu_runs_at(s->model, i, batch))
-            st = launch_step(s, i, batch, false);
+    bnn_status st = launch_graph_steps(s, batch);
     CUgraph graph = NULL;
     CUresult r = c->api.StreamEndCapture(c->stream, &graph); /* always ends the capture */
     if (st == BNN_STATUS_OK && r != CUDA_SUCCESS)
@@ -533,7 +616,7 @@ static bnn_status launch_profiled(bnn_session *s, int batch) {
     for (int i = 0; i < s->model->nsteps; i++) {
         if (!gpu_runs_at(s->model, i, batch))
             continue;
-        bnn_status st = launch_step(s, i, batch, true);
+        bnn_status st = launch_step(s, i, batch, true, c->stream);
         if (st != BNN_STATUS_OK)
             return st;
         CU_TRY(c, c->api.EventRecord(c->marks[i + 1], c->stream), "cuEventRecord");

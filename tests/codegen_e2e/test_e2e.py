@@ -700,6 +700,20 @@ def residual_models(tmp, rng):
         b += conv("c3", "a2", "w3", 5, 4, s=2, p=0) + cast_bn("bn3", "c3", 5, 4)
         b += f"    %r2 = f32{t} cast %a2 {{to=f32}}\n    %g = f32[N,{ch},1,1] globalavgpool %r2\n"
         models[name] = (c, f"(%x: f32{t})", [("bn3", "f32[N,5,4,4]"), ("g", f"f32[N,{ch},1,1]")], b)
+    # XNOR's downsample block: the block's first conv (3x3, stride 2, 40 -> 64 channels, a
+    # threshold) and the 1x1 stride-2 downsample conv (a float chain) read the same bits, the
+    # second conv adds the downsample's value: bnncc lets the GPU run the two side by side
+    # (BLOB_STEP_BESIDE, the cheaper downsample on the side stream).
+    c = bits_const("w1", (64, 40, 3, 3), rng) + bn("bn1", 64) + bits_const("wd", (64, 40, 1, 1), rng) + bn("bnd", 64)
+    c += bits_const("w2", (64, 64, 3, 3), rng) + bn("bn2", 64)
+    b = "    %a0 = b1[N,40,8,8] binarize %x {zero=1}\n"
+    b += conv("c1", "a0", "w1", 64, 4, s=2) + cast_bn("bn1", "c1", 64, 4)
+    b += "    %a1 = b1[N,64,4,4] binarize %bn1 {zero=1}\n"
+    b += conv("cd", "a0", "wd", 64, 4, s=2, p=0) + cast_bn("bnd", "cd", 64, 4)
+    b += conv("c2", "a1", "w2", 64, 4) + cast_bn("bn2", "c2", 64, 4)
+    b += "    %s2 = f32[N,64,4,4] add %bn2, %bnd\n    %a2 = b1[N,64,4,4] binarize %s2 {zero=1}\n"
+    b += "    %r2 = f32[N,64,4,4] cast %a2 {to=f32}\n    %g = f32[N,64,1,1] globalavgpool %r2\n"
+    models["resid_xnor_down"] = (c, "(%x: f32[N,40,8,8])", [("g", "f32[N,64,1,1]")], b)
     # The residual computed after the convolution (no buffer yet when it is lowered): the
     # chain stops before the add, which stays an add step.
     c = bits_const("w1", (5, 5, 3, 3), rng) + bn("bn1", 5)
@@ -949,11 +963,16 @@ def main():
         # The XNOR blocks' chains become thresholds by the residual bit (the report says how
         # many): the models above test that form, not the float chain.
         jobs += [lambda m=m: check_report_line(m, tmp, "compare their dot with two integer thresholds",
-                                               2 if "xnor" in m else 0)
+                                               2 if "xnor" in m and "down" not in m else 0)
                  for m in residual_models(tmp, np.random.default_rng(88))
                  if "resid_xnor" in os.path.basename(m) or "resid_bireal" in os.path.basename(m)]
         jobs += [lambda m=m: check_report_line(m, tmp, "global average pools read their b1 input", 1, "cleanup: ")
-                 for m in residual_models(tmp, np.random.default_rng(88)) if "resid_xnor" in os.path.basename(m)]
+                 for m in residual_models(tmp, np.random.default_rng(88))
+                 if "resid_xnor" in os.path.basename(m) and "down" not in os.path.basename(m)]
+        # The downsample block's two convs, side by side on the GPU; no other block has a pair.
+        jobs += [lambda m=m: check_report_line(m, tmp, "runs of steps may run on the GPU beside",
+                                               1 if "xnor_down" in m else 0)
+                 for m in residual_models(tmp, np.random.default_rng(88)) if not a.only or a.only in m]
         # XNOR-Net's stem (a batch-norm after the pool) writes its bits too, unless a zero gamma
         # after the pool could hide a NaN from the pool of bits.
         jobs += [lambda m=m: check_report_line(m, tmp, "float convolutions write their bits",

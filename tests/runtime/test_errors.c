@@ -154,7 +154,16 @@ static void e_step_size(unsigned char *b, size_t *len) {
 static void e_step_kind(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 0), 99); }
 static void e_step_epi(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 3) + 4, 1); }
 static void e_step_epi_bad(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 1) + 4, 9); }
-static void e_step_flags(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 1) + 8, 10); }
+static void e_step_flags(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 1) + 8, 0x12); }
+/* Steps beside the main line (BLOB_STEP_BESIDE): step 1 beside 5 steps before it (there is one);
+ * step 2 beside step 1, whose output it reads. */
+static void e_step_beside_far(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u32(step_at(b, 1) + 8, BLOB_STEP_BESIDE | 5u << BLOB_STEP_BESIDE_SHIFT);
+}
+static void e_step_beside_reads(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u32(step_at(b, 2) + 8, BLOB_STEP_BESIDE | 1u << BLOB_STEP_BESIDE_SHIFT);
+    memcpy(step_at(b, 2) + BLOB_STEP_KERNEL_AT, "k2", 3); /* only GPU kernels run beside */
+}
 /* A batch alternative (BLOB_STEP_BATCH_ALT) that is not another kernel for the step before it:
  * step 1 (bgemm) follows a step of another kind; or alt_batch on a plain step. */
 static void e_step_alt_kind(unsigned char *b, size_t *len) {
@@ -267,6 +276,8 @@ static void test_edits(const Buf *b) {
         {e_step_epi, true, BNN_STATUS_BAD_BLOB, "epilogue on a step", "epilogue on argmax"},
         {e_step_epi_bad, true, BNN_STATUS_BAD_BLOB, "unknown epilogue 9", "bad epilogue"},
         {e_step_flags, true, BNN_STATUS_BAD_BLOB, "unknown flags", "step flags"},
+        {e_step_beside_far, true, BNN_STATUS_BAD_BLOB, "a step beside the 5 before it", "beside too far"},
+        {e_step_beside_reads, true, BNN_STATUS_BAD_BLOB, "it runs beside step 1, but its slot in overlaps", "beside a writer"},
         {e_step_alt_kind, true, BNN_STATUS_BAD_BLOB, "a batch alternative (from batch 16) that is not", "alt step"},
         {e_step_alt_batch, true, BNN_STATUS_BAD_BLOB, "alt_batch 16 on a step that is no batch", "alt_batch"},
         {e_step_k, true, BNN_STATUS_BAD_BLOB, "step 1 (bgemm): bad shape", "k too large"},
