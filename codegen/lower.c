@@ -61,6 +61,8 @@ typedef struct Lower {
     bool batch_alts;      /* steps may get a batch alternative (new_batch_alt) */
     int nbatch_alts;      /* how many did, for --report */
     int nbeside_runs;     /* runs of steps beside others (mark_beside_runs), for --report */
+    int min_sm;           /* the lowest target's sm (0: no GPU target) */
+    int nqgemm_tiled;     /* qgemm steps with a pre-tiled batch alternative (qgemm_tiled_alt) */
     int tiled_kernel; /* codegen_tiled_kernel of the options: which pre-tiled GEMM the targets run */
     int ntiled;       /* pre-tiled bgemm steps, for --report */
     int lowbit;       /* CodegenOptions.lowbit: bit-planes or int8 codes for the qgemm steps */
@@ -3214,6 +3216,54 @@ static int lower_quantize(Lower *L, const Node *n) {
     return 0;
 }
 
+/* The pre-tiled bit-plane GEMM (bgemm_planes_tiled.cu, mma.sync, PT_APLAIN: A read as the plain
+ * planes the step's input holds, the weights pre-tiled in x0) as a batch alternative of qgemm
+ * step si: 128 x 256 tiles of 8 warps, persistent blocks, against bgemm_planes.cu's warp a 16 x
+ * 32 tile straight from global memory (docs/codegen.md "Batch alternatives"). From the batch
+ * that gives QGEMM_TILED_MIN_TILES tiles (half an H100's SMs; at a quarter, 4 layers of 4096 at
+ * batch 256 ran 1.25-1.4x slower than bgemm_planes.cu, at a whole 2.2x faster: docs/perf.md). */
+#define QGEMM_TILED_MIN_TILES 64
+#define QGEMM_TILED_MIN_N 128
+#define QGEMM_TILED_MIN_K 512
+static int64_t qgemm_tiled_batch(int64_t n) {
+    int64_t ntn = (n + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN;
+    return BNN_PLANES_TILED_BM * ((QGEMM_TILED_MIN_TILES + ntn - 1) / ntn);
+}
+static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t wb, bool wsigned, bool bipolar,
+                            int64_t levels, int64_t yb) {
+    LStep *alt = new_batch_alt(L, si, (uint32_t)qgemm_tiled_batch(L->steps[si].s.qgemm.n));
+    const BlobQgemmParams *qp = &alt->s.qgemm;
+    int64_t O = qp->n, ld = qp->ld;
+    const int kalign = BNN_PLANES_TILED_KC * 128;
+    size_t tbytes = bnn_tiled_planes_bytes((int)O, (int)wb, (int)K, BNN_PLANES_TILED_BN, kalign);
+    void *wt = xmalloc(tbytes);
+    if (bnn_tile_planes(wp, (int)O, (int)wb, (int)K, (size_t)ld, (size_t)(O * ld), BNN_PLANES_TILED_BN, kalign, wt))
+        unreachable("bnn_tile_planes refused a qgemm's weights");
+    alt->s.slot[BLOB_SLOT_X0] = put_weights(L, wt, tbytes);
+    free(wt);
+    name_kernel(L, alt, "qgemm_tiled");
+    alt->k.family = KERNEL_PLANES_TILED;
+    alt->k.defines = str_printf("#define PT_NAME %s\n#define PT_N %lld\n#define PT_K %lld\n#define PT_XB %lld\n"
+                                "#define PT_WB %lld\n#define PT_WSIGNED %d\n#define PT_WBIPOLAR %d\n#define PT_EPI %lld\n"
+                                "#define PT_L %lld\n#define PT_YB %lld\n#define PT_APLAIN 1\n#define PT_LDA %lld\n",
+                                alt->k.name, (long long)O, (long long)K, (long long)qp->xb, (long long)wb,
+                                wsigned ? 1 : 0, bipolar ? 1 : 0, (long long)qp->epi, (long long)levels,
+                                (long long)yb, (long long)ld);
+    /* persistent blocks, one an output tile at least: ntn column tiles x ceil(batch/128) rows */
+    uint32_t ntn = (uint32_t)((O + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
+    BlobGridDim grid[3] = {{ntn, ntn, BNN_PLANES_TILED_BM}, {1, 0, 1}, {1, 0, 1}};
+    uint32_t block[3] = {(uint32_t)(BNN_PLANES_TILED_WM * BNN_PLANES_TILED_WN * 32), 1, 1};
+    int smem = bnn_planes_tiled_smem(BNN_PLANES_TILED_BM, BNN_PLANES_TILED_BN, BNN_PLANES_TILED_KC,
+                                     BNN_PLANES_TILED_STAGES) + (bipolar ? BNN_PLANES_TILED_BM * 4 : 0);
+    blob_step_set_kernel(&alt->s, alt->k.name, grid, block, (uint32_t)smem);
+    /* (At, Wt, apop: unused with PT_APLAIN, T, dir, Y, M) */
+    blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
+    blob_step_add_arg(&alt->s, BLOB_ARG_I64, 0, 0);
+    add_epilogue_args(alt, 1, -1);
+    L->nqgemm_tiled++;
+}
+
 /* qdense: one qgemm step; its i32 result, its codes as bit-planes or int8 bytes (with
  * thresholds: the format the next layers read, codes_int8), or, when a one-level threshold to
  * packed bits is its only reader, those bits directly (one plane). The step runs on bit-planes
@@ -3280,7 +3330,6 @@ static int lower_qdense(Lower *L, const Node *n) {
     st->s.slot[BLOB_SLOT_W] = put_weights(L, wp, wbytes);
     put_code_thresholds(L, st, &ce, O);
     st->s.qgemm = qp;
-    free(wp);
     int64_t levels = qp.epi == 2 ? qp.levels : 1, yb = qp.epi == 2 ? qp.yb : 1;
     /* The GPU, the batch items as the kernel's M rows (one row per item); arguments (A, W, M, T,
      * dir, Y), T and dir null for the i32 result. int8: qgemm_s8.cu, 64 x 128 tiles of 256
@@ -3312,6 +3361,10 @@ static int lower_qdense(Lower *L, const Node *n) {
         blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
     }
     add_planes_args(st, 1);
+    if (!int8 && !img && qp.yformat != BLOB_CODES_INT8 && L->batch_alts && L->min_sm >= 80 && O >= QGEMM_TILED_MIN_N &&
+        K >= QGEMM_TILED_MIN_K)
+        qgemm_tiled_alt(L, (int)(st - L->steps), wp, K, wb, wsigned, bipolar, levels, yb);
+    free(wp);
     if (qdense_tunable(L, n)) { /* candidate 0 the cost model's kind, 1 the other */
         static const char *const kinds[2] = {"bit-planes (bgemm_planes.cu)", "int8 MMA (qgemm_s8.cu)"};
         int pick = tuned_pick(L, n, 2);
@@ -3798,6 +3851,10 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     L->lowbit = o ? (int)o->lowbit : LOWBIT_AUTO;
     L->qconv_direct = o && o->qconv_direct;
     L->tiled_kernel = codegen_tiled_kernel(o);
+    for (int i = 0; o && i < o->ntargets; i++) {
+        int sm = atoi(o->targets[i] + 3); /* "sm_90a" */
+        L->min_sm = i == 0 || sm < L->min_sm ? sm : L->min_sm;
+    }
     L->tune_choice = o ? o->tune_choice : NULL;
     L->ntune_choice = o ? o->ntune_choice : 0;
     L->batch_alts = !(o && (o->no_batch_alts || o->tune_choice));
@@ -4306,6 +4363,10 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                                   "(bgemm_planes.cu)%s\n",
                        L.nqgemm_int8, L.nqgemm_planes,
                        o->lowbit == LOWBIT_AUTO ? ": int8 where activation x weight bits > 8" : "");
+        if (L.nqgemm_tiled)
+            buf_printf(o->report, "codegen: %d bit-plane dense layers run the pre-tiled GEMM (bgemm_planes_tiled.cu) "
+                                  "from the batch that fills %d of its tiles on (a batch alternative)\n",
+                       L.nqgemm_tiled, QGEMM_TILED_MIN_TILES);
         if (o->float_convs != FLOAT_CONVS_EXACT)
             buf_printf(o->report, "codegen: --float-convs=%s: %d float convolutions on fp16 tensor cores "
                                   "(GPU results differ from the reference by %s; the CPU path stays exact)\n",

@@ -165,6 +165,7 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
         case KERNEL_BGEMM_TILED: kfile = bnn_bgemm_tiled_cu, kfile_len = bnn_bgemm_tiled_cu_len; break;
         case KERNEL_BGEMM_WGMMA: kfile = bnn_bgemm_wgmma_cu, kfile_len = bnn_bgemm_wgmma_cu_len; break;
         case KERNEL_PLANES: kfile = bnn_bgemm_planes_cu, kfile_len = bnn_bgemm_planes_cu_len; break;
+        case KERNEL_PLANES_TILED: kfile = bnn_bgemm_planes_tiled_cu, kfile_len = bnn_bgemm_planes_tiled_cu_len; break;
         case KERNEL_QCONV: kfile = bnn_qconv_cu, kfile_len = bnn_qconv_cu_len; break;
         case KERNEL_Q8: kfile = bnn_qgemm_s8_cu, kfile_len = bnn_qgemm_s8_cu_len; break;
         default: break;

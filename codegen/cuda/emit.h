@@ -16,6 +16,7 @@ typedef enum {
     KERNEL_MLP, /* a __global__ whose body (call) drives kernels/mlp_fused.cu: a fused binary MLP */
     KERNEL_BGEMM_TILED, /* defines (BT_*) + kernels/bgemm_tiled.cu: pre-tiled operands, mma.sync (sm_90+) */
     KERNEL_BGEMM_WGMMA, /* defines (BW_*) + kernels/bgemm_wgmma.cu: pre-tiled operands, wgmma (sm_90a) */
+    KERNEL_PLANES_TILED, /* defines (PT_*, PT_APLAIN 1) + kernels/bgemm_planes_tiled.cu: the qgemm step's batch alternative */
 } KernelFamily;
 
 /* Every field that shapes a kernel's text must be in kernel_identity (lower.c), which decides

@@ -64,7 +64,14 @@ MODELS = [
     ("w1a8", 45, [31, 9], [(1, 8), (2, 3)]),
     ("w8a8", 40, [37, 6], [(8, 8), (8, 8)]),
     ("mixed", 63, [90, 50, 3], [(2, 2), (3, 4), (2, 2)]),
+    # wide enough for the pre-tiled bit-plane GEMM (bgemm_planes_tiled.cu), which the GPU runs
+    # from batch 1024 on at 2048 outputs (64 tiles): a bipolar w1a2 layer and a w2a2 one writing
+    # codes, a w2a3 output layer writing i32
+    ("tiled", 700, [2048, 2048, 7], [(1, 2), (2, 2), (2, 2)]),
+    ("tiled_out", 513, [2100], [(2, 3)]),
 ]
+# low-bit dense layers with the pre-tiled alternative under --lowbit=planes and auto
+TILED_LAYERS = {"tiled": 2, "tiled_out": 1}
 
 
 def want_layers(bits):
@@ -79,7 +86,8 @@ def compile_blob(tmp, model, mode, targets, extra=()):
         fail(f"{model} --lowbit={mode} --target={targets}: bnncc: {p.stderr.strip()}")
         return None, None
     m = re.search(r"low-bit dense layers: (\d+) on int8 MMA .*?, (\d+) as bit-planes", p.stderr)
-    return blob, (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    t = re.search(r"codegen: (\d+) bit-plane dense layers run the pre-tiled GEMM", p.stderr)
+    return blob, ((int(m.group(1)), int(m.group(2))) if m else (0, 0)) + (int(t.group(1)) if t else 0,)
 
 
 def outputs(tmp, args, x):
@@ -99,13 +107,17 @@ def check(tmp, name, model, xs, counts, device, gpu_targets):
         blob, got = compile_blob(tmp, model, mode, "cpu")
         if not blob:
             return
-        if got != counts[mode]:
-            return fail(f"{name} --lowbit={mode}: (int8, planes) layers {got}, want {counts[mode]}")
+        if got != counts[mode][:2] + (0,):
+            return fail(f"{name} --lowbit={mode}: (int8, planes, pre-tiled) layers {got}, want {counts[mode]} "
+                        f"(no pre-tiled alternative without a GPU target)")
         runs = [(blob, "cpu")]
         if gpu_targets or device == "gpu":
-            gblob, _ = compile_blob(tmp, model, mode, "sm_90a,sm_80")
+            gblob, got = compile_blob(tmp, model, mode, "sm_90a,sm_80")
             if not gblob:
                 return
+            if got != counts[mode]:
+                return fail(f"{name} --lowbit={mode} for sm_90a,sm_80: (int8, planes, pre-tiled) layers {got}, "
+                            f"want {counts[mode]}")
             cubins = cubin_sections(gblob)
             if sorted(cubins) != ["sm_80", "sm_90a"] or min(cubins.values()) == 0:
                 return fail(f"{name} --lowbit={mode}: CUBIN sections {cubins}")
@@ -185,18 +197,21 @@ def main():
             model = os.path.join(tmp, name + ".onnx")
             onnx.save(mlp(name, np.random.default_rng(100 + i), k0, widths, bits, signed_in=i % 2), model)
             auto, total = want_layers(bits)
-            counts = {"int8": (total, 0), "planes": (0, total), "auto": (auto, total - auto)}
+            tiled = TILED_LAYERS.get(name, 0)
+            counts = {"int8": (total, 0, 0), "planes": (0, total, tiled), "auto": (auto, total - auto, tiled)}
             rng = np.random.default_rng(i)
-            # NVRTC for the GPU targets on two models (each compile takes seconds), all on a GPU
-            check(tmp, name, model, [inputs(rng, k0, b) for b in (1, 3, 67)], counts, device,
-                  name in ("w4a4", "mixed"))
+            # NVRTC for the GPU targets on some models (each compile takes seconds), all on a GPU;
+            # batch 1100 runs the pre-tiled alternative on the GPU (nine row tiles, the last short)
+            batches = (1, 67, 1100) if tiled else (1, 3, 67)
+            check(tmp, name, model, [inputs(rng, k0, b) for b in batches], counts, device,
+                  name in ("w4a4", "mixed", "tiled", "tiled_out"))
         kws = os.path.join(SHARED, "models", "qonnx", "kwsmlp_w3a3.onnx")
         if os.path.exists(kws):
             # kwsmlp stays float in the lowbit pass (its float sums round near level boundaries,
             # docs/passes.md): no low-bit dense layer, so every mode gives the same float plan.
             rng = np.random.default_rng(9)
             xs = [rng.uniform(-110, 110, size=(b, 1, 10, 49)).astype(np.float32) for b in (1, 3, 67)]
-            check(tmp, "kwsmlp_w3a3", kws, xs, {m: (0, 0) for m in ("int8", "planes", "auto")}, device, False)
+            check(tmp, "kwsmlp_w3a3", kws, xs, {m: (0, 0, 0) for m in ("int8", "planes", "auto")}, device, False)
         refused(tmp)
         refused_blobs(tmp, os.path.join(tmp, "w4a4.onnx"))
     sys.exit(1 if failures else 0)

@@ -27,12 +27,17 @@
 // sm_90+: cp.async.bulk on mbarriers, thread 0 refilling (bgemm_tiled.cu's scheme). sm_80:
 // the same main loop fed by 16-byte cp.async copies of the same image (a program for sm_80
 // leaves out tiled_common.cu, which is sm_90+ only). PT_WGMMA 1 (sm_90a): the same schedule
-// on bgemm_wgmma.cu's wgmma loop. Each inclusion defines one kernel PT_NAME and #undefs its
-// PT_* macros at the end; docs/kernels.md has the contract.
+// on bgemm_wgmma.cu's wgmma loop. PT_APLAIN 1 (mma.sync only, the form bnncc emits for a qgemm
+// step): A is not pre-tiled but bgemm_planes.cu's plain planes, X[M][PT_XB][PT_LDA] words (a
+// quantize's or the previous qgemm's output as it is), gathered into the same stage image by
+// every thread's 16-byte cp.async (the sm_80 pipeline on every architecture), and with
+// PT_WBIPOLAR the kernel counts apop itself from the A fragments it loads (apop unused). Each
+// inclusion defines one kernel PT_NAME and #undefs its PT_* macros at the end; docs/kernels.md
+// has the contract.
 #ifndef BNN_COMMON_CU
 #include "common.cu"
 #endif
-#if (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900) && !defined(BNN_TILED_COMMON_CU)
+#if (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900) && !defined(BNN_TILED_COMMON_CU) && !PT_APLAIN
 #include "tiled_common.cu"
 #endif
 
@@ -78,9 +83,10 @@ template <int MI, int NI> __device__ __forceinline__ void bnn_pt_scale(int (&acc
 // columns cw0 + 8ni (the tile starts at row m0, column n0), PTX layout (g = lane>>2,
 // t = lane&3): d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1]; the final
 // accumulators (sign applied), bipolar correction still to do (apop).
+// apop[row - abase] (abase: 0 for the whole batch's apop, m0 for the tile's own in shared memory).
 template <int MI, int NI, int EPI, int N, int L, int YB, int LDY, bool BIPOLAR>
 __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int m0, int n0, int rw0, int cw0, int M,
-                                                const int *__restrict__ apop, const int *__restrict__ T,
+                                                const int *__restrict__ apop, int abase, const int *__restrict__ T,
                                                 const int *__restrict__ dir, void *__restrict__ Y) {
     static_assert(NI % 4 == 0, "warp tile width must be a multiple of 32 columns");
     static_assert(EPI == 1 || EPI == 2, "PT_EPI: 1 (int32) or 2 (codes as bit-planes)");
@@ -94,7 +100,7 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int row = m0 + rw0 + mi * 16 + g + 8 * h;
-            fix[mi][h] = BIPOLAR && row < M ? apop[row] : 0;
+            fix[mi][h] = BIPOLAR && row < M ? apop[row - abase] : 0;
         }
 #pragma unroll
     for (int q = 0; q < NI / 4; ++q) { // n8 tiles 4q..4q+3 = output word (n0 + cw0)/32 + q
@@ -251,6 +257,12 @@ extern "C" __global__ void __launch_bounds__(256) bnn_planes_row_pop(const uint4
 #ifndef PT_NOSTORE
 #define PT_NOSTORE 0
 #endif
+#ifndef PT_APLAIN
+#define PT_APLAIN 0
+#endif
+#ifndef PT_LDA
+#define PT_LDA 0
+#endif
 #ifndef PT_WGMMA
 #define PT_WGMMA 0
 #endif
@@ -380,7 +392,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             }
             // Warp w holds rows 16w .. 16w+15 of the tile: the m16n8 layout, MI = 1, NI = 32.
             bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR>(acc, mt * BM, nt * BN, warp * 16, 0, M, apop,
-                                                                             T, dir, Y);
+                                                                             0, T, dir, Y);
             if (PT_EPI == 2) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
         }
     }
@@ -402,11 +414,14 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
     constexpr bool NEG = PT_WSIGNED && !PT_WBIPOLAR; // the top weight plane counts negative
     constexpr int LDY = PT_EPI == 2 ? (N + 255) / 256 * 8 : N;
     constexpr unsigned ABYTES = KC * BM * 16, BBYTES = KC * BN * 16, STAGE = ABYTES + BBYTES;
-    constexpr unsigned SMEM = S * STAGE + 16 * S;
+    // APLAIN + bipolar: the tile's apop in shared memory after the stages
+    constexpr bool SELF_POP = PT_APLAIN && PT_WBIPOLAR;
+    constexpr unsigned SMEM = S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0);
     static_assert(N >= 1 && K >= 1 && XB >= 1 && PT_WB >= 1, "empty GEMM");
     static_assert(!PT_WBIPOLAR || PT_WB == 1, "bipolar weights are one plane (PT_WB 1)");
     static_assert(KC % 2 == 0 && KC >= 2 && KC <= 16, "KC: an even number of 16-byte chunks (k256 steps), <= 16");
     static_assert(S >= 2, "at least 2 stages");
+    static_assert(!PT_APLAIN || (PT_LDA % 4 == 0 && PT_LDA * 32 >= K), "PT_LDA: words a plain plane row, 16-byte chunks");
     static_assert(WTM % 16 == 0 && WTN % 32 == 0 && BM == WTM * WM && BN == WTN * WN, "warp tile");
     static_assert(SMEM <= 232448, "stages do not fit in 227 KiB of shared memory");
     static_assert(PT_EPI != 2 || (PT_YB >= 1 && PT_YB <= 31 && PT_L >= 1), "PT_YB output planes, PT_L levels");
@@ -424,21 +439,25 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
     // stages per pair; stage g lives in slot g % S.
     const unsigned total =
         (int)blockIdx.x < ntiles ? (ntiles - blockIdx.x + gridDim.x - 1) / gridDim.x * (NP * NKT) : 0;
-    auto source = [&](unsigned g, const char *&ga, const char *&gb) {
+    // ga: the stage's A image (pre-tiled), or (APLAIN) row m0 of plane p at the stage's first chunk
+    auto source = [&](unsigned g, const char *&ga, const char *&gb, int &m0) {
         const int tile = blockIdx.x + (int)(g / (NP * NKT)) * gridDim.x, r = g % (NP * NKT);
         const int kt = r % NKT, mt = tile / ntn, nt = tile % ntn;
         int p, q;
         bnn_pt_pair(r / NKT, XB, WB, p, q);
-        ga = (const char *)At + (((size_t)mt * XB + p) * NCH + (size_t)kt * KC) * BM * 16;
+        m0 = mt * BM;
+        ga = PT_APLAIN ? (const char *)At + (((size_t)m0 * XB + p) * PT_LDA + (size_t)kt * KC * 4) * 4
+                       : (const char *)At + (((size_t)mt * XB + p) * NCH + (size_t)kt * KC) * BM * 16;
         gb = (const char *)Wt + (((size_t)nt * WB + q) * NCH + (size_t)kt * KC) * BN * 16;
     };
-#if __CUDA_ARCH__ >= 900
+#if __CUDA_ARCH__ >= 900 && !PT_APLAIN
     // Thread 0 fills slot g % S with two bulk copies completing on its "full" mbarrier.
     const unsigned full = s0 + S * STAGE, empty = full + 8 * S;
     auto produce = [&](unsigned g) {
         if (g >= total) return;
         const char *ga, *gb;
-        source(g, ga, gb);
+        int m0;
+        source(g, ga, gb, m0);
         const unsigned slot = g % S, bar = full + 8 * slot, dst = s0 + slot * STAGE;
         bnn_mbar_expect_tx(bar, STAGE);
         bnn_bulk_g2s(dst, ga, ABYTES, bar);
@@ -454,13 +473,25 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
     }
 #else
     // Every thread copies its share of stage g's image (contiguous in global memory, as in
-    // shared memory) with 16-byte cp.async; one commit group per stage, empty or not.
+    // shared memory) with 16-byte cp.async; one commit group per stage, empty or not. APLAIN:
+    // A's chunk c of tile row r from its plain row (a row's KC chunks are 8 neighbouring
+    // threads' whole sectors), zeros past M and past the row's PT_LDA words.
     auto produce = [&](unsigned g) {
         if (g < total) {
             const char *ga, *gb;
-            source(g, ga, gb);
+            int m0;
+            source(g, ga, gb, m0);
             const unsigned dst = s0 + (g % S) * STAGE;
-            for (unsigned i = 16 * tid; i < ABYTES; i += 16 * NT) bnn_cp16(dst + i, ga + i, 16);
+            if (PT_APLAIN) {
+                const int kt = (int)(g % (NP * NKT)) % NKT;
+                for (int i = tid; i < KC * BM; i += NT) {
+                    const int r = i / KC, c = i % KC;
+                    const bool ok = m0 + r < M && (kt * KC + c) * 4 < PT_LDA;
+                    bnn_cp16(dst + (c * BM + r) * 16, ok ? ga + (size_t)r * XB * PT_LDA * 4 + c * 16 : At, ok ? 16 : 0);
+                }
+            } else {
+                for (unsigned i = 16 * tid; i < ABYTES; i += 16 * NT) bnn_cp16(dst + i, ga + i, 16);
+            }
             for (unsigned i = 16 * tid; i < BBYTES; i += 16 * NT) bnn_cp16(dst + ABYTES + i, gb + i, 16);
         }
         bnn_cp_commit();
@@ -479,6 +510,11 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
 #pragma unroll
             for (int j = 0; j < NI; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0;
         int sprev = XB + WB - 2, cprev = 1;
+        // SELF_POP: 2^p popc of rows g and g + 8 of each m16 tile, over this lane's 4 bytes of
+        // every chunk (warps wn == 0; the pairs (p, 0) sweep each A plane once)
+        int rpop[MI][2];
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) rpop[mi][0] = rpop[mi][1] = 0;
 #pragma unroll 1
         for (int pi = 0; pi < NP; ++pi) {
             int p, q;
@@ -486,7 +522,7 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
             if (f != 1) bnn_pt_scale(acc, f);
             for (int kt = 0; kt < NKT; ++kt, ++it) {
                 const unsigned slot = it % S, sa = s0 + slot * STAGE, sb = sa + ABYTES;
-#if __CUDA_ARCH__ >= 900
+#if __CUDA_ARCH__ >= 900 && !PT_APLAIN
                 bnn_mbar_wait(full + 8 * slot, (it / S) & 1);
                 __syncwarp(); // ldmatrix and mma.sync are .aligned: reconverge after the spin
 #else
@@ -511,8 +547,14 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
                     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
                         for (int ni = 0; ni < NI; ++ni) bnn_bmma(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
+                    if (SELF_POP && wn == 0) // a[mi]: row g lo, row g + 8 lo, row g hi, row g + 8 hi
+#pragma unroll
+                        for (int mi = 0; mi < MI; ++mi) {
+                            rpop[mi][0] += (__popc(a[mi][0]) + __popc(a[mi][2])) << p;
+                            rpop[mi][1] += (__popc(a[mi][1]) + __popc(a[mi][3])) << p;
+                        }
                 }
-#if __CUDA_ARCH__ >= 900
+#if __CUDA_ARCH__ >= 900 && !PT_APLAIN
                 __syncwarp(); // every lane's ldmatrix of this stage is done before the slot is released
                 if (lane == 0) bnn_mbar_arrive(empty + 8 * slot);
                 if (tid == 0) { // refill the slot once every warp released it
@@ -533,11 +575,26 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
             continue;
         }
         constexpr int L = PT_EPI == 2 ? PT_L : 1, YB = PT_EPI == 2 ? PT_YB : 1; // unused with int32 output
+        int *const tpop = (int *)(bnn_dsmem + S * STAGE + 16 * S); // SELF_POP: the tile's apop
+        if (SELF_POP) {
+            if (wn == 0)
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        int v = rpop[mi][h]; // the 4 lanes of a row hold its 16 bytes a chunk
+                        v += __shfl_xor_sync(0xffffffffu, v, 1);
+                        v += __shfl_xor_sync(0xffffffffu, v, 2);
+                        if ((lane & 3) == 0) tpop[wm * WTM + mi * 16 + (lane >> 2) + 8 * h] = v;
+                    }
+            __syncthreads(); // (the next tile's stages sync before tpop is written again)
+        }
         bnn_pt_epilogue<MI, NI, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR>(acc, mt * BM, nt * BN, wm * WTM, wn * WTN, M,
-                                                                        apop, T, dir, Y);
+                                                                        SELF_POP ? tpop : apop, SELF_POP ? mt * BM : 0,
+                                                                        T, dir, Y);
         if (PT_EPI == 2) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
     }
-#if __CUDA_ARCH__ < 900
+#if __CUDA_ARCH__ < 900 || PT_APLAIN
     bnn_cp_wait<0>(); // no copy outlives the block (the tail's groups are empty)
 #endif
 }
@@ -563,3 +620,5 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
 #undef PT_KC
 #undef PT_STAGES
 #undef PT_NOSTORE
+#undef PT_APLAIN
+#undef PT_LDA
