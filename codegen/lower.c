@@ -3207,8 +3207,8 @@ static int lower_quantize(Lower *L, const Node *n) {
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.quantize = qp;
-    /* The GPU: one thread per element (dequant) or per word of the code planes. */
-    float_kernel(L, st, "quantize", qp.dequant ? k : qp.ld,
+    /* The GPU: one thread per element (dequant) or a warp per word of the code planes. */
+    float_kernel(L, st, "quantize", qp.dequant ? k : qp.ld * 32,
                  str_printf("bnn_quantize(item, j, (const float *)in, out, %lld, %lld, %lld, %lld, %lld, %lld, "
                             "%uu, %uu, %d)",
                             (long long)k, (long long)qp.bits, (long long)qp.ld, (long long)lo, (long long)hi,
