@@ -95,8 +95,8 @@ int bnn_tile_planes(const uint32_t *src, int rows, int planes, int k, size_t row
                     int tile_rows, int kalign_bits, void *dst);
 
 /* Dynamic shared memory of bgemm_planes_tiled.cu: stages of KC chunks for BM + BN rows and
- * two mbarriers per stage (above 48 KiB the launcher raises the function's limit). Threads:
- * wm * wn * 32. */
+ * two mbarriers per stage (above 48 KiB the launcher raises the function's limit); with
+ * PT_APLAIN and PT_WBIPOLAR add bm * 4 (the tile's apop). Threads: wm * wn * 32. */
 static inline int bnn_planes_tiled_smem(int bm, int bn, int kc, int stages) {
     return stages * kc * (bm + bn) * 16 + 16 * stages;
 }
