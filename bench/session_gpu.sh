@@ -18,9 +18,12 @@
 #                their times compare: `bnnrun --bench 50 --resident` at batches 256, 8 and 1,
 #                the GPU outputs equal to the CPU path's at batch 8, `--profile 20` of each at
 #                batch 256. Inputs: random normal of shape SHAPE (default 3,224,224) a item.
+#   PART lowbit  bench/lowbit_planes_bench.sh: low-bit MLPs (4 x 4096, 2 x 8192) through
+#                model.bin, planes and int8 (and OLD, another bnncc's planes, where set)
+#                against PyTorch fp16 and int8 in one run; about 5 minutes.
 # Logs under $OUT (default /tmp/session_gpu); the summary prints last.
 set -uo pipefail
-part=${1:?PART: suite, models, verify or compare} commit=${2:-?}
+part=${1:?PART: suite, models, verify, compare or lowbit} commit=${2:-?}
 OUT=${OUT:-/tmp/session_gpu}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PATH="$PATH:/usr/local/cuda/bin"
@@ -100,8 +103,11 @@ print('$blob: GPU vs CPU path at batch 8:', 'equal' if np.array_equal(g, c) else
     done
     for blob in $BLOBS; do echo "== $blob"; sed -n '3,$p' "$OUT/profile_$(basename "$blob").log" | cut -c1-60; done
     ;;
+lowbit)
+    timeout 570 bash bench/lowbit_planes_bench.sh .cache/bench/carry ${OLD:-} 2>&1 | tail -70
+    ;;
 *)
-    echo "session_gpu.sh: PART is suite, models, verify or compare, not '$part'" >&2
+    echo "session_gpu.sh: PART is suite, models, verify, compare or lowbit, not '$part'" >&2
     exit 2
     ;;
 esac
