@@ -19,6 +19,7 @@ typedef struct PtSpec {
     int bm, bn, wm, wn, kc, stages; /* 0: the file's defaults */
     bool nostore;                  /* timing aid: main loop only */
     bool wgmma;                    /* the wgmma variant (sm_90a; 128 x 256 tile, 384 threads) */
+    bool aplain;                   /* PT_APLAIN: A as plain planes [M][XB][ld] (ld = K in 256-bit words) */
 } PtSpec;
 
 static inline void pt_resolve(PtSpec *s) {
@@ -38,7 +39,9 @@ static inline void pt_resolve(PtSpec *s) {
         s->stages = BNN_PLANES_TILED_STAGES;
 }
 
-static inline int pt_smem(const PtSpec *s) { return bnn_planes_tiled_smem(s->bm, s->bn, s->kc, s->stages); }
+static inline int pt_smem(const PtSpec *s) {
+    return bnn_planes_tiled_smem(s->bm, s->bn, s->kc, s->stages) + (s->aplain && s->bipolar ? s->bm * 4 : 0);
+}
 static inline int pt_threads(const PtSpec *s) { return s->wgmma ? BNN_PLANES_WGMMA_THREADS : s->wm * s->wn * 32; }
 static inline int pt_wplanes(const PtSpec *s) { return s->bipolar ? 1 : s->wb; }
 
@@ -61,9 +64,11 @@ static inline void pt_append(Buf *b, const char *name, const PtSpec *s) {
                "\n#define PT_NAME %s\n#define PT_N %d\n#define PT_K %d\n#define PT_XB %d\n#define PT_WB %d\n"
                "#define PT_WSIGNED %d\n#define PT_WBIPOLAR %d\n#define PT_EPI %d\n#define PT_L %d\n"
                "#define PT_YB %d\n#define PT_BM %d\n#define PT_BN %d\n#define PT_WM %d\n#define PT_WN %d\n"
-               "#define PT_KC %d\n#define PT_STAGES %d\n#define PT_NOSTORE %d\n#define PT_WGMMA %d\n",
+               "#define PT_KC %d\n#define PT_STAGES %d\n#define PT_NOSTORE %d\n#define PT_WGMMA %d\n"
+               "#define PT_APLAIN %d\n#define PT_LDA %d\n",
                name, s->n, s->k, s->xb, s->wb, s->wsigned, s->bipolar, s->epi, s->l, s->yb, s->bm, s->bn, s->wm,
-               s->wn, s->kc, s->stages, s->nostore ? 1 : 0, s->wgmma ? 1 : 0);
+               s->wn, s->kc, s->stages, s->nostore ? 1 : 0, s->wgmma ? 1 : 0, s->aplain ? 1 : 0,
+               s->aplain ? (s->k + 255) / 256 * 8 : 0);
     buf_put(b, bnn_bgemm_planes_tiled_cu, bnn_bgemm_planes_tiled_cu_len);
 }
 

@@ -2,6 +2,8 @@
  * without a GPU.
  * 1. The plane-tiled layout: bnn_tile_planes puts every word of every plane row where
  *    bnn_tiled_planes_offset says, and zeros everywhere else.
+ * 1b. The plain-A gather (PT_APLAIN, the form bnncc emits): the stage image its producer builds
+ *    from the plain planes equals the pre-tiled image's stage, byte for byte.
  * 2. The kernel's algebra, modelled on the host over the tiled images: one accumulator, plane
  *    pairs in the kernel's order (bnn_pt_pair), the Horner step (x2 when the shift drops,
  *    x-1 when the sign changes), the final sign and the bipolar correction from the
@@ -10,7 +12,7 @@
  *    tiles, and K over several stages.
  * 3. NVRTC compiles the kernel for sm_90a (with tiled_common.cu: bulk copies, no XOR-popc;
  *    and the wgmma variant) and sm_80 (without it: 16-byte cp.async; no wgmma) for every spec,
- *    both epilogues, 255 levels.
+ *    both epilogues, 255 levels, plain A.
  * Part 3 is skipped (not failed) without libnvrtc unless BNN_REQUIRE_NVRTC=1. */
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,10 @@ static const PtSpec specs[] = {
     {.n = 257, .k = 1000, .xb = 2, .wb = 2, .wsigned = 0, .epi = 1, .kc = 4, .stages = 6, .wgmma = true},
     {.n = 257, .k = 1000, .xb = 8, .wb = 8, .wsigned = 1, .epi = 2, .l = 255, .yb = 8, .wgmma = true},
     {.n = 8192, .k = 8192, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2, .nostore = true, .wgmma = true},
+    /* A as plain planes (PT_APLAIN, what bnncc emits): bipolar (apop counted in the kernel) and
+     * signed, a small ring, K not a multiple of the stage */
+    {.n = 300, .k = 700, .xb = 2, .wb = 1, .wsigned = 1, .bipolar = 1, .epi = 2, .l = 3, .yb = 2, .aplain = true},
+    {.n = 257, .k = 1000, .xb = 3, .wb = 2, .wsigned = 1, .epi = 1, .kc = 2, .stages = 3, .aplain = true},
 };
 enum { NSPECS = sizeof specs / sizeof *specs };
 
@@ -66,6 +72,40 @@ static void check_layout(const PtSpec *s, const uint32_t *A, int M, int ld, cons
         bad += !seen[i] && At[i];
     CHECK_MSG(bad == 0, "plane-tiled layout: %zu words wrong (M=%d K=%d XB=%d)", bad, M, s->k, s->xb);
     free(seen);
+}
+
+/* ---------------------------------------------------------------- 1b. plain A */
+
+/* The stage image PT_APLAIN's producer gathers from the plain planes (its produce(), line for
+ * line: chunk c of tile row r at (c * BM + r) * 16, from row m0 + r of plane p, zeros past M
+ * and past the row's ld words) is byte for byte the pre-tiled image's stage, which the other
+ * producers copy whole, for every row tile, plane and k stage: the main loop reads the same
+ * shared memory either way. */
+static void check_plain_gather(const PtSpec *s, const uint32_t *A, int M, int ld, const unsigned char *At) {
+    const int kc = s->kc, bm = s->bm, nch = bnn_tiled_kpad(s->k, kc * 128) / 128, nkt = nch / kc;
+    const size_t abytes = (size_t)kc * bm * 16;
+    unsigned char *img = xmalloc(abytes);
+    size_t bad = 0;
+    for (int mt = 0; mt < (M + bm - 1) / bm; mt++)
+        for (int p = 0; p < s->xb; p++)
+            for (int kt = 0; kt < nkt; kt++) {
+                const int m0 = mt * bm;
+                const unsigned char *ga = (const unsigned char *)A + (((size_t)m0 * s->xb + p) * ld + (size_t)kt * kc * 4) * 4;
+                for (int i = 0; i < kc * bm; i++) {
+                    const int r = i / kc, c = i % kc;
+                    unsigned char *dst = img + (size_t)(c * bm + r) * 16;
+                    if (m0 + r < M && (kt * kc + c) * 4 < ld)
+                        memcpy(dst, ga + (size_t)r * s->xb * ld * 4 + (size_t)c * 16, 16);
+                    else
+                        memset(dst, 0, 16);
+                }
+                const unsigned char *stage = At + (((size_t)mt * s->xb + p) * nch + (size_t)kt * kc) * bm * 16;
+                for (size_t i = 0; i < abytes; i++)
+                    bad += img[i] != stage[i];
+            }
+    CHECK_MSG(bad == 0, "plain-A gather: %zu bytes differ from the pre-tiled stages (M=%d K=%d XB=%d KC=%d)", bad, M,
+              s->k, s->xb, kc);
+    free(img);
 }
 
 /* ---------------------------------------------------------------- 2. the algebra */
@@ -130,6 +170,7 @@ static void check_algebra(int si, const PtSpec *s, int M) {
     size_t ab, wb;
     pt_tile_operands(s, A, W, M, ld, &At, &ab, &Wt, &wb);
     check_layout(s, A, M, ld, At);
+    check_plain_gather(s, A, M, ld, At);
     int32_t *want = xmalloc((size_t)M * s->n * 4), *got = xmalloc((size_t)M * s->n * 4);
     rt_cpu_qgemm_planes(A, W, M, s->n, ld, s->xb, s->wb, s->wsigned, s->bipolar, want, NULL, NULL, 0, 0, NULL);
     model_gemm(s, M, At, Wt, got);
