@@ -149,6 +149,10 @@ typedef enum {
 #define BLOB_STEP_BESIDE_SWAP 16u
 #define BLOB_STEP_BESIDE_SHIFT 16
 #define BLOB_STEP_BESIDE_MAX 255u
+/* The fork of step i with these flags where it is BESIDE (i - D), else -1. */
+static inline int blob_step_beside_fork(uint32_t flags, int i) {
+    return (flags & BLOB_STEP_BESIDE) ? i - (int)(flags >> BLOB_STEP_BESIDE_SHIFT) : -1;
+}
 
 /* Where a tensor operand lives. */
 typedef enum {
@@ -178,6 +182,8 @@ enum {
     BLOB_SLOT_X0 = 6,  /* free for GPU-only operands (pre-tiled weights, ...) */
     BLOB_SLOT_X1 = 7,
 };
+/* The slots a GPU kernel only reads (BLOB_STEP_BESIDE's contract); it may write any other. */
+static inline int blob_slot_read_only(int slot) { return slot == BLOB_SLOT_IN || slot == BLOB_SLOT_IN2; }
 
 /* GPU kernel arguments, passed to cuLaunchKernel in order. */
 typedef enum {

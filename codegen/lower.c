@@ -3225,13 +3225,11 @@ static int lower_quantize(Lower *L, const Node *n) {
 #define QGEMM_TILED_MIN_TILES 64
 #define QGEMM_TILED_MIN_N 128
 #define QGEMM_TILED_MIN_K 512
-static int64_t qgemm_tiled_batch(int64_t n) {
-    int64_t ntn = (n + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN;
-    return BNN_PLANES_TILED_BM * ((QGEMM_TILED_MIN_TILES + ntn - 1) / ntn);
-}
 static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t wb, bool wsigned, bool bipolar,
                             int64_t levels, int64_t yb) {
-    LStep *alt = new_batch_alt(L, si, (uint32_t)qgemm_tiled_batch(L->steps[si].s.qgemm.n));
+    /* ntn column tiles; the batch's rows come in tiles of BM */
+    uint32_t ntn = (uint32_t)((L->steps[si].s.qgemm.n + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
+    LStep *alt = new_batch_alt(L, si, BNN_PLANES_TILED_BM * ((QGEMM_TILED_MIN_TILES + ntn - 1) / ntn));
     const BlobQgemmParams *qp = &alt->s.qgemm;
     int64_t O = qp->n, ld = qp->ld;
     const int kalign = BNN_PLANES_TILED_KC * 128;
@@ -3250,7 +3248,6 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
                                 wsigned ? 1 : 0, bipolar ? 1 : 0, (long long)qp->epi, (long long)levels,
                                 (long long)yb, (long long)ld);
     /* persistent blocks, one an output tile at least: ntn column tiles x ceil(batch/128) rows */
-    uint32_t ntn = (uint32_t)((O + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
     BlobGridDim grid[3] = {{ntn, ntn, BNN_PLANES_TILED_BM}, {1, 0, 1}, {1, 0, 1}};
     uint32_t block[3] = {(uint32_t)(BNN_PLANES_TILED_WM * BNN_PLANES_TILED_WN * 32), 1, 1};
     int smem = bnn_planes_tiled_smem(BNN_PLANES_TILED_BM, BNN_PLANES_TILED_BN, BNN_PLANES_TILED_KC,
@@ -3638,8 +3635,6 @@ static void buf_lifetimes(Lower *L) {
  * contract), every other arena slot may be written. */
 #define BESIDE_MAX_BACK 16 /* steps a run may go back over */
 
-static bool slot_reads_only(int slot) { return slot == BLOB_SLOT_IN || slot == BLOB_SLOT_IN2; }
-
 static bool gpu_step(const LStep *st) { return st->has_kernel && !(st->s.flags & BLOB_STEP_CPU_ONLY); }
 
 /* The last step of the group at i: the step and its batch alternatives right after it. */
@@ -3661,11 +3656,11 @@ static bool beside_ok(const Lower *L, int g0, int g1, int a, int r) {
             int b = st->buf[i];
             if (b < 0 || L->bufs[b].first >= r)
                 continue;
-            if (L->bufs[b].first >= a || L->bufs[b].pinned || !slot_reads_only(i))
+            if (L->bufs[b].first >= a || L->bufs[b].pinned || !blob_slot_read_only(i))
                 return false;
             for (int q = a; q < r; q++)
                 for (int j = 0; j < BLOB_MAX_SLOTS; j++)
-                    if (L->steps[q].buf[j] == b && !slot_reads_only(j))
+                    if (L->steps[q].buf[j] == b && !blob_slot_read_only(j))
                         return false;
         }
     }
@@ -4324,7 +4319,7 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                          main_step);
             char beside[96] = "";
             if (st->s.flags & BLOB_STEP_BESIDE) {
-                int fork = i - (int)(st->s.flags >> BLOB_STEP_BESIDE_SHIFT), first = i;
+                int fork = blob_step_beside_fork(st->s.flags, i), first = i;
                 while (first > 0 && (L.steps[first - 1].s.flags & BLOB_STEP_BESIDE))
                     first--;
                 snprintf(beside, sizeof beside, ", beside steps %d-%d%s", fork, first - 1,

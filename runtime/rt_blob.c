@@ -904,16 +904,13 @@ static bnn_status check_beside(const StepCheck *c) {
     int first = c->index; /* the run's first step */
     while (first > 0 && (c->m->steps[first - 1].flags & BLOB_STEP_BESIDE))
         first--;
-    for (int q = c->index - (int)(s->flags >> BLOB_STEP_BESIDE_SHIFT); q < first; q++)
+    for (int q = blob_step_beside_fork(s->flags, c->index); q < first; q++)
         for (int i = 0; i < BLOB_MAX_SLOTS; i++)
-            for (int j = 0; j < BLOB_MAX_SLOTS; j++) {
-                const BlobRef *a = &s->slot[i], *b = &c->m->steps[q].slot[j];
-                bool reads = (i == BLOB_SLOT_IN || i == BLOB_SLOT_IN2) && (j == BLOB_SLOT_IN || j == BLOB_SLOT_IN2);
-                if (a->space == BLOB_SPACE_ARENA && b->space == BLOB_SPACE_ARENA && !reads &&
-                    a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes)
+            for (int j = 0; j < BLOB_MAX_SLOTS; j++)
+                if (!(blob_slot_read_only(i) && blob_slot_read_only(j)) &&
+                    ranges_overlap(&s->slot[i], &c->m->steps[q].slot[j]))
                     return bad_step(c, "it runs beside step %d, but its slot %s overlaps that step's slot %s "
                                        "and one of them is written", q, slot_names[i], slot_names[j]);
-            }
     return BNN_STATUS_OK;
 }
 

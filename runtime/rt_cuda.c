@@ -411,17 +411,13 @@ void rt_cuda_free(RtCuda *c) {
     if (c->ctx && c->api.CtxPushCurrent(c->ctx) == CUDA_SUCCESS) {
         for (int i = 0; i < c->ngraphs; i++)
             c->api.GraphExecDestroy(c->graphs[i].exec);
-        if (c->start)
-            c->api.EventDestroy(c->start);
-        if (c->stop)
-            c->api.EventDestroy(c->stop);
+        CUevent events[] = {c->start, c->stop, c->fork, c->join};
+        for (size_t i = 0; i < sizeof events / sizeof *events; i++)
+            if (events[i])
+                c->api.EventDestroy(events[i]);
         for (int i = 0; i < c->nmarks; i++)
             if (c->marks[i])
                 c->api.EventDestroy(c->marks[i]);
-        if (c->fork)
-            c->api.EventDestroy(c->fork);
-        if (c->join)
-            c->api.EventDestroy(c->join);
         if (c->side)
             c->api.StreamDestroy(c->side);
         if (c->stream)
@@ -498,10 +494,7 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain
 
 /* Step i's fork where it is in a run of BLOB_STEP_BESIDE steps (the loader checked the runs'
  * shape), else -1. */
-static int beside_fork(const bnn_model *m, int i) {
-    uint32_t f = m->steps[i].flags;
-    return (f & BLOB_STEP_BESIDE) ? i - (int)(f >> BLOB_STEP_BESIDE_SHIFT) : -1;
-}
+static int beside_fork(const bnn_model *m, int i) { return blob_step_beside_fork(m->steps[i].flags, i); }
 
 /* The first step of the run that forks at step i, or -1 where none does. */
 static int run_forking_at(const bnn_model *m, int i) {
