@@ -14,8 +14,9 @@
 #      the wMaN layer over the step's time).
 #   3. PyTorch fp16 `a @ w` and int8 `torch._int_mm` (B column-major) of each layer's shape,
 #      median of 50 after warm-up, CUDA events.
+# WIDTHS="8192" (or "4096") runs part 1 or 2 alone (with the PyTorch layers of that width).
 # Work files under /tmp/lowbit_planes (LOWBIT_DIR); the checks and the table print last, and
-# are copied to $OUT where it is set (the device tool's folder).
+# are kept in $OUT where it is set (the device tool's folder), line by line as they come.
 set -uo pipefail
 BIN=${1:?BIN: a folder with bnncc and bnnrun}
 OLD=${2:-}
@@ -32,12 +33,14 @@ for b in (1024, 512, 256, 64):
     np.save(f"{sys.argv[1]}/x4096_{b}.npy", x[:b])
 np.save(f"{sys.argv[1]}/x8192_8192.npy", rng.uniform(-1, 4, size=(8192, 8192)).astype(np.float32))
 PY
-table=$W/table.txt checks=$W/checks.txt
+WIDTHS=${WIDTHS:-4096 8192}
+table=${OUT:-$W}/table.txt checks=${OUT:-$W}/checks.txt
 : > "$table"
 : > "$checks"
 for shape in "4096 4 1024,512,256,64" "8192 2 8192"; do
     set -- $shape
     width=$1 layers=$2 batches=$3
+    case " $WIDTHS " in *" $width "*) ;; *) continue ;; esac
     for wa in "1 2" "2 2"; do
         set -- $wa
         m=w$1a$2_${width}x$layers
@@ -82,7 +85,8 @@ PY
         rm -f "$W"/${m}_*.bin "$W/$m.bnn"
     done
 done
-python3 - <<'PY' >> "$table"
+WIDTHS="$WIDTHS" python3 - <<'PY' >> "$table"
+import os
 import torch
 def med(f):
     for _ in range(10):
@@ -93,6 +97,8 @@ def med(f):
         e0.record(); f(); e1.record(); torch.cuda.synchronize(); ts.append(e0.elapsed_time(e1))
     return sorted(ts)[25]
 for m, k in ((1024, 4096), (512, 4096), (256, 4096), (64, 4096), (8192, 8192)):
+    if str(k) not in os.environ["WIDTHS"].split():
+        continue
     a = torch.randn(m, k, device="cuda", dtype=torch.half); b = torch.randn(k, k, device="cuda", dtype=torch.half)
     ai = torch.randint(-2, 2, (m, k), device="cuda", dtype=torch.int8)
     bi = torch.randint(-2, 2, (k, k), device="cuda", dtype=torch.int8).t()
@@ -104,4 +110,4 @@ cat "$checks"
 echo "| model | batch | variant | alternation | median ms |"
 echo "|---|---:|---|---:|---:|"
 cat "$table"
-[ -z "${OUT:-}" ] || cp "$checks" "$table" "$W"/*_profile.txt "$OUT"/
+[ -z "${OUT:-}" ] || cp "$W"/*_profile.txt "$OUT"/

@@ -147,6 +147,10 @@ typedef enum {
 /* On every step of such a run: the GPU runs the D steps before the run on its side stream and
  * the run on the main line (the cheaper side goes beside; without the flag, the run does). */
 #define BLOB_STEP_BESIDE_SWAP 16u
+/* The step's kernel is in the sm_90a CUBIN only (wgmma): a GPU that loads another CUBIN skips
+ * the step as if it were not there. Only on a batch alternative, which may then start at the
+ * same batch as the alternative before it and replaces that one on sm_90a. */
+#define BLOB_STEP_SM90A 32u
 #define BLOB_STEP_BESIDE_SHIFT 16
 #define BLOB_STEP_BESIDE_MAX 255u
 /* The fork of step i with these flags where it is BESIDE (i - D), else -1. */

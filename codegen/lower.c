@@ -62,6 +62,7 @@ typedef struct Lower {
     int nbatch_alts;      /* how many did, for --report */
     int nbeside_runs;     /* runs of steps beside others (mark_beside_runs), for --report */
     int min_sm;           /* the lowest target's sm (0: no GPU target) */
+    bool sm90a;           /* a target is sm_90a (wgmma kernels, in that CUBIN only) */
     int nqgemm_tiled;     /* qgemm steps with a pre-tiled batch alternative (qgemm_tiled_alt) */
     int tiled_kernel; /* codegen_tiled_kernel of the options: which pre-tiled GEMM the targets run */
     int ntiled;       /* pre-tiled bgemm steps, for --report */
@@ -3216,48 +3217,60 @@ static int lower_quantize(Lower *L, const Node *n) {
     return 0;
 }
 
-/* The pre-tiled bit-plane GEMM (bgemm_planes_tiled.cu, mma.sync, PT_APLAIN: A read as the plain
- * planes the step's input holds, the weights pre-tiled in x0) as a batch alternative of qgemm
- * step si: 128 x 256 tiles of 8 warps, persistent blocks, against bgemm_planes.cu's warp a 16 x
- * 32 tile straight from global memory (docs/codegen.md "Batch alternatives"). From the batch
- * that gives QGEMM_TILED_MIN_TILES tiles (half an H100's SMs; at a quarter, 4 layers of 4096 at
- * batch 256 ran 1.25-1.4x slower than bgemm_planes.cu, at a whole 2.2x faster: docs/perf.md). */
+/* The pre-tiled bit-plane GEMM (bgemm_planes_tiled.cu, PT_APLAIN: A read as the plain planes
+ * the step's input holds, the weights pre-tiled in x0) as batch alternatives of qgemm step si:
+ * 128 x 256 tiles, persistent blocks, against bgemm_planes.cu's warp a 16 x 32 tile straight
+ * from global memory (docs/codegen.md "Batch alternatives"). On mma.sync (8 warps) where a
+ * target is not sm_90a; on wgmma (a producer warpgroup gathering A, two consumer warpgroups),
+ * flagged BLOB_STEP_SM90A, where one is: from the same batch, it replaces the mma.sync one on
+ * sm_90a. From the batch that gives QGEMM_TILED_MIN_TILES tiles (half an H100's SMs; at a
+ * quarter, 4 layers of 4096 at batch 256 ran 1.25-1.4x slower than bgemm_planes.cu on
+ * mma.sync, at a whole 2.2x faster: docs/perf.md). */
 #define QGEMM_TILED_MIN_TILES 64
 #define QGEMM_TILED_MIN_N 128
 #define QGEMM_TILED_MIN_K 512
 static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t wb, bool wsigned, bool bipolar,
                             int64_t levels, int64_t yb) {
     /* ntn column tiles; the batch's rows come in tiles of BM */
-    uint32_t ntn = (uint32_t)((L->steps[si].s.qgemm.n + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
-    LStep *alt = new_batch_alt(L, si, BNN_PLANES_TILED_BM * ((QGEMM_TILED_MIN_TILES + ntn - 1) / ntn));
-    const BlobQgemmParams *qp = &alt->s.qgemm;
-    int64_t O = qp->n, ld = qp->ld;
+    const int64_t O = L->steps[si].s.qgemm.n, ld = L->steps[si].s.qgemm.ld;
+    const uint32_t ntn = (uint32_t)((O + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
+    const uint32_t from = BNN_PLANES_TILED_BM * ((QGEMM_TILED_MIN_TILES + ntn - 1) / ntn);
+    /* the W image of both kernels (same tile rows, same K stage) */
     const int kalign = BNN_PLANES_TILED_KC * 128;
     size_t tbytes = bnn_tiled_planes_bytes((int)O, (int)wb, (int)K, BNN_PLANES_TILED_BN, kalign);
     void *wt = xmalloc(tbytes);
     if (bnn_tile_planes(wp, (int)O, (int)wb, (int)K, (size_t)ld, (size_t)(O * ld), BNN_PLANES_TILED_BN, kalign, wt))
         unreachable("bnn_tile_planes refused a qgemm's weights");
-    alt->s.slot[BLOB_SLOT_X0] = put_weights(L, wt, tbytes);
+    BlobRef wref = put_weights(L, wt, tbytes);
     free(wt);
-    name_kernel(L, alt, "qgemm_tiled");
-    alt->k.family = KERNEL_PLANES_TILED;
-    alt->k.defines = str_printf("#define PT_NAME %s\n#define PT_N %lld\n#define PT_K %lld\n#define PT_XB %lld\n"
-                                "#define PT_WB %lld\n#define PT_WSIGNED %d\n#define PT_WBIPOLAR %d\n#define PT_EPI %lld\n"
-                                "#define PT_L %lld\n#define PT_YB %lld\n#define PT_APLAIN 1\n#define PT_LDA %lld\n",
-                                alt->k.name, (long long)O, (long long)K, (long long)qp->xb, (long long)wb,
-                                wsigned ? 1 : 0, bipolar ? 1 : 0, (long long)qp->epi, (long long)levels,
-                                (long long)yb, (long long)ld);
-    /* persistent blocks, one an output tile at least: ntn column tiles x ceil(batch/128) rows */
-    BlobGridDim grid[3] = {{ntn, ntn, BNN_PLANES_TILED_BM}, {1, 0, 1}, {1, 0, 1}};
-    uint32_t block[3] = {(uint32_t)(BNN_PLANES_TILED_WM * BNN_PLANES_TILED_WN * 32), 1, 1};
-    int smem = bnn_planes_tiled_smem(BNN_PLANES_TILED_BM, BNN_PLANES_TILED_BN, BNN_PLANES_TILED_KC,
-                                     BNN_PLANES_TILED_STAGES) + (bipolar ? BNN_PLANES_TILED_BM * 4 : 0);
-    blob_step_set_kernel(&alt->s, alt->k.name, grid, block, (uint32_t)smem);
-    /* (At, Wt, apop: unused with PT_APLAIN, T, dir, Y, M) */
-    blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
-    blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
-    blob_step_add_arg(&alt->s, BLOB_ARG_I64, 0, 0);
-    add_epilogue_args(alt, 1, -1);
+    for (int wgmma = L->tiled_kernel == 2; wgmma <= (int)L->sm90a; wgmma++) { /* tiled_kernel 2: sm_90a alone */
+        LStep *alt = new_batch_alt(L, si, from);
+        const BlobQgemmParams *qp = &alt->s.qgemm;
+        alt->s.slot[BLOB_SLOT_X0] = wref;
+        name_kernel(L, alt, wgmma ? "qgemm_wgmma" : "qgemm_tiled");
+        alt->k.family = wgmma ? KERNEL_PLANES_WGMMA : KERNEL_PLANES_TILED;
+        alt->k.defines = str_printf("#define PT_NAME %s\n#define PT_N %lld\n#define PT_K %lld\n#define PT_XB %lld\n"
+                                    "#define PT_WB %lld\n#define PT_WSIGNED %d\n#define PT_WBIPOLAR %d\n"
+                                    "#define PT_EPI %lld\n#define PT_L %lld\n#define PT_YB %lld\n#define PT_APLAIN 1\n"
+                                    "#define PT_LDA %lld\n#define PT_WGMMA %d\n",
+                                    alt->k.name, (long long)O, (long long)K, (long long)qp->xb, (long long)wb,
+                                    wsigned ? 1 : 0, bipolar ? 1 : 0, (long long)qp->epi, (long long)levels,
+                                    (long long)yb, (long long)ld, wgmma);
+        if (wgmma) /* the kernel is in the sm_90a CUBIN only */
+            alt->s.flags |= BLOB_STEP_SM90A;
+        /* persistent blocks, one an output tile at least: ntn column tiles x ceil(batch/128) rows */
+        BlobGridDim grid[3] = {{ntn, ntn, BNN_PLANES_TILED_BM}, {1, 0, 1}, {1, 0, 1}};
+        uint32_t block[3] = {
+            wgmma ? BNN_PLANES_WGMMA_THREADS : (uint32_t)(BNN_PLANES_TILED_WM * BNN_PLANES_TILED_WN * 32), 1, 1};
+        int smem = bnn_planes_tiled_smem(BNN_PLANES_TILED_BM, BNN_PLANES_TILED_BN, BNN_PLANES_TILED_KC,
+                                         BNN_PLANES_TILED_STAGES) + (bipolar ? BNN_PLANES_TILED_BM * 4 : 0);
+        blob_step_set_kernel(&alt->s, alt->k.name, grid, block, (uint32_t)smem);
+        /* (At, Wt, apop: unused with PT_APLAIN, T, dir, Y, M) */
+        blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+        blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
+        blob_step_add_arg(&alt->s, BLOB_ARG_I64, 0, 0);
+        add_epilogue_args(alt, 1, -1);
+    }
     L->nqgemm_tiled++;
 }
 
@@ -3847,8 +3860,9 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     L->qconv_direct = o && o->qconv_direct;
     L->tiled_kernel = codegen_tiled_kernel(o);
     for (int i = 0; o && i < o->ntargets; i++) {
-        int sm = atoi(o->targets[i] + 3); /* "sm_90a" */
+        int sm = atoi(o->targets[i] + 3); /* "sm_90a" up to a ',' or the end */
         L->min_sm = i == 0 || sm < L->min_sm ? sm : L->min_sm;
+        L->sm90a = L->sm90a || (strcspn(o->targets[i], ",") == 6 && !strncmp(o->targets[i], "sm_90a", 6));
     }
     L->tune_choice = o ? o->tune_choice : NULL;
     L->ntune_choice = o ? o->ntune_choice : 0;
@@ -4359,9 +4373,13 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                        L.nqgemm_int8, L.nqgemm_planes,
                        o->lowbit == LOWBIT_AUTO ? ": int8 where activation x weight bits > 8" : "");
         if (L.nqgemm_tiled)
-            buf_printf(o->report, "codegen: %d bit-plane dense layers run the pre-tiled GEMM (bgemm_planes_tiled.cu) "
-                                  "from the batch that fills %d of its tiles on (a batch alternative)\n",
-                       L.nqgemm_tiled, QGEMM_TILED_MIN_TILES);
+            buf_printf(o->report, "codegen: %d bit-plane dense layers run the pre-tiled GEMM (bgemm_planes_tiled.cu, "
+                                  "%s) from the batch that fills %d of its tiles on (a batch alternative)\n",
+                       L.nqgemm_tiled,
+                       L.tiled_kernel == 2 ? "wgmma"
+                       : L.sm90a           ? "wgmma on sm_90a, mma.sync on the other targets"
+                                           : "mma.sync",
+                       QGEMM_TILED_MIN_TILES);
         if (o->float_convs != FLOAT_CONVS_EXACT)
             buf_printf(o->report, "codegen: --float-convs=%s: %d float convolutions on fp16 tensor cores "
                                   "(GPU results differ from the reference by %s; the CPU path stays exact)\n",

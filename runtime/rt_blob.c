@@ -919,10 +919,14 @@ static bnn_status check_step(const StepCheck *c) {
     const BlobStep *s = c->s;
     const bnn_model *m = c->m;
     uint32_t beside = s->flags >> BLOB_STEP_BESIDE_SHIFT; /* the steps it may run beside */
-    uint32_t known = BLOB_STEP_CPU_ONLY | BLOB_STEP_PDL | BLOB_STEP_BATCH_ALT | BLOB_STEP_BESIDE | BLOB_STEP_BESIDE_SWAP;
+    uint32_t known = BLOB_STEP_CPU_ONLY | BLOB_STEP_PDL | BLOB_STEP_BATCH_ALT | BLOB_STEP_BESIDE |
+                     BLOB_STEP_BESIDE_SWAP | BLOB_STEP_SM90A;
     if ((s->flags & ~known & ((1u << BLOB_STEP_BESIDE_SHIFT) - 1)) ||
         ((beside || (s->flags & BLOB_STEP_BESIDE_SWAP)) && !(s->flags & BLOB_STEP_BESIDE)))
         return bad_step(c, "unknown flags %#x", s->flags);
+    if ((s->flags & BLOB_STEP_SM90A) && !(s->flags & BLOB_STEP_BATCH_ALT))
+        return bad_step(c, "an sm_90a-only kernel on a step that is no batch alternative (a GPU with another "
+                           "CUBIN would have nothing to run)");
     if (s->flags & BLOB_STEP_BESIDE) {
         /* a run: after a step without the flag, or continuing the run before it (same fork) */
         const BlobStep *p = c->index > 0 ? &m->steps[c->index - 1] : NULL;
@@ -948,8 +952,12 @@ static bnn_status check_step(const StepCheck *c) {
         for (int i = BLOB_SLOT_X0; p && i <= BLOB_SLOT_X1; i++)
             gpu_only_same &= !memcmp(&p->slot[i], &s->slot[i], sizeof s->slot[i]) ||
                              (p->slot[i].space != BLOB_SPACE_ARENA && s->slot[i].space == BLOB_SPACE_WEIGHTS);
+        /* an sm_90a-only alternative may start where the one before it does (it replaces it there) */
+        bool same_from_ok = (s->flags & BLOB_STEP_SM90A) && !(p && (p->flags & BLOB_STEP_SM90A));
         if (!p || (p->flags & BLOB_STEP_CPU_ONLY) ||
-            ((p->flags & BLOB_STEP_BATCH_ALT) && p->alt_batch >= s->alt_batch) || p->kind != s->kind ||
+            ((p->flags & BLOB_STEP_BATCH_ALT) &&
+             (p->alt_batch > s->alt_batch || (p->alt_batch == s->alt_batch && !same_from_ok))) ||
+            p->kind != s->kind ||
             (s->flags & BLOB_STEP_CPU_ONLY) || !s->kernel[0] || s->alt_batch < 2 ||
             memcmp(p->slot, s->slot, BLOB_SLOT_X0 * sizeof *s->slot) || !gpu_only_same ||
             memcmp(p->params, s->params, sizeof s->params))

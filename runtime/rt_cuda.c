@@ -123,6 +123,7 @@ struct RtCuda {
     /* Steps flagged BLOB_STEP_PDL launch as programmatic dependents of the step before (sm_90
      * and later, cuLaunchKernelEx present, BNN_NO_PDL unset): docs/runtime.md. */
     bool pdl;
+    bool sm90a; /* the sm_90a CUBIN is loaded: steps flagged BLOB_STEP_SM90A run (gpu_runs) */
     /* One graph per batch size, captured on first use (a list: few sizes are used). */
     struct {
         int batch;
@@ -220,27 +221,33 @@ static uint64_t grid_dim(const BlobStep *s, int d, int batch) {
     return g->base + ((uint64_t)batch * g->per_batch + g->div - 1) / g->div;
 }
 
-static bool gpu_runs(const BlobStep *s) { return !(s->flags & BLOB_STEP_CPU_ONLY); }
+/* Whether this GPU has step s at all: not a CPU-only step, nor an sm_90a-only one elsewhere. */
+static bool gpu_runs(const BlobStep *s, bool sm90a) {
+    return !(s->flags & BLOB_STEP_CPU_ONLY) && (sm90a || !(s->flags & BLOB_STEP_SM90A));
+}
 
-/* Whether the GPU runs step i at this batch: of a step and the batch alternatives after it (their
- * alt_batch increasing), the last whose alt_batch the batch reaches; the step below the first's. */
-static bool gpu_runs_at(const bnn_model *m, int i, int batch) {
+/* Whether the GPU runs step i at this batch: of a step and the batch alternatives after it that
+ * it has (their alt_batch not decreasing), the last whose alt_batch the batch reaches; the step
+ * below the first's. */
+static bool gpu_runs_at(const bnn_model *m, bool sm90a, int i, int batch) {
     const BlobStep *s = &m->steps[i];
-    if (!gpu_runs(s))
+    if (!gpu_runs(s, sm90a))
         return false;
     if ((s->flags & BLOB_STEP_BATCH_ALT) && (uint32_t)batch < s->alt_batch)
         return false;
-    return !(i + 1 < m->nsteps && (m->steps[i + 1].flags & BLOB_STEP_BATCH_ALT) &&
-             (uint32_t)batch >= m->steps[i + 1].alt_batch);
+    for (int j = i + 1; j < m->nsteps && (m->steps[j].flags & BLOB_STEP_BATCH_ALT); j++)
+        if (gpu_runs(&m->steps[j], sm90a) && (uint32_t)batch >= m->steps[j].alt_batch)
+            return false;
+    return true;
 }
 
 /* Every step the GPU runs has a kernel, and its grid is legal at batch 1 and max_batch
  * (grid sizes grow with the batch, so these two bound every batch between). */
-static bnn_status check_plan_for_gpu(const bnn_model *m, int max_batch) {
+static bnn_status check_plan_for_gpu(const bnn_model *m, bool sm90a, int max_batch) {
     static const uint64_t limit[3] = {0x7fffffffu, 65535u, 65535u};
     for (int i = 0; i < m->nsteps; i++) {
         const BlobStep *s = &m->steps[i];
-        if (!gpu_runs(s))
+        if (!gpu_runs(s, sm90a))
             continue;
         if (!s->kernel[0])
             return rt_error(BNN_STATUS_UNSUPPORTED,
@@ -298,7 +305,7 @@ static bnn_status setup_in_context(bnn_session *s, RtCuda *c, const RtCubin *cub
     CU_TRY(c, c->api.ModuleLoadData(&c->module, cubin->data), what);
     for (int i = 0; i < m->nsteps; i++) {
         const BlobStep *st = &m->steps[i];
-        if (!gpu_runs(st))
+        if (!gpu_runs(st, c->sm90a))
             continue;
         CUresult r = c->api.ModuleGetFunction(&c->funcs[i], c->module, st->kernel);
         if (r == CUDA_ERROR_NOT_FOUND)
@@ -383,7 +390,8 @@ bnn_status rt_cuda_create(bnn_session *s) {
                         m->targets, name, major, minor, major, minor,
                         major == 9 && minor == 0 ? "a" : "");
     }
-    if ((st = check_plan_for_gpu(m, s->max_batch)) != BNN_STATUS_OK)
+    c->sm90a = !strcmp(cubin->arch, "sm_90a");
+    if ((st = check_plan_for_gpu(m, c->sm90a, s->max_batch)) != BNN_STATUS_OK)
         return st;
     const char *no_pdl = getenv("BNN_NO_PDL");
     c->pdl = c->api.LaunchKernelEx && atoi(cubin->arch + 3) >= 90 && !(no_pdl && *no_pdl && strcmp(no_pdl, "0"));
@@ -532,7 +540,7 @@ static bnn_status launch_graph_steps(bnn_session *s, int batch) {
             joining = false;
             run = -1;
         }
-        if (!gpu_runs_at(m, i, batch))
+        if (!gpu_runs_at(m, c->sm90a, i, batch))
             continue;
         if (!side) {
             bnn_status st = launch_step(s, i, batch, false, c->stream);
@@ -607,7 +615,7 @@ static bnn_status launch_profiled(bnn_session *s, int batch) {
     c->profiled_batch = batch;
     CU_TRY(c, c->api.EventRecord(c->marks[0], c->stream), "cuEventRecord");
     for (int i = 0; i < s->model->nsteps; i++) {
-        if (!gpu_runs_at(s->model, i, batch))
+        if (!gpu_runs_at(s->model, c->sm90a, i, batch))
             continue;
         bnn_status st = launch_step(s, i, batch, true, c->stream);
         if (st != BNN_STATUS_OK)
@@ -624,7 +632,7 @@ static void read_step_times(bnn_session *s) {
     for (int i = 0; i < s->model->nsteps; i++) {
         float ms;
         s->step_ms[i] = -1.0;
-        if (!gpu_runs_at(s->model, i, c->profiled_batch))
+        if (!gpu_runs_at(s->model, c->sm90a, i, c->profiled_batch))
             continue;
         if (c->api.EventElapsedTime(&ms, before, c->marks[i + 1]) == CUDA_SUCCESS)
             s->step_ms[i] = ms;

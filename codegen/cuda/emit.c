@@ -141,11 +141,28 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
             buf_put(&b, bnn_mlp_fused_cu, bnn_mlp_fused_cu_len);
             break;
         }
+    bool has_tiled_common = false;
     for (int i = 0; i < n; i++)
         if (k[i].family == KERNEL_BGEMM_TILED || k[i].family == KERNEL_BGEMM_WGMMA) {
             /* sm_90+ only: lower.c makes these kernels only when every target has them; it
              * also holds the prep kernel bnn_tiled_row_popc_c that the plan launches */
             buf_put(&b, bnn_tiled_common_cu, bnn_tiled_common_cu_len);
+            has_tiled_common = true;
+            break;
+        }
+    for (int i = 0; i < n; i++)
+        if (k[i].family == KERNEL_PLANES_WGMMA) {
+            /* every target compiles this program: the helpers only where they exist (the
+             * kernels themselves are empty elsewhere; bgemm_planes_tiled.cu) */
+            if (!has_tiled_common) {
+                buf_puts(&b, "\n#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900\n");
+                buf_put(&b, bnn_tiled_common_cu, bnn_tiled_common_cu_len);
+                buf_puts(&b, "\n#endif\n");
+            }
+            buf_puts(&b, "\n#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
+                         "#define BNN_WGMMA_HELPERS_ONLY\n");
+            buf_put(&b, bnn_bgemm_wgmma_cu, bnn_bgemm_wgmma_cu_len);
+            buf_puts(&b, "\n#undef BNN_WGMMA_HELPERS_ONLY\n#endif\n");
             break;
         }
     for (int i = 0; i < n; i++) {
@@ -165,7 +182,8 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
         case KERNEL_BGEMM_TILED: kfile = bnn_bgemm_tiled_cu, kfile_len = bnn_bgemm_tiled_cu_len; break;
         case KERNEL_BGEMM_WGMMA: kfile = bnn_bgemm_wgmma_cu, kfile_len = bnn_bgemm_wgmma_cu_len; break;
         case KERNEL_PLANES: kfile = bnn_bgemm_planes_cu, kfile_len = bnn_bgemm_planes_cu_len; break;
-        case KERNEL_PLANES_TILED: kfile = bnn_bgemm_planes_tiled_cu, kfile_len = bnn_bgemm_planes_tiled_cu_len; break;
+        case KERNEL_PLANES_TILED:
+        case KERNEL_PLANES_WGMMA: kfile = bnn_bgemm_planes_tiled_cu, kfile_len = bnn_bgemm_planes_tiled_cu_len; break;
         case KERNEL_QCONV: kfile = bnn_qconv_cu, kfile_len = bnn_qconv_cu_len; break;
         case KERNEL_Q8: kfile = bnn_qgemm_s8_cu, kfile_len = bnn_qgemm_s8_cu_len; break;
         default: break;

@@ -17,6 +17,7 @@ typedef enum {
     KERNEL_BGEMM_TILED, /* defines (BT_*) + kernels/bgemm_tiled.cu: pre-tiled operands, mma.sync (sm_90+) */
     KERNEL_BGEMM_WGMMA, /* defines (BW_*) + kernels/bgemm_wgmma.cu: pre-tiled operands, wgmma (sm_90a) */
     KERNEL_PLANES_TILED, /* defines (PT_*, PT_APLAIN 1) + kernels/bgemm_planes_tiled.cu: the qgemm step's batch alternative */
+    KERNEL_PLANES_WGMMA, /* the same with PT_WGMMA 1: a kernel in the sm_90a CUBIN only (BLOB_STEP_SM90A) */
 } KernelFamily;
 
 /* Every field that shapes a kernel's text must be in kernel_identity (lower.c), which decides

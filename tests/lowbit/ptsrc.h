@@ -22,6 +22,17 @@ typedef struct PtSpec {
     bool aplain;                   /* PT_APLAIN: A as plain planes [M][XB][ld] (ld = K in 256-bit words) */
 } PtSpec;
 
+/* Plain A (PT_APLAIN, what bnncc emits) on mma.sync and on wgmma (its producer warpgroup
+ * gathers A): bipolar (apop counted in the kernel) and signed, a small ring, K not a multiple
+ * of the stage. Both tests' spec lists have them. */
+#define PT_APLAIN_SPECS                                                                                               \
+    {.n = 300, .k = 700, .xb = 2, .wb = 1, .wsigned = 1, .bipolar = 1, .epi = 2, .l = 3, .yb = 2, .aplain = true},  \
+        {.n = 257, .k = 1000, .xb = 3, .wb = 2, .wsigned = 1, .epi = 1, .kc = 2, .stages = 3, .aplain = true},       \
+        {.n = 300, .k = 700, .xb = 2, .wb = 1, .wsigned = 1, .bipolar = 1, .epi = 2, .l = 3, .yb = 2, .aplain = true, \
+         .wgmma = true},                                                                                              \
+        {.n = 257, .k = 1000, .xb = 3, .wb = 2, .wsigned = 1, .epi = 1, .kc = 2, .stages = 3, .aplain = true,        \
+         .wgmma = true}
+
 static inline void pt_resolve(PtSpec *s) {
     if (s->wgmma) {
         s->bm = BNN_PLANES_TILED_BM;

@@ -125,6 +125,11 @@ def check(tmp, name, model, xs, counts, device, gpu_targets):
                 return fail(f"{name} --lowbit={mode}: CUBIN sections {cubins}")
             if device == "gpu":
                 runs.append((gblob, "gpu"))
+                if counts[mode][2]:  # without sm_90a: the mma.sync alternative on the same GPU
+                    mblob, got = compile_blob(tmp, model, mode, "sm_90,sm_80")
+                    if not mblob:
+                        return
+                    runs.append((mblob, "gpu"))
         for i, x in enumerate(xs):
             if i not in wants:
                 wants[i] = outputs(tmp, ["--reference", model], x)

@@ -7,7 +7,8 @@
  * bnn_planes_row_pop (the bipolar correction) must equal the host sums.
  * On sm_90a the wgmma variant (PT_WGMMA) runs the same checks on its own specs.
  * With --bench: w1a2, w2a2 and w4a4 at 8192^3, bit-plane output, the old kernel (bgemm_planes.cu),
- * the tiled mma.sync kernel and (sm_90a) the wgmma one in the same run, device-event medians,
+ * the tiled mma.sync kernel and (sm_90a) the wgmma one, each over pre-tiled and plain A, in the
+ * same run, device-event medians,
  * effective POPS (2*M*N*K), each tiled main loop alone (PT_NOSTORE), and every tiled kernel's
  * whole 8192^3 output compared word for word with the old one's (whose 8 rows are checked
  * against the CPU). Exit 77 (skipped) without a driver, GPU or libnvrtc. */
@@ -45,6 +46,12 @@ static const PtSpec specs[] = {
     {.n = 257, .k = 1000, .xb = 8, .wb = 8, .wsigned = 1, .epi = 2, .l = 255, .yb = 8, .wgmma = true},
     {.n = 70, .k = 300, .xb = 4, .wb = 1, .wsigned = 1, .epi = 2, .l = 15, .yb = 4, .kc = 2, .stages = 2, .wgmma = true},
     {.n = 200, .k = 1500, .xb = 3, .wb = 1, .bipolar = 1, .epi = 1, .wgmma = true},
+    PT_APLAIN_SPECS,
+    /* plain A on wgmma with rings of 8 and 2 stages (announcements 6 and 0 stages late) */
+    {.n = 520, .k = 4100, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2, .kc = 4, .stages = 8,
+     .aplain = true, .wgmma = true},
+    {.n = 100, .k = 777, .xb = 4, .wb = 1, .bipolar = 1, .epi = 2, .l = 15, .yb = 4, .stages = 2, .aplain = true,
+     .wgmma = true},
 };
 enum { NSPECS = sizeof specs / sizeof *specs, GUARD = 4096, POISON = 0xA5 };
 
@@ -126,14 +133,16 @@ static void run_spec(CUmodule mod, int si, const PtSpec *s, int M, int grid_cap)
         make_thresholds(s, acc, M, &t, &dir);
         rt_cpu_qgemm_planes(A, W, M, s->n, ld, s->xb, s->wb, s->wsigned, s->bipolar, NULL, t, dir, s->l, s->yb, want);
     }
-    CUdeviceptr dA = dupload(At, ab), dW = dupload(Wt, wb), dY = dalloc(ybytes + GUARD);
+    /* plain A: the planes as they are; the kernel counts a bipolar apop itself */
+    CUdeviceptr dA = s->aplain ? dupload(A, (size_t)M * s->xb * ld * 4) : dupload(At, ab);
+    CUdeviceptr dW = dupload(Wt, wb), dY = dalloc(ybytes + GUARD);
     CUdeviceptr dT = t ? dupload(t, (size_t)s->n * s->l * 4) : 0, dD = dir ? dupload(dir, (size_t)s->n * 4) : 0;
     CUfunction f, prep;
     char name[32];
     snprintf(name, sizeof name, "pt_%d", si);
     CU(cu.ModuleGetFunction(&f, mod, name));
     CU(cu.ModuleGetFunction(&prep, mod, "bnn_planes_row_pop"));
-    CUdeviceptr dP = s->bipolar ? row_pop(prep, s, dA, A, M, ld) : 0;
+    CUdeviceptr dP = s->bipolar && !s->aplain ? row_pop(prep, s, dA, A, M, ld) : 0;
     CU(cu.FuncSetAttribute(f, CU_FUNC_MAX_DYNAMIC_SMEM, pt_smem(s)));
     CU(cu.MemsetD8(dY, POISON, ybytes + GUARD));
     int tiles = (M + s->bm - 1) / s->bm * ((s->n + s->bn - 1) / s->bn), grid = tiles < sm_count ? tiles : sm_count;
@@ -252,9 +261,20 @@ static void bench_case(const char *what, PtSpec s) {
      * each one's whole output against the old kernel's (its last timed run), word for word. */
     uint32_t *yo = xmalloc(ybytes), *yn = xmalloc(ybytes);
     CU(cu.MemcpyDtoH(yo, dYold, ybytes));
-    for (int variant = 0; variant < (wgmma_ok ? 2 : 1); variant++) {
+    /* pre-tiled A on mma.sync and wgmma; plain A (what bnncc emits) on both, wgmma also with
+     * twice the stages of half the depth */
+    static const struct {
+        bool wgmma, aplain;
+        int kc, stages;
+    } variants[] = {{false, false, 0, 0}, {true, false, 0, 0}, {false, true, 0, 0}, {true, true, 0, 0}, {true, true, 4, 8}};
+    for (size_t variant = 0; variant < sizeof variants / sizeof *variants; variant++) {
+        if (variants[variant].wgmma && !wgmma_ok)
+            continue;
         PtSpec v = s;
-        v.wgmma = variant == 1;
+        v.wgmma = variants[variant].wgmma;
+        v.aplain = variants[variant].aplain;
+        v.kc = variants[variant].kc;
+        v.stages = variants[variant].stages;
         pt_resolve(&v);
         pt_head(&b, arch);
         pt_append(&b, "pt_bench", &v);
@@ -272,25 +292,25 @@ static void bench_case(const char *what, PtSpec s) {
         int tiles = M / v.bm * ((N + v.bn - 1) / v.bn), grid = tiles < sm_count ? tiles : sm_count;
         int rows = M, xb = v.xb, tr = v.bm, nch = bnn_tiled_kpad(K, v.kc * 128) / 128;
         void *aprep[] = {&dAt, &rows, &xb, &tr, &nch, &dP};
-        void *anew[] = {&dAt, &dWt, &dP, &dT, &dD, &dYnew, &m32};
+        void *anew[] = {v.aplain ? &dA : &dAt, &dWt, &dP, &dT, &dD, &dYnew, &m32};
         CU(cu.MemsetD8(dYnew, POISON, ybytes));
-        CUfunction pf = v.bipolar ? prep : NULL;
+        CUfunction pf = v.bipolar && !v.aplain ? prep : NULL;
         double ms_new = time_ms(pf, (unsigned)(M + 31) / 32, aprep, fnew, (unsigned)grid, 1, threads, smem, anew);
         CU(cu.MemcpyDtoH(yn, dYnew, ybytes));
         double ms_loop = time_ms(NULL, 0, NULL, floop, (unsigned)grid, 1, threads, smem, anew);
-        char label[64];
-        snprintf(label, sizeof label, "planes_tiled %s%s", v.wgmma ? "wgmma" : "mma.sync",
-                 v.bipolar ? " (+ row pop)" : "");
+        char kind[48], label[80];
+        snprintf(kind, sizeof kind, "%s%s kc%d s%d", v.wgmma ? "wgmma" : "mma.sync", v.aplain ? " plainA" : "", v.kc,
+                 v.stages);
+        snprintf(label, sizeof label, "planes_tiled %s%s", kind, pf ? " (+ row pop)" : "");
         report(what, label, ms_new, ops);
-        snprintf(label, sizeof label, "planes_tiled %s main loop", v.wgmma ? "wgmma" : "mma.sync");
+        snprintf(label, sizeof label, "planes_tiled %s main loop", kind);
         report(what, label, ms_loop, ops);
-        printf("bench %s 8192^3 %s speed-up over the old kernel: %.2fx\n", what, v.wgmma ? "wgmma" : "mma.sync",
-               ms_old / ms_new);
+        printf("bench %s 8192^3 %s speed-up over the old kernel: %.2fx\n", what, kind, ms_old / ms_new);
         size_t bad = 0;
         for (size_t i = 0; i < ybytes / 4; i++)
             bad += yo[i] != yn[i];
-        CHECK_MSG(bad == 0, "bench %s %s: the tiled and the old kernel differ in %zu of %zu words", what,
-                  v.wgmma ? "wgmma" : "mma.sync", bad, ybytes / 4);
+        CHECK_MSG(bad == 0, "bench %s %s: the tiled and the old kernel differ in %zu of %zu words", what, kind,
+                  bad, ybytes / 4);
         CU(cu.ModuleUnload(mnew));
     }
 

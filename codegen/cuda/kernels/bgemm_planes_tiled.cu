@@ -37,7 +37,7 @@
 #ifndef BNN_COMMON_CU
 #include "common.cu"
 #endif
-#if (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900) && !defined(BNN_TILED_COMMON_CU) && !PT_APLAIN
+#if (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900) && !defined(BNN_TILED_COMMON_CU) && (!PT_APLAIN || PT_WGMMA)
 #include "tiled_common.cu"
 #endif
 
@@ -67,6 +67,18 @@ __device__ __forceinline__ int bnn_pt_step(int i, int xb, int wb, bool neg, int 
     const int cn = neg && q == wb - 1 ? -1 : 1, f = (s - (p + q) == 1 ? 2 : 1) * (cn == c ? 1 : -1);
     s = p + q, c = cn;
     return f;
+}
+
+// Item i (0 <= i < KC*BM) of a plain-A stage gather: row r, 16-byte chunk c. A warp's 32
+// items are 16 rows x 2 neighbouring chunks: lanes l and l+16 read the two halves of one
+// 32-byte sector of row l (whole sectors from global memory), and each 8-lane phase of the
+// shared-memory writes is 8 rows of one chunk, 8 distinct bank groups of the [chunk][row]
+// image (a row's 8 chunks in one phase, 2 KiB apart, would hit the same banks 8 times over).
+// BM: a multiple of 16; KC even.
+__device__ __forceinline__ void bnn_pt_gather_item(int i, int bm, int &r, int &c) {
+    const int w = i >> 5, lane = i & 31, rb = bm / 16;
+    r = (w % rb) * 16 + (lane & 15);
+    c = (w / rb) * 2 + (lane >> 4);
 }
 
 // acc *= f (f = +-1 or +-2), in unsigned arithmetic: wrapping, never undefined.
@@ -266,18 +278,36 @@ extern "C" __global__ void __launch_bounds__(256) bnn_planes_row_pop(const uint4
 #ifndef PT_WGMMA
 #define PT_WGMMA 0
 #endif
-#if PT_WGMMA && !defined(BNN_BGEMM_WGMMA_ONCE) // alone (nvcc): the wgmma wrappers of bgemm_wgmma.cu
+// The wgmma variant exists only where wgmma does (sm_90a, and the host pass). In a program
+// compiled for several targets (a model.cu) it is empty elsewhere: bnncc flags its step
+// BLOB_STEP_SM90A, so no other CUBIN is asked for it.
+#if PT_WGMMA && (!defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL))
+#define BNN_PT_WGMMA_HERE 1
+#else
+#define BNN_PT_WGMMA_HERE 0
+#endif
+#if BNN_PT_WGMMA_HERE && !defined(BNN_BGEMM_WGMMA_ONCE) // alone (nvcc): the wgmma wrappers of bgemm_wgmma.cu
 #define BNN_WGMMA_HELPERS_ONLY
 #include "bgemm_wgmma.cu"
 #undef BNN_WGMMA_HELPERS_ONLY
 #endif
 
 #if PT_WGMMA
+#if BNN_PT_WGMMA_HERE
 // The wgmma variant (sm_90a): bgemm_wgmma.cu's block (128 x 256 tile; two consumer warpgroups
 // issuing m64n256k256 from shared memory, one producer warpgroup whose thread 0 keeps the
 // ring full) over the same pair schedule. Before a Horner step the consumers wait for their
 // in-flight wgmma group (the accumulators must be final), so each step costs one pipeline
 // bubble per pair, not per stage. Block 384 threads; PT_BM/BN/WM/WN are ignored.
+// With PT_APLAIN the whole producer warpgroup gathers A from its plain planes into the same
+// stage image with 16-byte cp.async (thread 0 still bulk-copies W). cp.async writes through
+// the generic proxy and wgmma reads through the async one, so a producer thread announces a
+// stage only after its own copies of it landed (cp.async.wait_group), then a proxy fence, then
+// its arrival on the stage's "full" barrier (128 arrivals + thread 0's expect_tx). It does so
+// LAG = S - 2 stages late: the consumers release stage g only once stage g+1 is full, and the
+// producer needs that release to refill the slot of stage g + S, so an announcement may trail
+// its copies by at most S - 2 stages. With PT_WBIPOLAR the consumers count apop themselves
+// from the stages in shared memory (each warp its 16 rows) while their wgmmas run.
 extern "C" __global__ void __launch_bounds__(384, 1)
     PT_NAME(const void *__restrict__ At, const void *__restrict__ Wt, const int *__restrict__ apop,
             const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y, int m_rt) {
@@ -289,11 +319,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     constexpr int LDY = PT_EPI == 2 ? (N + 255) / 256 * 8 : N;
     constexpr int L = PT_EPI == 2 ? PT_L : 1, YB = PT_EPI == 2 ? PT_YB : 1; // unused with int32 output
     constexpr unsigned ABYTES = KC * BM * 16, BBYTES = KC * BN * 16, STAGE = ABYTES + BBYTES;
-    constexpr unsigned SMEM = S * STAGE + 16 * S;
+    constexpr bool APLAIN = PT_APLAIN, SELF_POP = PT_APLAIN && PT_WBIPOLAR; // SELF_POP: the tile's apop after the barriers
+    constexpr int LAG = S - 2;                                                // APLAIN: see above
+    constexpr unsigned SMEM = S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0);
     static_assert(N >= 1 && K >= 1 && XB >= 1 && PT_WB >= 1, "empty GEMM");
     static_assert(!PT_WBIPOLAR || PT_WB == 1, "bipolar weights are one plane (PT_WB 1)");
     static_assert(KC % 2 == 0 && KC >= 2 && KC <= 16, "KC: an even number of 16-byte chunks (k256 steps), <= 16");
     static_assert(S >= 2, "at least 2 stages");
+    static_assert(!PT_APLAIN || (PT_LDA % 4 == 0 && PT_LDA * 32 >= K), "PT_LDA: words a plain plane row, 16-byte chunks");
     static_assert(SMEM <= 232448, "stages do not fit in 227 KiB of shared memory");
     static_assert(PT_EPI != 2 || (PT_YB >= 1 && PT_YB <= 31 && PT_L >= 1), "PT_YB output planes, PT_L levels");
 #ifdef PT_M
@@ -308,14 +341,54 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const int ntn = (N + BN - 1) / BN, ntiles = (M + BM - 1) / BM * ntn;
     if (tid == 0) {
         for (int s = 0; s < S; ++s) {
-            bnn_mbar_init(full + 8 * s, 1);   // the producer's expect_tx arrival (+ the bytes)
-            bnn_mbar_init(empty + 8 * s, NW); // one arrival per consumer warp
+            bnn_mbar_init(full + 8 * s, APLAIN ? 129 : 1); // expect_tx arrival (+ the bytes), APLAIN: + 128 gatherers
+            bnn_mbar_init(empty + 8 * s, NW);               // one arrival per consumer warp
         }
         bnn_mbar_init_fence();
     }
     __syncthreads();
 
-    if (warp >= NW) { // producer warpgroup: one thread issues every copy, and it gives its registers away
+    if (warp >= NW && APLAIN) { // producer warpgroup: 128 threads gather A, thread 0 also copies W
+        bnn_setmaxnreg_dec<40>();
+        const int ptid = tid - NT;
+        unsigned it = 0, shown = 0; // stages issued; stages announced on their "full" barrier
+        auto announce = [&]() {     // after cp.async.wait_group: stage `shown` landed
+            bnn_fence_proxy_async();
+            bnn_mbar_arrive(full + 8 * (shown % S));
+            ++shown;
+        };
+        for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+            const int mt = tile / ntn, nt = tile % ntn, m0 = mt * BM;
+            for (int pi = 0; pi < NP; ++pi) {
+                int p, q;
+                bnn_pt_pair(pi, XB, WB, p, q);
+                const char *ga = (const char *)At + ((size_t)m0 * XB + p) * PT_LDA * 4; // row m0 of plane p
+                const char *gb = (const char *)Wt + ((size_t)nt * WB + q) * NCH * BN * 16;
+                for (int kt = 0; kt < NKT; ++kt, ++it) {
+                    const unsigned slot = it % S, bar = full + 8 * slot, dst = s0 + slot * STAGE;
+                    if (it >= S) bnn_mbar_wait(empty + 8 * slot, (it / S - 1) & 1);
+                    if (ptid == 0) {
+                        bnn_mbar_expect_tx(bar, BBYTES);
+                        bnn_bulk_g2s(dst + ABYTES, gb + (size_t)kt * BBYTES, BBYTES, bar);
+                    }
+                    for (int i = ptid; i < KC * BM; i += 128) {
+                        int r, c;
+                        bnn_pt_gather_item(i, BM, r, c);
+                        const bool ok = m0 + r < M && (kt * KC + c) * 4 < PT_LDA;
+                        bnn_cp16(dst + (c * BM + r) * 16, ok ? ga + ((size_t)r * XB * PT_LDA + (kt * KC + c) * 4) * 4 : At,
+                                 ok ? 16 : 0);
+                    }
+                    bnn_cp_commit();
+                    if (it >= (unsigned)LAG) {
+                        bnn_cp_wait<LAG>();
+                        announce();
+                    }
+                }
+            }
+        }
+        bnn_cp_wait<0>();
+        while (shown < it) announce();
+    } else if (warp >= NW) { // producer warpgroup: one thread issues every copy, and it gives its registers away
         bnn_setmaxnreg_dec<40>();
         if (warp == NW && lane == 0) {
             unsigned it = 0;
@@ -347,12 +420,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             __syncwarp();
             if (lane == 0) bnn_mbar_arrive(empty + 8 * slot);
         };
+        int *const tpop = (int *)(bnn_dsmem + S * STAGE + 16 * S); // SELF_POP: the tile's apop
         for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
             const int mt = tile / ntn, nt = tile % ntn;
             int acc[1][32][4];
 #pragma unroll
             for (int j = 0; j < 32; ++j) acc[0][j][0] = acc[0][j][1] = acc[0][j][2] = acc[0][j][3] = 0;
             int sprev = XB + WB - 2, cprev = 1;
+            int rpop = 0; // SELF_POP: 2^p popc of tile row 16*warp + (lane & 15), chunks of parity lane >> 4
             unsigned prev = 0;
             bool held = false; // prev: a slot read by the in-flight group, not yet released
 #pragma unroll 1
@@ -374,6 +449,13 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                         bnn_wgmma_n256(acc, dA0 | ((sa + 2 * ks * BM * 16) & 0x3FFFF) >> 4,
                                        dB0 | ((sb + 2 * ks * BN * 16) & 0x3FFFF) >> 4);
                     bnn_wg_commit();
+                    if (SELF_POP) // bipolar weights: every pair is (p, 0), every stage one of plane p's
+#pragma unroll
+                        for (int c = lane >> 4; c < KC; c += 2) {
+                            unsigned v[4];
+                            bnn_ld16(s0 + slot * STAGE + (c * BM + warp * 16 + (lane & 15)) * 16, v);
+                            rpop += (__popc(v[0]) + __popc(v[1]) + __popc(v[2]) + __popc(v[3])) << p;
+                        }
                     bnn_wg_wait<1>(); // the previous stage's wgmmas retired: its slot can be refilled
                     if (held) release(prev);
                     prev = slot, held = true;
@@ -390,13 +472,20 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 if (x == 0x7fffffff) ((int *)Y)[0] = x;
                 continue;
             }
+            if (SELF_POP) { // rows of this warp only: its own epilogue reads them
+                rpop += __shfl_xor_sync(0xffffffffu, rpop, 16);
+                if (lane < 16) tpop[warp * 16 + lane] = rpop;
+                __syncwarp();
+            }
             // Warp w holds rows 16w .. 16w+15 of the tile: the m16n8 layout, MI = 1, NI = 32.
-            bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR>(acc, mt * BM, nt * BN, warp * 16, 0, M, apop,
-                                                                             0, T, dir, Y);
+            bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR>(
+                acc, mt * BM, nt * BN, warp * 16, 0, M, SELF_POP ? tpop : apop, SELF_POP ? mt * BM : 0, T, dir, Y);
+            if (SELF_POP) __syncwarp(); // every lane read tpop before the next tile writes it
             if (PT_EPI == 2) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
         }
     }
 }
+#endif // BNN_PT_WGMMA_HERE
 #else // mma.sync
 
 // Grid: any number of blocks (best: min(tiles, SMs)); block PT_WM*PT_WN*32 threads; dynamic
@@ -474,8 +563,8 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
 #else
     // Every thread copies its share of stage g's image (contiguous in global memory, as in
     // shared memory) with 16-byte cp.async; one commit group per stage, empty or not. APLAIN:
-    // A's chunk c of tile row r from its plain row (a row's KC chunks are 8 neighbouring
-    // threads' whole sectors), zeros past M and past the row's PT_LDA words.
+    // A's chunk c of tile row r from its plain row (bnn_pt_gather_item), zeros past M and past
+    // the row's PT_LDA words.
     auto produce = [&](unsigned g) {
         if (g < total) {
             const char *ga, *gb;
@@ -485,7 +574,8 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
             if (PT_APLAIN) {
                 const int kt = (int)(g % (NP * NKT)) % NKT;
                 for (int i = tid; i < KC * BM; i += NT) {
-                    const int r = i / KC, c = i % KC;
+                    int r, c;
+                    bnn_pt_gather_item(i, BM, r, c);
                     const bool ok = m0 + r < M && (kt * KC + c) * 4 < PT_LDA;
                     bnn_cp16(dst + (c * BM + r) * 16, ok ? ga + (size_t)r * XB * PT_LDA * 4 + c * 16 : At, ok ? 16 : 0);
                 }
@@ -603,6 +693,7 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
 
 #undef PT_NAME
 #undef PT_WGMMA
+#undef BNN_PT_WGMMA_HERE
 #undef PT_M
 #undef PT_N
 #undef PT_K

@@ -40,6 +40,9 @@ __device__ __forceinline__ void bnn_mbar_expect_tx(unsigned bar, unsigned bytes)
 __device__ __forceinline__ void bnn_mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// Orders this thread's generic-proxy shared-memory writes (st.shared, landed cp.async) before
+// later async-proxy accesses (wgmma operands, bulk copies) once it arrives on a barrier.
+__device__ __forceinline__ void bnn_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Spins until the phase with the given parity has completed.
 __device__ __forceinline__ void bnn_mbar_wait(unsigned bar, unsigned parity) {
     unsigned done;
