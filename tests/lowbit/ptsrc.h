@@ -20,6 +20,7 @@ typedef struct PtSpec {
     bool nostore;                  /* timing aid: main loop only */
     bool wgmma;                    /* the wgmma variant (sm_90a; 128 x 256 tile, 384 threads) */
     bool aplain;                   /* PT_APLAIN: A as plain planes [M][XB][ld] (ld = K in 256-bit words) */
+    int lag;                       /* wgmma + aplain: PT_LAG + 1 (0: the file's default) */
 } PtSpec;
 
 /* Plain A (PT_APLAIN, what bnncc emits) on mma.sync and on wgmma (its producer warpgroup
@@ -80,6 +81,8 @@ static inline void pt_append(Buf *b, const char *name, const PtSpec *s) {
                name, s->n, s->k, s->xb, s->wb, s->wsigned, s->bipolar, s->epi, s->l, s->yb, s->bm, s->bn, s->wm,
                s->wn, s->kc, s->stages, s->nostore ? 1 : 0, s->wgmma ? 1 : 0, s->aplain ? 1 : 0,
                s->aplain ? (s->k + 255) / 256 * 8 : 0);
+    if (s->lag)
+        buf_printf(b, "#define PT_LAG %d\n", s->lag - 1);
     buf_put(b, bnn_bgemm_planes_tiled_cu, bnn_bgemm_planes_tiled_cu_len);
 }
 

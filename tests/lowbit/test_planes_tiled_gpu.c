@@ -6,7 +6,8 @@
  * after it are poisoned first: every output word must equal the CPU's, the guard untouched.
  * bnn_planes_row_pop (the bipolar correction) must equal the host sums.
  * On sm_90a the wgmma variant (PT_WGMMA) runs the same checks on its own specs.
- * With --bench: w1a2, w2a2 and w4a4 at 8192^3, bit-plane output, the old kernel (bgemm_planes.cu),
+ * With --bench [CASES]: w1a2, w2a2 and w4a4 (or the CASES named, e.g. w1a2,w2a2) at 8192^3,
+ * bit-plane output, the old kernel (bgemm_planes.cu),
  * the tiled mma.sync kernel and (sm_90a) the wgmma one, each over pre-tiled and plain A, in the
  * same run, device-event medians,
  * effective POPS (2*M*N*K), each tiled main loop alone (PT_NOSTORE), and every tiled kernel's
@@ -265,8 +266,9 @@ static void bench_case(const char *what, PtSpec s) {
      * twice the stages of half the depth */
     static const struct {
         bool wgmma, aplain;
-        int kc, stages;
-    } variants[] = {{false, false, 0, 0}, {true, false, 0, 0}, {false, true, 0, 0}, {true, true, 0, 0}, {true, true, 4, 8}};
+        int kc, stages, lag; /* lag: PT_LAG + 1, 0 the default (stages - 2) */
+    } variants[] = {{false, false, 0, 0, 0}, {true, false, 0, 0, 0}, {false, true, 0, 0, 0},
+                    {true, true, 0, 0, 0},   {true, true, 0, 0, 2},  {true, true, 4, 8, 4}};
     for (size_t variant = 0; variant < sizeof variants / sizeof *variants; variant++) {
         if (variants[variant].wgmma && !wgmma_ok)
             continue;
@@ -275,6 +277,7 @@ static void bench_case(const char *what, PtSpec s) {
         v.aplain = variants[variant].aplain;
         v.kc = variants[variant].kc;
         v.stages = variants[variant].stages;
+        v.lag = variants[variant].lag;
         pt_resolve(&v);
         pt_head(&b, arch);
         pt_append(&b, "pt_bench", &v);
@@ -299,8 +302,10 @@ static void bench_case(const char *what, PtSpec s) {
         CU(cu.MemcpyDtoH(yn, dYnew, ybytes));
         double ms_loop = time_ms(NULL, 0, NULL, floop, (unsigned)grid, 1, threads, smem, anew);
         char kind[48], label[80];
-        snprintf(kind, sizeof kind, "%s%s kc%d s%d", v.wgmma ? "wgmma" : "mma.sync", v.aplain ? " plainA" : "", v.kc,
-                 v.stages);
+        snprintf(kind, sizeof kind, "%s%s kc%d s%d%s", v.wgmma ? "wgmma" : "mma.sync", v.aplain ? " plainA" : "", v.kc,
+                 v.stages, v.lag ? " lag" : "");
+        if (v.lag)
+            snprintf(kind + strlen(kind), sizeof kind - strlen(kind), "%d", v.lag - 1);
         snprintf(label, sizeof label, "planes_tiled %s%s", kind, pf ? " (+ row pop)" : "");
         report(what, label, ms_new, ops);
         snprintf(label, sizeof label, "planes_tiled %s main loop", kind);
@@ -388,11 +393,17 @@ int main(int argc, char **argv) {
                 run_spec(mod, i, &rs[i], rep == 0 ? pt_rnd(1, 20) : pt_rnd(1, 700), rep % 2 ? 3 : 0);
     CU(cu.ModuleUnload(mod));
     printf("test_planes_tiled_gpu: %s, %d kernels x 4 random shapes\n", arch, nk);
-    if (argc > 1 && !strcmp(argv[1], "--bench")) {
-        bench_case("w1a2", (PtSpec){.n = 8192, .k = 8192, .xb = 2, .wb = 1, .wsigned = 1, .bipolar = 1, .epi = 2,
-                                    .l = 3, .yb = 2});
-        bench_case("w2a2", (PtSpec){.n = 8192, .k = 8192, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2});
-        bench_case("w4a4", (PtSpec){.n = 8192, .k = 8192, .xb = 4, .wb = 4, .wsigned = 1, .epi = 2, .l = 15, .yb = 4});
+    if (argc > 1 && !strcmp(argv[1], "--bench")) { /* --bench [w1a2,w2a2,w4a4]: the cases named */
+        const char *only = argc > 2 ? argv[2] : "w1a2,w2a2,w4a4";
+        if (strstr(only, "w1a2"))
+            bench_case("w1a2", (PtSpec){.n = 8192, .k = 8192, .xb = 2, .wb = 1, .wsigned = 1, .bipolar = 1, .epi = 2,
+                                        .l = 3, .yb = 2});
+        if (strstr(only, "w2a2"))
+            bench_case("w2a2",
+                       (PtSpec){.n = 8192, .k = 8192, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2});
+        if (strstr(only, "w4a4"))
+            bench_case("w4a4",
+                       (PtSpec){.n = 8192, .k = 8192, .xb = 4, .wb = 4, .wsigned = 1, .epi = 2, .l = 15, .yb = 4});
     }
     return check_report("test_planes_tiled_gpu");
 }
