@@ -4324,13 +4324,13 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             const char *ir = st->k.ir_line ? st->k.ir_line : "";
             while (*ir == ' ')
                 ir++;
-            char alt[64] = "";
+            char alt[96] = "";
             int main_step = i;
             while (main_step > 0 && (L.steps[main_step].s.flags & BLOB_STEP_BATCH_ALT))
                 main_step--;
             if (st->s.flags & BLOB_STEP_BATCH_ALT)
-                snprintf(alt, sizeof alt, ", the GPU's from batch %u instead of step %d's", st->s.alt_batch,
-                         main_step);
+                snprintf(alt, sizeof alt, ", the GPU's from batch %u instead of step %d's%s", st->s.alt_batch,
+                         main_step, (st->s.flags & BLOB_STEP_SM90A) ? " on sm_90a" : "");
             char beside[96] = "";
             if (st->s.flags & BLOB_STEP_BESIDE) {
                 int fork = blob_step_beside_fork(st->s.flags, i), first = i;
