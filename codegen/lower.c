@@ -3851,6 +3851,13 @@ static int io_dims(const Value *v, const char *what, int64_t *dims) {
     return 0;
 }
 
+/* A parsed target ("sm_90a" up to a ',' or the end; codegen_parse_targets checked its form):
+ * its sm number, and in *is_90a whether it is sm_90a (the wgmma kernels' CUBIN). */
+static int target_sm(const char *t, bool *is_90a) {
+    *is_90a = strcspn(t, ",") == 6 && !strncmp(t, "sm_90a", 6);
+    return atoi(t + 3);
+}
+
 /* Lower g into L (steps, buffers, META, weights). 0 ok; -1 with a diagnostic. */
 static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     memset(L, 0, sizeof *L);
@@ -3860,9 +3867,10 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     L->qconv_direct = o && o->qconv_direct;
     L->tiled_kernel = codegen_tiled_kernel(o);
     for (int i = 0; o && i < o->ntargets; i++) {
-        int sm = atoi(o->targets[i] + 3); /* "sm_90a" up to a ',' or the end */
+        bool is_90a;
+        int sm = target_sm(o->targets[i], &is_90a);
         L->min_sm = i == 0 || sm < L->min_sm ? sm : L->min_sm;
-        L->sm90a = L->sm90a || (strcspn(o->targets[i], ",") == 6 && !strncmp(o->targets[i], "sm_90a", 6));
+        L->sm90a = L->sm90a || is_90a;
     }
     L->tune_choice = o ? o->tune_choice : NULL;
     L->ntune_choice = o ? o->ntune_choice : 0;
@@ -4126,12 +4134,10 @@ int codegen_tiled_kernel(const CodegenOptions *o) {
         return -1;
     bool all_90a = true;
     for (int i = 0; i < o->ntargets; i++) {
-        const char *t = o->targets[i]; /* "sm_90a" up to a ',' or the end */
-        size_t len = strcspn(t, ",");
-        int sm = atoi(t + 3);
-        if (sm < 90)
+        bool is_90a;
+        if (target_sm(o->targets[i], &is_90a) < 90)
             return 0;
-        all_90a = all_90a && len == 6 && !strncmp(t, "sm_90a", 6);
+        all_90a = all_90a && is_90a;
     }
     return all_90a ? 2 : 1;
 }
