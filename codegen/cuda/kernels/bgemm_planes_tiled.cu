@@ -27,13 +27,13 @@
 // sm_90+: cp.async.bulk on mbarriers, thread 0 refilling (bgemm_tiled.cu's scheme). sm_80:
 // the same main loop fed by 16-byte cp.async copies of the same image (a program for sm_80
 // leaves out tiled_common.cu, which is sm_90+ only). PT_WGMMA 1 (sm_90a): the same schedule
-// on bgemm_wgmma.cu's wgmma loop. PT_APLAIN 1 (mma.sync only, the form bnncc emits for a qgemm
-// step): A is not pre-tiled but bgemm_planes.cu's plain planes, X[M][PT_XB][PT_LDA] words (a
-// quantize's or the previous qgemm's output as it is), gathered into the same stage image by
-// every thread's 16-byte cp.async (the sm_80 pipeline on every architecture), and with
-// PT_WBIPOLAR the kernel counts apop itself from the A fragments it loads (apop unused). Each
-// inclusion defines one kernel PT_NAME and #undefs its PT_* macros at the end; docs/kernels.md
-// has the contract.
+// on bgemm_wgmma.cu's wgmma loop (empty when compiled for another target). PT_APLAIN 1 (the
+// form bnncc emits for a qgemm step, on both): A is not pre-tiled but bgemm_planes.cu's plain
+// planes, X[M][PT_XB][PT_LDA] words (a quantize's or the previous qgemm's output as it is),
+// gathered into the same stage image with 16-byte cp.async (mma.sync: by every thread, the
+// sm_80 pipeline on every architecture; wgmma: by the producer warpgroup), and with
+// PT_WBIPOLAR the kernel counts apop itself (apop unused). Each inclusion defines one kernel
+// PT_NAME and #undefs its PT_* macros at the end; docs/kernels.md has the contract.
 #ifndef BNN_COMMON_CU
 #include "common.cu"
 #endif
