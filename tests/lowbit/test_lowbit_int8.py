@@ -88,7 +88,31 @@ def compile_blob(tmp, model, mode, targets, extra=()):
         return None, None
     m = re.search(r"low-bit dense layers: (\d+) on int8 MMA .*?, (\d+) as bit-planes", p.stderr)
     t = re.search(r"codegen: (\d+) bit-plane dense layers run the pre-tiled GEMM", p.stderr)
+    compile_blob.alts = qgemm_alts(p.stderr)
     return blob, ((int(m.group(1)), int(m.group(2))) if m else (0, 0)) + (int(t.group(1)) if t else 0,)
+
+
+def qgemm_alts(report):
+    """The qgemm batch alternatives in a --report's plan lines, in order: (step, kernel kind,
+    from batch, main step, sm_90a only)."""
+    return [(int(a), k, int(b), int(m), bool(f)) for a, k, b, m, f in re.findall(
+        r"plan: step (\d+) qgemm \(kernel s\d+_(qgemm_tiled|qgemm_wgmma), the GPU's from batch (\d+) "
+        r"instead of step (\d+)'s( on sm_90a)?\)", report)]
+
+
+def check_alts(alts, layers, targets):
+    """Each pre-tiled layer's alternatives for targets: the mma.sync one unless every target is
+    sm_90a, then the wgmma one (sm_90a only) from the same batch where a target is sm_90a."""
+    kinds = ([("qgemm_tiled", False)] if targets != "sm_90a" else []) + \
+        ([("qgemm_wgmma", True)] if "sm_90a" in targets.split(",") else [])
+    if [(k, f) for _, k, _, _, f in alts] != kinds * layers:
+        return f"alternatives {alts}, want {kinds} for each of {layers} layers"
+    for i in range(0, len(alts), len(kinds)):
+        group = alts[i:i + len(kinds)]
+        if len({(b, m) for _, _, b, m, _ in group}) != 1 or [a for a, *_ in group] != list(
+                range(group[0][0], group[0][0] + len(group))):
+            return f"alternatives {group} are not consecutive steps for one step from one batch"
+    return None
 
 
 def outputs(tmp, args, x):
@@ -120,6 +144,9 @@ def check(tmp, name, model, xs, counts, device, gpu_targets):
             if got != counts[mode]:
                 return fail(f"{name} --lowbit={mode} for sm_90a,sm_80: (int8, planes, pre-tiled) layers {got}, "
                             f"want {counts[mode]}")
+            bad = check_alts(compile_blob.alts, counts[mode][2], "sm_90a,sm_80")
+            if bad:
+                return fail(f"{name} --lowbit={mode} for sm_90a,sm_80: {bad}")
             cubins = cubin_sections(gblob)
             if sorted(cubins) != ["sm_80", "sm_90a"] or min(cubins.values()) == 0:
                 return fail(f"{name} --lowbit={mode}: CUBIN sections {cubins}")
@@ -129,6 +156,9 @@ def check(tmp, name, model, xs, counts, device, gpu_targets):
                     mblob, got = compile_blob(tmp, model, mode, "sm_90,sm_80")
                     if not mblob:
                         return
+                    bad = check_alts(compile_blob.alts, counts[mode][2], "sm_90,sm_80")
+                    if bad:
+                        return fail(f"{name} --lowbit={mode} for sm_90,sm_80: {bad}")
                     runs.append((mblob, "gpu"))
         for i, x in enumerate(xs):
             if i not in wants:
