@@ -48,7 +48,7 @@ static const PtSpec specs[] = {
     {.n = 70, .k = 300, .xb = 4, .wb = 1, .wsigned = 1, .epi = 2, .l = 15, .yb = 4, .kc = 2, .stages = 2, .wgmma = true},
     {.n = 200, .k = 1500, .xb = 3, .wb = 1, .bipolar = 1, .epi = 1, .wgmma = true},
     PT_APLAIN_SPECS,
-    /* plain A on wgmma with rings of 8 and 2 stages (announcements 6 and 0 stages late) */
+    /* plain A on wgmma with rings of 8 and 2 stages (announcements 1 and 0 stages late) */
     {.n = 520, .k = 4100, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2, .kc = 4, .stages = 8,
      .aplain = true, .wgmma = true},
     {.n = 100, .k = 777, .xb = 4, .wb = 1, .bipolar = 1, .epi = 2, .l = 15, .yb = 4, .stages = 2, .aplain = true,
