@@ -3231,8 +3231,9 @@ static int lower_quantize(Lower *L, const Node *n) {
 #define QGEMM_TILED_MIN_K 512
 static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t wb, bool wsigned, bool bipolar,
                             int64_t levels, int64_t yb) {
-    /* ntn column tiles; the batch's rows come in tiles of BM */
-    const int64_t O = L->steps[si].s.qgemm.n, ld = L->steps[si].s.qgemm.ld;
+    /* ntn column tiles; the batch's rows come in tiles of BM (a copy: new steps may move L->steps) */
+    const BlobQgemmParams qp = L->steps[si].s.qgemm;
+    const int64_t O = qp.n, ld = qp.ld;
     const uint32_t ntn = (uint32_t)((O + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
     const uint32_t from = BNN_PLANES_TILED_BM * ((QGEMM_TILED_MIN_TILES + ntn - 1) / ntn);
     /* the W image of both kernels (same tile rows, same K stage) */
@@ -3245,7 +3246,6 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
     free(wt);
     for (int wgmma = L->tiled_kernel == 2; wgmma <= (int)L->sm90a; wgmma++) { /* tiled_kernel 2: sm_90a alone */
         LStep *alt = new_batch_alt(L, si, from);
-        const BlobQgemmParams *qp = &alt->s.qgemm;
         alt->s.slot[BLOB_SLOT_X0] = wref;
         name_kernel(L, alt, wgmma ? "qgemm_wgmma" : "qgemm_tiled");
         alt->k.family = wgmma ? KERNEL_PLANES_WGMMA : KERNEL_PLANES_TILED;
@@ -3253,8 +3253,8 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
                                     "#define PT_WB %lld\n#define PT_WSIGNED %d\n#define PT_WBIPOLAR %d\n"
                                     "#define PT_EPI %lld\n#define PT_L %lld\n#define PT_YB %lld\n#define PT_APLAIN 1\n"
                                     "#define PT_LDA %lld\n#define PT_WGMMA %d\n",
-                                    alt->k.name, (long long)O, (long long)K, (long long)qp->xb, (long long)wb,
-                                    wsigned ? 1 : 0, bipolar ? 1 : 0, (long long)qp->epi, (long long)levels,
+                                    alt->k.name, (long long)O, (long long)K, (long long)qp.xb, (long long)wb,
+                                    wsigned ? 1 : 0, bipolar ? 1 : 0, (long long)qp.epi, (long long)levels,
                                     (long long)yb, (long long)ld, wgmma);
         if (wgmma) /* the kernel is in the sm_90a CUBIN only */
             alt->s.flags |= BLOB_STEP_SM90A;

@@ -81,15 +81,17 @@ def want_layers(bits):
 
 
 def compile_blob(tmp, model, mode, targets, extra=()):
+    """The blob; its (int8, plane, pre-tiled) dense layer counts; its qgemm alternatives
+    (qgemm_alts). (None, None, None) when bnncc failed."""
     blob = os.path.join(tmp, f"{os.path.basename(model)}.{mode}.{targets.replace(',', '_')}.bin")
     p = run([BNNCC, "-O3", f"--lowbit={mode}", f"--target={targets}", "--report", model, "-o", blob, *extra])
     if p.returncode:
         fail(f"{model} --lowbit={mode} --target={targets}: bnncc: {p.stderr.strip()}")
-        return None, None
+        return None, None, None
     m = re.search(r"low-bit dense layers: (\d+) on int8 MMA .*?, (\d+) as bit-planes", p.stderr)
     t = re.search(r"codegen: (\d+) bit-plane dense layers run the pre-tiled GEMM", p.stderr)
-    compile_blob.alts = qgemm_alts(p.stderr)
-    return blob, ((int(m.group(1)), int(m.group(2))) if m else (0, 0)) + (int(t.group(1)) if t else 0,)
+    counts = ((int(m.group(1)), int(m.group(2))) if m else (0, 0)) + (int(t.group(1)) if t else 0,)
+    return blob, counts, qgemm_alts(p.stderr)
 
 
 def qgemm_alts(report):
@@ -130,7 +132,7 @@ def check(tmp, name, model, xs, counts, device, gpu_targets):
     results = {}
     wants = {}  # the reference's outputs, once per input
     for mode in ("int8", "planes", "auto"):
-        blob, got = compile_blob(tmp, model, mode, "cpu")
+        blob, got, _ = compile_blob(tmp, model, mode, "cpu")
         if not blob:
             return
         if got != counts[mode][:2] + (0,):
@@ -138,13 +140,13 @@ def check(tmp, name, model, xs, counts, device, gpu_targets):
                         f"(no pre-tiled alternative without a GPU target)")
         runs = [(blob, "cpu")]
         if gpu_targets or device == "gpu":
-            gblob, got = compile_blob(tmp, model, mode, "sm_90a,sm_80")
+            gblob, got, alts = compile_blob(tmp, model, mode, "sm_90a,sm_80")
             if not gblob:
                 return
             if got != counts[mode]:
                 return fail(f"{name} --lowbit={mode} for sm_90a,sm_80: (int8, planes, pre-tiled) layers {got}, "
                             f"want {counts[mode]}")
-            bad = check_alts(compile_blob.alts, counts[mode][2], "sm_90a,sm_80")
+            bad = check_alts(alts, counts[mode][2], "sm_90a,sm_80")
             if bad:
                 return fail(f"{name} --lowbit={mode} for sm_90a,sm_80: {bad}")
             cubins = cubin_sections(gblob)
@@ -153,10 +155,10 @@ def check(tmp, name, model, xs, counts, device, gpu_targets):
             if device == "gpu":
                 runs.append((gblob, "gpu"))
                 if counts[mode][2]:  # without sm_90a: the mma.sync alternative on the same GPU
-                    mblob, got = compile_blob(tmp, model, mode, "sm_90,sm_80")
+                    mblob, got, alts = compile_blob(tmp, model, mode, "sm_90,sm_80")
                     if not mblob:
                         return
-                    bad = check_alts(compile_blob.alts, counts[mode][2], "sm_90,sm_80")
+                    bad = check_alts(alts, counts[mode][2], "sm_90,sm_80")
                     if bad:
                         return fail(f"{name} --lowbit={mode} for sm_90,sm_80: {bad}")
                     runs.append((mblob, "gpu"))
@@ -206,7 +208,7 @@ def refused(tmp):
 
 def refused_blobs(tmp, model):
     """Damaged int8 steps (checksums valid): refused by the loader, naming the step kind."""
-    blob, _ = compile_blob(tmp, model, "int8", "cpu")
+    blob, _, _ = compile_blob(tmp, model, "int8", "cpu")
     if not blob:
         return
     x = os.path.join(tmp, "x.npy")
