@@ -195,7 +195,37 @@ typedef enum {
     BLOB_ARG_BATCH = 2, /* i32: the batch of this run times value (>= 1), e.g. GEMM rows */
     BLOB_ARG_I32 = 3,   /* i32 immediate (value) */
     BLOB_ARG_I64 = 4,   /* i64 immediate (value) */
+    /* A 128-byte tensor map (bgemm_planes_tiled.cu's wgmma variant with PT_APLAIN) of slot
+     * `slot` read as plain bit-planes [rows][xb][ld] u32 words, rows = the slot's bytes for
+     * this batch / blob_tmap_planes_row_bytes(value); value = blob_tmap_planes_value(...). The
+     * GPU encodes it for each batch (cuTensorMapEncodeTiled); only on BLOB_STEP_SM90A steps. */
+    BLOB_ARG_TMAP_PLANES = 5,
 } BlobArgKind;
+
+/* BLOB_ARG_TMAP_PLANES's value: xb planes, kc 16-byte chunks and bm rows a box, ld words a
+ * plane row. */
+static inline int64_t blob_tmap_planes_value(int xb, int kc, int bm, int64_t ld) {
+    return (int64_t)xb | (int64_t)kc << 8 | (int64_t)bm << 16 | ld << 32;
+}
+/* The bytes of one row (its xb planes) of such a value's operand. */
+static inline uint64_t blob_tmap_planes_row_bytes(int64_t value) {
+    return ((uint64_t)value & 255) * ((uint64_t)value >> 32) * 4;
+}
+/* The tensor map such a value describes over `rows` rows (docs/kernels.md, PT_APLAIN on
+ * wgmma): rank 3 over u32 words, dims {ld, xb, rows}, byte strides {ld*4, xb*ld*4}, box
+ * {kc*4, 1, bm}, 128-byte swizzle (so kc is 8). Returns the rank, 0 for a malformed value. */
+static inline int blob_tmap_planes_geometry(int64_t value, uint64_t rows, uint64_t dims[3], uint64_t strides[2],
+                                            uint32_t box[3]) {
+    const uint64_t xb = (uint64_t)value & 255, kc = ((uint64_t)value >> 8) & 255, bm = ((uint64_t)value >> 16) & 65535,
+                   ld = (uint64_t)value >> 32;
+    if (xb < 1 || xb > 8 || kc != 8 || bm < 16 || bm > 256 || bm % 16 || ld < 4 || ld % 4 || ld > (1u << 24) ||
+        rows < 1)
+        return 0;
+    dims[0] = ld, dims[1] = xb, dims[2] = rows;
+    strides[0] = ld * 4, strides[1] = xb * ld * 4;
+    box[0] = (uint32_t)kc * 4, box[1] = 1, box[2] = (uint32_t)bm;
+    return 3;
+}
 
 typedef struct BlobArg {
     uint32_t kind;

@@ -991,9 +991,18 @@ static bnn_status check_step(const StepCheck *c) {
         return bad_step(c, "bad kernel name");
     if (s->nargs > BLOB_MAX_ARGS)
         return bad_step(c, "%u kernel arguments, at most %d", s->nargs, BLOB_MAX_ARGS);
+    int ntmaps = 0;
     for (uint32_t i = 0; i < s->nargs; i++) {
         const BlobArg *a = &s->args[i];
-        bool ok = a->kind >= BLOB_ARG_PTR && a->kind <= BLOB_ARG_I64;
+        bool ok = a->kind >= BLOB_ARG_PTR && a->kind <= BLOB_ARG_TMAP_PLANES;
+        if (a->kind == BLOB_ARG_TMAP_PLANES) { /* one a step, of whole plane rows of an arena slot, sm_90a only */
+            uint64_t dims[3], strides[2];
+            uint32_t box[3];
+            ok = (s->flags & BLOB_STEP_SM90A) && ++ntmaps == 1 && a->slot < BLOB_MAX_SLOTS &&
+                 s->slot[a->slot].space == BLOB_SPACE_ARENA && blob_tmap_planes_geometry(a->value, 1, dims, strides, box) &&
+                 s->slot[a->slot].bytes % blob_tmap_planes_row_bytes(a->value) == 0 && s->slot[a->slot].bytes > 0 &&
+                 s->slot[a->slot].offset % 16 == 0;
+        }
         if (a->kind == BLOB_ARG_PTR)
             ok = a->slot < BLOB_MAX_SLOTS && s->slot[a->slot].space != BLOB_SPACE_NONE;
         if (a->kind == BLOB_ARG_I32)

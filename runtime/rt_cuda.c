@@ -101,6 +101,9 @@ typedef struct CudaApi {
 #undef X
     /* Optional (drivers of CUDA 12 and later): NULL launches every kernel plainly. */
     CUresult (*LaunchKernelEx)(const CuLaunchConfig *, CUfunction, void **, void **);
+    /* Optional (CUDA 12 and later): BLOB_ARG_TMAP_PLANES arguments need it (checked at setup). */
+    CUresult (*TensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
+                                     const uint32_t *, const uint32_t *, int, int, int, int);
 } CudaApi;
 
 struct RtCuda {
@@ -188,6 +191,8 @@ static bnn_status load_api(CudaApi *api) {
 #undef X
     sym = dlsym(api->lib, "cuLaunchKernelEx");
     memcpy(&api->LaunchKernelEx, &sym, sizeof sym);
+    sym = dlsym(api->lib, "cuTensorMapEncodeTiled");
+    memcpy(&api->TensorMapEncodeTiled, &sym, sizeof sym);
     return BNN_STATUS_OK;
 }
 
@@ -393,6 +398,14 @@ bnn_status rt_cuda_create(bnn_session *s) {
     c->sm90a = !strcmp(cubin->arch, "sm_90a");
     if ((st = check_plan_for_gpu(m, c->sm90a, s->max_batch)) != BNN_STATUS_OK)
         return st;
+    for (int i = 0; c->sm90a && !c->api.TensorMapEncodeTiled && i < m->nsteps; i++)
+        for (uint32_t a = 0; a < m->steps[i].nargs; a++)
+            if (m->steps[i].args[a].kind == BLOB_ARG_TMAP_PLANES)
+                return rt_error(BNN_STATUS_UNSUPPORTED,
+                                "step %d (kernel '%s') needs tensor maps, which this CUDA driver lacks "
+                                "(cuTensorMapEncodeTiled, CUDA 12 and later): update the driver, or "
+                                "recompile the model without sm_90a",
+                                i, m->steps[i].kernel);
     const char *no_pdl = getenv("BNN_NO_PDL");
     c->pdl = c->api.LaunchKernelEx && atoi(cubin->arch + 3) >= 90 && !(no_pdl && *no_pdl && strcmp(no_pdl, "0"));
     c->funcs = rt_calloc(m->nsteps ? (size_t)m->nsteps : 1, sizeof *c->funcs);
@@ -460,9 +473,30 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain
     uint64_t u64[BLOB_MAX_ARGS];
     int32_t i32[BLOB_MAX_ARGS];
     void *params[BLOB_MAX_ARGS];
+    _Alignas(64) unsigned char tmap[128]; /* the step's one BLOB_ARG_TMAP_PLANES (the loader checks) */
     for (uint32_t a = 0; a < st->nargs; a++) {
         const BlobArg *arg = &st->args[a];
         switch (arg->kind) {
+        case BLOB_ARG_TMAP_PLANES: { /* encoded for this batch: rows and the start move with it */
+            enum { U32 = 2, INTERLEAVE_NONE = 0, SWIZZLE_128B = 3, L2_256B = 3, OOB_ZERO = 0 };
+            const BlobRef *r = &st->slot[arg->slot];
+            uint64_t dims[3], strides[2];
+            uint32_t box[3], es[3] = {1, 1, 1};
+            int rank = blob_tmap_planes_geometry(
+                arg->value, r->bytes * (uint64_t)batch / blob_tmap_planes_row_bytes(arg->value), dims, strides, box);
+            CUresult e = c->api.TensorMapEncodeTiled(tmap, U32, (unsigned)rank,
+                                                     (void *)(uintptr_t)(c->arena + rt_slot_offset(r, batch)), dims,
+                                                     strides, box, es, INTERLEAVE_NONE, SWIZZLE_128B, L2_256B,
+                                                     OOB_ZERO);
+            if (e != CUDA_SUCCESS) {
+                char what[160];
+                snprintf(what, sizeof what, "step %d: encoding the tensor map of '%s' (cuTensorMapEncodeTiled)", i,
+                         st->kernel);
+                return cu_fail(c, e, what);
+            }
+            params[a] = tmap;
+            break;
+        }
         case BLOB_ARG_PTR: {
             const BlobRef *r = &st->slot[arg->slot];
             CUdeviceptr base = r->space == BLOB_SPACE_ARENA ? c->arena : c->weights;

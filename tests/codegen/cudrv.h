@@ -52,6 +52,10 @@ static struct {
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*EventDestroy)(CUevent);
     CUresult (*GetErrorString)(CUresult, const char **);
+    /* optional (NULL in drivers before CUDA 12): cuTensorMapEncodeTiled, enums as ints */
+    CUresult (*TensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *,
+                                     const unsigned long long *, const unsigned *, const unsigned *, int, int, int,
+                                     int);
 } cu;
 
 /* Every driver call: on failure print the call, file, line and the driver's message; exit 1. */
@@ -113,6 +117,8 @@ static int load_driver(const char *test, CUdevice *dev) {
         }
         memcpy(fns[i].slot, &p, sizeof p);
     }
+    void *tm = dlsym(lib, "cuTensorMapEncodeTiled");
+    memcpy(&cu.TensorMapEncodeTiled, &tm, sizeof tm);
     CUresult r = cu.Init(0);
     int n = 0;
     if (r != 0 || cu.DeviceGetCount(&n) != 0 || n == 0) {

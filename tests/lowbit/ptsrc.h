@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blob.h"
 #include "kernels.h"
 #include "tile_layout.h"
 #include "util.h"
@@ -19,20 +20,19 @@ typedef struct PtSpec {
     int bm, bn, wm, wn, kc, stages; /* 0: the file's defaults */
     bool nostore;                  /* timing aid: main loop only */
     bool wgmma;                    /* the wgmma variant (sm_90a; 128 x 256 tile, 384 threads) */
-    bool aplain;                   /* PT_APLAIN: A as plain planes [M][XB][ld] (ld = K in 256-bit words) */
-    int lag;                       /* wgmma + aplain: PT_LAG + 1 (0: the file's default) */
+    bool aplain;                   /* PT_APLAIN: A as plain planes [M][XB][ld] (ld = K in 256-bit words);
+                                      wgmma: kc 8, A's tensor map as the first argument (pt_encode_amap) */
 } PtSpec;
 
-/* Plain A (PT_APLAIN, what bnncc emits) on mma.sync and on wgmma (its producer warpgroup
- * gathers A): bipolar (apop counted in the kernel) and signed, a small ring, K not a multiple
- * of the stage. Both tests' spec lists have them. */
+/* Plain A (PT_APLAIN, what bnncc emits) on mma.sync (gathered by cp.async) and on wgmma (one
+ * TMA copy a stage, 128-byte swizzled rows): bipolar (apop counted in the kernel) and signed,
+ * K not a multiple of the stage, a small ring on mma.sync. Both tests' spec lists have them. */
 #define PT_APLAIN_SPECS                                                                                               \
     {.n = 300, .k = 700, .xb = 2, .wb = 1, .wsigned = 1, .bipolar = 1, .epi = 2, .l = 3, .yb = 2, .aplain = true},  \
         {.n = 257, .k = 1000, .xb = 3, .wb = 2, .wsigned = 1, .epi = 1, .kc = 2, .stages = 3, .aplain = true},       \
         {.n = 300, .k = 700, .xb = 2, .wb = 1, .wsigned = 1, .bipolar = 1, .epi = 2, .l = 3, .yb = 2, .aplain = true, \
          .wgmma = true},                                                                                              \
-        {.n = 257, .k = 1000, .xb = 3, .wb = 2, .wsigned = 1, .epi = 1, .kc = 2, .stages = 3, .aplain = true,        \
-         .wgmma = true}
+        {.n = 257, .k = 1000, .xb = 3, .wb = 2, .wsigned = 1, .epi = 1, .aplain = true, .wgmma = true}
 
 static inline void pt_resolve(PtSpec *s) {
     if (s->wgmma) {
@@ -52,7 +52,8 @@ static inline void pt_resolve(PtSpec *s) {
 }
 
 static inline int pt_smem(const PtSpec *s) {
-    return bnn_planes_tiled_smem(s->bm, s->bn, s->kc, s->stages) + (s->aplain && s->bipolar ? s->bm * 4 : 0);
+    return bnn_planes_tiled_smem(s->bm, s->bn, s->kc, s->stages) + (s->aplain && s->bipolar ? s->bm * 4 : 0) +
+           (s->aplain && s->wgmma ? 1024 : 0); /* the swizzled stages' alignment */
 }
 static inline int pt_threads(const PtSpec *s) { return s->wgmma ? BNN_PLANES_WGMMA_THREADS : s->wm * s->wn * 32; }
 static inline int pt_wplanes(const PtSpec *s) { return s->bipolar ? 1 : s->wb; }
@@ -81,8 +82,6 @@ static inline void pt_append(Buf *b, const char *name, const PtSpec *s) {
                name, s->n, s->k, s->xb, s->wb, s->wsigned, s->bipolar, s->epi, s->l, s->yb, s->bm, s->bn, s->wm,
                s->wn, s->kc, s->stages, s->nostore ? 1 : 0, s->wgmma ? 1 : 0, s->aplain ? 1 : 0,
                s->aplain ? (s->k + 255) / 256 * 8 : 0);
-    if (s->lag)
-        buf_printf(b, "#define PT_LAG %d\n", s->lag - 1);
     buf_put(b, bnn_bgemm_planes_tiled_cu, bnn_bgemm_planes_tiled_cu_len);
 }
 
@@ -101,6 +100,23 @@ static inline void pt_tile_operands(const PtSpec *s, const uint32_t *A, const ui
         fprintf(stderr, "bnn_tile_planes refused the operands\n");
         exit(1);
     }
+}
+
+/* The tensor map of plain A[M][XB][ld] u32 words for the wgmma variant's PT_APLAIN (blob.h
+ * blob_tmap_planes_geometry, as the runtime encodes it), through enc (cuTensorMapEncodeTiled);
+ * 0 ok. */
+typedef int (*PtEncodeFn)(void *, int, unsigned, void *, const unsigned long long *, const unsigned long long *,
+                          const unsigned *, const unsigned *, int, int, int, int);
+static inline int pt_encode_amap(PtEncodeFn enc, void *map128, const PtSpec *s, unsigned long long dA, int M,
+                                 int ld) {
+    enum { U32 = 2, INTERLEAVE_NONE = 0, SWIZZLE_128B = 3, L2_256B = 3, OOB_ZERO = 0 };
+    uint64_t dims[3], strides[2];
+    uint32_t box[3], es[3] = {1, 1, 1};
+    int rank = blob_tmap_planes_geometry(blob_tmap_planes_value(s->xb, s->kc, s->bm, ld), (uint64_t)M, dims, strides, box);
+    if (!rank)
+        return -1;
+    return enc(map128, U32, (unsigned)rank, (void *)(uintptr_t)dA, (const unsigned long long *)dims,
+               (const unsigned long long *)strides, box, es, INTERLEAVE_NONE, SWIZZLE_128B, L2_256B, OOB_ZERO);
 }
 
 /* Deterministic random numbers for the tests. */

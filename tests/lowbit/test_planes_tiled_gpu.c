@@ -48,9 +48,9 @@ static const PtSpec specs[] = {
     {.n = 70, .k = 300, .xb = 4, .wb = 1, .wsigned = 1, .epi = 2, .l = 15, .yb = 4, .kc = 2, .stages = 2, .wgmma = true},
     {.n = 200, .k = 1500, .xb = 3, .wb = 1, .bipolar = 1, .epi = 1, .wgmma = true},
     PT_APLAIN_SPECS,
-    /* plain A on wgmma with rings of 8 and 2 stages (announcements 1 and 0 stages late) */
-    {.n = 520, .k = 4100, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2, .kc = 4, .stages = 8,
-     .aplain = true, .wgmma = true},
+    /* plain A on wgmma with rings of 3 and 2 stages */
+    {.n = 520, .k = 4100, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2, .stages = 3, .aplain = true,
+     .wgmma = true},
     {.n = 100, .k = 777, .xb = 4, .wb = 1, .bipolar = 1, .epi = 2, .l = 15, .yb = 4, .stages = 2, .aplain = true,
      .wgmma = true},
 };
@@ -150,7 +150,11 @@ static void run_spec(CUmodule mod, int si, const PtSpec *s, int M, int grid_cap)
     if (grid_cap && grid > grid_cap)
         grid = grid_cap;
     int m32 = M;
-    void *args[] = {&dA, &dW, &dP, &dT, &dD, &dY, &m32};
+    _Alignas(64) unsigned char amap[128]; /* plain A on wgmma: A's tensor map, the first argument */
+    const bool tma = s->aplain && s->wgmma;
+    if (tma)
+        CU(pt_encode_amap(cu.TensorMapEncodeTiled, amap, s, dA, M, ld));
+    void *args[] = {tma ? (void *)amap : (void *)&dA, &dW, &dP, &dT, &dD, &dY, &m32};
     CU(cu.LaunchKernel(f, (unsigned)grid, 1, 1, (unsigned)pt_threads(s), 1, 1, (unsigned)pt_smem(s), NULL, args,
                        NULL));
     CU(cu.CtxSynchronize());
@@ -262,22 +266,16 @@ static void bench_case(const char *what, PtSpec s) {
      * each one's whole output against the old kernel's (its last timed run), word for word. */
     uint32_t *yo = xmalloc(ybytes), *yn = xmalloc(ybytes);
     CU(cu.MemcpyDtoH(yo, dYold, ybytes));
-    /* pre-tiled A on mma.sync and wgmma; plain A (what bnncc emits) on both, wgmma also with
-     * a lag of 2 and with twice the stages of half the depth (lag 3) */
+    /* pre-tiled A on mma.sync and wgmma; plain A (what bnncc emits) on both */
     static const struct {
         bool wgmma, aplain;
-        int kc, stages, lag; /* lag: PT_LAG + 1, 0 the default (1) */
-    } variants[] = {{false, false, 0, 0, 0}, {true, false, 0, 0, 0}, {false, true, 0, 0, 0},
-                    {true, true, 0, 0, 0},   {true, true, 0, 0, 3},  {true, true, 4, 8, 4}};
+    } variants[] = {{false, false}, {true, false}, {false, true}, {true, true}};
     for (size_t variant = 0; variant < sizeof variants / sizeof *variants; variant++) {
         if (variants[variant].wgmma && !wgmma_ok)
             continue;
         PtSpec v = s;
         v.wgmma = variants[variant].wgmma;
         v.aplain = variants[variant].aplain;
-        v.kc = variants[variant].kc;
-        v.stages = variants[variant].stages;
-        v.lag = variants[variant].lag;
         pt_resolve(&v);
         pt_head(&b, arch);
         pt_append(&b, "pt_bench", &v);
@@ -295,17 +293,19 @@ static void bench_case(const char *what, PtSpec s) {
         int tiles = M / v.bm * ((N + v.bn - 1) / v.bn), grid = tiles < sm_count ? tiles : sm_count;
         int rows = M, xb = v.xb, tr = v.bm, nch = bnn_tiled_kpad(K, v.kc * 128) / 128;
         void *aprep[] = {&dAt, &rows, &xb, &tr, &nch, &dP};
-        void *anew[] = {v.aplain ? &dA : &dAt, &dWt, &dP, &dT, &dD, &dYnew, &m32};
+        _Alignas(64) unsigned char amap[128];
+        if (v.aplain && v.wgmma)
+            CU(pt_encode_amap(cu.TensorMapEncodeTiled, amap, &v, dA, M, ld));
+        void *anew[] = {v.aplain && v.wgmma ? (void *)amap : v.aplain ? (void *)&dA : (void *)&dAt, &dWt, &dP, &dT, &dD, &dYnew,
+                        &m32};
         CU(cu.MemsetD8(dYnew, POISON, ybytes));
         CUfunction pf = v.bipolar && !v.aplain ? prep : NULL;
         double ms_new = time_ms(pf, (unsigned)(M + 31) / 32, aprep, fnew, (unsigned)grid, 1, threads, smem, anew);
         CU(cu.MemcpyDtoH(yn, dYnew, ybytes));
         double ms_loop = time_ms(NULL, 0, NULL, floop, (unsigned)grid, 1, threads, smem, anew);
         char kind[48], label[80];
-        snprintf(kind, sizeof kind, "%s%s kc%d s%d%s", v.wgmma ? "wgmma" : "mma.sync", v.aplain ? " plainA" : "", v.kc,
-                 v.stages, v.lag ? " lag" : "");
-        if (v.lag)
-            snprintf(kind + strlen(kind), sizeof kind - strlen(kind), "%d", v.lag - 1);
+        snprintf(kind, sizeof kind, "%s%s kc%d s%d", v.wgmma ? "wgmma" : "mma.sync",
+                 v.aplain ? v.wgmma ? " plainA (TMA)" : " plainA" : "", v.kc, v.stages);
         snprintf(label, sizeof label, "planes_tiled %s%s", kind, pf ? " (+ row pop)" : "");
         report(what, label, ms_new, ops);
         snprintf(label, sizeof label, "planes_tiled %s main loop", kind);
@@ -366,6 +366,10 @@ int main(int argc, char **argv) {
         return 77;
     }
     wgmma_ok = major == 9 && minor == 0;
+    if (wgmma_ok && !cu.TensorMapEncodeTiled) { /* plain A on wgmma comes by TMA */
+        printf("test_planes_tiled_gpu: FAIL: an sm_90 device but a driver without cuTensorMapEncodeTiled\n");
+        return 1;
+    }
     snprintf(arch, sizeof arch, "sm_%d%d%s", major, minor, major == 9 && minor == 0 ? "a" : "");
     if (nvrtc_load() != 0) {
         printf("test_planes_tiled_gpu: skipped: %s\n", diag_message());

@@ -170,6 +170,11 @@ static void e_step_alt_kind(unsigned char *b, size_t *len) {
     (void)len, blob_put_u32(step_at(b, 1) + 8, 4), blob_put_u32(step_at(b, 1) + 12, 16);
 }
 static void e_step_alt_batch(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 1) + 12, 16); }
+/* A tensor-map argument (BLOB_ARG_TMAP_PLANES) on a step that is not sm_90a-only. */
+static void e_arg_tmap(unsigned char *b, size_t *len) {
+    (void)len, blob_put_u32(step_at(b, 1) + BLOB_STEP_NARGS_AT, 1);
+    blob_put_u32(step_at(b, 1) + BLOB_STEP_ARGS_AT, BLOB_ARG_TMAP_PLANES);
+}
 /* An sm_90a-only kernel (BLOB_STEP_SM90A) on a main step: other GPUs would have nothing to run. */
 static void e_step_sm90a_main(unsigned char *b, size_t *len) {
     (void)len, blob_put_u32(step_at(b, 1) + 8, BLOB_STEP_SM90A);
@@ -284,6 +289,7 @@ static void test_edits(const Buf *b) {
         {e_step_beside_reads, true, BNN_STATUS_BAD_BLOB, "it runs beside step 1, but its slot in overlaps", "beside a writer"},
         {e_step_alt_kind, true, BNN_STATUS_BAD_BLOB, "a batch alternative (from batch 16) that is not", "alt step"},
         {e_step_alt_batch, true, BNN_STATUS_BAD_BLOB, "alt_batch 16 on a step that is no batch", "alt_batch"},
+        {e_arg_tmap, true, BNN_STATUS_BAD_BLOB, "kernel argument 0 is malformed", "tmap arg"},
         {e_step_sm90a_main, true, BNN_STATUS_BAD_BLOB, "an sm_90a-only kernel on a step that is no batch", "sm90a main"},
         {e_step_k, true, BNN_STATUS_BAD_BLOB, "step 1 (bgemm): bad shape", "k too large"},
         {e_step_neg, true, BNN_STATUS_BAD_BLOB, "bad shape", "negative n"},

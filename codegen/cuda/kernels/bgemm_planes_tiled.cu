@@ -30,9 +30,10 @@
 // on bgemm_wgmma.cu's wgmma loop (empty when compiled for another target). PT_APLAIN 1 (the
 // form bnncc emits for a qgemm step, on both): A is not pre-tiled but bgemm_planes.cu's plain
 // planes, X[M][PT_XB][PT_LDA] words (a quantize's or the previous qgemm's output as it is),
-// gathered into the same stage image with 16-byte cp.async (mma.sync: by every thread, the
-// sm_80 pipeline on every architecture; wgmma: by the producer warpgroup), and with
-// PT_WBIPOLAR the kernel counts apop itself (apop unused). Each inclusion defines one kernel
+// loaded into shared memory by the kernel (mma.sync: gathered into the same stage image with
+// 16-byte cp.async by every thread, the sm_80 pipeline on every architecture; wgmma: one TMA
+// copy a stage from a tensor map, 128-byte swizzled rows), and with PT_WBIPOLAR the kernel
+// counts apop itself (apop unused). Each inclusion defines one kernel
 // PT_NAME and #undefs its PT_* macros at the end; docs/kernels.md has the contract.
 #ifndef BNN_COMMON_CU
 #include "common.cu"
@@ -278,9 +279,6 @@ extern "C" __global__ void __launch_bounds__(256) bnn_planes_row_pop(const uint4
 #ifndef PT_WGMMA
 #define PT_WGMMA 0
 #endif
-#ifndef PT_LAG
-#define PT_LAG -1
-#endif
 // The wgmma variant exists only where wgmma does (sm_90a, and the host pass). In a program
 // compiled for several targets (a model.cu) it is empty elsewhere: bnncc flags its step
 // BLOB_STEP_SM90A, so no other CUBIN is asked for it.
@@ -302,21 +300,24 @@ extern "C" __global__ void __launch_bounds__(256) bnn_planes_row_pop(const uint4
 // ring full) over the same pair schedule. Before a Horner step the consumers wait for their
 // in-flight wgmma group (the accumulators must be final), so each step costs one pipeline
 // bubble per pair, not per stage. Block 384 threads; PT_BM/BN/WM/WN are ignored.
-// With PT_APLAIN the whole producer warpgroup gathers A from its plain planes into the same
-// stage image with 16-byte cp.async (thread 0 still bulk-copies W). cp.async writes through
-// the generic proxy and wgmma reads through the async one, so a producer thread announces a
-// stage only after its own copies of it landed (cp.async.wait_group), then a proxy fence, then
-// its arrival on the stage's "full" barrier (129 arrivals: 128 + thread 0's expect_tx). It
-// does so LAG = PT_LAG stages late (after issuing stage g + LAG it waits for stage g): the
-// consumers release stage g only once stage g+1 is full, and the producer needs that release
-// to refill the slot of stage g + S, so LAG <= S - 2. Default 1 (0 with 2 stages): announcing
-// a stage sooner keeps the producer off the consumers' path (at S - 2 = 2, its refill after a
-// release came right before the stage the consumers wait for), 7-8 % faster at 8192^3 than 2.
+// With PT_APLAIN thread 0 loads A with one TMA copy a stage from the tensor map tmA (the
+// kernel's first parameter instead of At), which the launcher encodes for the plain planes
+// X[M][PT_XB][PT_LDA] u32 words: rank 3, dims {PT_LDA, PT_XB, M}, strides {LDA*4, XB*LDA*4}
+// bytes, box {KC*4, 1, 128}, 128-byte swizzle (KC 8): a stage's A is 128 rows of 128 bytes,
+// the 16-byte chunks of row r at index c ^ (r % 8), which the A descriptor reads as the
+// swizzled K-major layout (stages 1024-byte aligned). Rows past M come in as zeros. (A
+// gather by the producer warpgroup's cp.async, announced per thread after a proxy fence, was
+// 20-35 % slower at 8192^3.)
 // With PT_WBIPOLAR the consumers count apop themselves from the stages in shared memory (each
 // warp its 16 rows) while their wgmmas run.
+#if PT_APLAIN
+#define BNN_PT_A_PARAM const __grid_constant__ BnnTensorMap tmA
+#else
+#define BNN_PT_A_PARAM const void *__restrict__ At
+#endif
 extern "C" __global__ void __launch_bounds__(384, 1)
-    PT_NAME(const void *__restrict__ At, const void *__restrict__ Wt, const int *__restrict__ apop,
-            const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y, int m_rt) {
+    PT_NAME(BNN_PT_A_PARAM, const void *__restrict__ Wt, const int *__restrict__ apop, const int *__restrict__ T,
+            const int *__restrict__ dir, void *__restrict__ Y, int m_rt) {
     BNN_PDL_ENTER();
     constexpr int BM = 128, BN = 256, KC = PT_KC, S = PT_STAGES, NW = 8, NT = NW * 32;
     constexpr int N = PT_N, K = PT_K, BK = KC * 128, NKT = (K + BK - 1) / BK, NCH = NKT * KC;
@@ -325,14 +326,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     constexpr int LDY = PT_EPI == 2 ? (N + 255) / 256 * 8 : N;
     constexpr int L = PT_EPI == 2 ? PT_L : 1, YB = PT_EPI == 2 ? PT_YB : 1; // unused with int32 output
     constexpr unsigned ABYTES = KC * BM * 16, BBYTES = KC * BN * 16, STAGE = ABYTES + BBYTES;
-    constexpr bool APLAIN = PT_APLAIN, SELF_POP = PT_APLAIN && PT_WBIPOLAR; // SELF_POP: the tile's apop after the barriers
-    constexpr int LAG = PT_LAG >= 0 ? PT_LAG : S >= 3 ? 1 : 0;                 // APLAIN: see above
-    constexpr unsigned SMEM = S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0);
+    constexpr bool SELF_POP = PT_APLAIN && PT_WBIPOLAR;  // SELF_POP: the tile's apop after the barriers
+    constexpr unsigned ALIGN = PT_APLAIN ? 1024 : 0;    // the swizzled stages' alignment slack
+    constexpr unsigned SMEM = S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0) + ALIGN;
+    static_assert(!PT_APLAIN || KC == 8, "PT_APLAIN: PT_KC 8 (a stage's A rows are the 128 bytes of the swizzle)");
     static_assert(N >= 1 && K >= 1 && XB >= 1 && PT_WB >= 1, "empty GEMM");
     static_assert(!PT_WBIPOLAR || PT_WB == 1, "bipolar weights are one plane (PT_WB 1)");
     static_assert(KC % 2 == 0 && KC >= 2 && KC <= 16, "KC: an even number of 16-byte chunks (k256 steps), <= 16");
     static_assert(S >= 2, "at least 2 stages");
-    static_assert(LAG >= 0 && LAG <= S - 2, "PT_LAG: 0 .. PT_STAGES - 2 stages (more would deadlock)");
     static_assert(!PT_APLAIN || (PT_LDA % 4 == 0 && PT_LDA * 32 >= K), "PT_LDA: words a plain plane row, 16-byte chunks");
     static_assert(SMEM <= 232448, "stages do not fit in 227 KiB of shared memory");
     static_assert(PT_EPI != 2 || (PT_YB >= 1 && PT_YB <= 31 && PT_L >= 1), "PT_YB output planes, PT_L levels");
@@ -343,59 +344,20 @@ extern "C" __global__ void __launch_bounds__(384, 1)
 #endif
     extern __shared__ __align__(128) unsigned char bnn_dsmem[];
     if (bnn_dyn_smem_size() < SMEM) __trap(); // launched with too little shared memory
-    const unsigned s0 = bnn_smem(bnn_dsmem), full = s0 + S * STAGE, empty = full + 8 * S;
+    const unsigned sraw = bnn_smem(bnn_dsmem), s0 = ALIGN ? (sraw + ALIGN - 1) & ~(ALIGN - 1) : sraw;
+    const unsigned full = s0 + S * STAGE, empty = full + 8 * S;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ntn = (N + BN - 1) / BN, ntiles = (M + BM - 1) / BM * ntn;
     if (tid == 0) {
         for (int s = 0; s < S; ++s) {
-            bnn_mbar_init(full + 8 * s, APLAIN ? 129 : 1); // expect_tx arrival (+ the bytes), APLAIN: + 128 gatherers
+            bnn_mbar_init(full + 8 * s, 1); // the expect_tx arrival (+ the bytes)
             bnn_mbar_init(empty + 8 * s, NW);               // one arrival per consumer warp
         }
         bnn_mbar_init_fence();
     }
     __syncthreads();
 
-    if (warp >= NW && APLAIN) { // producer warpgroup: 128 threads gather A, thread 0 also copies W
-        bnn_setmaxnreg_dec<40>();
-        const int ptid = tid - NT;
-        unsigned it = 0, shown = 0; // stages issued; stages announced on their "full" barrier
-        auto announce = [&]() {     // after cp.async.wait_group: stage `shown` landed
-            bnn_fence_proxy_async();
-            bnn_mbar_arrive(full + 8 * (shown % S));
-            ++shown;
-        };
-        for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
-            const int mt = tile / ntn, nt = tile % ntn, m0 = mt * BM;
-            for (int pi = 0; pi < NP; ++pi) {
-                int p, q;
-                bnn_pt_pair(pi, XB, WB, p, q);
-                const char *ga = (const char *)At + ((size_t)m0 * XB + p) * PT_LDA * 4; // row m0 of plane p
-                const char *gb = (const char *)Wt + ((size_t)nt * WB + q) * NCH * BN * 16;
-                for (int kt = 0; kt < NKT; ++kt, ++it) {
-                    const unsigned slot = it % S, bar = full + 8 * slot, dst = s0 + slot * STAGE;
-                    if (it >= S) bnn_mbar_wait(empty + 8 * slot, (it / S - 1) & 1);
-                    if (ptid == 0) {
-                        bnn_mbar_expect_tx(bar, BBYTES);
-                        bnn_bulk_g2s(dst + ABYTES, gb + (size_t)kt * BBYTES, BBYTES, bar);
-                    }
-                    for (int i = ptid; i < KC * BM; i += 128) {
-                        int r, c;
-                        bnn_pt_gather_item(i, BM, r, c);
-                        const bool ok = m0 + r < M && (kt * KC + c) * 4 < PT_LDA;
-                        bnn_cp16(dst + (c * BM + r) * 16, ok ? ga + ((size_t)r * XB * PT_LDA + (kt * KC + c) * 4) * 4 : At,
-                                 ok ? 16 : 0);
-                    }
-                    bnn_cp_commit();
-                    if (it >= (unsigned)LAG) {
-                        bnn_cp_wait<LAG>();
-                        announce();
-                    }
-                }
-            }
-        }
-        bnn_cp_wait<0>();
-        while (shown < it) announce();
-    } else if (warp >= NW) { // producer warpgroup: one thread issues every copy, and it gives its registers away
+    if (warp >= NW) { // producer warpgroup: one thread issues every copy, and it gives its registers away
         bnn_setmaxnreg_dec<40>();
         if (warp == NW && lane == 0) {
             unsigned it = 0;
@@ -404,13 +366,19 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 for (int pi = 0; pi < NP; ++pi) {
                     int p, q;
                     bnn_pt_pair(pi, XB, WB, p, q);
+#if !PT_APLAIN
                     const char *ga = (const char *)At + ((size_t)mt * XB + p) * NCH * BM * 16;
+#endif
                     const char *gb = (const char *)Wt + ((size_t)nt * WB + q) * NCH * BN * 16;
                     for (int kt = 0; kt < NKT; ++kt, ++it) {
                         const unsigned slot = it % S, bar = full + 8 * slot, dst = s0 + slot * STAGE;
                         if (it >= S) bnn_mbar_wait(empty + 8 * slot, (it / S - 1) & 1);
                         bnn_mbar_expect_tx(bar, STAGE);
+#if PT_APLAIN
+                        bnn_tma_load_3d(dst, &tmA, kt * KC * 4, p, mt * BM, bar);
+#else
                         bnn_bulk_g2s(dst, ga + (size_t)kt * ABYTES, ABYTES, bar);
+#endif
                         bnn_bulk_g2s(dst + ABYTES, gb + (size_t)kt * BBYTES, BBYTES, bar);
                     }
                 }
@@ -421,13 +389,19 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         const int wg = warp >> 2;
         // Descriptors without their address field: LBO = rows*16 (the next 16-byte K chunk),
         // SBO = 128 (the next 8 rows of the same chunk).
-        const unsigned long long dA0 = bnn_wg_desc(0, BM * 16, 128), dB0 = bnn_wg_desc(0, BN * 16, 128);
+        // PT_APLAIN: A as 128-byte swizzled K-major rows (mode 1 in bits 62-63), SBO = 1024 (the
+        // next 8 rows), LBO unused (a k256 step's 32 bytes lie within a row); its k step advances
+        // the start address by 32 bytes.
+        const unsigned long long dA0 =
+            PT_APLAIN ? bnn_wg_desc(0, 16, 1024) | 1ull << 62 : bnn_wg_desc(0, BM * 16, 128);
+        const unsigned long long dB0 = bnn_wg_desc(0, BN * 16, 128);
+        constexpr unsigned AROW = PT_APLAIN ? KC * 16 : 16, AK = PT_APLAIN ? 32 : 2 * BM * 16; // a row; a k step
         unsigned it = 0;
         auto release = [&](unsigned slot) { // after the wgmmas that read the slot retired
             __syncwarp();
             if (lane == 0) bnn_mbar_arrive(empty + 8 * slot);
         };
-        int *const tpop = (int *)(bnn_dsmem + S * STAGE + 16 * S); // SELF_POP: the tile's apop
+        int *const tpop = (int *)(bnn_dsmem + (s0 - sraw) + S * STAGE + 16 * S); // SELF_POP: the tile's apop
         for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
             const int mt = tile / ntn, nt = tile % ntn;
             int acc[1][32][4];
@@ -447,20 +421,25 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                     bnn_pt_scale(acc, f);
                 }
                 for (int kt = 0; kt < NKT; ++kt, ++it) {
-                    const unsigned slot = it % S, sa = s0 + slot * STAGE + wg * 64 * 16, sb = s0 + slot * STAGE + ABYTES;
+                    const unsigned slot = it % S, sa = s0 + slot * STAGE + wg * 64 * AROW, sb = s0 + slot * STAGE + ABYTES;
                     bnn_mbar_wait(full + 8 * slot, (it / S) & 1);
                     __syncwarp(); // wgmma is .sync.aligned: the warp must be converged after the spin
                     bnn_wg_fence();
 #pragma unroll
                     for (int ks = 0; ks < KC / 2; ++ks)
-                        bnn_wgmma_n256(acc, dA0 | ((sa + 2 * ks * BM * 16) & 0x3FFFF) >> 4,
+                        bnn_wgmma_n256(acc, dA0 | ((sa + ks * AK) & 0x3FFFF) >> 4,
                                        dB0 | ((sb + 2 * ks * BN * 16) & 0x3FFFF) >> 4);
                     bnn_wg_commit();
                     if (SELF_POP) // bipolar weights: every pair is (p, 0), every stage one of plane p's
 #pragma unroll
                         for (int c = lane >> 4; c < KC; c += 2) {
                             unsigned v[4];
-                            bnn_ld16(s0 + slot * STAGE + (c * BM + warp * 16 + (lane & 15)) * 16, v);
+                            // PT_APLAIN: the 128-byte swizzle stores a row's chunk c at c ^ (row & 7);
+                            // reading chunk c ^ (row & 7) keeps 8 lanes' rows on 8 bank groups, and the
+                            // lanes of a row still read each of its chunks once (the sum is the same)
+                            const unsigned row = warp * 16 + (lane & 15);
+                            bnn_ld16(s0 + slot * STAGE +
+                                         (PT_APLAIN ? row * AROW + (c ^ (row & 7)) * 16 : (c * BM + row) * 16), v);
                             rpop += (__popc(v[0]) + __popc(v[1]) + __popc(v[2]) + __popc(v[3])) << p;
                         }
                     bnn_wg_wait<1>(); // the previous stage's wgmmas retired: its slot can be refilled
@@ -720,4 +699,4 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
 #undef PT_NOSTORE
 #undef PT_APLAIN
 #undef PT_LDA
-#undef PT_LAG
+#undef BNN_PT_A_PARAM

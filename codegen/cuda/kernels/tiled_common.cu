@@ -40,9 +40,20 @@ __device__ __forceinline__ void bnn_mbar_expect_tx(unsigned bar, unsigned bytes)
 __device__ __forceinline__ void bnn_mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-// Orders this thread's generic-proxy shared-memory writes (st.shared, landed cp.async) before
-// later async-proxy accesses (wgmma operands, bulk copies) once it arrives on a barrier.
-__device__ __forceinline__ void bnn_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// A tensor map (cuTensorMapEncodeTiled's 128 opaque bytes), passed to a kernel by value as a
+// __grid_constant__ parameter so that its address is the one the TMA unit reads.
+struct __align__(64) BnnTensorMap {
+    unsigned long long w[16];
+};
+// Box (c0, c1, c2) of tensor map *tm into shared memory at dst, completing on bar (the
+// box's bytes, out-of-range elements zero).
+__device__ __forceinline__ void bnn_tma_load_3d(unsigned dst, const BnnTensorMap *tm, int c0, int c1, int c2,
+                                                unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, "
+                 "%4}], [%5];\n" ::"r"(dst),
+                 "l"((unsigned long long)tm), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
 // Spins until the phase with the given parity has completed.
 __device__ __forceinline__ void bnn_mbar_wait(unsigned bar, unsigned parity) {
     unsigned done;
