@@ -3263,8 +3263,7 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
         uint32_t block[3] = {
             wgmma ? BNN_PLANES_WGMMA_THREADS : (uint32_t)(BNN_PLANES_TILED_WM * BNN_PLANES_TILED_WN * 32), 1, 1};
         int smem = bnn_planes_tiled_smem(BNN_PLANES_TILED_BM, BNN_PLANES_TILED_BN, BNN_PLANES_TILED_KC,
-                                         BNN_PLANES_TILED_STAGES) + (bipolar ? BNN_PLANES_TILED_BM * 4 : 0) +
-                   (wgmma ? 1024 : 0); /* wgmma: the alignment of the stages A comes to by TMA, swizzled */
+                                         BNN_PLANES_TILED_STAGES, wgmma, 1, bipolar, qp.epi == 2 ? (int)levels : 0);
         blob_step_set_kernel(&alt->s, alt->k.name, grid, block, (uint32_t)smem);
         /* (At or wgmma's tensor map of it, Wt, apop: unused with PT_APLAIN, T, dir, Y, M) */
         if (wgmma)

@@ -76,7 +76,8 @@ extern const size_t bnn_bgemm_planes_tiled_cu_len;
 
 enum {
     BNN_PLANES_TILED_BM = 128, BNN_PLANES_TILED_BN = 256, BNN_PLANES_TILED_WM = 2, BNN_PLANES_TILED_WN = 4,
-    BNN_PLANES_TILED_KC = 8, BNN_PLANES_TILED_STAGES = 4, BNN_PLANES_WGMMA_THREADS = 384
+    BNN_PLANES_TILED_KC = 8, BNN_PLANES_TILED_STAGES = 4, BNN_PLANES_WGMMA_THREADS = 384,
+    BNN_PLANES_WGMMA_STAGE_T_MAX_L = 15 /* the kernel's BNN_PT_STAGE_T_MAX_L */
 };
 
 /* Bytes of the plane-tiled image. */
@@ -94,11 +95,17 @@ size_t bnn_tiled_planes_offset(int r, int p, int c, int planes, int k, int tile_
 int bnn_tile_planes(const uint32_t *src, int rows, int planes, int k, size_t row_words, size_t plane_words,
                     int tile_rows, int kalign_bits, void *dst);
 
-/* Dynamic shared memory of bgemm_planes_tiled.cu: stages of KC chunks for BM + BN rows and
- * two mbarriers per stage (above 48 KiB the launcher raises the function's limit); with
- * PT_APLAIN and PT_WBIPOLAR add bm * 4 (the tile's apop). Threads: wm * wn * 32. */
-static inline int bnn_planes_tiled_smem(int bm, int bn, int kc, int stages) {
-    return stages * kc * (bm + bn) * 16 + 16 * stages;
+/* Dynamic shared memory of a bgemm_planes_tiled.cu kernel (above 48 KiB the launcher raises
+ * the function's limit): stages of KC chunks for BM + BN rows and two mbarriers per stage;
+ * with PT_APLAIN and PT_WBIPOLAR bm * 4 more (the tile's apop); on wgmma with PT_APLAIN 1024
+ * (the swizzled stages' alignment), and with a threshold output of at most
+ * BNN_PLANES_WGMMA_STAGE_T_MAX_L levels two tiles' thresholds and directions. levels: PT_L,
+ * 0 for an int32 output. Threads: wm * wn * 32, BNN_PLANES_WGMMA_THREADS on wgmma. */
+static inline int bnn_planes_tiled_smem(int bm, int bn, int kc, int stages, int wgmma, int aplain, int bipolar,
+                                        int levels) {
+    return stages * kc * (bm + bn) * 16 + 16 * stages + (aplain && bipolar ? bm * 4 : 0) +
+           (wgmma && aplain ? 1024 : 0) +
+           (wgmma && levels >= 1 && levels <= BNN_PLANES_WGMMA_STAGE_T_MAX_L ? 2 * bn * (levels + 1) * 4 : 0);
 }
 
 #endif

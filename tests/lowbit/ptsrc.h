@@ -52,8 +52,8 @@ static inline void pt_resolve(PtSpec *s) {
 }
 
 static inline int pt_smem(const PtSpec *s) {
-    return bnn_planes_tiled_smem(s->bm, s->bn, s->kc, s->stages) + (s->aplain && s->bipolar ? s->bm * 4 : 0) +
-           (s->aplain && s->wgmma ? 1024 : 0); /* the swizzled stages' alignment */
+    return bnn_planes_tiled_smem(s->bm, s->bn, s->kc, s->stages, s->wgmma, s->aplain, s->bipolar,
+                                 s->epi == 2 ? s->l : 0);
 }
 static inline int pt_threads(const PtSpec *s) { return s->wgmma ? BNN_PLANES_WGMMA_THREADS : s->wm * s->wn * 32; }
 static inline int pt_wplanes(const PtSpec *s) { return s->bipolar ? 1 : s->wb; }

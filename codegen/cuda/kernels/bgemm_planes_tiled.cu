@@ -97,14 +97,19 @@ template <int MI, int NI> __device__ __forceinline__ void bnn_pt_scale(int (&acc
 // t = lane&3): d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1]; the final
 // accumulators (sign applied), bipolar correction still to do (apop).
 // apop[row - abase] (abase: 0 for the whole batch's apop, m0 for the tile's own in shared memory).
-template <int MI, int NI, int EPI, int N, int L, int YB, int LDY, bool BIPOLAR>
+// Codes (EPI 2): column c's thresholds at T[(c - cbase) * L + l], its direction at
+// dir[c - cbase]; FLIPPED: as bnn_pt_flip_params leaves them (T ^ flip, dir = flip), else
+// the blob's (dir >= 0 counts v >= t, else v <= t). With flip = 0 or -1 (dir < 0), a code
+// counts (v ^ flip) >= (t ^ flip): ~ reverses the order of two's-complement integers
+// (v <= t == ~v >= ~t), so one comparison serves both directions.
+template <int MI, int NI, int EPI, int N, int L, int YB, int LDY, bool BIPOLAR, bool FLIPPED>
 __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int m0, int n0, int rw0, int cw0, int M,
                                                 const int *__restrict__ apop, int abase, const int *__restrict__ T,
-                                                const int *__restrict__ dir, void *__restrict__ Y) {
+                                                const int *__restrict__ dir, int cbase, void *__restrict__ Y) {
     static_assert(NI % 4 == 0, "warp tile width must be a multiple of 32 columns");
     static_assert(EPI == 1 || EPI == 2, "PT_EPI: 1 (int32) or 2 (codes as bit-planes)");
-    // Thresholds held in registers when few and reused over several m16 tiles (MI > 1).
-    constexpr bool HOLD = L <= 8 && MI > 1;
+    // Thresholds held in registers (flipped) when few: each is read for 2 * MI rows.
+    constexpr bool HOLD = L <= 8;
     constexpr int LR = HOLD ? L : 1;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int fix[MI][2]; // apop of the rows this thread holds (bipolar), else 0
@@ -117,17 +122,20 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
         }
 #pragma unroll
     for (int q = 0; q < NI / 4; ++q) { // n8 tiles 4q..4q+3 = output word (n0 + cw0)/32 + q
-        bool up[4][2], ok[4][2];
-        int th[4][2][LR];
+        bool ok[4][2];
+        int flip[4][2], th[4][2][LR];
 #pragma unroll
         for (int u = 0; u < 4; ++u)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
                 const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e;
                 ok[u][e] = c < N;
-                up[u][e] = EPI == 2 && ok[u][e] ? dir[c] >= 0 : true;
+                flip[u][e] = EPI == 2 && ok[u][e] ? FLIPPED ? dir[c - cbase] : dir[c - cbase] >= 0 ? 0 : -1 : 0;
 #pragma unroll
-                for (int l = 0; l < LR; ++l) th[u][e][l] = EPI == 2 && HOLD && ok[u][e] ? T[c * L + l] : 0;
+                for (int l = 0; l < LR; ++l)
+                    th[u][e][l] = EPI == 2 && HOLD && ok[u][e]
+                                      ? T[(c - cbase) * L + l] ^ (FLIPPED ? 0 : flip[u][e])
+                                      : 0;
             }
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi)
@@ -157,6 +165,7 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                         }
                     }
                 } else {
+                    // bits[b]: bit b of each code at bit u*8 + e (moved to u*8 + 2t + e below)
                     unsigned bits[YB];
 #pragma unroll
                     for (int b = 0; b < YB; ++b) bits[b] = 0;
@@ -165,19 +174,33 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
 #pragma unroll
                         for (int e = 0; e < 2; ++e) {
                             if (!ok[u][e]) continue; // columns past N: code 0, zero bits
-                            const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e;
-                            int count = 0;
-#pragma unroll(L <= 8 ? L : 1)
-                            for (int l = 0; l < L; ++l) {
-                                const int x = HOLD ? th[u][e][HOLD ? l : 0] : T[c * L + l];
-                                count += up[u][e] ? v[u][e] >= x : v[u][e] <= x;
-                            }
+                            const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e, x = v[u][e] ^ flip[u][e];
+                            const unsigned at = 1u << (u * 8 + e);
+                            if (L <= 3) { // the count's two bits as boolean sums (half adders)
+                                bool s0 = false, s1 = false;
 #pragma unroll
-                            for (int b = 0; b < YB; ++b) bits[b] |= (unsigned)((count >> b) & 1) << (u * 8 + 2 * t + e);
+                                for (int l = 0; l < L; ++l) {
+                                    const bool p = x >= th[u][e][HOLD ? l : 0];
+                                    s1 = s1 ^ (s0 & p);
+                                    s0 = s0 ^ p;
+                                }
+                                if (s0) bits[0] |= at;
+                                if (YB > 1 && s1) bits[YB > 1 ? 1 : 0] |= at;
+                            } else {
+                                int count = 0;
+#pragma unroll(L <= 8 ? L : 1)
+                                for (int l = 0; l < L; ++l)
+                                    count += x >= (HOLD ? th[u][e][HOLD ? l : 0]
+                                                        : T[(c - cbase) * L + l] ^ (FLIPPED ? 0 : flip[u][e]));
+#pragma unroll
+                                for (int b = 0; b < YB; ++b)
+                                    if ((count >> b) & 1) bits[b] |= at;
+                            }
                         }
                     const int wcol = (n0 + cw0) / 32 + q;
 #pragma unroll
                     for (int b = 0; b < YB; ++b) {
+                        bits[b] <<= 2 * t;
                         bits[b] |= __shfl_xor_sync(0xffffffffu, bits[b], 1); // the 4 lanes t of row g
                         bits[b] |= __shfl_xor_sync(0xffffffffu, bits[b], 2);
                         if (rok && t == (q & 3) && wcol < LDY)
@@ -186,6 +209,20 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                 }
             }
     }
+}
+
+// A tile's thresholds and directions (columns n0 .. n0 + BN, zeros past N) copied into
+// shared memory as bnn_pt_epilogue<FLIPPED> reads them: t ^ flip, flip (0, or -1 where
+// dir < 0). nthreads threads from tid.
+template <int BN, int L, int N>
+__device__ __forceinline__ void bnn_pt_flip_params(int *__restrict__ sT, int *__restrict__ sflip,
+                                                   const int *__restrict__ T, const int *__restrict__ dir, int n0,
+                                                   int tid, int nthreads) {
+    for (int i = tid; i < BN * L; i += nthreads) {
+        const int c = n0 + i / L;
+        sT[i] = c < N ? T[(size_t)n0 * L + i] ^ (dir[c] >= 0 ? 0 : -1) : 0;
+    }
+    for (int i = tid; i < BN; i += nthreads) sflip[i] = n0 + i < N && dir[n0 + i] < 0 ? -1 : 0;
 }
 
 // Bit output: the words of rows [m0, m0+BM) past the last column tile (W0 = words the column
@@ -279,6 +316,9 @@ extern "C" __global__ void __launch_bounds__(256) bnn_planes_row_pop(const uint4
 #ifndef PT_WGMMA
 #define PT_WGMMA 0
 #endif
+// The wgmma variant keeps a tile's thresholds in shared memory up to this many levels
+// (tile_layout.h BNN_PLANES_WGMMA_STAGE_T_MAX_L, bnn_planes_tiled_smem).
+#define BNN_PT_STAGE_T_MAX_L 15
 // The wgmma variant exists only where wgmma does (sm_90a, and the host pass). In a program
 // compiled for several targets (a model.cu) it is empty elsewhere: bnncc flags its step
 // BLOB_STEP_SM90A, so no other CUBIN is asked for it.
@@ -328,7 +368,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     constexpr unsigned ABYTES = KC * BM * 16, BBYTES = KC * BN * 16, STAGE = ABYTES + BBYTES;
     constexpr bool SELF_POP = PT_APLAIN && PT_WBIPOLAR;  // SELF_POP: the tile's apop after the barriers
     constexpr unsigned ALIGN = PT_APLAIN ? 1024 : 0;    // the swizzled stages' alignment slack
-    constexpr unsigned SMEM = S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0) + ALIGN;
+    // STAGE_T: a tile's thresholds and directions in shared memory, two tiles' buffers
+    constexpr bool STAGE_T = PT_EPI == 2 && L <= BNN_PT_STAGE_T_MAX_L;
+    constexpr unsigned SMEM = S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0) + ALIGN + (STAGE_T ? 2 * BN * (L + 1) * 4 : 0);
     static_assert(!PT_APLAIN || KC == 8, "PT_APLAIN: PT_KC 8 (a stage's A rows are the 128 bytes of the swizzle)");
     static_assert(N >= 1 && K >= 1 && XB >= 1 && PT_WB >= 1, "empty GEMM");
     static_assert(!PT_WBIPOLAR || PT_WB == 1, "bipolar weights are one plane (PT_WB 1)");
@@ -402,6 +444,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             if (lane == 0) bnn_mbar_arrive(empty + 8 * slot);
         };
         int *const tpop = (int *)(bnn_dsmem + (s0 - sraw) + S * STAGE + 16 * S); // SELF_POP: the tile's apop
+        int *const tsh = tpop + (SELF_POP ? BM : 0); // STAGE_T: [2][BN * L thresholds, then BN directions]
+        unsigned tiles_done = 0;                     // STAGE_T: its parity picks the buffer
         for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
             const int mt = tile / ntn, nt = tile % ntn;
             int acc[1][32][4];
@@ -463,9 +507,20 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 if (lane < 16) tpop[warp * 16 + lane] = rpop;
                 __syncwarp();
             }
+            // STAGE_T: the consumers copy the column tile's thresholds and directions into shared
+            // memory (the epilogue reads each several times). The buffer of tile i + 2 is
+            // written only after every consumer passed tile i + 1's barrier, after its epilogue i.
+            const int *tT = T, *tdir = dir;
+            if (STAGE_T) {
+                int *const buf = tsh + (tiles_done++ & 1) * BN * (L + 1);
+                bnn_pt_flip_params<BN, L, N>(buf, buf + BN * L, T, dir, nt * BN, tid, NT);
+                bnn_bar_sync(1, NT); // the consumer warps only
+                tT = buf, tdir = buf + BN * L;
+            }
             // Warp w holds rows 16w .. 16w+15 of the tile: the m16n8 layout, MI = 1, NI = 32.
-            bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR>(
-                acc, mt * BM, nt * BN, warp * 16, 0, M, SELF_POP ? tpop : apop, SELF_POP ? mt * BM : 0, T, dir, Y);
+            bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR, STAGE_T>(acc, mt * BM, nt * BN, warp * 16, 0, M,
+                                                                           SELF_POP ? tpop : apop, SELF_POP ? mt * BM : 0,
+                                                                           tT, tdir, STAGE_T ? nt * BN : 0, Y);
             if (SELF_POP) __syncwarp(); // every lane read tpop before the next tile writes it
             if (PT_EPI == 2) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
         }
@@ -665,9 +720,9 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
                     }
             __syncthreads(); // (the next tile's stages sync before tpop is written again)
         }
-        bnn_pt_epilogue<MI, NI, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR>(acc, mt * BM, nt * BN, wm * WTM, wn * WTN, M,
+        bnn_pt_epilogue<MI, NI, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR, false>(acc, mt * BM, nt * BN, wm * WTM, wn * WTN, M,
                                                                         SELF_POP ? tpop : apop, SELF_POP ? mt * BM : 0,
-                                                                        T, dir, Y);
+                                                                        T, dir, 0, Y);
         if (PT_EPI == 2) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
     }
 #if __CUDA_ARCH__ < 900 || PT_APLAIN
