@@ -23,6 +23,7 @@
 
 #define ARENA_ALIGN 256 /* every arena offset; item n of a tensor sits at B*offset + n*bytes */
 #define FLOAT_BLOCK 256 /* threads per block of the float kernels */
+#define QUANTIZE_WORDS 4 /* code-plane words a warp of the quantize kernel (bnn_quantize) */
 _Static_assert(CHAIN_MAX_STAGES == BLOB_EPI_MAX_STAGES, "a bconv2d_chain's stages fit one bconv epilogue");
 
 typedef struct LBuf {
@@ -64,6 +65,7 @@ typedef struct Lower {
     int min_sm;           /* the lowest target's sm (0: no GPU target) */
     bool sm90a;           /* a target is sm_90a (wgmma kernels, in that CUBIN only) */
     int nqgemm_tiled;     /* qgemm steps with a pre-tiled batch alternative (qgemm_tiled_alt) */
+    int ncast_affines;    /* casts whose affines run in their GPU pass (fuse_cast_affines) */
     int tiled_kernel; /* codegen_tiled_kernel of the options: which pre-tiled GEMM the targets run */
     int ntiled;       /* pre-tiled bgemm steps, for --report */
     int lowbit;       /* CodegenOptions.lowbit: bit-planes or int8 codes for the qgemm steps */
@@ -1027,6 +1029,40 @@ static void make_cpu_only(LStep *st) {
     st->k.defines = st->k.call = NULL;
 }
 
+/* The window [*lo, *hi) of the weights bytes of every WEIGHTS operand of steps first..last. */
+static void weights_window(const Lower *L, int first, int last, uint64_t *lo, uint64_t *hi) {
+    *lo = UINT64_MAX, *hi = 0;
+    for (int j = first; j <= last; j++)
+        for (int i = 0; i < BLOB_MAX_SLOTS; i++) {
+            const BlobRef *r = &L->steps[j].s.slot[i];
+            if (r->space != BLOB_SPACE_WEIGHTS)
+                continue;
+            *lo = r->offset < *lo ? r->offset : *lo;
+            *hi = r->offset + r->bytes > *hi ? r->offset + r->bytes : *hi;
+        }
+}
+
+/* Steps first..last become CPU-only and a new GPU-only BLOB_STEP_KERNEL step just after them
+ * (the steps after it move up by one) reads first's input (IN), writes last's output (OUT)
+ * and their constants through the weights window [lo, hi) (W); its kernel is the caller's. */
+static LStep *replace_on_gpu(Lower *L, int first, int last, const char *ir_line, uint64_t lo, uint64_t hi) {
+    const int in = L->steps[first].buf[BLOB_SLOT_IN], out = L->steps[last].buf[BLOB_SLOT_OUT];
+    for (int j = first; j <= last; j++)
+        make_cpu_only(&L->steps[j]);
+    new_step(L, BLOB_STEP_KERNEL); /* appended, then moved */
+    LStep st = L->steps[L->nsteps - 1];
+    memmove(&L->steps[last + 2], &L->steps[last + 1], (size_t)(L->nsteps - 1 - (last + 1)) * sizeof st);
+    for (int i = 0; i < L->ntunables; i++)
+        L->tunables[i].step += L->tunables[i].step > last;
+    LStep *k = &L->steps[last + 1];
+    *k = st;
+    k->k.ir_line = ir_line;
+    use_arena(L, k, BLOB_SLOT_IN, in);
+    use_arena(L, k, BLOB_SLOT_OUT, out);
+    k->s.slot[BLOB_SLOT_W] = (BlobRef){BLOB_SPACE_WEIGHTS, 0, lo, hi - lo};
+    return k;
+}
+
 /* Fuse steps first..last (match_mlp_chain) into one GPU kernel step inserted after them.
  * False (nothing changed) when its weights are too big. */
 static bool fuse_mlp_chain(Lower *L, int first, int last) {
@@ -1034,35 +1070,15 @@ static bool fuse_mlp_chain(Lower *L, int first, int last) {
         return false;
     bool sm = mlp_weight_bytes(L, first, last) <= MLP_SMEM_WEIGHTS;
     /* The window: every WEIGHTS operand of the chain (they were added one after the other). */
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (int j = first; j <= last; j++)
-        for (int i = 0; i < BLOB_MAX_SLOTS; i++) {
-            const BlobRef *r = &L->steps[j].s.slot[i];
-            if (r->space != BLOB_SPACE_WEIGHTS)
-                continue;
-            lo = r->offset < lo ? r->offset : lo;
-            hi = r->offset + r->bytes > hi ? r->offset + r->bytes : hi;
-        }
+    uint64_t lo, hi;
+    weights_window(L, first, last, &lo, &hi);
     if (hi <= lo)
         unreachable("fused MLP without weights");
     char *body = mlp_kernel_body(L, first, last, lo, sm);
-    int in = L->steps[first].buf[BLOB_SLOT_IN], out = L->steps[last].buf[BLOB_SLOT_OUT];
     const char *ir = NULL;
-    for (int j = first; j <= last; j++) {
-        ir = ir ? ir : L->steps[j].s.kind == BLOB_STEP_BGEMM ? L->steps[j].k.ir_line : NULL;
-        make_cpu_only(&L->steps[j]);
-    }
-    new_step(L, BLOB_STEP_KERNEL); /* appended, then moved to just after the chain */
-    LStep st = L->steps[L->nsteps - 1];
-    memmove(&L->steps[last + 2], &L->steps[last + 1], (size_t)(L->nsteps - 1 - (last + 1)) * sizeof st);
-    for (int i = 0; i < L->ntunables; i++) /* the steps after the chain moved up by one */
-        L->tunables[i].step += L->tunables[i].step > last;
-    LStep *k = &L->steps[last + 1];
-    *k = st;
-    k->k.ir_line = ir;
-    use_arena(L, k, BLOB_SLOT_IN, in);
-    use_arena(L, k, BLOB_SLOT_OUT, out);
-    k->s.slot[BLOB_SLOT_W] = (BlobRef){BLOB_SPACE_WEIGHTS, 0, lo, hi - lo};
+    for (int j = first; j <= last && !ir; j++)
+        ir = L->steps[j].s.kind == BLOB_STEP_BGEMM ? L->steps[j].k.ir_line : NULL;
+    LStep *k = replace_on_gpu(L, first, last, ir, lo, hi);
     snprintf(k->k.name, sizeof k->k.name, "s%d_mlp", last + 1);
     k->has_kernel = true;
     k->k.family = KERNEL_MLP;
@@ -1084,6 +1100,53 @@ static void fuse_mlp_chains(Lower *L) {
         int last = match_mlp_chain(L, i);
         if (last > i && fuse_mlp_chain(L, i, last))
             i = last + 1; /* past the new kernel step */
+    }
+}
+
+/* ---------------------------------------------------------------- cast + affines */
+
+/* A cast to f32 and the affine steps right after it (each the only reader of the step before,
+ * channel-major over the cast's elements, no graph output between them): the last of them, or
+ * -1. */
+static int match_cast_affines(const Lower *L, int i) {
+    const LStep *s = L->steps;
+    if (s[i].s.kind != BLOB_STEP_CAST || !mlp_plain(&s[i]))
+        return -1;
+    int j = i;
+    while (mlp_link(L, j) && mlp_affine(&s[j + 1], s[i].s.cast.count))
+        j++;
+    return j > i ? j : -1;
+}
+
+/* On the GPU, such a cast and its affines as one pass over the tensor (the output layer of a
+ * low-bit MLP: its i32 accumulators to floats, then the scale and bias): a kernel step after
+ * them computes each value as the steps would one after the other (float_ops.cu
+ * bnn_cast_value, bnn_affine_value), the steps stay for the CPU path, CPU-only. Each affine
+ * saved a read and a write of the tensor. */
+static void fuse_cast_affines(Lower *L) {
+    for (int first = 0; first < L->nsteps; first++) {
+        const int last = match_cast_affines(L, first);
+        if (last < 0)
+            continue;
+        const BlobCastParams cp = L->steps[first].s.cast;
+        uint64_t lo, hi; /* the window of the affines' constants */
+        weights_window(L, first, last, &lo, &hi);
+        Buf b = {0};
+        buf_printf(&b, "{\n        const bnn_i64 at = item * %lld + j;\n        float v = bnn_cast_value(in, at, %d);\n",
+                   (long long)cp.count, (int)cp.from);
+        for (int j = first + 1; j <= last; j++) {
+            const LStep *a = &L->steps[j];
+            buf_printf(&b,
+                       "        v = bnn_affine_value(v, (const float *)((const char *)w + %lld), "
+                       "(const float *)((const char *)w + %lld), j / %lld, %d);\n",
+                       mlp_at(&a->s.slot[BLOB_SLOT_P0], lo), mlp_at(&a->s.slot[BLOB_SLOT_P1], lo),
+                       (long long)a->s.affine.spatial, (int)a->s.affine.div);
+        }
+        buf_puts(&b, "        ((float *)out)[at] = v;\n    }");
+        LStep *k = replace_on_gpu(L, first, last, L->steps[last].k.ir_line, lo, hi);
+        float_kernel(L, k, "cast_affine", cp.count, buf_take(&b));
+        L->ncast_affines++;
+        first = last + 1; /* past the new kernel step */
     }
 }
 
@@ -3208,10 +3271,12 @@ static int lower_quantize(Lower *L, const Node *n) {
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.quantize = qp;
-    /* The GPU: one thread per element (dequant) or a warp per word of the code planes. */
-    float_kernel(L, st, "quantize", qp.dequant ? k : qp.ld * 32,
-                 str_printf("bnn_quantize(item, j, (const float *)in, out, %lld, %lld, %lld, %lld, %lld, %lld, "
+    /* The GPU: one thread per element (dequant) or a warp per QUANTIZE_WORDS words of the code
+     * planes (ld is a multiple of 8). */
+    float_kernel(L, st, "quantize", qp.dequant ? k : qp.ld * 32 / QUANTIZE_WORDS,
+                 str_printf("bnn_quantize<%d>(item, j, (const float *)in, out, %lld, %lld, %lld, %lld, %lld, %lld, "
                             "%uu, %uu, %d)",
+                            QUANTIZE_WORDS,
                             (long long)k, (long long)qp.bits, (long long)qp.ld, (long long)lo, (long long)hi,
                             (long long)rounding, (unsigned)sb, (unsigned)zb, qp.dequant ? 1 : 0));
     return 0;
@@ -3221,9 +3286,9 @@ static int lower_quantize(Lower *L, const Node *n) {
  * the step's input holds, the weights pre-tiled in x0) as batch alternatives of qgemm step si:
  * 128 x 256 tiles, persistent blocks, against bgemm_planes.cu's warp a 16 x 32 tile straight
  * from global memory (docs/codegen.md "Batch alternatives"). On mma.sync (8 warps) where a
- * target is not sm_90a; on wgmma (a producer warpgroup gathering A, two consumer warpgroups),
- * flagged BLOB_STEP_SM90A, where one is: from the same batch, it replaces the mma.sync one on
- * sm_90a. From the batch that gives QGEMM_TILED_MIN_TILES tiles (half an H100's SMs; at a
+ * target is not sm_90a; on wgmma (a producer warpgroup loading A by TMA from a tensor map the
+ * runtime encodes, two consumer warpgroups), flagged BLOB_STEP_SM90A, where one is: from the
+ * same batch, it replaces the mma.sync one on sm_90a. From the batch that gives QGEMM_TILED_MIN_TILES tiles (half an H100's SMs; at a
  * quarter, 4 layers of 4096 at batch 256 ran 1.25-1.4x slower than bgemm_planes.cu on
  * mma.sync, at a whole 2.2x faster: docs/perf.md). */
 #define QGEMM_TILED_MIN_TILES 64
@@ -3950,6 +4015,7 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
         L->bufs[b].pinned = true;
     }
     fuse_mlp_chains(L); /* after the outputs are pinned: a graph output is never a chain's inside */
+    fuse_cast_affines(L); /* (an affine inside an MLP chain is CPU-only now: not taken twice) */
     buf_lifetimes(L);
     mark_beside_runs(L);
     int64_t arena = plan_arena(L);
@@ -4391,6 +4457,10 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                        : L.sm90a           ? "wgmma on sm_90a, mma.sync on the other targets"
                                            : "mma.sync",
                        QGEMM_TILED_MIN_TILES);
+        if (L.ncast_affines)
+            buf_printf(o->report, "codegen: %d casts to f32 run with the affine steps after them in one GPU pass "
+                                  "(cast_affine)\n",
+                       L.ncast_affines);
         if (o->float_convs != FLOAT_CONVS_EXACT)
             buf_printf(o->report, "codegen: --float-convs=%s: %d float convolutions on fp16 tensor cores "
                                   "(GPU results differ from the reference by %s; the CPU path stays exact)\n",

@@ -82,16 +82,18 @@ def want_layers(bits):
 
 def compile_blob(tmp, model, mode, targets, extra=()):
     """The blob; its (int8, plane, pre-tiled) dense layer counts; its qgemm alternatives
-    (qgemm_alts). (None, None, None) when bnncc failed."""
+    (qgemm_alts); how many casts run with their affines in one GPU pass (cast_affine). (None,
+    None, None, None) when bnncc failed."""
     blob = os.path.join(tmp, f"{os.path.basename(model)}.{mode}.{targets.replace(',', '_')}.bin")
     p = run([BNNCC, "-O3", f"--lowbit={mode}", f"--target={targets}", "--report", model, "-o", blob, *extra])
     if p.returncode:
         fail(f"{model} --lowbit={mode} --target={targets}: bnncc: {p.stderr.strip()}")
-        return None, None, None
+        return None, None, None, None
     m = re.search(r"low-bit dense layers: (\d+) on int8 MMA .*?, (\d+) as bit-planes", p.stderr)
     t = re.search(r"codegen: (\d+) bit-plane dense layers run the pre-tiled GEMM", p.stderr)
     counts = ((int(m.group(1)), int(m.group(2))) if m else (0, 0)) + (int(t.group(1)) if t else 0,)
-    return blob, counts, qgemm_alts(p.stderr)
+    f = re.search(r"codegen: (\d+) casts to f32 run with the affine steps after them", p.stderr)
+    return blob, counts, qgemm_alts(p.stderr), int(f.group(1)) if f else 0
 
 
 def qgemm_alts(report):
@@ -132,7 +134,7 @@ def check(tmp, name, model, xs, counts, device, gpu_targets):
     results = {}
     wants = {}  # the reference's outputs, once per input
     for mode in ("int8", "planes", "auto"):
-        blob, got, _ = compile_blob(tmp, model, mode, "cpu")
+        blob, got, _, _ = compile_blob(tmp, model, mode, "cpu")
         if not blob:
             return
         if got != counts[mode][:2] + (0,):
@@ -140,9 +142,12 @@ def check(tmp, name, model, xs, counts, device, gpu_targets):
                         f"(no pre-tiled alternative without a GPU target)")
         runs = [(blob, "cpu")]
         if gpu_targets or device == "gpu":
-            gblob, got, alts = compile_blob(tmp, model, mode, "sm_90a,sm_80")
+            gblob, got, alts, fused = compile_blob(tmp, model, mode, "sm_90a,sm_80")
             if not gblob:
                 return
+            # the output layer's cast and affines (an MLP's, not kwsmlp's float head) in one pass
+            if fused != (name != "kwsmlp_w3a3"):
+                return fail(f"{name} --lowbit={mode} for sm_90a,sm_80: {fused} cast_affine passes")
             if got != counts[mode]:
                 return fail(f"{name} --lowbit={mode} for sm_90a,sm_80: (int8, planes, pre-tiled) layers {got}, "
                             f"want {counts[mode]}")
@@ -155,7 +160,7 @@ def check(tmp, name, model, xs, counts, device, gpu_targets):
             if device == "gpu":
                 runs.append((gblob, "gpu"))
                 if counts[mode][2]:  # without sm_90a: the mma.sync alternative on the same GPU
-                    mblob, got, alts = compile_blob(tmp, model, mode, "sm_90,sm_80")
+                    mblob, got, alts, _ = compile_blob(tmp, model, mode, "sm_90,sm_80")
                     if not mblob:
                         return
                     bad = check_alts(alts, counts[mode][2], "sm_90,sm_80")
@@ -208,7 +213,7 @@ def refused(tmp):
 
 def refused_blobs(tmp, model):
     """Damaged int8 steps (checksums valid): refused by the loader, naming the step kind."""
-    blob, _, _ = compile_blob(tmp, model, "int8", "cpu")
+    blob, _, _, _ = compile_blob(tmp, model, "int8", "cpu")
     if not blob:
         return
     x = os.path.join(tmp, "x.npy")

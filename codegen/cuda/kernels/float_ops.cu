@@ -86,13 +86,16 @@ __device__ __forceinline__ void bnn_conv2d(bnn_i64 item, int j, const float *x, 
 }
 
 // y = x * scale[c] + bias[c] (div: x / scale[c] + bias[c]), in place allowed.
+// One value of an affine step: v * scale[ch] + bias[ch] (v / scale[ch] with div), each
+// operation rounded.
+__device__ __forceinline__ float bnn_affine_value(float v, const float *scale, const float *bias, int ch, int div) {
+    return __fadd_rn(div ? __fdiv_rn(v, scale[ch]) : __fmul_rn(v, scale[ch]), bias[ch]);
+}
 __device__ __forceinline__ void bnn_affine(bnn_i64 item, int j, const float *x, const float *scale,
                                            const float *bias, float *y, int channels, int spatial, int layout,
                                            int div) {
     const bnn_i64 at = item * channels * spatial + j;
-    const int ch = layout == 0 ? j / spatial : j % channels;
-    const float prod = div ? __fdiv_rn(x[at], scale[ch]) : __fmul_rn(x[at], scale[ch]);
-    y[at] = __fadd_rn(prod, bias[ch]);
+    y[at] = bnn_affine_value(x[at], scale, bias, layout == 0 ? j / spatial : j % channels, div);
 }
 
 // Max or average pooling over NCHW f32, the divisor as the CPU path computes it. The window's
@@ -209,11 +212,15 @@ __device__ __forceinline__ void bnn_argmax(bnn_i64 item, int j, const float *x, 
 }
 
 // from: 4 i32, 5 i8, 6 u8 (BlobDType); to f32, rounded to nearest.
+// Element `at` of a cast step's input (from: 4 i32, 5 i8, 6 u8) as the f32 it becomes.
+__device__ __forceinline__ float bnn_cast_value(const void *x, bnn_i64 at, int from) {
+    return from == 4   ? __int2float_rn(((const int *)x)[at])
+           : from == 5 ? (float)((const signed char *)x)[at]
+                       : (float)((const unsigned char *)x)[at];
+}
 __device__ __forceinline__ void bnn_cast(bnn_i64 item, int j, const void *x, float *y, int count, int from) {
     const bnn_i64 at = item * count + j;
-    y[at] = from == 4 ? __int2float_rn(((const int *)x)[at])
-            : from == 5 ? (float)((const signed char *)x)[at]
-                        : (float)((const unsigned char *)x)[at];
+    y[at] = bnn_cast_value(x, at, from);
 }
 
 // [cells][n] 32-bit elements (NHWC, what the bconv epilogue writes) to [n][cells] (NCHW).
@@ -255,17 +262,29 @@ __device__ __forceinline__ float bnn_round_mode(float v, int mode) {
 // The quantize step (rt_cpu.c run_quantize), one row of k floats per batch item:
 // q = clamp(round(x / scale + zeropt), lo, hi). dequant: work item j is element j, written as
 // the float (q - zeropt) * scale; else the [bits][ld] bit-planes of the codes q - lo (padding
-// words zero), NaN as code 0, a warp a word: work item j (32 a word, the lowering's count
-// ld * 32, so that a warp never straddles two words or items) is element j of the row, and the
-// word's bit of each plane is the warp's ballot. (A thread a word read 32 floats 128 bytes
-// apart from its neighbours': 0.33 ms for 8192 x 8192 floats on an H100, docs/perf.md.)
+// words zero), NaN as code 0, a warp `words` words: work item j (the lowering's count
+// ld * 32 / words, so that a warp never straddles two items; words divides ld) is lane j % 32
+// of words (j / 32) * words ... + words - 1, element word * 32 + lane of the row, and a word's
+// bit of each plane is the warp's ballot. Several words a warp keep several loads in flight a
+// thread (one float a thread left an H100 at 1.2 TB/s on 8192 x 8192 floats; a thread a word
+// read 32 floats 128 bytes apart from its neighbours': 0.33 ms there, docs/perf.md).
+// x / scale: where scale is a power of two whose reciprocal is a normal float, x * (1 / scale)
+// is the same float (the same real number, rounded once) without an IEEE division. The
+// lowering passes scale as a literal, so the test and the reciprocal fold away.
+__device__ __forceinline__ float bnn_div_scale(float x, float scale) {
+    const unsigned b = __float_as_uint(scale), e = (b >> 23) & 255u;
+    if ((b & 0x7fffffu) == 0 && e >= 1 && e <= 253)
+        return __fmul_rn(x, __uint_as_float((b & 0x80000000u) | (254u - e) << 23));
+    return __fdiv_rn(x, scale);
+}
 __device__ __forceinline__ float bnn_quantize_one(const float *x, int k, float scale, float zeropt, int lo, int hi,
                                                   int rounding) {
-    float q = bnn_round_mode(__fadd_rn(__fdiv_rn(x[k], scale), zeropt), rounding);
+    float q = bnn_round_mode(__fadd_rn(bnn_div_scale(x[k], scale), zeropt), rounding);
     q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
     return q;
 }
 
+template <int WORDS>
 __device__ __forceinline__ void bnn_quantize(bnn_i64 item, int j, const float *x, void *out, int k, int bits, int ld,
                                              int lo, int hi, int rounding, unsigned scale_bits,
                                              unsigned zeropt_bits, int dequant) {
@@ -277,16 +296,23 @@ __device__ __forceinline__ void bnn_quantize(bnn_i64 item, int j, const float *x
         return;
     }
     unsigned *y = (unsigned *)out + item * bits * ld;
-    unsigned n = 0u; // this lane's code (0 past k: the padding)
-    if (j < k) {
-        const float q = bnn_quantize_one(x, j, scale, zeropt, lo, hi, rounding);
-        n = q != q ? 0u : (unsigned)(bnn_i64)__fsub_rn(q, (float)lo);
+    const int lane = j & 31, w0 = (j >> 5) * WORDS;
+    unsigned n[WORDS]; // this lane's codes (0 past k: the padding)
+#pragma unroll
+    for (int r = 0; r < WORDS; ++r) {
+        const int e = (w0 + r) * 32 + lane;
+        n[r] = 0u;
+        if (e < k) {
+            const float q = bnn_quantize_one(x, e, scale, zeropt, lo, hi, rounding);
+            n[r] = q != q ? 0u : (unsigned)(bnn_i64)__fsub_rn(q, (float)lo);
+        }
     }
-    const int lane = j & 31;
-    for (int b = 0; b < bits; ++b) {
-        const unsigned word = __ballot_sync(0xffffffffu, (n >> b) & 1u);
-        if (lane == b % 32) y[(bnn_i64)b * ld + j / 32] = word;
-    }
+#pragma unroll
+    for (int r = 0; r < WORDS; ++r)
+        for (int b = 0; b < bits; ++b) {
+            const unsigned word = __ballot_sync(0xffffffffu, (n[r] >> b) & 1u);
+            if (lane == b % 32) y[(bnn_i64)b * ld + w0 + r] = word;
+        }
 }
 
 // quantize to int8 codes (the int8 qgemm's A, qgemm_s8.cu): a byte a level index n = q - lo,
