@@ -239,8 +239,35 @@ static void compile_for(const char *arch) {
     buf_free(&b);
 }
 
+/* blob.h's tensor map of plain A on wgmma (BLOB_ARG_TMAP_PLANES): the value round-trips into
+ * the geometry the kernel's TMA copies assume, and malformed values are refused (the loader
+ * relies on that). */
+static void check_tmap_geometry(void) {
+    uint64_t dims[3], strides[2];
+    uint32_t box[3];
+    const int64_t v = blob_tmap_planes_value(2, BNN_PLANES_TILED_KC, BNN_PLANES_TILED_BM, 256);
+    CHECK(blob_tmap_planes_row_bytes(v) == 2 * 256 * 4);
+    CHECK(blob_tmap_planes_geometry(v, 8192, dims, strides, box) == 3);
+    CHECK(dims[0] == 256 && dims[1] == 2 && dims[2] == 8192);
+    CHECK(strides[0] == 256 * 4 && strides[1] == 2 * 256 * 4);
+    CHECK(box[0] == BNN_PLANES_TILED_KC * 4 && box[1] == 1 && box[2] == BNN_PLANES_TILED_BM);
+    CHECK(box[0] * 4 == 128); /* a box row is the 128 bytes of the swizzle */
+    static const struct {
+        int xb, kc, bm;
+        int64_t ld;
+        uint64_t rows;
+    } bad[] = {{0, 8, 128, 256, 1}, {9, 8, 128, 256, 1}, {2, 4, 128, 256, 1}, {2, 8, 0, 256, 1},
+               {2, 8, 100, 256, 1}, {2, 8, 512, 256, 1}, {2, 8, 128, 6, 1}, {2, 8, 128, 0, 1},
+               {2, 8, 128, 256, 0}, {2, 8, 128, (int64_t)1 << 25, 1}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK_MSG(blob_tmap_planes_geometry(blob_tmap_planes_value(bad[i].xb, bad[i].kc, bad[i].bm, bad[i].ld),
+                                            bad[i].rows, dims, strides, box) == 0,
+                  "malformed tensor map %zu accepted", i);
+}
+
 int main(void) {
     static const int rows[] = {1, 5, 129, 300};
+    check_tmap_geometry();
     int nalg = 0;
     for (int i = 0; i < NSPECS; i++) {
         PtSpec s = specs[i];
