@@ -226,6 +226,22 @@ static inline int blob_tmap_planes_geometry(int64_t value, uint64_t rows, uint64
     box[0] = (uint32_t)kc * 4, box[1] = 1, box[2] = (uint32_t)bm;
     return 3;
 }
+/* The driver's cuTensorMapEncodeTiled as the runtime and the GPU tests open it (CUresult and
+ * the CUtensorMap* enums as ints). */
+typedef int (*BlobTmapEncodeFn)(void *map, int dtype, unsigned rank, void *base, const uint64_t *dims,
+                                const uint64_t *strides, const uint32_t *box, const uint32_t *elem_strides,
+                                int interleave, int swizzle, int l2_promotion, int oob_fill);
+/* Encodes into map (128 bytes, 64-byte aligned) the tensor map of value over `rows` rows at
+ * base through enc: enc's result (0 ok), or -1 for a malformed value. */
+static inline int blob_tmap_planes_encode(BlobTmapEncodeFn enc, void *map, int64_t value, void *base, uint64_t rows) {
+    enum { U32 = 2, INTERLEAVE_NONE = 0, SWIZZLE_128B = 3, L2_256B = 3, OOB_ZERO = 0 }; /* the driver's values */
+    uint64_t dims[3], strides[2];
+    uint32_t box[3], elem_strides[3] = {1, 1, 1};
+    const int rank = blob_tmap_planes_geometry(value, rows, dims, strides, box);
+    return rank ? enc(map, U32, (unsigned)rank, base, dims, strides, box, elem_strides, INTERLEAVE_NONE,
+                      SWIZZLE_128B, L2_256B, OOB_ZERO)
+                : -1;
+}
 
 typedef struct BlobArg {
     uint32_t kind;

@@ -1122,7 +1122,7 @@ static int match_cast_affines(const Lower *L, int i) {
  * low-bit MLP: its i32 accumulators to floats, then the scale and bias): a kernel step after
  * them computes each value as the steps would one after the other (float_ops.cu
  * bnn_cast_value, bnn_affine_value), the steps stay for the CPU path, CPU-only. Each affine
- * saved a read and a write of the tensor. */
+ * saves a read and a write of the tensor. */
 static void fuse_cast_affines(Lower *L) {
     for (int first = 0; first < L->nsteps; first++) {
         const int last = match_cast_affines(L, first);
@@ -3288,9 +3288,9 @@ static int lower_quantize(Lower *L, const Node *n) {
  * from global memory (docs/codegen.md "Batch alternatives"). On mma.sync (8 warps) where a
  * target is not sm_90a; on wgmma (a producer warpgroup loading A by TMA from a tensor map the
  * runtime encodes, two consumer warpgroups), flagged BLOB_STEP_SM90A, where one is: from the
- * same batch, it replaces the mma.sync one on sm_90a. From the batch that gives QGEMM_TILED_MIN_TILES tiles (half an H100's SMs; at a
- * quarter, 4 layers of 4096 at batch 256 ran 1.25-1.4x slower than bgemm_planes.cu on
- * mma.sync, at a whole 2.2x faster: docs/perf.md). */
+ * same batch, it replaces the mma.sync one on sm_90a. From the batch that gives
+ * QGEMM_TILED_MIN_TILES tiles (half an H100's SMs; at a quarter, 4 layers of 4096 at batch 256
+ * ran 1.25-1.4x slower than bgemm_planes.cu on mma.sync, at a whole 2.2x faster: docs/perf.md). */
 #define QGEMM_TILED_MIN_TILES 64
 #define QGEMM_TILED_MIN_N 128
 #define QGEMM_TILED_MIN_K 512

@@ -102,8 +102,7 @@ typedef struct CudaApi {
     /* Optional (drivers of CUDA 12 and later): NULL launches every kernel plainly. */
     CUresult (*LaunchKernelEx)(const CuLaunchConfig *, CUfunction, void **, void **);
     /* Optional (CUDA 12 and later): BLOB_ARG_TMAP_PLANES arguments need it (checked at setup). */
-    CUresult (*TensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
-                                     const uint32_t *, const uint32_t *, int, int, int, int);
+    BlobTmapEncodeFn TensorMapEncodeTiled;
 } CudaApi;
 
 struct RtCuda {
@@ -478,16 +477,10 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain
         const BlobArg *arg = &st->args[a];
         switch (arg->kind) {
         case BLOB_ARG_TMAP_PLANES: { /* encoded for this batch: rows and the start move with it */
-            enum { U32 = 2, INTERLEAVE_NONE = 0, SWIZZLE_128B = 3, L2_256B = 3, OOB_ZERO = 0 };
             const BlobRef *r = &st->slot[arg->slot];
-            uint64_t dims[3], strides[2];
-            uint32_t box[3], es[3] = {1, 1, 1};
-            int rank = blob_tmap_planes_geometry(
-                arg->value, r->bytes * (uint64_t)batch / blob_tmap_planes_row_bytes(arg->value), dims, strides, box);
-            CUresult e = c->api.TensorMapEncodeTiled(tmap, U32, (unsigned)rank,
-                                                     (void *)(uintptr_t)(c->arena + rt_slot_offset(r, batch)), dims,
-                                                     strides, box, es, INTERLEAVE_NONE, SWIZZLE_128B, L2_256B,
-                                                     OOB_ZERO);
+            CUresult e = blob_tmap_planes_encode(c->api.TensorMapEncodeTiled, tmap, arg->value,
+                                                 (void *)(uintptr_t)(c->arena + rt_slot_offset(r, batch)),
+                                                 r->bytes * (uint64_t)batch / blob_tmap_planes_row_bytes(arg->value));
             if (e != CUDA_SUCCESS) {
                 char what[160];
                 snprintf(what, sizeof what, "step %d: encoding the tensor map of '%s' (cuTensorMapEncodeTiled)", i,

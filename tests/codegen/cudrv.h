@@ -5,6 +5,7 @@
 #define BNN_TEST_CUDRV_H
 
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,10 +53,10 @@ static struct {
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*EventDestroy)(CUevent);
     CUresult (*GetErrorString)(CUresult, const char **);
-    /* optional (NULL in drivers before CUDA 12): cuTensorMapEncodeTiled, enums as ints */
-    CUresult (*TensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *,
-                                     const unsigned long long *, const unsigned *, const unsigned *, int, int, int,
-                                     int);
+    /* optional (NULL in drivers before CUDA 12): cuTensorMapEncodeTiled, enums as ints (the
+     * type of blob.h's BlobTmapEncodeFn) */
+    CUresult (*TensorMapEncodeTiled)(void *, int, unsigned, void *, const uint64_t *, const uint64_t *,
+                                     const uint32_t *, const uint32_t *, int, int, int, int);
 } cu;
 
 /* Every driver call: on failure print the call, file, line and the driver's message; exit 1. */

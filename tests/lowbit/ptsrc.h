@@ -102,21 +102,13 @@ static inline void pt_tile_operands(const PtSpec *s, const uint32_t *A, const ui
     }
 }
 
-/* The tensor map of plain A[M][XB][ld] u32 words for the wgmma variant's PT_APLAIN (blob.h
- * blob_tmap_planes_geometry, as the runtime encodes it), through enc (cuTensorMapEncodeTiled);
+/* The tensor map of plain A[M][XB][ld] u32 words at dA for the wgmma variant's PT_APLAIN, as
+ * the runtime encodes it (blob.h blob_tmap_planes_encode through enc, cuTensorMapEncodeTiled);
  * 0 ok. */
-typedef int (*PtEncodeFn)(void *, int, unsigned, void *, const unsigned long long *, const unsigned long long *,
-                          const unsigned *, const unsigned *, int, int, int, int);
-static inline int pt_encode_amap(PtEncodeFn enc, void *map128, const PtSpec *s, unsigned long long dA, int M,
+static inline int pt_encode_amap(BlobTmapEncodeFn enc, void *map128, const PtSpec *s, unsigned long long dA, int M,
                                  int ld) {
-    enum { U32 = 2, INTERLEAVE_NONE = 0, SWIZZLE_128B = 3, L2_256B = 3, OOB_ZERO = 0 };
-    uint64_t dims[3], strides[2];
-    uint32_t box[3], es[3] = {1, 1, 1};
-    int rank = blob_tmap_planes_geometry(blob_tmap_planes_value(s->xb, s->kc, s->bm, ld), (uint64_t)M, dims, strides, box);
-    if (!rank)
-        return -1;
-    return enc(map128, U32, (unsigned)rank, (void *)(uintptr_t)dA, (const unsigned long long *)dims,
-               (const unsigned long long *)strides, box, es, INTERLEAVE_NONE, SWIZZLE_128B, L2_256B, OOB_ZERO);
+    return blob_tmap_planes_encode(enc, map128, blob_tmap_planes_value(s->xb, s->kc, s->bm, ld),
+                                   (void *)(uintptr_t)dA, (uint64_t)M);
 }
 
 /* Deterministic random numbers for the tests. */

@@ -392,8 +392,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const int ntn = (N + BN - 1) / BN, ntiles = (M + BM - 1) / BM * ntn;
     if (tid == 0) {
         for (int s = 0; s < S; ++s) {
-            bnn_mbar_init(full + 8 * s, 1); // the expect_tx arrival (+ the bytes)
-            bnn_mbar_init(empty + 8 * s, NW);               // one arrival per consumer warp
+            bnn_mbar_init(full + 8 * s, 1);   // the expect_tx arrival (+ the bytes)
+            bnn_mbar_init(empty + 8 * s, NW); // one arrival per consumer warp
         }
         bnn_mbar_init_fence();
     }

@@ -85,12 +85,12 @@ __device__ __forceinline__ void bnn_conv2d(bnn_i64 item, int j, const float *x, 
     y[j] = b ? __fadd_rn(b[o], acc) : acc;
 }
 
-// y = x * scale[c] + bias[c] (div: x / scale[c] + bias[c]), in place allowed.
 // One value of an affine step: v * scale[ch] + bias[ch] (v / scale[ch] with div), each
 // operation rounded.
 __device__ __forceinline__ float bnn_affine_value(float v, const float *scale, const float *bias, int ch, int div) {
     return __fadd_rn(div ? __fdiv_rn(v, scale[ch]) : __fmul_rn(v, scale[ch]), bias[ch]);
 }
+// y = x * scale[c] + bias[c] (div: x / scale[c] + bias[c]), in place allowed.
 __device__ __forceinline__ void bnn_affine(bnn_i64 item, int j, const float *x, const float *scale,
                                            const float *bias, float *y, int channels, int spatial, int layout,
                                            int div) {
@@ -211,8 +211,8 @@ __device__ __forceinline__ void bnn_argmax(bnn_i64 item, int j, const float *x, 
     y[item * rows + j] = best;
 }
 
-// from: 4 i32, 5 i8, 6 u8 (BlobDType); to f32, rounded to nearest.
-// Element `at` of a cast step's input (from: 4 i32, 5 i8, 6 u8) as the f32 it becomes.
+// Element `at` of a cast step's input (from: 4 i32, 5 i8, 6 u8: BlobDType) as the f32 it
+// becomes, rounded to nearest.
 __device__ __forceinline__ float bnn_cast_value(const void *x, bnn_i64 at, int from) {
     return from == 4   ? __int2float_rn(((const int *)x)[at])
            : from == 5 ? (float)((const signed char *)x)[at]
@@ -259,15 +259,6 @@ __device__ __forceinline__ float bnn_round_mode(float v, int mode) {
     }
 }
 
-// The quantize step (rt_cpu.c run_quantize), one row of k floats per batch item:
-// q = clamp(round(x / scale + zeropt), lo, hi). dequant: work item j is element j, written as
-// the float (q - zeropt) * scale; else the [bits][ld] bit-planes of the codes q - lo (padding
-// words zero), NaN as code 0, a warp `words` words: work item j (the lowering's count
-// ld * 32 / words, so that a warp never straddles two items; words divides ld) is lane j % 32
-// of words (j / 32) * words ... + words - 1, element word * 32 + lane of the row, and a word's
-// bit of each plane is the warp's ballot. Several words a warp keep several loads in flight a
-// thread (one float a thread left an H100 at 1.2 TB/s on 8192 x 8192 floats; a thread a word
-// read 32 floats 128 bytes apart from its neighbours': 0.33 ms there, docs/perf.md).
 // x / scale: where scale is a power of two whose reciprocal is a normal float, x * (1 / scale)
 // is the same float (the same real number, rounded once) without an IEEE division. The
 // lowering passes scale as a literal, so the test and the reciprocal fold away.
@@ -277,6 +268,16 @@ __device__ __forceinline__ float bnn_div_scale(float x, float scale) {
         return __fmul_rn(x, __uint_as_float((b & 0x80000000u) | (254u - e) << 23));
     return __fdiv_rn(x, scale);
 }
+
+// The quantize step (rt_cpu.c run_quantize), one row of k floats per batch item:
+// q = clamp(round(x / scale + zeropt), lo, hi). dequant: work item j is element j, written as
+// the float (q - zeropt) * scale; else the [bits][ld] bit-planes of the codes q - lo (padding
+// words zero), NaN as code 0, a warp `words` words: work item j (the lowering's count
+// ld * 32 / words, so that a warp never straddles two items; words divides ld) is lane j % 32
+// of words (j / 32) * words ... + words - 1, element word * 32 + lane of the row, and a word's
+// bit of each plane is the warp's ballot. Several words a warp keep several loads in flight a
+// thread (one float a thread left an H100 at 1.2 TB/s on 8192 x 8192 floats; a thread a word
+// read 32 floats 128 bytes apart from its neighbours': 0.33 ms there, docs/perf.md).
 __device__ __forceinline__ float bnn_quantize_one(const float *x, int k, float scale, float zeropt, int lo, int hi,
                                                   int rounding) {
     float q = bnn_round_mode(__fadd_rn(bnn_div_scale(x[k], scale), zeropt), rounding);
