@@ -66,6 +66,7 @@ typedef struct Lower {
     bool sm90a;           /* a target is sm_90a (wgmma kernels, in that CUBIN only) */
     int nqgemm_tiled;     /* qgemm steps with a pre-tiled batch alternative (qgemm_tiled_alt) */
     int ncast_affines;    /* casts whose affines run in their GPU pass (fuse_cast_affines) */
+    int ngap_denses;      /* pools of bits computed in the dense kernel after them (fuse_gap_dense) */
     int tiled_kernel; /* codegen_tiled_kernel of the options: which pre-tiled GEMM the targets run */
     int ntiled;       /* pre-tiled bgemm steps, for --report */
     int lowbit;       /* CodegenOptions.lowbit: bit-planes or int8 codes for the qgemm steps */
@@ -1042,6 +1043,17 @@ static void weights_window(const Lower *L, int first, int last, uint64_t *lo, ui
         }
 }
 
+/* The last step moved to index pos, the steps from pos on one up (the tunables' indices with
+ * them); returns it. */
+static LStep *move_last_step(Lower *L, int pos) {
+    LStep st = L->steps[L->nsteps - 1];
+    memmove(&L->steps[pos + 1], &L->steps[pos], (size_t)(L->nsteps - 1 - pos) * sizeof st);
+    for (int i = 0; i < L->ntunables; i++)
+        L->tunables[i].step += L->tunables[i].step >= pos;
+    L->steps[pos] = st;
+    return &L->steps[pos];
+}
+
 /* Steps first..last become CPU-only and a new GPU-only BLOB_STEP_KERNEL step just after them
  * (the steps after it move up by one) reads first's input (IN), writes last's output (OUT)
  * and their constants through the weights window [lo, hi) (W); its kernel is the caller's. */
@@ -1050,12 +1062,7 @@ static LStep *replace_on_gpu(Lower *L, int first, int last, const char *ir_line,
     for (int j = first; j <= last; j++)
         make_cpu_only(&L->steps[j]);
     new_step(L, BLOB_STEP_KERNEL); /* appended, then moved */
-    LStep st = L->steps[L->nsteps - 1];
-    memmove(&L->steps[last + 2], &L->steps[last + 1], (size_t)(L->nsteps - 1 - (last + 1)) * sizeof st);
-    for (int i = 0; i < L->ntunables; i++)
-        L->tunables[i].step += L->tunables[i].step > last;
-    LStep *k = &L->steps[last + 1];
-    *k = st;
+    LStep *k = move_last_step(L, last + 1);
     k->k.ir_line = ir_line;
     use_arena(L, k, BLOB_SLOT_IN, in);
     use_arena(L, k, BLOB_SLOT_OUT, out);
@@ -2049,20 +2056,76 @@ static void tile_kernel(Lower *L, LStep *st, const char *tag, char *cfg, const c
 /* The dense step's kernel: bnn_dense_tile, 128 threads a block. Few outputs (a classifier),
  * or narrow: 16 or 32 columns and one row per thread, K in chunks of 128, so that small batches
  * still spread over SMs and each thread's serial k loop is all the latency; more outputs: 64
- * columns x 4 rows per thread, a block reusing its weight chunk for 8 rows. */
-static void dense_tile_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bias, bool narrow) {
+ * columns x 4 rows per thread, a block reusing its weight chunk for 8 rows. gs > 0: x is the
+ * b1 input of a global average pool of gs pixels of gw words (fuse_gap_dense), pooled by each
+ * block into shared memory. The kernel waits for the steps before after its first weight
+ * copies (PDL). */
+static void dense_tile_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bias, bool narrow, int64_t gs,
+                              int64_t gw, const char *operands) {
     int nt = 128, bn = n <= 16 || narrow ? 16 : n <= 32 ? 32 : 64, tm = bn == 64 ? 4 : 1, kc = bn == 64 ? 64 : 128;
     int stages = 3;
     int bm = nt / bn * tm;
-    int64_t smem = (int64_t)stages * (bm + bn) * (kc + 1) * 4;
-    char *cfg = str_printf("    static constexpr int N = %lld, K = %lld, BIAS = %d, SMEM = %lld;\n"
+    int64_t nkc = (k + kc - 1) / kc;
+    int64_t smem = ((int64_t)stages * ((gs ? 0 : bm) + bn) * (kc + 1) + (gs ? bm * (nkc * kc + 1) + bm * gs * gw : 0)) * 4;
+    char *cfg = str_printf("    static constexpr int N = %lld, K = %lld, BIAS = %d, SMEM = %lld, GS = %lld, GW = %lld;\n"
                            "    static constexpr int NT = %d, BN = %d, BM = %d, TM = %d, KC = %d, S = %d;\n",
-                           (long long)n, (long long)k, bias, (long long)smem, nt, bn, bm, tm, kc, stages);
+                           (long long)n, (long long)k, bias, (long long)smem, (long long)gs, (long long)gw, nt, bn,
+                           bm, tm, kc, stages);
     BlobGridDim grid[3] = {{0, 1, (uint32_t)bm}, {(uint32_t)((n + bn - 1) / bn), 0, 1}, {1, 0, 1}};
-    tile_kernel(L, st, "dense", cfg, "bnn_dense_tile", TILE_OPERANDS, grid, nt, smem, 1);
+    tile_kernel(L, st, gs ? "gapdense" : "dense", cfg, "bnn_dense_tile", operands, grid, nt, smem, 1);
+    st->k.waits_itself = true;
 }
 
-enum { DENSE_ALT_BATCH = 64 };
+enum {
+    DENSE_FEW_BATCH = 4,  /* bnn_dense_few below this batch (its BM), the tiles from it on */
+    DENSE_ALT_BATCH = 64, /* the narrow tile below this batch, the wide one from it on */
+    DENSE_FEW_SMEM_MAX = 160 * 1024,
+};
+
+/* bnn_dense_few's kernel for step st (DENSE_FEW_BATCH rows, 16 columns, 128 threads a block;
+ * float_ops.cu), or false where its shared memory (the block's weight rows whole) would pass
+ * DENSE_FEW_SMEM_MAX. */
+static bool dense_few_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bias, int64_t gs, int64_t gw,
+                             const char *operands) {
+    const int nt = 128, bn = 16, bm = DENSE_FEW_BATCH;
+    const int64_t xld = (k + 3) / 4 * 4 + 4;
+    const int64_t smem = ((bn + bm) * xld + bm * gs * gw) * 4;
+    if (smem > DENSE_FEW_SMEM_MAX)
+        return false;
+    char *cfg = str_printf("    static constexpr int N = %lld, K = %lld, BIAS = %d, SMEM = %lld, GS = %lld, GW = %lld;\n"
+                           "    static constexpr int NT = %d, BN = %d, BM = %d;\n",
+                           (long long)n, (long long)k, bias, (long long)smem, (long long)gs, (long long)gw, nt, bn,
+                           bm);
+    BlobGridDim grid[3] = {{0, 1, (uint32_t)bm}, {(uint32_t)((n + bn - 1) / bn), 0, 1}, {1, 0, 1}};
+    tile_kernel(L, st, gs ? "gapdense" : "dense", cfg, "bnn_dense_few", operands, grid, nt, smem, 1);
+    st->k.waits_itself = true;
+    return true;
+}
+
+/* The kernels of dense step si (or of the kernel step fuse_gap_dense made): with batch
+ * alternatives, bnn_dense_few below DENSE_FEW_BATCH, then the narrow tile (more than 32
+ * outputs) below DENSE_ALT_BATCH, then the wide one; the alternatives are appended to the
+ * plan in that order. Returns how many. */
+static int dense_kernels(Lower *L, int si, int64_t n, int64_t k, bool bias, int64_t gs, int64_t gw,
+                         const char *operands) {
+    int nalts = 0;
+    bool few = L->batch_alts && dense_few_kernel(L, &L->steps[si], n, k, bias, gs, gw, operands);
+    bool narrow = L->batch_alts && n > 32;
+    LStep *st = &L->steps[si];
+    if (few) {
+        st = new_batch_alt(L, si, DENSE_FEW_BATCH);
+        st->k.ir_line = L->steps[si].k.ir_line;
+        nalts++;
+    }
+    dense_tile_kernel(L, st, n, k, bias, narrow, gs, gw, operands);
+    if (narrow) {
+        st = new_batch_alt(L, si, DENSE_ALT_BATCH);
+        st->k.ir_line = L->steps[si].k.ir_line;
+        dense_tile_kernel(L, st, n, k, bias, false, gs, gw, operands);
+        nalts++;
+    }
+    return nalts;
+}
 
 /* dense over f32 x f32, or b1 x f32 (bits as +-1: an unpack step into a scratch f32 [N,K],
  * then the float dense step; x * w is exact for x = +-1, the reference's same sums). */
@@ -2096,15 +2159,67 @@ static int lower_dense_f32(Lower *L, const Node *n) {
     if (b)
         st->s.slot[BLOB_SLOT_P0] = put_weights(L, b->data, (size_t)o * 4);
     st->s.dense = (BlobDenseParams){.rows = 1, .n = o, .k = k};
-    /* More outputs than a narrow tile's 16 columns: the narrow tile below batch DENSE_ALT_BATCH
-     * (a batch 1 classifier of 1000 outputs gets 63 blocks, not 16), the wide one from it on. */
-    bool narrow = L->batch_alts && o > 32;
-    dense_tile_kernel(L, st, o, k, b != NULL, narrow);
-    if (narrow) {
-        int si = (int)(st - L->steps);
-        dense_tile_kernel(L, new_batch_alt(L, si, DENSE_ALT_BATCH), o, k, b != NULL, false);
-    }
+    /* A narrow tile at small batches: a batch 1 classifier of 1000 outputs gets 63 blocks, not 16. */
+    dense_kernels(L, (int)(st - L->steps), o, k, b != NULL, 0, 0, TILE_OPERANDS);
     return 0;
+}
+
+/* ---------------------------------------------------------------- pool + classifier */
+
+enum { GAP_DENSE_BITS_MAX = 32768 }; /* bytes of bits a dense tile's items may pool in shared memory */
+
+/* A global average pool of bits whose only reader is a float dense layer over its channels (the
+ * head of XNOR ResNet-18: 7x7x512 bits, then 512 -> 1000): on the GPU one kernel step computes
+ * both, the dense kernel pooling its items' bits itself (float_ops.cu, GS > 0:
+ * the pool's exact values), which saves a launch and the pooled floats' trip through memory at
+ * small batches. The two steps stay for the CPU path, CPU-only; the dense's batch alternatives
+ * go, the kernel step gets its own (dense_kernels). */
+static void fuse_gap_dense(Lower *L) {
+    for (int i = 0; i + 1 < L->nsteps; i++) {
+        const LStep *g = &L->steps[i], *d = &L->steps[i + 1];
+        const int buf = g->buf[BLOB_SLOT_OUT];
+        if (g->s.kind != BLOB_STEP_GLOBALAVGPOOL || !g->s.gap.words || g->s.flags || !g->has_kernel ||
+            d->s.kind != BLOB_STEP_DENSE || d->s.flags || !d->has_kernel || d->buf[BLOB_SLOT_IN] != buf ||
+            L->bufs[buf].pinned || d->s.dense.rows != 1 || d->s.dense.k != g->s.gap.channels)
+            continue;
+        int alts = 0; /* the dense's batch alternatives, right after it */
+        while (i + 2 + alts < L->nsteps && (L->steps[i + 2 + alts].s.flags & BLOB_STEP_BATCH_ALT))
+            alts++;
+        bool only_reader = true; /* the pool's output: read by the dense (and its alternatives) only */
+        for (int s = 0; s < L->nsteps; s++)
+            for (int j = 0; j < BLOB_MAX_SLOTS; j++)
+                if (L->steps[s].buf[j] == buf && !(s == i && j == BLOB_SLOT_OUT) &&
+                    !(s >= i + 1 && s <= i + 1 + alts && j == BLOB_SLOT_IN))
+                    only_reader = false;
+        const int64_t gs = g->s.gap.spatial, gw = g->s.gap.words, n = d->s.dense.n, k = d->s.dense.k;
+        if (!only_reader || 8 * gs * gw * 4 > GAP_DENSE_BITS_MAX)
+            continue;
+        const BlobRef wr = d->s.slot[BLOB_SLOT_W], br = d->s.slot[BLOB_SLOT_P0];
+        const bool bias = br.space != BLOB_SPACE_NONE;
+        for (int a = i + 2; a < i + 2 + alts; a++) { /* the kernel step gets alternatives of its own */
+            free(L->steps[a].k.defines);
+            free(L->steps[a].k.call);
+        }
+        memmove(&L->steps[i + 2], &L->steps[i + 2 + alts], (size_t)(L->nsteps - (i + 2 + alts)) * sizeof *L->steps);
+        L->nsteps -= alts;
+        L->nbatch_alts -= alts;
+        for (int t = 0; t < L->ntunables; t++)
+            L->tunables[t].step -= L->tunables[t].step >= i + 2 + alts ? alts : 0;
+        uint64_t lo, hi;
+        weights_window(L, i, i + 1, &lo, &hi);
+        char *bp = bias ? str_printf("(const float *)((const char *)w + %lld)", (long long)(br.offset - lo))
+                        : xstrdup("nullptr");
+        char *ops = str_printf("in, (const float *)((const char *)w + %lld), %s, (float *)out",
+                               (long long)(wr.offset - lo), bp);
+        free(bp);
+        replace_on_gpu(L, i, i + 1, L->steps[i + 1].k.ir_line, lo, hi);
+        const int nalts = dense_kernels(L, i + 2, n, k, bias, gs, gw, ops);
+        for (int a = 0; a < nalts; a++) /* appended: after the kernel step, in order */
+            move_last_step(L, i + 3);
+        free(ops);
+        L->ngap_denses++;
+        i += 2 + nalts; /* past the new steps */
+    }
 }
 
 /* The shape of a tiled conv2d kernel (bnn_conv2d_tile in float_ops.cu). */
@@ -4016,6 +4131,7 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     }
     fuse_mlp_chains(L); /* after the outputs are pinned: a graph output is never a chain's inside */
     fuse_cast_affines(L); /* (an affine inside an MLP chain is CPU-only now: not taken twice) */
+    fuse_gap_dense(L);
     buf_lifetimes(L);
     mark_beside_runs(L);
     int64_t arena = plan_arena(L);
@@ -4461,6 +4577,10 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             buf_printf(o->report, "codegen: %d casts to f32 run with the affine steps after them in one GPU pass "
                                   "(cast_affine)\n",
                        L.ncast_affines);
+        if (L.ngap_denses)
+            buf_printf(o->report, "codegen: %d global average pools of bits run inside the dense kernel after them "
+                                  "(gapdense)\n",
+                       L.ngap_denses);
         if (o->float_convs != FLOAT_CONVS_EXACT)
             buf_printf(o->report, "codegen: --float-convs=%s: %d float convolutions on fp16 tensor cores "
                                   "(GPU results differ from the reference by %s; the CPU path stays exact)\n",

@@ -190,6 +190,16 @@ BNN_API int bnn_session_threads(const bnn_session *session); /* 0 for NULL */
 BNN_API bnn_status bnn_session_set_profiling(bnn_session *session, int on);
 BNN_API double bnn_session_step_ms(const bnn_session *session, int index);
 
+/* What a step costs inside the CUDA graph, where a launch overlaps the end of the kernel
+ * before it and per-step profiling cannot see: with index >= 0, a GPU session's later runs
+ * replay a graph without plan step `index` (captured once per batch size), so that the run's
+ * time less the whole graph's is the step's share. THE OUTPUTS ARE WRONG while a step is left
+ * out (the step's output keeps what an earlier run wrote there): for timing only, after at
+ * least one full run, and only resident runs (bnn_session_run_resident) are meaningful.
+ * index -1 restores the full graph. BNN_STATUS_INVALID_ARGUMENT for a CPU session or a step
+ * the GPU does not run. */
+BNN_API bnn_status bnn_session_set_graph_omit(bnn_session *session, int index);
+
 #ifdef __cplusplus
 }
 #endif

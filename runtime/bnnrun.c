@@ -30,6 +30,7 @@ typedef struct Args {
     long bench; /* timed runs; 0: none */
     bool resident; /* time runs on the session's buffers, without copies */
     long profile;  /* runs timed step by step; 0: none */
+    long profile_graph; /* GPU: runs of the graph without each step in turn; 0: none */
     long threads;  /* CPU path threads; 0: one per CPU */
     bool stats;    /* --reference: statistics of every value computed */
 } Args;
@@ -38,7 +39,7 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: bnnrun MODEL.bin --input X.npy [--input ...] --output Y.npy [...]\n"
             "              [--device gpu|cpu|auto] [--batch N] [--bench N [--resident]]\n"
-            "              [--profile N] [--threads N]\n"
+            "              [--profile N] [--profile-graph N] [--threads N]\n"
             "       bnnrun --reference MODEL --input X.npy [--input ...] --output Y.npy [...]\n"
             "              [--stats]\n"
             "\n"
@@ -57,6 +58,10 @@ static void usage(FILE *out) {
             "  --profile N       after the other runs, time each plan step over N runs (the\n"
             "                    GPU launches steps one by one, without the CUDA graph) and\n"
             "                    print a table: median ms per step and its share\n"
+            "  --profile-graph N (GPU) after the other runs, replay the CUDA graph N times\n"
+            "                    with each step left out in turn (resident, first --batch\n"
+            "                    items) and print what each step costs inside the graph:\n"
+            "                    the whole graph's median less the median without it\n"
             "  --reference       use the reference interpreter (exact ONNX semantics)\n"
             "  --stats           with --reference: print statistics of every value the model\n"
             "                    computes (min, max, mean, std, zeros, NaN/inf; b1: the share of\n"
@@ -99,7 +104,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 return -1;
             }
         } else if (!strcmp(s, "--batch") || !strcmp(s, "--bench") || !strcmp(s, "--profile") ||
-                   !strcmp(s, "--threads")) {
+                   !strcmp(s, "--profile-graph") || !strcmp(s, "--threads")) {
             char *end = NULL;
             long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
             if (!end || *end || v < 1 || v > 1000000000) {
@@ -114,6 +119,7 @@ static int parse_args(int argc, char **argv, Args *a) {
             *(!strcmp(s, "--batch")     ? &a->batch
               : !strcmp(s, "--bench")   ? &a->bench
               : !strcmp(s, "--profile") ? &a->profile
+              : !strcmp(s, "--profile-graph") ? &a->profile_graph
                                         : &a->threads) = v;
         } else if (!strcmp(s, "--input") || !strcmp(s, "-i") || !strcmp(s, "--output") ||
                    !strcmp(s, "-o")) {
@@ -146,8 +152,9 @@ static int parse_args(int argc, char **argv, Args *a) {
         return -1;
     }
     if (a->reference &&
-        (a->device != BNN_DEVICE_AUTO || a->batch || a->bench || a->resident || a->profile || a->threads)) {
-        fprintf(stderr, "bnnrun: error: --device, --batch, --bench, --resident, --profile and --threads "
+        (a->device != BNN_DEVICE_AUTO || a->batch || a->bench || a->resident || a->profile || a->profile_graph ||
+         a->threads)) {
+        fprintf(stderr, "bnnrun: error: --device, --batch, --bench, --resident, --profile, --profile-graph and --threads "
                         "apply to model.bin, not to --reference\n");
         return -1;
     }
@@ -491,18 +498,22 @@ static bnn_status run_all(bnn_session *s, int nin, int nout, int64_t batch, int6
     return BNN_STATUS_OK;
 }
 
-/* --bench --resident: the first `chunk` items go into the session's buffers with one ordinary
- * run, then warm-up and `runs` timed runs on them without copies. */
-static bnn_status bench_resident(bnn_session *s, long runs, int nin, int nout, int chunk,
-                                 unsigned char *const *in, unsigned char *const *out,
-                                 double *times) {
+/* The first `chunk` items into the session's buffers with one ordinary run (--resident,
+ * --profile-graph). */
+static bnn_status fill_resident(bnn_session *s, int chunk, int nin, int nout, unsigned char *const *in,
+                                unsigned char *const *out) {
     const void *ip[MAX_FILES];
     void *op[MAX_FILES];
     for (int i = 0; i < nin; i++)
         ip[i] = in[i];
     for (int i = 0; i < nout; i++)
         op[i] = out[i];
-    bnn_status st = bnn_session_run(s, chunk, ip, op);
+    return bnn_session_run(s, chunk, ip, op);
+}
+
+/* Warm-up, then `runs` timed resident runs of `chunk` items: their device times in times[]. */
+static bnn_status time_resident(bnn_session *s, long runs, int chunk, double *times) {
+    bnn_status st = BNN_STATUS_OK;
     for (int w = 0; w < 3 && st == BNN_STATUS_OK; w++)
         st = bnn_session_run_resident(s, chunk);
     for (long r = 0; r < runs && st == BNN_STATUS_OK; r++) {
@@ -576,6 +587,67 @@ static bnn_status profile_steps(bnn_session *s, const bnn_model *m, long runs, i
     return st;
 }
 
+/* Median device ms of `runs` resident runs of `chunk` items, after 3 to warm up. */
+static bnn_status median_resident(bnn_session *s, long runs, int chunk, double *times, double *median) {
+    bnn_status st = time_resident(s, runs, chunk, times);
+    qsort(times, (size_t)runs, sizeof *times, compare_ms);
+    *median = times[runs / 2];
+    return st;
+}
+
+/* --profile-graph: on the first `chunk` items (already in the session's buffers from a full
+ * run), the whole graph's median over `runs` runs, then for each step the GPU runs at this
+ * batch the graph's median without it: a table of what each step adds to the graph's time,
+ * launch overlap included (bnn_session_set_graph_omit; the outputs of those runs are wrong and
+ * stay in the session). */
+static bnn_status profile_graph(bnn_session *s, const bnn_model *m, long runs, int chunk) {
+    int nsteps = bnn_model_num_steps(m);
+    double *times = malloc(sizeof *times * (size_t)runs), full = 0, without = 0;
+    bool *ran = calloc((size_t)(nsteps ? nsteps : 1), sizeof *ran);
+    if (!times || !ran) {
+        free(times);
+        free(ran);
+        return BNN_STATUS_OUT_OF_MEMORY;
+    }
+    /* which steps run at this batch: one profiled run says */
+    bnn_status st = bnn_session_set_profiling(s, 1);
+    if (st == BNN_STATUS_OK)
+        st = bnn_session_run_resident(s, chunk);
+    for (int k = 0; st == BNN_STATUS_OK && k < nsteps; k++)
+        ran[k] = bnn_session_step_ms(s, k) >= 0;
+    if (st == BNN_STATUS_OK)
+        st = bnn_session_set_profiling(s, 0);
+    if (st == BNN_STATUS_OK)
+        st = bnn_session_set_device_timing(s, 1);
+    if (st == BNN_STATUS_OK)
+        st = median_resident(s, runs, chunk, times, &full);
+    if (st == BNN_STATUS_OK) {
+        printf("profile-graph: %ld CUDA graph runs of batch %d on %s, resident; the whole graph: median %.4f ms\n"
+               "(each row: the graph's median with that step left out, and what the step adds: the difference)\n",
+               runs, chunk, bnn_session_device_name(s), full);
+        printf("%5s  %-13s %-24s %12s %10s %7s\n", "step", "kind", "kernel", "without ms", "adds ms", "share");
+    }
+    for (int k = 0; st == BNN_STATUS_OK && k < nsteps; k++) {
+        bnn_step_info info;
+        bnn_model_step_info(m, k, &info);
+        if (!ran[k]) {
+            printf("%5d  %-13s %-24s %12s %10s %7s\n", k, info.kind, info.kernel[0] ? info.kernel : "-", "-", "-", "");
+            continue;
+        }
+        st = bnn_session_set_graph_omit(s, k);
+        if (st == BNN_STATUS_OK)
+            st = median_resident(s, runs, chunk, times, &without);
+        if (st == BNN_STATUS_OK)
+            printf("%5d  %-13s %-24s %12.4f %10.4f %6.1f%%\n", k, info.kind, info.kernel, without, full - without,
+                   full > 0 ? 100.0 * (full - without) / full : 0.0);
+    }
+    if (st == BNN_STATUS_OK)
+        st = bnn_session_set_graph_omit(s, -1);
+    free(times);
+    free(ran);
+    return st;
+}
+
 static int run_blob(const Args *a) {
     bnn_model *m = NULL;
     bnn_session *s = NULL;
@@ -601,7 +673,8 @@ static int run_blob(const Args *a) {
         die("the model has more inputs or outputs than bnnrun handles (16)");
         goto done;
     }
-    if (a->ninputs != nin || (a->noutputs != nout && !((a->bench || a->profile) && a->noutputs == 0))) {
+    if (a->ninputs != nin ||
+        (a->noutputs != nout && !((a->bench || a->profile || a->profile_graph) && a->noutputs == 0))) {
         bool ins = a->ninputs != nin;
         fprintf(stderr, "bnnrun: error: the model has %d %s%s, %d --%s file%s given\n",
                 ins ? nin : nout, ins ? "input" : "output", (ins ? nin : nout) == 1 ? "" : "s",
@@ -648,6 +721,11 @@ static int run_blob(const Args *a) {
         fprintf(stderr, "bnnrun: error: %s\n", bnn_last_error());
         goto done;
     }
+    if (a->profile_graph && bnn_session_device(s) != BNN_DEVICE_GPU) {
+        fprintf(stderr, "bnnrun: error: --profile-graph times the GPU's CUDA graph: this session runs on "
+                        "the CPU (use --device gpu on a machine with a GPU)\n");
+        goto done;
+    }
     if (bnn_session_device(s) == BNN_DEVICE_CPU) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         long threads = a->threads ? a->threads : cpus < 1 ? 1 : cpus > BNN_MAX_THREADS ? BNN_MAX_THREADS : cpus;
@@ -672,7 +750,9 @@ static int run_blob(const Args *a) {
     double ms;
     st = run_all(s, nin, nout, batch, chunk, ins, in_item, outs, out_item, &ms);
     if (st == BNN_STATUS_OK && a->bench && a->resident) {
-        st = bench_resident(s, a->bench, nin, nout, (int)chunk, ins, outs, times);
+        st = fill_resident(s, (int)chunk, nin, nout, ins, outs);
+        if (st == BNN_STATUS_OK)
+            st = time_resident(s, a->bench, (int)chunk, times);
     } else if (st == BNN_STATUS_OK && a->bench) {
         /* Warm-up: the first runs capture CUDA graphs and warm caches and clocks. */
         for (int w = 0; w < 3 && st == BNN_STATUS_OK; w++)
@@ -684,6 +764,11 @@ static int run_blob(const Args *a) {
     }
     if (st == BNN_STATUS_OK && a->profile)
         st = profile_steps(s, m, a->profile, nin, nout, batch, chunk, ins, in_item, outs, out_item);
+    if (st == BNN_STATUS_OK && a->profile_graph) {
+        st = fill_resident(s, (int)chunk, nin, nout, ins, outs);
+        if (st == BNN_STATUS_OK)
+            st = profile_graph(s, m, a->profile_graph, (int)chunk);
+    }
     if (st != BNN_STATUS_OK) {
         fprintf(stderr, "bnnrun: error: %s\n", bnn_last_error());
         goto done;

@@ -123,6 +123,8 @@ bnn_status rt_cuda_create(bnn_session *s);
 bnn_status rt_cuda_run(bnn_session *s, int batch, const void *const *inputs, void *const *outputs);
 /* The events a profiled run records (bnn_session_set_profiling), made once. */
 bnn_status rt_cuda_prepare_profiling(bnn_session *s);
+/* Graph runs leave step index out from now on (-1: none); bnn_session_set_graph_omit. */
+bnn_status rt_cuda_set_graph_omit(bnn_session *s, int index);
 uint64_t rt_cuda_arena(const RtCuda *c);
 void rt_cuda_free(RtCuda *c);
 

@@ -333,6 +333,17 @@ bnn_status bnn_session_set_profiling(bnn_session *s, int on) {
     return BNN_STATUS_OK;
 }
 
+bnn_status bnn_session_set_graph_omit(bnn_session *s, int index) {
+    if (!s)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_session_set_graph_omit: session is NULL");
+    if (s->device != BNN_DEVICE_GPU)
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_session_set_graph_omit: a CPU session has no graph");
+    bnn_status st = rt_cuda_set_graph_omit(s, index);
+    if (st == BNN_STATUS_OK)
+        rt_clear_error();
+    return st;
+}
+
 bnn_status bnn_session_set_threads(bnn_session *s, int threads) {
     if (!s)
         return rt_error(BNN_STATUS_INVALID_ARGUMENT, "bnn_session_set_threads: session is NULL");

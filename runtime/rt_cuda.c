@@ -126,9 +126,10 @@ struct RtCuda {
      * and later, cuLaunchKernelEx present, BNN_NO_PDL unset): docs/runtime.md. */
     bool pdl;
     bool sm90a; /* the sm_90a CUBIN is loaded: steps flagged BLOB_STEP_SM90A run (gpu_runs) */
-    /* One graph per batch size, captured on first use (a list: few sizes are used). */
+    int omit; /* a step the graphs leave out (bnn_session_set_graph_omit), or -1 */
+    /* One graph per batch size (and omitted step), captured on first use (a list: few are used). */
     struct {
-        int batch;
+        int batch, omit;
         CUgraphExec exec;
     } *graphs;
     int ngraphs, cap_graphs;
@@ -374,6 +375,7 @@ bnn_status rt_cuda_create(bnn_session *s) {
     if (!c)
         return rt_error(BNN_STATUS_OUT_OF_MEMORY, "out of memory creating a GPU session");
     s->cuda = c;
+    c->omit = -1;
     bnn_status st = load_api(&c->api);
     if (st != BNN_STATUS_OK)
         return st;
@@ -567,7 +569,7 @@ static bnn_status launch_graph_steps(bnn_session *s, int batch) {
             joining = false;
             run = -1;
         }
-        if (!gpu_runs_at(m, c->sm90a, i, batch))
+        if (!gpu_runs_at(m, c->sm90a, i, batch) || i == c->omit)
             continue;
         if (!side) {
             bnn_status st = launch_step(s, i, batch, false, c->stream);
@@ -605,6 +607,7 @@ static bnn_status capture_graph(bnn_session *s, int batch, CUgraphExec *exec) {
             st = cu_fail(c, r, "cuGraphInstantiate");
         else {
             c->graphs[c->ngraphs].batch = batch;
+            c->graphs[c->ngraphs].omit = c->omit;
             c->graphs[c->ngraphs++].exec = *exec;
         }
     }
@@ -667,6 +670,16 @@ static void read_step_times(bnn_session *s) {
     }
 }
 
+bnn_status rt_cuda_set_graph_omit(bnn_session *s, int index) {
+    const bnn_model *m = s->model;
+    if (index >= 0 && (index >= m->nsteps || !gpu_runs(&m->steps[index], s->cuda->sm90a)))
+        return rt_error(BNN_STATUS_INVALID_ARGUMENT,
+                        "bnn_session_set_graph_omit: step %d is not a step the GPU runs (the model has %d steps; "
+                        "bnnrun --profile lists them)", index, m->nsteps);
+    s->cuda->omit = index < 0 ? -1 : index;
+    return BNN_STATUS_OK;
+}
+
 bnn_status rt_cuda_prepare_profiling(bnn_session *s) {
     RtCuda *c = s->cuda;
     if (c->marks)
@@ -705,7 +718,7 @@ static bnn_status run_in_context(bnn_session *s, int batch, const void *const *i
     const bnn_model *m = s->model;
     CUgraphExec exec = NULL;
     for (int i = 0; i < c->ngraphs && !exec; i++)
-        if (c->graphs[i].batch == batch)
+        if (c->graphs[i].batch == batch && c->graphs[i].omit == c->omit)
             exec = c->graphs[i].exec;
     if (!exec && !s->profiling) {
         bnn_status st = capture(s, batch, &exec);

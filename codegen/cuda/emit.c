@@ -105,14 +105,15 @@ static const char float_glue[] =
 /* A tiled float kernel (float_ops.cu's bnn_conv2d_tile, bnn_dense_tile): the config struct,
  * then a __global__ whose whole body is the call; `total` is the batch (times the rows). The
  * launch bounds ask for min_blocks blocks an SM, by default 512 threads (at most 128 registers
- * a thread). */
+ * a thread). ENTER is the wait for the kernels before, or nothing where the call waits itself
+ * (after it has requested its constants). */
 static const char float_tile_glue[] =
     "$DEFINES"
     "extern \"C\" __global__ void __launch_bounds__($THREADS, $MINBLOCKS)\n"
     "$NAME(const void *__restrict__ in, const void *__restrict__ in2, void *__restrict__ out,\n"
     "      const void *__restrict__ w, const void *__restrict__ p0, const void *__restrict__ p1,\n"
     "      void *__restrict__ x0, int total) {\n"
-    "    BNN_PDL_ENTER();\n"
+    "$ENTER"
     "    $CALL;\n"
     "}\n";
 
@@ -213,9 +214,13 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
             snprintf(threads, sizeof threads, "%d", s->threads);
             snprintf(minblocks, sizeof minblocks, "%d",
                      s->min_blocks ? s->min_blocks : s->threads < 512 ? 512 / s->threads : 1);
-            Hole h[] = {{"DEFINES", s->defines}, {"THREADS", threads}, {"MINBLOCKS", minblocks}, {"NAME", s->name},
+            Hole h[] = {{"DEFINES", s->defines},
+                        {"THREADS", threads},
+                        {"MINBLOCKS", minblocks},
+                        {"NAME", s->name},
+                        {"ENTER", s->waits_itself ? "" : "    BNN_PDL_ENTER();\n"},
                         {"CALL", s->call}};
-            fill_template(&b, float_tile_glue, h, 5);
+            fill_template(&b, float_tile_glue, h, 6);
             break;
         }
         default: break; /* the kernel files above */

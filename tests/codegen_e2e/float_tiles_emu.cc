@@ -1,5 +1,5 @@
 // float_tiles_emu.cc: the tiled float kernels of codegen/cuda/kernels/float_ops.cu
-// (bnn_conv2d_tile, bnn_dense_tile) run without a GPU, driven by float_tiles_emu.py. The
+// (bnn_conv2d_tile, bnn_dense_tile, bnn_dense_few) run without a GPU, driven by float_tiles_emu.py. The
 // kernel templates are compiled as host C++ under a block emulator: one std::thread per CUDA
 // thread, __syncthreads as a std::barrier, cp.async as a plain copy (so it checks indexing,
 // tiling, staging and the float sequence, not the asynchrony: the GPU run does that), then
@@ -58,7 +58,21 @@ static inline void bnn_cp4(float *dst, const float *src, bool ok) {
     size_t seen = smem_end.load();
     while (end > seen && !smem_end.compare_exchange_weak(seen, end)) {
     }
-    *dst = ok ? *src : 0.0f;
+    if (ok)
+        memcpy(dst, src, 4); // bytes: the pooled dense copies bits this way
+    else
+        *dst = 0.0f;
+}
+#define BNN_PDL_ENTER() ((void)0) // launched plainly
+// 16-byte copies address shared memory as offsets from bnn_dsmem (the GPU's 32-bit addresses)
+static inline unsigned bnn_smem(const void *p) { return (unsigned)((const unsigned char *)p - bnn_dsmem); }
+static inline void bnn_cp16(unsigned dst, const void *src, unsigned src_bytes) {
+    const size_t end = (size_t)dst + 16;
+    size_t seen = smem_end.load();
+    while (end > seen && !smem_end.compare_exchange_weak(seen, end)) {
+    }
+    memset(bnn_dsmem + dst, 0, 16);
+    memcpy(bnn_dsmem + dst, src, src_bytes);
 }
 static inline void bnn_cp_commit() {}
 template <int N> static inline void bnn_cp_wait() {}
@@ -141,9 +155,18 @@ template <class F> static int run_conv2d(const char *name, int batch, int tpb = 
     return compare(name, y, ref, smem_end, F::SMEM);
 }
 
-template <class F> static int run_dense(const char *name, int batch) {
-    std::mt19937 g(2);
-    const auto x = random_floats((size_t)batch * F::K, g, true);
+// bnn_dense_tile (a config with stages S) or bnn_dense_few (lower.c's kernel below batch 4).
+template <class F> static void dense_kernel(int batch, const void *x, const float *w, const float *b, float *y) {
+    if constexpr (requires { F::S; })
+        bnn_dense_tile<F>(batch, x, w, b, y);
+    else
+        bnn_dense_few<F>(batch, x, w, b, y);
+}
+
+// The dense kernel over rows x [batch][K] (given to it as xin: x itself, or the bits it pools
+// to x) against the reference loop: k in order, each product and sum rounded, then the bias.
+template <class F>
+static int check_dense(const char *name, int batch, const std::vector<float> &x, const void *xin, std::mt19937 &g) {
     const auto w = random_floats((size_t)F::N * F::K, g, false), b = random_floats(F::N, g, false);
     std::vector<float> y((size_t)batch * F::N, 12345.0f), ref(y.size());
     for (int m = 0; m < batch; m++)
@@ -154,8 +177,30 @@ template <class F> static int run_dense(const char *name, int batch) {
         }
     smem_end = 0;
     launch((batch + F::BM - 1) / F::BM, (F::N + F::BN - 1) / F::BN, F::NT,
-           [&] { bnn_dense_tile<F>(batch, x.data(), w.data(), F::BIAS ? b.data() : nullptr, y.data()); });
+           [&] { dense_kernel<F>(batch, xin, w.data(), F::BIAS ? b.data() : nullptr, y.data()); });
     return compare(name, y, ref, smem_end, F::SMEM);
+}
+
+template <class F> static int run_dense(const char *name, int batch) {
+    std::mt19937 g(2);
+    const auto x = random_floats((size_t)batch * F::K, g, true);
+    return check_dense<F>(name, batch, x, x.data(), g);
+}
+
+// The dense kernels with a global average pool of bits before them (GS > 0): GS pixels of GW
+// random words an item, pooled to (2 * ones - GS) / GS per channel as bnn_gap_bits.
+template <class F> static int run_gapdense(const char *name, int batch) {
+    std::mt19937 g(4);
+    std::vector<unsigned> bits((size_t)batch * F::GS * F::GW);
+    for (auto &v : bits) v = (unsigned)g();
+    std::vector<float> x((size_t)batch * F::K);
+    for (int m = 0; m < batch; m++)
+        for (int k = 0; k < F::K; k++) {
+            int ones = 0;
+            for (int s = 0; s < F::GS; s++) ones += (bits[((size_t)m * F::GS + s) * F::GW + k / 32] >> (k % 32)) & 1u;
+            x[(size_t)m * F::K + k] = __fdiv_rn((float)(2 * ones - F::GS), (float)F::GS);
+        }
+    return check_dense<F>(name, batch, x, bits.data(), g);
 }
 
 // bnn_pool<KH, KW> over every output of `batch` items against the CPU path's loop (rt_cpu.c

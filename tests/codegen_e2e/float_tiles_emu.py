@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The tiled float kernels (float_ops.cu) without a GPU: bnncc --emit=cuda on the float models
-of test_e2e.py (float_models), tests/passes/stem.bnn and ResNet-18's float layers (the 7x7/2 stem
+of test_e2e.py (float_models, head_models), tests/passes/stem.bnn and ResNet-18's float layers (the 7x7/2 stem
 with its relu at 224x224, a stem with batch-norm and relu fused into its store, the 1x1
 downsample convs, the 512 -> 1000 head), and bnn_pool on fixed pool shapes, with the cost model's tiles and with
 each other tile bnncc --tune measures for a conv, their config structs collected, the
@@ -81,7 +81,8 @@ def main():
         # tests/passes/stem.bnn: a conv2d_chain whose batch-norm (negative and zero gammas) and
         # relu run in the conv's store, its max-pool after
         stem = os.path.join(SRC, "tests", "passes", "stem.bnn")
-        for model in test_e2e.float_models(tmp, rng) + [stem] + big:
+        heads = test_e2e.head_models(tmp, rng)  # the pool of bits inside the dense (GS > 0)
+        for model in test_e2e.float_models(tmp, rng) + [stem] + heads + big:
             name = os.path.basename(model)[:-4]
             # The cost model's tiles, then each other candidate bnncc --tune measures (forced on
             # every conv of the model through a tune file built from --report's tune lines).
@@ -90,7 +91,7 @@ def main():
                 p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 if p.returncode:
                     sys.exit(f"FAIL: bnncc {model} (candidate {cand}): {p.stderr.strip()}")
-                for m in re.finditer(r"struct (s\d+_(conv2d|dense))_cfg \{(.*?)\};", p.stdout, re.S):
+                for m in re.finditer(r"struct (s\d+_(conv2d|dense|gapdense))_cfg \{(.*?)\};", p.stdout, re.S):
                     if (name, m.group(3)) in seen:
                         continue
                     seen.add((name, m.group(3)))

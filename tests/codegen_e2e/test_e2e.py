@@ -552,6 +552,24 @@ def float_models(tmp, rng):
     return write_models(tmp, models)
 
 
+def head_models(tmp, rng):
+    """XNOR ResNet-18's head: the last block's bits through a cast, a global average pool and a
+    float dense layer (codegen/lower.c fuse_gap_dense: one GPU kernel pools the bits and
+    multiplies): C = 512 over 7x7 into 1000 outputs with a bias (the narrow tile and its batch
+    alternative), C = 40 (two words a pixel, padding bits) into 10 without one, C = 300 over
+    3x5 into 33."""
+    models = {}
+    for name, c, h, w, n, bias in (("head_xnor512", 512, 7, 7, 1000, True), ("head_xnor40", 40, 7, 7, 10, False),
+                                   ("head_xnor300", 300, 3, 5, 33, True)):
+        t = f"[N,{c},{h},{w}]"
+        consts = f32_const("w", (n, c), rng) + (f32_const("b", (n,), rng) if bias else "")
+        body = (f"    %a = b1{t} binarize %x {{zero=1}}\n    %r = f32{t} cast %a {{to=f32}}\n"
+                f"    %g = f32[N,{c},1,1] globalavgpool %r\n    %f = f32[N,{c}] reshape %g\n"
+                f"    %y = f32[N,{n}] dense %f, $w{', $b' if bias else ''}\n")
+        models[name] = (consts, f"(%x: f32{t})", [("y", f"f32[N,{n}]")], body)
+    return write_models(tmp, models)
+
+
 def f32_values(name, v):
     v = np.asarray(v, dtype=np.float32).reshape(-1)
     return f'const ${name}: f32[{v.size}] = base64 "{base64.b64encode(v.astype("<f4").tobytes()).decode()}"\n'
@@ -937,6 +955,11 @@ def main():
                  for m in float_models(tmp, np.random.default_rng(78))
                  if "fconv" in os.path.basename(m) and (not a.only or a.only in os.path.basename(m)) and
                  (not a.sanitized or os.path.basename(m) in ("fconv_stem.bnn", "fconv_dil_groups.bnn"))]
+        # Pool + classifier heads in one GPU kernel: bit for bit, and the report says so.
+        jobs += [lambda m=m: check_model(m, a.device, tmp, batches=(1, 5, 67), exact=True)
+                 for m in head_models(tmp, np.random.default_rng(79)) if not a.only or a.only in os.path.basename(m)]
+        jobs += [lambda m=m: check_report_line(m, tmp, "global average pools of bits run inside the dense kernel", 1)
+                 for m in head_models(tmp, np.random.default_rng(79)) if not a.only or a.only in os.path.basename(m)]
         # Float stems that write bits (exact on the GPU's tensor cores): bit for bit.
         jobs += [lambda m=m: check_model(m, a.device, tmp, batches=(1, 5, 67), exact=True,
                                          extra_cases=stem_tie_inputs(np.random.default_rng(5))

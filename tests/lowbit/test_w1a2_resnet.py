@@ -13,7 +13,8 @@ QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resn
   quantizer; each downsample conv with its batch-norm), 8 thresholded qconv2d, and no
   batchnorm, add, relu, mul, cast, quant or quantize is left between convs (only the stem's
   quant, before the first block).
-- The plan has at most PLAN_STEPS_MAX steps (112 before qconv2d_chain, at fc0de86; 25 now), and
+- The plan has at most PLAN_STEPS_MAX steps (112 before qconv2d_chain, at fc0de86; 27 now, the
+  classifier's three kernels by batch counted), and
   starts with the stem's conv (its batch-norm and relu in the conv's store) and max-pool, with
   no affine or relu step anywhere.
 - bnncc -O3 compiles it for sm_90a and sm_80 (both CUBIN sections non-empty).
@@ -44,7 +45,7 @@ from test_e2e import BNNCC, BNNRUN, cubin_sections, gpu_available, run  # noqa: 
 failures = []
 
 PLAN_STEPS_BEFORE = 112  # w1a2resnet18_tiny at -O3 before qconv2d_chain (fc0de86)
-PLAN_STEPS_MAX = 26
+PLAN_STEPS_MAX = 27
 
 
 def fail(msg):

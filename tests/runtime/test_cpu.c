@@ -343,6 +343,9 @@ static void test_profile(void) {
     CHECK(bnn_model_step_info(m, 0, NULL) == BNN_STATUS_INVALID_ARGUMENT);
     CHECK(bnn_session_set_profiling(NULL, 1) == BNN_STATUS_INVALID_ARGUMENT);
     CHECK(bnn_session_step_ms(s, 0) == -1.0); /* nothing profiled yet */
+    CHECK(bnn_session_set_graph_omit(NULL, 0) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK(bnn_session_set_graph_omit(s, 0) == BNN_STATUS_INVALID_ARGUMENT); /* a CPU session */
+    CHECK_STR_CONTAINS(bnn_last_error(), "CPU session has no graph");
 
     static float x[3 * CONV_IN], plain[4][3 * 990], prof[4][3 * 990];
     uint64_t seed = 5;

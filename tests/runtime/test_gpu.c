@@ -339,6 +339,38 @@ static void check_profiled(bnn_session *gpu, const bnn_model *m, int n, void *co
     }
 }
 
+/* Graph runs without a step (bnn_session_set_graph_omit, what bnnrun --profile-graph times):
+ * accepted for every step the GPU runs, refused past the plan; the full graph again (-1)
+ * gives the CPU path's outputs. */
+static void check_graph_omit(bnn_session *gpu, const bnn_model *m, int n, void *const *in, void *const *oc,
+                             int nout, const size_t *out_item) {
+    void *op[4];
+    for (int i = 0; i < nout; i++)
+        op[i] = xcalloc((size_t)n, out_item[i]);
+    int omitted = 0;
+    for (int k = 0; k < bnn_model_num_steps(m); k++) {
+        bnn_step_info info;
+        bnn_model_step_info(m, k, &info);
+        if (!info.on_gpu)
+            continue;
+        CHECK_MSG(bnn_session_set_graph_omit(gpu, k) == BNN_STATUS_OK, "omit step %d: %s", k, bnn_last_error());
+        CHECK_MSG(bnn_session_run_resident(gpu, n) == BNN_STATUS_OK, "a run without step %d: %s", k,
+                  bnn_last_error());
+        omitted++;
+    }
+    CHECK(omitted > 0);
+    CHECK(bnn_session_set_graph_omit(gpu, bnn_model_num_steps(m)) == BNN_STATUS_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(bnn_last_error(), "not a step the GPU runs");
+    CHECK(bnn_session_set_graph_omit(gpu, -1) == BNN_STATUS_OK);
+    CHECK(bnn_session_run(gpu, n, (const void *const *)in, op) == BNN_STATUS_OK);
+    for (int i = 0; i < nout; i++) {
+        CHECK_MSG(!memcmp(op[i], oc[i], out_item[i] * (size_t)n),
+                  "output %d after graph runs without steps differs from the CPU path at batch %d", i, n);
+        free(op[i]);
+    }
+    printf("test_gpu: graph runs without each of %d steps at batch %d, then the whole graph again\n", omitted, n);
+}
+
 static bool compare_sessions(const Buf *blob, int nin, int nout, const size_t *in_item,
                              const size_t *out_item, int max_batch) {
     bnn_model *m = NULL;
@@ -384,6 +416,8 @@ static bool compare_sessions(const Buf *blob, int nin, int nout, const size_t *i
             check_resident(gpu, n, nin, nout, in, oc, in_item, out_item);
         if (bi == 1) /* steps launched one by one, timed: the same results */
             check_profiled(gpu, m, n, in, oc, nout, out_item);
+        if (bi == 2)
+            check_graph_omit(gpu, m, n, in, oc, nout, out_item);
         for (int i = 0; st == BNN_STATUS_OK && i < nout; i++)
             CHECK_MSG(!memcmp(og[i], oc[i], out_item[i] * (size_t)n),
                       "output %d differs between GPU and CPU at batch %d", i, n);

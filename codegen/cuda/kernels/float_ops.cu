@@ -10,6 +10,9 @@
 // sequence per output). NVRTC has no <cstdint>: built-in types only.
 #ifndef BNN_FLOAT_OPS_CU
 #define BNN_FLOAT_OPS_CU
+#ifndef BNN_PDL_ENTER // compiled without common.cu (a test's own program): launched plainly
+#define BNN_PDL_ENTER() ((void)0)
+#endif
 
 typedef long long bnn_i64;
 
@@ -594,32 +597,105 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
 // BIAS, SMEM, the tile: a block computes BM rows x BN outputs with NT threads, thread (tn = tid %
 // BN, tm = tid / BN) the TM rows tm*TM.. of output column tn; K in chunks of KC through S
 // cp.async stages, x as [BM][KC+1] and w as [BN][KC+1] (the odd stride keeps a warp's 32
-// reads of one k in distinct banks). grid.x = ceil(M / BM), grid.y = ceil(N / BN).
+// reads of one k in distinct banks). grid.x = ceil(M / BM), grid.y = ceil(N / BN). The
+// weights are constants, so a block requests its first S - 1 chunks of them before it waits
+// for the kernels before it (BNN_PDL_ENTER), the activations after.
+//
+// GS > 0 (lower.c fuse_gap_dense: a global average pool of bits, then this layer): x is b1
+// NHWC-packed, GS pixels of GW words an item, and x[m][k] is the pool's value of channel k,
+// (2 * ones - GS) / GS as bnn_gap_bits computes it. The block copies its items' bits to
+// shared memory and pools them there (bnn_pool_bit_rows) into rows [BM][XLD], zeros past K;
+// only W goes through the stages. One kernel instead of two launches, the pooled floats never
+// leave the SM.
+constexpr int bnn_bits_of(int v) { return v ? 1 + bnn_bits_of(v >> 1) : 0; } // bits of v >= 0
+
 template <class F> struct BnnDenseTile {
-    static constexpr int LD = F::KC + 1, STAGE = (F::BM + F::BN) * LD, NKC = (F::K + F::KC - 1) / F::KC;
+    static constexpr int LD = F::KC + 1, NKC = (F::K + F::KC - 1) / F::KC;
+    static constexpr int XROWS = F::GS ? 0 : F::BM, STAGE = (XROWS + F::BN) * LD;
+    static constexpr int XLD = NKC * F::KC + 1, XP = F::GS ? F::BM * XLD : 0, BITS = F::GS * F::GW * F::BM;
     static_assert(F::NT % F::BN == 0 && F::NT / F::BN * F::TM == F::BM, "bad tile");
-    static_assert(F::S * STAGE * 4 == F::SMEM, "the launch's shared memory (lower.c) differs");
+    static_assert(!F::GS || F::GW * 32 >= F::K, "pooled channels past the bits");
+    static_assert((F::S * STAGE + XP + BITS) * 4 == F::SMEM, "the launch's shared memory (lower.c) differs");
 };
 
+// The pooled rows of a dense kernel with GS > 0 (bnn_dense_tile, bnn_dense_few): from the
+// bits of `rows` items in shared memory ([rows][GS][GW] words), xp[r][k] for k < xld - 1 (row
+// stride xld) = (2 * ones - GS) / GS of channel k (bnn_gap_bits' value), 0 past K and in the
+// rows past `rows` (F::BM of them). Few rows (batch 1): a thread counts 4 channels of a word
+// over the pixels, 4 independent sums; more: a thread a word, its 32 channels at once in NPL
+// bit-sliced counters (an add of a pixel's word is 2 * NPL logic operations).
 template <class F>
-__device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, const float *w, const float *b, float *y) {
+__device__ __forceinline__ void bnn_pool_bit_rows(const unsigned *bits, int rows, float *xp, int xld) {
+    constexpr int NPL = bnn_bits_of(F::GS) + !F::GS; // counter planes: GS < 2^NPL (1 unused without GS)
+    auto put = [&](int r, int k, int ones) {
+        if (k < xld - 1)
+            xp[r * xld + k] = k < F::K && r < rows ? __fdiv_rn((float)(2 * ones - F::GS), (float)F::GS) : 0.0f;
+    };
+    if (rows * F::GW * 8 <= F::NT) {
+        for (int i = threadIdx.x; i < F::BM * F::GW * 8; i += F::NT) {
+            const int r = i / (F::GW * 8), j = i / 8 % F::GW, g = i % 8;
+            int c[4] = {0, 0, 0, 0};
+            if (r < rows)
+                for (int s = 0; s < F::GS; ++s) {
+                    const unsigned v = bits[(r * F::GS + s) * F::GW + j] >> (4 * g);
+#pragma unroll
+                    for (int t = 0; t < 4; ++t) c[t] += (v >> t) & 1u;
+                }
+#pragma unroll
+            for (int t = 0; t < 4; ++t) put(r, j * 32 + 4 * g + t, c[t]);
+        }
+    } else {
+        for (int i = threadIdx.x; i < F::BM * F::GW; i += F::NT) {
+            const int r = i / F::GW, j = i % F::GW;
+            unsigned p[NPL];
+#pragma unroll
+            for (int l = 0; l < NPL; ++l) p[l] = 0u;
+            if (r < rows)
+                for (int s = 0; s < F::GS; ++s) {
+                    unsigned c = bits[(r * F::GS + s) * F::GW + j];
+#pragma unroll
+                    for (int l = 0; l < NPL; ++l) { // add c's bits to the counters
+                        const unsigned carry = p[l] & c;
+                        p[l] ^= c;
+                        c = carry;
+                    }
+                }
+            for (int bb = 0; bb < 32; ++bb) {
+                int ones = 0;
+#pragma unroll
+                for (int l = 0; l < NPL; ++l) ones |= (int)((p[l] >> bb) & 1u) << l;
+                put(r, j * 32 + bb, ones);
+            }
+        }
+    }
+    for (int i = threadIdx.x; i < F::BM * (xld - 1 - F::GW * 32); i += F::NT) // past the bits' channels
+        xp[i / (xld - 1 - F::GW * 32) * xld + F::GW * 32 + i % (xld - 1 - F::GW * 32)] = 0.0f;
+}
+
+template <class F>
+__device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, const float *w, const float *b, float *y) {
     typedef BnnDenseTile<F> T;
     extern __shared__ __align__(128) unsigned char bnn_dsmem[];
-    float *const smem = (float *)bnn_dsmem;
+    float *const smem = (float *)bnn_dsmem, *const xp = smem + F::S * T::STAGE;
+    unsigned *const bits = (unsigned *)(xp + T::XP);
+    const float *const x = (const float *)xv;
     const int m0 = blockIdx.x * F::BM, n0 = blockIdx.y * F::BN, tid = threadIdx.x;
     const int tn = tid % F::BN, tm = tid / F::BN;
 
-    auto load = [&](int stage, int k0) {
-        float *xs = smem + stage * T::STAGE, *ws = xs + F::BM * T::LD;
-        for (int i = tid; i < F::BM * F::KC; i += F::NT) {
-            const int r = i / F::KC, kk = i % F::KC;
-            const bool ok = m0 + r < m_total && k0 + kk < F::K;
-            bnn_cp4(xs + r * T::LD + kk, ok ? x + (bnn_i64)(m0 + r) * F::K + k0 + kk : x, ok);
-        }
+    auto load_w = [&](int stage, int k0) {
+        float *ws = smem + stage * T::STAGE + T::XROWS * T::LD;
         for (int i = tid; i < F::BN * F::KC; i += F::NT) {
             const int r = i / F::KC, kk = i % F::KC;
             const bool ok = n0 + r < F::N && k0 + kk < F::K;
             bnn_cp4(ws + r * T::LD + kk, ok ? w + (bnn_i64)(n0 + r) * F::K + k0 + kk : w, ok);
+        }
+    };
+    auto load_x = [&](int stage, int k0) {
+        float *xs = smem + stage * T::STAGE;
+        for (int i = tid; i < T::XROWS * F::KC; i += F::NT) {
+            const int r = i / F::KC, kk = i % F::KC;
+            const bool ok = m0 + r < m_total && k0 + kk < F::K;
+            bnn_cp4(xs + r * T::LD + kk, ok ? x + (bnn_i64)(m0 + r) * F::K + k0 + kk : x, ok);
         }
     };
 
@@ -627,21 +703,41 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, cons
 #pragma unroll
     for (int i = 0; i < F::TM; ++i) acc[i] = 0.0f;
 #pragma unroll
-    for (int s = 0; s < F::S - 1; ++s) { // prologue: S - 1 chunks in flight
-        if (s < T::NKC) load(s, s * F::KC);
+    for (int s = 0; s < F::S - 1; ++s) { // prologue: S - 1 chunks of W in flight, one group each
+        if (s < T::NKC) load_w(s, s * F::KC);
         bnn_cp_commit();
     }
-    for (int kc = 0; kc < T::NKC; ++kc) {
-        if (kc + F::S - 1 < T::NKC) load((kc + F::S - 1) % F::S, (kc + F::S - 1) * F::KC);
+    BNN_PDL_ENTER();
+#pragma unroll
+    for (int s = 0; s < F::S - 1; ++s) { // then their x, one group each (empty with GS)
+        if (s < T::NKC) load_x(s, s * F::KC);
         bnn_cp_commit();
-        bnn_cp_wait<F::S - 1>(); // chunk kc has landed
+    }
+    if (F::GS) { // the block's items' bits, then their pooled rows
+        const int rows = m_total - m0 < F::BM ? m_total - m0 : F::BM;
+        const unsigned *xb = (const unsigned *)xv + (bnn_i64)m0 * F::GS * F::GW;
+        for (int i = tid; i < rows * F::GS * F::GW; i += F::NT) bnn_cp4((float *)(bits + i), (const float *)(xb + i), true);
+        bnn_cp_commit();
+        bnn_cp_wait<0>();
         __syncthreads();
-        const float *xs = smem + kc % F::S * T::STAGE + tm * F::TM * T::LD, *ws = smem + kc % F::S * T::STAGE + (F::BM + tn) * T::LD;
+        bnn_pool_bit_rows<F>(bits, rows, xp, T::XLD);
+    }
+    for (int kc = 0; kc < T::NKC; ++kc) {
+        if (kc + F::S - 1 < T::NKC) {
+            load_x((kc + F::S - 1) % F::S, (kc + F::S - 1) * F::KC);
+            load_w((kc + F::S - 1) % F::S, (kc + F::S - 1) * F::KC);
+        }
+        bnn_cp_commit();
+        bnn_cp_wait<F::S - 1>(); // chunk kc has landed (its W group came first)
+        __syncthreads();
+        const float *xs = F::GS ? xp + tm * F::TM * T::XLD + kc * F::KC : smem + kc % F::S * T::STAGE + tm * F::TM * T::LD;
+        const float *ws = smem + kc % F::S * T::STAGE + (T::XROWS + tn) * T::LD;
+        constexpr int XS = F::GS ? T::XLD : T::LD;
 #pragma unroll 8
         for (int kk = 0; kk < F::KC; ++kk) {
             const float wv = ws[kk];
 #pragma unroll
-            for (int i = 0; i < F::TM; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(xs[i * T::LD + kk], wv));
+            for (int i = 0; i < F::TM; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(xs[i * XS + kk], wv));
         }
         __syncthreads(); // before the stage is loaded again
     }
@@ -652,6 +748,83 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const float *x, cons
         const int m = m0 + tm * F::TM + i;
         if (m < m_total) y[(bnn_i64)m * F::N + n] = F::BIAS ? __fadd_rn(b[n], acc[i]) : acc[i];
     }
+}
+
+// The same dense layer for fewer rows than a tile holds (batch 1 to 3: lower.c's main step,
+// the tiles are its batch alternatives). At batch 1 bnn_dense_tile spends its time issuing
+// instructions, not waiting for memory (ncu, H100: ResNet's 512 -> 1000 head 9.9 us, 5,183
+// instructions a warp at one warp a scheduler, most of them the 4-byte copies' address
+// arithmetic of its chunks). Here a block stages its BN weight rows whole, with 16-byte copies
+// (K % 4 == 0; else 4-byte ones) requested before the PDL wait, then its items' x rows (or with
+// GS their bits, pooled as bnn_dense_tile pools them), zeros past K up to KP; thread (r, n)
+// then runs its column's chain straight from shared memory, 4 products and 4 sums per two
+// 16-byte loads: the K dependent adds (~4 cycles each) are its latency. Rows are XLD = KP + 4
+// floats apart (16-byte aligned). grid.x = ceil(M / BM), grid.y = ceil(N / BN); BM * BN <= NT.
+template <class F> struct BnnDenseFew {
+    static constexpr int KP = (F::K + 3) / 4 * 4, XLD = KP + 4;
+    static constexpr int WS = F::BN * XLD, XS = F::BM * XLD, BITS = F::GS * F::GW * F::BM;
+    static_assert(F::BM * F::BN <= F::NT, "bad tile");
+    static_assert((WS + XS + BITS) * 4 == F::SMEM, "the launch's shared memory (lower.c) differs");
+};
+
+// Rows [n][K] of src into dst [n][XLD] by cp.async (rows from `valid` on zeros), zeros from
+// K to KP.
+template <class F>
+__device__ __forceinline__ void bnn_few_rows(float *dst, const float *src, int n, int valid) {
+    typedef BnnDenseFew<F> T;
+    if (F::K % 4 == 0) {
+        for (int i = threadIdx.x; i < n * (T::KP / 4); i += F::NT) {
+            const int r = i / (T::KP / 4), q = i % (T::KP / 4);
+            bnn_cp16(bnn_smem(dst + r * T::XLD + 4 * q), r < valid ? src + (bnn_i64)r * F::K + 4 * q : src,
+                     r < valid ? 16u : 0u);
+        }
+    } else {
+        for (int i = threadIdx.x; i < n * T::KP; i += F::NT) {
+            const int r = i / T::KP, k = i % T::KP;
+            const bool ok = r < valid && k < F::K;
+            bnn_cp4(dst + r * T::XLD + k, ok ? src + (bnn_i64)r * F::K + k : src, ok);
+        }
+    }
+}
+
+template <class F>
+__device__ __forceinline__ void bnn_dense_few(int m_total, const void *xv, const float *w, const float *b, float *y) {
+    typedef BnnDenseFew<F> T;
+    extern __shared__ __align__(128) unsigned char bnn_dsmem[];
+    float *const ws = (float *)bnn_dsmem, *const xs = ws + T::WS;
+    unsigned *const bits = (unsigned *)(xs + T::XS);
+    const int m0 = blockIdx.x * F::BM, n0 = blockIdx.y * F::BN, tid = threadIdx.x;
+    const int rows = m_total - m0 < F::BM ? m_total - m0 : F::BM;
+    bnn_few_rows<F>(ws, w + (bnn_i64)n0 * F::K, F::BN, F::N - n0); // constants: before the wait
+    bnn_cp_commit();
+    BNN_PDL_ENTER();
+    if (F::GS) {
+        const unsigned *xb = (const unsigned *)xv + (bnn_i64)m0 * F::GS * F::GW;
+        for (int i = tid; i < rows * F::GS * F::GW; i += F::NT) bnn_cp4((float *)(bits + i), (const float *)(xb + i), true);
+    } else {
+        bnn_few_rows<F>(xs, (const float *)xv + (bnn_i64)m0 * F::K, rows, rows);
+    }
+    bnn_cp_commit();
+    bnn_cp_wait<0>();
+    __syncthreads();
+    if (F::GS) {
+        bnn_pool_bit_rows<F>(bits, rows, xs, T::XLD);
+        __syncthreads();
+    }
+    const int r = tid / F::BN, n = tid % F::BN; // this thread's chain, where r < rows
+    if (r >= rows || n0 + n >= F::N)
+        return;
+    const float4 *xr = (const float4 *)(xs + r * T::XLD), *wr = (const float4 *)(ws + n * T::XLD);
+    float acc = 0.0f;
+#pragma unroll 4
+    for (int q = 0; q < T::KP / 4; ++q) {
+        const float4 x4 = xr[q], w4 = wr[q];
+        acc = __fadd_rn(acc, __fmul_rn(x4.x, w4.x));
+        acc = __fadd_rn(acc, __fmul_rn(x4.y, w4.y));
+        acc = __fadd_rn(acc, __fmul_rn(x4.z, w4.z));
+        acc = __fadd_rn(acc, __fmul_rn(x4.w, w4.w));
+    }
+    y[(bnn_i64)(m0 + r) * F::N + n0 + n] = F::BIAS ? __fadd_rn(b[n0 + n], acc) : acc;
 }
 
 // ---------------- fp16 tensor-core conv2d
