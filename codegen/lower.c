@@ -2066,7 +2066,9 @@ static void dense_tile_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bi
     int stages = 3;
     int bm = nt / bn * tm;
     int64_t nkc = (k + kc - 1) / kc;
-    int64_t smem = ((int64_t)stages * ((gs ? 0 : bm) + bn) * (kc + 1) + (gs ? bm * (nkc * kc + 1) + bm * gs * gw : 0)) * 4;
+    /* the stages; with gs the pooled rows, the bits and the pool's values (float_ops.cu POOL) */
+    int64_t smem = ((int64_t)stages * ((gs ? 0 : bm) + bn) * (kc + 1) +
+                    (gs ? bm * (nkc * kc + 1) + bm * gs * gw + gs + 1 : 0)) * 4;
     char *cfg = str_printf("    static constexpr int N = %lld, K = %lld, BIAS = %d, SMEM = %lld, GS = %lld, GW = %lld;\n"
                            "    static constexpr int NT = %d, BN = %d, BM = %d, TM = %d, KC = %d, S = %d;\n",
                            (long long)n, (long long)k, bias, (long long)smem, (long long)gs, (long long)gw, nt, bn,
@@ -2089,7 +2091,7 @@ static bool dense_few_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bia
                              const char *operands) {
     const int nt = 128, bn = 16, bm = DENSE_FEW_BATCH;
     const int64_t xld = (k + 3) / 4 * 4 + 4;
-    const int64_t smem = ((bn + bm) * xld + bm * gs * gw) * 4;
+    const int64_t smem = ((bn + bm) * xld + (gs ? bm * gs * gw + gs + 1 : 0)) * 4;
     if (smem > DENSE_FEW_SMEM_MAX)
         return false;
     char *cfg = str_printf("    static constexpr int N = %lld, K = %lld, BIAS = %d, SMEM = %lld, GS = %lld, GW = %lld;\n"

@@ -613,23 +613,32 @@ template <class F> struct BnnDenseTile {
     static constexpr int LD = F::KC + 1, NKC = (F::K + F::KC - 1) / F::KC;
     static constexpr int XROWS = F::GS ? 0 : F::BM, STAGE = (XROWS + F::BN) * LD;
     static constexpr int XLD = NKC * F::KC + 1, XP = F::GS ? F::BM * XLD : 0, BITS = F::GS * F::GW * F::BM;
+    static constexpr int POOL = F::GS ? BITS + F::GS + 1 : 0; // the bits, then bnn_pool_values' table
     static_assert(F::NT % F::BN == 0 && F::NT / F::BN * F::TM == F::BM, "bad tile");
     static_assert(!F::GS || F::GW * 32 >= F::K, "pooled channels past the bits");
-    static_assert((F::S * STAGE + XP + BITS) * 4 == F::SMEM, "the launch's shared memory (lower.c) differs");
+    static_assert((F::S * STAGE + XP + POOL) * 4 == F::SMEM, "the launch's shared memory (lower.c) differs");
 };
 
 // The pooled rows of a dense kernel with GS > 0 (bnn_dense_tile, bnn_dense_few): from the
 // bits of `rows` items in shared memory ([rows][GS][GW] words), xp[r][k] for k < xld - 1 (row
 // stride xld) = (2 * ones - GS) / GS of channel k (bnn_gap_bits' value), 0 past K and in the
-// rows past `rows` (F::BM of them). Few rows (batch 1): a thread counts 4 channels of a word
-// over the pixels, 4 independent sums; more: a thread a word, its 32 channels at once in NPL
-// bit-sliced counters (an add of a pixel's word is 2 * NPL logic operations).
+// rows past `rows` (F::BM of them); tab[ones] holds that value for each count 0..GS (the
+// caller's bnn_pool_values, behind a barrier). Few rows (batch 1): a thread counts 4 channels
+// of a word over the pixels, 4 independent sums; more: a thread a word, its 32 channels at once
+// in NPL bit-sliced counters (an add of a pixel's word is 2 * NPL logic operations).
+// The pool's value for each count of ones, 0..GS, into tab: GS + 1 divisions a block instead
+// of one a channel.
+template <class F> __device__ __forceinline__ void bnn_pool_values(float *tab) {
+    for (int i = threadIdx.x; i <= F::GS; i += F::NT) tab[i] = __fdiv_rn((float)(2 * i - F::GS), (float)F::GS);
+}
+
 template <class F>
-__device__ __forceinline__ void bnn_pool_bit_rows(const unsigned *bits, int rows, float *xp, int xld) {
+__device__ __forceinline__ void bnn_pool_bit_rows(const unsigned *bits, const float *tab, int rows, float *xp,
+                                                  int xld) {
     constexpr int NPL = bnn_bits_of(F::GS) + !F::GS; // counter planes: GS < 2^NPL (1 unused without GS)
     auto put = [&](int r, int k, int ones) {
         if (k < xld - 1)
-            xp[r * xld + k] = k < F::K && r < rows ? __fdiv_rn((float)(2 * ones - F::GS), (float)F::GS) : 0.0f;
+            xp[r * xld + k] = k < F::K && r < rows ? tab[ones] : 0.0f;
     };
     if (rows * F::GW * 8 <= F::NT) {
         for (int i = threadIdx.x; i < F::BM * F::GW * 8; i += F::NT) {
@@ -718,9 +727,10 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
         const unsigned *xb = (const unsigned *)xv + (bnn_i64)m0 * F::GS * F::GW;
         for (int i = tid; i < rows * F::GS * F::GW; i += F::NT) bnn_cp4((float *)(bits + i), (const float *)(xb + i), true);
         bnn_cp_commit();
+        bnn_pool_values<F>((float *)(bits + T::BITS));
         bnn_cp_wait<0>();
         __syncthreads();
-        bnn_pool_bit_rows<F>(bits, rows, xp, T::XLD);
+        bnn_pool_bit_rows<F>(bits, (const float *)(bits + T::BITS), rows, xp, T::XLD);
     }
     for (int kc = 0; kc < T::NKC; ++kc) {
         if (kc + F::S - 1 < T::NKC) {
@@ -763,8 +773,9 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
 template <class F> struct BnnDenseFew {
     static constexpr int KP = (F::K + 3) / 4 * 4, XLD = KP + 4;
     static constexpr int WS = F::BN * XLD, XS = F::BM * XLD, BITS = F::GS * F::GW * F::BM;
+    static constexpr int POOL = F::GS ? BITS + F::GS + 1 : 0; // the bits, then bnn_pool_values' table
     static_assert(F::BM * F::BN <= F::NT, "bad tile");
-    static_assert((WS + XS + BITS) * 4 == F::SMEM, "the launch's shared memory (lower.c) differs");
+    static_assert((WS + XS + POOL) * 4 == F::SMEM, "the launch's shared memory (lower.c) differs");
 };
 
 // Rows [n][K] of src into dst [n][XLD] by cp.async (rows from `valid` on zeros), zeros from
@@ -801,6 +812,7 @@ __device__ __forceinline__ void bnn_dense_few(int m_total, const void *xv, const
     if (F::GS) {
         const unsigned *xb = (const unsigned *)xv + (bnn_i64)m0 * F::GS * F::GW;
         for (int i = tid; i < rows * F::GS * F::GW; i += F::NT) bnn_cp4((float *)(bits + i), (const float *)(xb + i), true);
+        bnn_pool_values<F>((float *)(bits + T::BITS));
     } else {
         bnn_few_rows<F>(xs, (const float *)xv + (bnn_i64)m0 * F::K, rows, rows);
     }
@@ -808,7 +820,7 @@ __device__ __forceinline__ void bnn_dense_few(int m_total, const void *xv, const
     bnn_cp_wait<0>();
     __syncthreads();
     if (F::GS) {
-        bnn_pool_bit_rows<F>(bits, rows, xs, T::XLD);
+        bnn_pool_bit_rows<F>(bits, (const float *)(bits + T::BITS), rows, xs, T::XLD);
         __syncthreads();
     }
     const int r = tid / F::BN, n = tid % F::BN; // this thread's chain, where r < rows
