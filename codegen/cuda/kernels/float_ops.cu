@@ -593,6 +593,8 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
     }
 }
 
+constexpr int bnn_bits_of(int v) { return v ? 1 + bnn_bits_of(v >> 1) : 0; } // bits of v >= 0
+
 // Dense, y[m][n] = bias[n] + sum_k x[m][k] * w[n][k] over the M = batch * rows rows. F: N, K,
 // BIAS, SMEM, the tile: a block computes BM rows x BN outputs with NT threads, thread (tn = tid %
 // BN, tm = tid / BN) the TM rows tm*TM.. of output column tn; K in chunks of KC through S
@@ -607,8 +609,6 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
 // shared memory and pools them there (bnn_pool_bit_rows) into rows [BM][XLD], zeros past K;
 // only W goes through the stages. One kernel instead of two launches, the pooled floats never
 // leave the SM.
-constexpr int bnn_bits_of(int v) { return v ? 1 + bnn_bits_of(v >> 1) : 0; } // bits of v >= 0
-
 template <class F> struct BnnDenseTile {
     static constexpr int LD = F::KC + 1, NKC = (F::K + F::KC - 1) / F::KC;
     static constexpr int XROWS = F::GS ? 0 : F::BM, STAGE = (XROWS + F::BN) * LD;
@@ -619,6 +619,12 @@ template <class F> struct BnnDenseTile {
     static_assert((F::S * STAGE + XP + POOL) * 4 == F::SMEM, "the launch's shared memory (lower.c) differs");
 };
 
+// The pool's value for each count of ones, 0..GS, into tab: GS + 1 divisions a block instead
+// of one a channel.
+template <class F> __device__ __forceinline__ void bnn_pool_values(float *tab) {
+    for (int i = threadIdx.x; i <= F::GS; i += F::NT) tab[i] = __fdiv_rn((float)(2 * i - F::GS), (float)F::GS);
+}
+
 // The pooled rows of a dense kernel with GS > 0 (bnn_dense_tile, bnn_dense_few): from the
 // bits of `rows` items in shared memory ([rows][GS][GW] words), xp[r][k] for k < xld - 1 (row
 // stride xld) = (2 * ones - GS) / GS of channel k (bnn_gap_bits' value), 0 past K and in the
@@ -626,12 +632,6 @@ template <class F> struct BnnDenseTile {
 // caller's bnn_pool_values, behind a barrier). Few rows (batch 1): a thread counts 4 channels
 // of a word over the pixels, 4 independent sums; more: a thread a word, its 32 channels at once
 // in NPL bit-sliced counters (an add of a pixel's word is 2 * NPL logic operations).
-// The pool's value for each count of ones, 0..GS, into tab: GS + 1 divisions a block instead
-// of one a channel.
-template <class F> __device__ __forceinline__ void bnn_pool_values(float *tab) {
-    for (int i = threadIdx.x; i <= F::GS; i += F::NT) tab[i] = __fdiv_rn((float)(2 * i - F::GS), (float)F::GS);
-}
-
 template <class F>
 __device__ __forceinline__ void bnn_pool_bit_rows(const unsigned *bits, const float *tab, int rows, float *xp,
                                                   int xld) {
