@@ -163,6 +163,12 @@ with tempfile.TemporaryDirectory() as tmp:
     expect_error(base + ["--input", p("mlp_x.npy"), "--profile", "0"], "--profile needs", "profile 0")
     expect_error([BNNRUN, "--reference", p("mlp.bin"), "--input", p("mlp_x.npy"), "--profile", "2"],
                  "apply to model.bin", "profile with reference")
+    expect_error(base + ["--input", p("mlp_x.npy"), "--device", "cpu", "--profile-graph", "3"],
+                 "--profile-graph times the GPU's CUDA graph", "profile-graph on the CPU", y)
+    expect_error(base + ["--input", p("mlp_x.npy"), "--profile-graph", "0"], "--profile-graph needs",
+                 "profile-graph 0")
+    expect_error([BNNRUN, "--reference", p("mlp.bin"), "--input", p("mlp_x.npy"), "--profile-graph", "2"],
+                 "apply to model.bin", "profile-graph with reference")
     expect_error([BNNRUN, "/nonexistent.bin", "--input", p("mlp_x.npy")], "cannot open", "missing model")
     expect_error(base + ["--input", p("mlp_x.npy"), "--resident"], "--resident goes with --bench",
                  "resident without bench", y)
