@@ -2244,16 +2244,18 @@ static int patch_pcw(int pc, int sw, int sh, int bw) {
 }
 
 /* The tile of a convolution with output oh x ow. The rule (force_tp 0): 8 channels a thread
- * (fewer if the group has fewer), up to 8 warps a block, each warp 32 pixels x tp; the pixel tile
+ * (fewer if the group has fewer, or force_to if > 0), up to 8 warps a block, each warp 32
+ * pixels x tp; the pixel tile
  * bh x bw that wastes least of the edge tiles (ties: the smaller patch), preferring 8 pixels a
  * thread down to 1 while the waste is above a quarter; then as many input channels a stage as
  * the budget holds (a divisor of the group's channels if one is near). force_tp > 0 (bnncc
  * --tune's other candidates): that many pixels a thread, up to max_warps warps. False when even
  * one channel does not fit (huge kernels or dilations): the caller uses the simple kernel. */
 static bool choose_conv_tile(const BlobConv2dParams *cp, int64_t oh, int64_t ow, int force_tp, int max_warps,
-                             ConvTile *t) {
+                             int force_to, ConvTile *t) {
     int64_t cg = cp->c / cp->groups, og = cp->o / cp->groups, kk = cp->kh * cp->kw;
-    t->to = og >= 8 ? 8 : (int)og;
+    const int to = force_to ? force_to : 8;
+    t->to = og >= to ? to : (int)og;
     int64_t nco = (og + t->to - 1) / t->to;
     t->bo = t->to * (int)(nco < max_warps ? nco : max_warps);
     double best = -1.0;
@@ -2318,12 +2320,12 @@ static int plan_conv_tiles(const BlobConv2dParams *cp, const float *w, ConvTile 
         base.w *= base.h, base.h = 1, base.ow *= base.oh, base.oh = 1;
     t[0] = base;
     if (!all_finite(w, cp->o * (cp->c / cp->groups) * cp->kh * cp->kw) ||
-        !choose_conv_tile(cp, base.oh, base.ow, 0, 8, &t[0]))
+        !choose_conv_tile(cp, base.oh, base.ow, 0, 8, 0, &t[0]))
         return 0;
     int n = 1;
     for (int v = 0; v + 1 < CONV_TILE_VARIANTS; v++) {
         t[n] = base;
-        if (!choose_conv_tile(cp, base.oh, base.ow, conv_tile_variants[v][0], conv_tile_variants[v][1], &t[n]))
+        if (!choose_conv_tile(cp, base.oh, base.ow, conv_tile_variants[v][0], conv_tile_variants[v][1], 0, &t[n]))
             continue;
         bool dup = false;
         for (int i = 0; i < n && !dup; i++)
@@ -2333,23 +2335,38 @@ static int plan_conv_tiles(const BlobConv2dParams *cp, const float *w, ConvTile 
     return n;
 }
 
-/* A float conv's small-batch tile, the rule's (tiles[0]) being for large batches: the index of
- * the 2-pixel (1x1 kernel) or 4-pixel (a stem: C <= 4) a thread tile of 8 warps among tiles,
- * and in alt_batch the batch from which the rule's is used; -1 for other layers, or when the
- * rule's is that tile. H100 (docs/perf.md, 2026-11-27), Bi-Real ResNet-18: its 1x1 downsample
- * convs on 1x64-pixel tiles took 9.2 / 14.0 us at batch 1 against 19.9 / 36.5 on the rule's,
- * and were as fast or faster up to batch 32 (not beyond); its stem on 8x16 pixels 22.0 against
- * 34.9 us at batch 1, but 10 % slower at batch 8. */
-static int small_batch_tile(const BlobConv2dParams *cp, const ConvTile *tiles, int ntiles, uint32_t *alt_batch) {
-    int one = cp->kh * cp->kw == 1, tp = one ? 2 : 4;
+/* A float conv's tiles for small batches, the rule's (tiles[0]) being for large ones: into
+ * small[0..n) with alt[i] the batch from which the next one (small[i + 1], or at alt[n - 1] the
+ * rule's) takes over; returns n, 0 for other layers. A stem (C <= 4): the 4-pixel a thread tile
+ * of 8 warps among tiles below batch 2 (H100, docs/perf.md 2026-11-27, Bi-Real ResNet-18's stem
+ * on 8x16 pixels: 22.0 against 34.9 us at batch 1, 10 % slower at batch 8). A 1x1 convolution:
+ * 1 pixel and 2 channels a thread below batch 6, then the 2-pixel a thread tile of 8 warps among
+ * tiles (where the rule's has more pixels a thread) below 32. Bi-Real ResNet-18 on an H100
+ * (docs/perf.md stop 23): the model 0.158 -> 0.135 ms at batch 1 (the last downsample conv,
+ * 256 -> 512 over 7x7, from 8 blocks each thread of which ran 16 chains of 256 products),
+ * -20 / -13 / -9 / -2 us at batches 2 to 5, even at 6, +1.5 us at 7, +5 us at 8; the 2-pixel
+ * tile's 1x1 convs at batch 1 9.2 / 14.0 us against 19.9 / 36.5 on the rule's, as fast or faster
+ * up to batch 32 (2026-11-27). */
+static int small_batch_tiles(const BlobConv2dParams *cp, const ConvTile *tiles, int ntiles, ConvTile small[2],
+                             uint32_t alt[2]) {
+    const bool one = cp->kh * cp->kw == 1;
     if (!one && cp->c > 4)
-        return -1;
+        return 0;
+    int n = 0;
+    if (one) {
+        small[0] = tiles[0];
+        if (choose_conv_tile(cp, tiles[0].oh, tiles[0].ow, 1, 8, 2, &small[0]) &&
+            !(small[0].tp == tiles[0].tp && small[0].to == tiles[0].to && small[0].bo == tiles[0].bo))
+            alt[n++] = 6;
+    }
+    const int tp = one ? 2 : 4;
     for (int i = 1; i < ntiles; i++)
         if (tiles[i].tp == tp && tiles[i].bo / tiles[i].to == 8 && tiles[0].tp != tp) {
-            *alt_batch = one ? 32 : 2;
-            return i;
+            small[n] = tiles[i];
+            alt[n++] = one ? 32 : 2;
+            break;
         }
-    return -1;
+    return n;
 }
 
 /* From batch CONV_TPB_BATCH on, an exact float conv whose tile may (conv2d_tile_tpb_ok: a stem)
@@ -2777,10 +2794,12 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     if (mma)
         conv2d_mma_kernel(L, st, &cp, w->data, b != NULL, relu);
     else if (tiled) {
-        uint32_t alt_batch = 0;
-        int small = L->batch_alts && pick == 0 ? small_batch_tile(&cp, tiles, ntiles, &alt_batch) : -1;
-        bool tpb_alt = L->batch_alts && pick == 0 && conv2d_tile_tpb_ok(&cp, &tiles[0]) && alt_batch < CONV_TPB_BATCH;
-        conv2d_tile_kernel(L, st, &cp, &tiles[small >= 0 ? small : pick], b != NULL, relu, tpb_alt && small < 0, 1);
+        ConvTile small[2];
+        uint32_t alt[2] = {0, 0};
+        const int nsmall = L->batch_alts && pick == 0 ? small_batch_tiles(&cp, tiles, ntiles, small, alt) : 0;
+        bool tpb_alt = L->batch_alts && pick == 0 && conv2d_tile_tpb_ok(&cp, &tiles[0]) &&
+                       (nsmall ? alt[nsmall - 1] : 0) < CONV_TPB_BATCH;
+        conv2d_tile_kernel(L, st, &cp, nsmall ? &small[0] : &tiles[pick], b != NULL, relu, tpb_alt && !nsmall, 1);
         if (ntiles > 1) { /* a tunable layer: the tile's pixels and channels a thread, warps */
             char *names[CONV_TILE_VARIANTS];
             for (int i = 0; i < ntiles; i++)
@@ -2799,8 +2818,10 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
                         pick);
         }
         int si = (int)(st - L->steps);
-        if (small >= 0) /* the rule's tile from alt_batch on */
-            conv2d_tile_kernel(L, new_batch_alt(L, si, alt_batch), &cp, &tiles[0], b != NULL, relu, tpb_alt, 1);
+        for (int j = 1; j < nsmall; j++) /* the next small-batch tile from alt[j - 1] on */
+            conv2d_tile_kernel(L, new_batch_alt(L, si, alt[j - 1]), &cp, &small[j], b != NULL, relu, false, 1);
+        if (nsmall) /* the rule's tile from alt[nsmall - 1] on */
+            conv2d_tile_kernel(L, new_batch_alt(L, si, alt[nsmall - 1]), &cp, &tiles[0], b != NULL, relu, tpb_alt, 1);
         if (tpb_alt) /* the same kernel, CONV_TPB tiles a block */
             conv2d_tile_kernel(L, new_batch_alt(L, si, CONV_TPB_BATCH), &cp, &tiles[0], b != NULL, relu, true,
                                CONV_TPB);
