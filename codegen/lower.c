@@ -259,8 +259,8 @@ static BlobRef put_weights(Lower *L, const void *data, size_t n) { return blob_a
 
 /* A batch alternative of step si (BLOB_STEP_BATCH_ALT; docs/codegen.md "Batch alternatives"): a
  * new step right after the last so far, step si or an alternative of it from a smaller batch,
- * with its kind, operands and parameters and no kernel yet, which the GPU runs instead from
- * batch alt_batch on. The caller gives it its kernel. */
+ * with its kind, operands, parameters and IR line and no kernel yet, which the GPU runs instead
+ * from batch alt_batch on. The caller gives it its kernel. */
 static LStep *new_batch_alt(Lower *L, int si, uint32_t alt_batch) {
     LStep *alt = new_step(L, L->steps[si].s.kind);
     const LStep *m = &L->steps[si];
@@ -268,6 +268,7 @@ static LStep *new_batch_alt(Lower *L, int si, uint32_t alt_batch) {
     memcpy(alt->buf, m->buf, sizeof m->buf);
     memcpy(alt->s.params, m->s.params, sizeof m->s.params);
     alt->s.epilogue = m->s.epilogue;
+    alt->k.ir_line = m->k.ir_line; /* the same step's: also when made after the node's lowering */
     alt->s.flags = BLOB_STEP_BATCH_ALT;
     alt->s.alt_batch = alt_batch;
     L->nbatch_alts++;
@@ -2116,14 +2117,11 @@ static int dense_kernels(Lower *L, int si, int64_t n, int64_t k, bool bias, int6
     LStep *st = &L->steps[si];
     if (few) {
         st = new_batch_alt(L, si, DENSE_FEW_BATCH);
-        st->k.ir_line = L->steps[si].k.ir_line;
         nalts++;
     }
     dense_tile_kernel(L, st, n, k, bias, narrow, gs, gw, operands);
     if (narrow) {
-        st = new_batch_alt(L, si, DENSE_ALT_BATCH);
-        st->k.ir_line = L->steps[si].k.ir_line;
-        dense_tile_kernel(L, st, n, k, bias, false, gs, gw, operands);
+        dense_tile_kernel(L, new_batch_alt(L, si, DENSE_ALT_BATCH), n, k, bias, false, gs, gw, operands);
         nalts++;
     }
     return nalts;
