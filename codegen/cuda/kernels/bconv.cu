@@ -557,6 +557,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
                 rowpop[mi * 16 + (lane >> 2) + 8] = pacc[mi][2];
             }
         __syncwarp();
+        if (t + tstep >= NMT) bnn_pdl_trigger(); // this warp's last tile: its epilogue next
 #if BC_HALO_BITS
         bnn_halo_bits<HB, E, TH, TW, OH, OW, O, BN, BC_LDY, BC_RESW, MI>(acc, rowpop, corr, n, oh0, ow0, n0, pos0, pos1,
                                                                           (unsigned *)Y,
@@ -651,6 +652,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
     };
     int acc[Cfg::MI][Cfg::NI][4];
     bnn_mainloop<Cfg>(bnn_dsmem, (KCH + Cfg::KC - 1) / Cfg::KC, load_a, load_b, acc, rowpop);
+    bnn_pdl_trigger(); // the kernels after it may launch (common.cu)
     BnnConvCorr<C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW, ONE, POOL> e{P};
     BC_EPILOGUE(m0);
 }

@@ -18,14 +18,25 @@
 // runtime may launch a step's kernel before the step before it has completed. Every kernel
 // calls bnn_pdl_wait before it reads or writes any activation: it returns once the kernels
 // before have completed and their writes are visible. Work before it touches only shared
-// memory and the model's constants. No kernel triggers its dependents early
-// (griddepcontrol.launch_dependents): they launch as its blocks exit, so their blocks are
-// placed as SMs free up (triggered at entry, the next kernels' blocks sat waiting wherever
-// they fit, and batch 1 and 8 ran up to 18 % slower: docs/perf.md). Without a programmatic
-// launch, and below sm_90, the wait does nothing.
+// memory and the model's constants. Without a programmatic launch, and below sm_90, the wait
+// does nothing.
 __device__ __forceinline__ void bnn_pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+// The kernels after this one may launch once each of its blocks has called this
+// (griddepcontrol.launch_dependents) or exited; their wait above still returns only when this
+// grid has completed. The binary convs call it when a block's (warp's) last tile is out of the
+// tensor cores, before its epilogue: the next kernel's blocks are placed while the epilogues
+// store: XNOR ResNet-18 at batch 1 7 % faster, Bi-Real 5 % (docs/perf.md stop 24). Other
+// places were slower: in every kernel right after its wait (the next kernel's blocks then sit on
+// the SMs through a whole last wave) up to 13 %; before the epilogues of the stem, its fixup, the
+// dense layers and the low-bit convs too, 2-7 % at batches 4 and 16 (XNOR, the w1a2 ResNet); at
+// entry before the wait, a cascade of launches, up to 18 % (fcfa496).
+__device__ __forceinline__ void bnn_pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
 #undef BNN_PDL_ENTER // a kernel file's no-op stand-in, if it came first
