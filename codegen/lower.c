@@ -2495,6 +2495,15 @@ enum { STEM_TPB_BATCH = 32, STEM_TPB = 4 };
 /* Words of a block's list in the exact stem (float_ops.cu BnnConvBits::LISTW). */
 enum { STEM_LIST_WORDS = 32 };
 
+/* Below batch STEM_FIXWIN_BATCH the sums a staged-window stem of one channel tile lists are
+ * recomputed from shared memory (bnn_conv2d_bits_fixwin: a block a tile stages the weights and
+ * the tile's input window by coalesced copies), where the fixup's lane-an-entry loads of
+ * scattered floats made it a chain of latencies; from it on by bnn_conv2d_bits_fixup, which
+ * reads no more than the sums need (XNOR ResNet-18, H100: 0.0780 -> 0.0742 ms at batch 1, 3 %
+ * faster at 2, 1 % slower at 3 and 4, 3 % at 8; docs/perf.md stop 24). Shared memory up to
+ * FIXWIN_SMEM_MAX. */
+enum { STEM_FIXWIN_BATCH = 3, FIXWIN_SMEM_MAX = 100 * 1024 };
+
 /* --float-convs=fp16|fp16x3: the conv2d step's GPU kernel on fp16 tensor cores
  * (bnn_conv2d_mma), the weights as fp16 [planes][OP][KP] in slot P1 (docs/blob-format.md):
  * rounded (fp16), or hi = fp16(w) then lo = fp16(w - hi) (fp16x3); the CPU path keeps the
@@ -2528,9 +2537,10 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
      * blocks an SM. */
     int64_t smem = 2 * planes * (128 + 64) * 48 + 8 * kp, tiles = (cp->oh * cp->ow + 127) / 128;
     int win = 0;
+    /* WIN's input window of a block's 8 x 16 pixels: sr rows x sc columns (BnnConvMma::SR, SC) */
+    int64_t sr = 7 * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
+    int64_t sc = 15 * cp->stride_w + (cp->kw - 1) * cp->dil_w + 1;
     if (ps) {
-        int64_t sr = 7 * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
-        int64_t sc = 15 * cp->stride_w + (cp->kw - 1) * cp->dil_w + 1;
         int64_t rh = (sc * ps + (kwp - cp->kw * ps) + 1) / 2 * 2; /* BnnConvMma::RH */
         int64_t wb = (planes * 64 * (2 * kp + 16) + 15) / 16 * 16;
         int64_t wsmem = wb + (planes * sr * rh / 2 * 4 + 15) / 16 * 16 +
@@ -2576,11 +2586,20 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         fx->s.slot[slots[i]] = st->s.slot[slots[i]];
         fx->buf[slots[i]] = st->buf[slots[i]];
     }
+    static const char fix_args[] = "(const float *)in, (const float *)p0, (unsigned *)out, (const float *)w, "
+                                   "(const float *)in2, (const unsigned *)x0";
+    /* float_ops.cu BnnFixWin::SMEM: the weights [O][K], the tile's window [C][SR][SC] */
+    int64_t fix_smem = (cp->o * k + cp->c * sr * sc) * 4;
+    if (win && op == 64 && L->batch_alts && fix_smem <= FIXWIN_SMEM_MAX) {
+        int fi = (int)(fx - L->steps);
+        BlobGridDim win_grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
+        tile_kernel(L, fx, "stemfix", xstrdup(fix_cfg), "bnn_conv2d_bits_fixwin", fix_args, win_grid, 256,
+                    fix_smem, 1);
+        fx->k.waits_itself = true; /* it stages the weights first */
+        fx = new_batch_alt(L, fi, STEM_FIXWIN_BATCH);
+    }
     BlobGridDim fix_grid[3] = {{0, (uint32_t)tiles, 8}, {1, 0, 1}, {1, 0, 1}};
-    tile_kernel(L, fx, "stemfix", fix_cfg, "bnn_conv2d_bits_fixup",
-                "(const float *)in, (const float *)p0, (unsigned *)out, (const float *)w, (const float *)in2, "
-                "(const unsigned *)x0",
-                fix_grid, 256, 0, 1);
+    tile_kernel(L, fx, "stemfix", fix_cfg, "bnn_conv2d_bits_fixup", fix_args, fix_grid, 256, 0, 1);
 }
 
 /* Channel c's bit for the sum v (before the bias), as the CPU path computes it. */

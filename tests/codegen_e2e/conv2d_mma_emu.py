@@ -3,9 +3,11 @@
 a GPU: for each stem model of test_e2e.py (stem_models: 7x7/2, 5x5/2, 3x3/1 and 11x11/4
 stems, 5 to 70 channels, pools, ties), bnncc -O3 compiles the blob (its p1, bias, chain and
 weights) and --emit=cuda gives the conv step's config struct; conv2d_mma_emu.cc runs the kernel
-under the block emulator of tests/codegen/bconv_emu.h on normal, integer and inf / NaN inputs
-and requires every bit and NaN flag to equal a plain loop in the reference order. Both forms
-run: the staged window (WIN 1) and, for the 11x11 stem, the gathering one. Exit 77 (skipped)
+under the block emulator of tests/codegen/bconv_emu.h on normal, integer and inf / NaN inputs,
+then the kernel that recomputes the sums it listed (bnn_conv2d_bits_fixup, and for a staged
+window of one channel tile also the small batches' bnn_conv2d_bits_fixwin), and requires every
+bit and NaN flag to equal a plain loop in the reference order. Both forms run: the staged window
+(WIN 1) and, for the 11x11 stem, the gathering one. Exit 77 (skipped)
 without a C++20 compiler with _Float16.
 
     conv2d_mma_emu.py"""
@@ -53,9 +55,11 @@ def stem_case(model, tmp, k):
     at = {s: slots[s][2] for s in (SLOT_IN2, SLOT_W, SLOT_P0, SLOT_P1)}
     args = f'"{wts}", {at[SLOT_W]}, {at[SLOT_P0]}, {at[SLOT_P1]}, {slots[SLOT_P1][3]}, {at[SLOT_IN2]}'
     win = "WIN = 1" in m.group(2)
-    runs = [f'run<{tag}>("{name}", {args}, 1)']
+    runs = [f'run<{tag}>("{name}", {args}, 1, false)']
     if win and "OP = 64," in m.group(2):
-        runs.append(f'run<{tag}>("TPB3 {name}", {args}, 3)')
+        runs.append(f'run<{tag}>("TPB3 {name}", {args}, 3, false)')
+        # one channel tile: the small batches' fixup from shared memory (bnn_conv2d_bits_fixwin)
+        runs.append(f'run<{tag}>("{name}", {args}, 1, true)')
     return f"struct {tag} {{{m.group(2)}}};", runs, win
 
 

@@ -260,7 +260,8 @@ def check_stem_fixup(model, tmp):
     close to call in slot x0, 128 bytes a tile; where its staged window has one channel tile, a
     batch alternative right after it (flag 4: several tiles a block, docs/kernels.md) shares its
     operands and list; the next step is its GPU-only fixup kernel (`kernel`, sN_stemfix) over the
-    same input, output and list."""
+    same input, output and list: there the small batches' (bnn_conv2d_bits_fixwin), then the
+    fixup of the larger ones as its batch alternative from batch 3 (lower.c STEM_FIXWIN_BATCH)."""
     name = os.path.basename(model)
     blob = os.path.join(tmp, name + ".fix.bin")
     if run([BNNCC, "-O3", "--target=sm_90a", model, "-o", blob]).returncode:
@@ -282,6 +283,19 @@ def check_stem_fixup(model, tmp):
         return fail(f"{name}: step {stems[-1] + 1} is not the stem's fixup over its operands: kind {fx[1]}, kernel "
                     f"'{fx[2]}', same slots {bool(same)}, list {x0[3]} bytes")
     what = "the stem and its alternative list" if alt else "the stem lists"
+    if alt: # the fixup from batch 3 on: another kernel for the same step
+        j = stems[-1] + 2
+        fa = steps[j] if j < len(steps) else (0, 0, "")
+        fa_flags, fa_from = struct.unpack_from("<II", b, fa[0] + 8) if fa[0] else (0, 0)
+        if (fa[1] != 16 or not fa[2].endswith("_stemfix") or fa[2] == fx[2] or not fa_flags & 4 or fa_from != 3 or
+                any(blob_slot(b, fx[0], s) != blob_slot(b, fa[0], s) for s in range(8))):
+            return fail(f"{name}: step {j} is not the larger batches' fixup (a batch alternative of step {j - 1} "
+                        f"from batch 3): kind {fa[1]}, kernel '{fa[2]}', flags {fa_flags:#x}, from {fa_from}")
+        src = run([BNNCC, "-O3", "--target=sm_90a", model, "--emit=cuda", "-o", "-"]).stdout
+        if f"bnn_conv2d_bits_fixwin<{fx[2]}_cfg>" not in src or f"bnn_conv2d_bits_fixup<{fa[2]}_cfg>" not in src:
+            return fail(f"{name}: {fx[2]} does not call bnn_conv2d_bits_fixwin, or {fa[2]} bnn_conv2d_bits_fixup")
+        print(f"ok: {name}: {what} {x0[3] // 128} tiles' sums for {fx[2]} (below batch 3) and {fa[2]}")
+        return 0
     print(f"ok: {name}: {what} {x0[3] // 128} tiles' sums for {fx[2]}")
 
 

@@ -1431,4 +1431,79 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixup(int batch, const float *x,
         atomicOr(&y[(item * T::P + p) * PXW + (bit < 0) * F::OUTW + o / 32], 1u << (o & 31));
 }
 
+// The same recomputation at small batches, where bnn_conv2d_bits_fixup's lane an entry, loading
+// 294 scattered floats one tap after another, is a chain of latencies (ncu, XNOR ResNet-18's stem
+// at batch 1 on an H100: 10.4 us alone, 17,000 cycles for one warp, 70 % waiting on its loads).
+// Here a block of 256 threads takes one tile: it stages the f32 weights [O][K] of the channel tile
+// by 16-byte copies before the PDL wait (constants), then, where the tile listed sums, its input
+// window [C][SR][SC] (zeros outside the image) by 4-byte copies spread over all its threads; lane
+// i < count of warp 0 then adds entry i's products from shared memory in the reference's order, a
+// tap outside the image adding -0 (which leaves every sum as skipping it does). Staged-window
+// stems of one channel tile (WIN, NT 1); grid batch * MT, SMEM bytes (lower.c conv2d_mma_kernel
+// computes the same).
+template <class F> struct BnnFixWin {
+    typedef BnnConvMma<F> T;
+    static constexpr int K = F::C * F::KH * F::KW, WINF = F::C * T::SR * T::SC;
+    static constexpr int SMEM = (F::O * K + WINF) * 4;
+    static_assert(F::WIN && T::NT == 1, "a staged-window stem of one channel tile");
+};
+template <class F>
+__device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x, const float *b, unsigned *y,
+                                                       const float *w32, const float *chain, const unsigned *list) {
+    typedef BnnConvMma<F> T;
+    typedef BnnConvBits<F> TB;
+    typedef BnnFixWin<F> FX;
+    static_assert(F::BITS && F::EXACT, "only the exact bits form lists sums");
+    extern __shared__ __align__(16) unsigned char bnn_dsmem[];
+    if (bnn_dyn_smem_size() < (unsigned)FX::SMEM) __trap(); // launched with too little shared memory
+    float *ws = (float *)bnn_dsmem, *win = ws + F::O * FX::K;
+    // the weights by 16-byte copies (w32 is 64-byte aligned in the blob), all in flight at once
+    constexpr int W16 = F::O * FX::K / 4;
+    for (int i = threadIdx.x; i < W16; i += blockDim.x) bnn_cp16(bnn_smem(ws) + 16 * i, w32 + 4 * i, 16);
+    for (int i = 4 * W16 + threadIdx.x; i < F::O * FX::K; i += blockDim.x) ws[i] = w32[i];
+    BNN_PDL_ENTER();
+    const bnn_i64 blk = blockIdx.x; // the tile: item * MT + mt
+    if (blk >= (bnn_i64)batch * T::MT) return;
+    const int n = min((int)list[blk * TB::LISTW], TB::LISTQ); // the same in every thread
+    if (n == 0) return;
+    const bnn_i64 item = blk / T::MT;
+    const int mt = (int)(blk % T::MT), iy0 = mt / T::TX * T::TH * F::SH - F::PT, ix0 = mt % T::TX * T::TW * F::SW - F::PL;
+    const float *xi = x + item * F::C * F::H * F::W;
+    for (int i = threadIdx.x; i < FX::WINF; i += blockDim.x) { // consecutive threads on a row's floats
+        const int c = i / (T::SR * T::SC), r = i / T::SC % T::SR, q = i % T::SC, iy = iy0 + r, ix = ix0 + q;
+        const bool in = (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
+        bnn_cp4(win + i, xi + (in ? ((bnn_i64)c * F::H + iy) * F::W + ix : 0), in);
+    }
+    bnn_cp_commit();
+    bnn_cp_wait<0>();
+    __syncthreads(); // the weights and the window
+    const int lane = threadIdx.x;
+    if (lane >= n) return;
+    const unsigned e = list[blk * TB::LISTW + 1 + lane];
+    const int pl = (int)(e >> 8), o = (int)(e & 255), ry = pl / T::TW * F::SH, rx = pl % T::TW * F::SW;
+    if (pl >= T::BM || o >= F::O) return; // not a list the conv wrote (bnnrun --profile-graph leaves it out)
+    const float *wo = ws + o * FX::K;
+    // (one loop for every pixel: a second one without the test a tap for the pixels whose taps
+    // all lie inside the image made the kernel slower, 6.2 -> 7.1 us at batch 1)
+    float sum = 0.0f;
+#pragma unroll
+    for (int c = 0; c < F::C; ++c)
+#pragma unroll
+        for (int ky = 0; ky < F::KH; ++ky) {
+            const int r = ry + ky * F::DH;
+            const bool rok = (unsigned)(iy0 + r) < (unsigned)F::H;
+#pragma unroll
+            for (int kx = 0; kx < F::KW; ++kx) {
+                const int q = rx + kx * F::DW;
+                const float pr = __fmul_rn(win[(c * T::SR + r) * T::SC + q], wo[(c * F::KH + ky) * F::KW + kx]);
+                sum = __fadd_rn(sum, rok && (unsigned)(ix0 + q) < (unsigned)F::W ? pr : -0.0f);
+            }
+        }
+    const int bit = BnnChainK<F>(o, b, chain).bit(sum);
+    const int p = T::pixel(mt, pl);
+    constexpr int PXW = F::OUTW * (1 + F::NANF); // words a pixel
+    if (bit == 1 || (bit < 0 && F::NANF))
+        atomicOr(&y[(item * T::P + p) * PXW + (bit < 0) * F::OUTW + o / 32], 1u << (o & 31));
+}
+
 #endif // BNN_FLOAT_OPS_CU
