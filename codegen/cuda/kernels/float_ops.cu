@@ -1461,11 +1461,14 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
     constexpr int W16 = F::O * FX::K / 4;
     for (int i = threadIdx.x; i < W16; i += blockDim.x) bnn_cp16(bnn_smem(ws) + 16 * i, w32 + 4 * i, 16);
     for (int i = 4 * W16 + threadIdx.x; i < F::O * FX::K; i += blockDim.x) ws[i] = w32[i];
+    bnn_cp_commit();
     BNN_PDL_ENTER();
     const bnn_i64 blk = blockIdx.x; // the tile: item * MT + mt
-    if (blk >= (bnn_i64)batch * T::MT) return;
-    const int n = min((int)list[blk * TB::LISTW], TB::LISTQ); // the same in every thread
-    if (n == 0) return;
+    const int n = blk < (bnn_i64)batch * T::MT ? min((int)list[blk * TB::LISTW], TB::LISTQ) : 0; // block-uniform
+    if (n == 0) { // nothing to recompute; no copy into shared memory outlives the block
+        bnn_cp_wait<0>();
+        return;
+    }
     const bnn_i64 item = blk / T::MT;
     const int mt = (int)(blk % T::MT), iy0 = mt / T::TX * T::TH * F::SH - F::PT, ix0 = mt % T::TX * T::TW * F::SW - F::PL;
     const float *xi = x + item * F::C * F::H * F::W;
