@@ -174,7 +174,7 @@ typedef struct Case {
 #include "qconv_emu_case.h"
 
 #define S_ID t14
-#define S_NAME "tiny s14: C 64 (2 words a pixel) chain with residual"
+#define S_NAME "tiny s14: C 64 (2 words a pixel) chain with residual, codes only (the f32 form, Yf null)"
 #define S_C 64
 #define S_H 4
 #define S_W 4
@@ -195,6 +195,7 @@ typedef struct Case {
 #define S_RES 1
 #define S_ORELU 1
 #define S_F32 2
+#define S_F32_UNREAD 1 /* as bnncc compiles w1a2resnet18_tiny's s14, whose f32 nobody reads */
 #define S_QHI 3
 #define S_TH 4
 #define S_TW 8

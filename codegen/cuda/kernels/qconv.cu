@@ -27,7 +27,8 @@
 //   + b, relu where bit k of QC_RELU), + R (f32 NCHW) by QC_RES (1: v + r, 2: r + v), relu with
 //   QC_ORELU, then the quantizer q = clamp(round(v / scale + zero), QC_QLO, QC_QHI) (QC_ROUND,
 //   scale and zero as float bits QC_QSCALE, QC_QZERO): f32 NCHW Yf = v (QC_F32 1) or
-//   (q - zero) * scale (QC_F32 2), and the codes q - QC_QLO as QC_YB planes (0: none) in Y, as
+//   (q - zero) * scale (QC_F32 2) where Yf is not null (a kernel of the f32 form serves a layer
+//   whose value nobody reads too), and the codes q - QC_QLO as QC_YB planes (0: none) in Y, as
 //   epi 2 writes its counts. Arguments (X, W, M, EP, R, Yf, Y).
 // One warp computes 16 pixels x 32 channels (four n8 MMA tiles); grid = (ceil(O/32),
 // ceil(M/16)), M = images * QC_OH * QC_OW. Each inclusion defines one kernel QC_NAME and
@@ -310,7 +311,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
     QC_CAT(QC_NAME, consts)(EP, o, ca, cb);
     if (o < QC_O) {
         count = QC_CAT(QC_NAME, chain)(v, r, ca, cb, &f);
-        if (QC_F32)
+        if (QC_F32 && fdst)
             *fdst = f;
     }
 #endif
@@ -577,8 +578,10 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             }
             __syncwarp();
 #if QC_EPI == 3 && QC_F32
-            QC_CAT(QC_NAME, f32_store)(tile[warp], Yf, n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane);
-            __syncwarp();
+            if (Yf) {
+                QC_CAT(QC_NAME, f32_store)(tile[warp], Yf, n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane);
+                __syncwarp();
+            }
 #endif
         }
         __syncthreads(); // the halo, hpop and rowpop are free for the next tile
@@ -686,7 +689,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         if (m >= M)
             break;
 #if QC_EPI == 3 && QC_F32
-        float *fdst = Yf + ((long long)(m / QC_CELLS) * QC_O + n0 + lane) * QC_CELLS + m % QC_CELLS;
+        float *fdst = Yf ? Yf + ((long long)(m / QC_CELLS) * QC_O + n0 + lane) * QC_CELLS + m % QC_CELLS : 0;
 #else
         float *fdst = 0;
 #endif
