@@ -905,10 +905,14 @@ template <class F> struct BnnChainK {
     // interval, 0 where sgn * sum < tt for every one; sgn -1 for a falling threshold (-sum >= -t
     // is sum <= t), tt -inf for a constant 1, +inf for a constant 0.
     float sgn, tt;
-    __device__ __forceinline__ BnnChainK(int o_, const float *b_, const float *chain_) : b(b_), chain(chain_), o(o_) {
-        wabs = chain[2 * F::STAGES * F::O + o];
-        t = chain[(2 * F::STAGES + 1) * F::O + o];
-        mode = (int)chain[(2 * F::STAGES + 2) * F::O + o];
+    __device__ __forceinline__ BnnChainK(int o_, const float *b_, const float *chain_)
+        : BnnChainK(o_, b_, chain_, chain_ + 2 * F::STAGES * F::O + o_, F::O) {}
+    // sum |w|, t and the mode from k[0], k[ld], k[2 ld]: the chain's rows, or a copy of them
+    __device__ __forceinline__ BnnChainK(int o_, const float *b_, const float *chain_, const float *k, int ld)
+        : b(b_), chain(chain_), o(o_) {
+        wabs = k[0];
+        t = k[ld];
+        mode = (int)k[2 * ld];
         sgn = mode == -1 ? -1.0f : 1.0f;
         const float inf = __int_as_float(0x7f800000);
         tt = mode == 2 ? -inf : mode == 0 ? inf : sgn * t;
@@ -971,10 +975,12 @@ template <class F> struct BnnConvMma {
     static constexpr int XWB = F::EXACT ? (SR * SC * 4 + 15) / 16 * 16 : 0, VMB = F::EXACT ? TH * SC * 4 : 0;
     static constexpr int XW_AT = R0 + WINB, VM_AT = XW_AT + XWB, KOFF_AT = VM_AT + VMB; // byte offsets
     // BITS: the epilogue's words ([1 + NANF][BM][2]) and list count; WIN: a region of their own
-    // (the weights stay for the block's next tile), else in the free stages.
+    // (the weights stay for the block's next tile), else in the free stages. WIN and BITS: then
+    // the chain's rows of sum |w|, t and mode for the block's BN channels ([3][BN], CH_AT).
     static constexpr int EP_AT = (KOFF_AT + F::KP / 2 * 4 + 15) / 16 * 16, EPB = F::BITS ? 2 * BM * 2 * 4 + 16 : 0;
     static constexpr int WORDS_AT = F::WIN ? EP_AT : 1024, QLEN_AT = WORDS_AT + 2 * BM * 2 * 4;
-    static constexpr int WIN_SMEM = EP_AT + EPB;
+    static constexpr int CH_AT = EP_AT + EPB, CHB = F::BITS ? 3 * BN * 4 : 0;
+    static constexpr int WIN_SMEM = CH_AT + CHB;
     // The output pixel of pixel pl of the block's pixel tile mt, -1 past the image's.
     static __device__ __forceinline__ int pixel(int mt, int pl) {
         if (F::WIN) {
@@ -1047,12 +1053,30 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         float *const vm = (float *)(bnn_dsmem + T::VM_AT); // [TH][SC]: over ky too
         int *const koff = (int *)(bnn_dsmem + T::KOFF_AT);
         constexpr int WCH = F::KP / 8; // 16-byte pieces of a weight row
+        // The window's values first: issued after the weights' copies, they waited behind them
+        // (docs/perf.md stop 25).
+        const int wy0 = oy0 * F::SH - F::PT, wx0 = ox0 * F::SW - F::PL;
+        constexpr int NPOS = T::SR * T::SC, NJ = (NPOS + 255) / 256;
+        float xv[NJ][F::PS];
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+            const int i = tid + j * 256, iy = wy0 + i / T::SC, ix = wx0 + i % T::SC;
+            const bool in = i < NPOS && (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
+#pragma unroll
+            for (int c = 0; c < F::PS; ++c) xv[j][c] = in && c < F::C ? x[(c * F::H + iy) * F::W + ix] : 0.0f;
+        }
         if (first) { // the weights and the k pairs' offsets serve all of the block's tiles (MANY)
             for (int i = tid; i < T::PL * T::BN * WCH; i += 256) {
                 const int r = i / WCH, ch = i % WCH, pl = r / T::BN, n = r % T::BN;
                 const unsigned dst = sbase + r * T::WROW + ch * 16;
                 bnn_cp16(dst, w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + ch * 8, 16);
             }
+            if (F::BITS) // the epilogue's chain constants, not loaded after the main loop
+                for (int i = tid; i < 3 * T::BN; i += 256) {
+                    const int o = o0 + i % T::BN;
+                    bnn_cp4((float *)(bnn_dsmem + T::CH_AT) + i,
+                            chain + (bnn_i64)(2 * F::STAGES + i / T::BN) * F::O + (o < F::O ? o : 0), o < F::O);
+                }
             bnn_cp_commit();
             // k pair i's word in a plane, from the pixel's window origin; the padding's past the
             // last kernel row (zero weights) reads the origin's word, which the pixel's sum holds
@@ -1067,19 +1091,14 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                 ((unsigned short *)win)[i / Z * T::RH + T::SC * F::PS + i % Z] = 0;
             }
         }
-        // The window's positions, all of a thread's loads issued before the first conversion.
-        const int wy0 = oy0 * F::SH - F::PT, wx0 = ox0 * F::SW - F::PL;
-        constexpr int NPOS = T::SR * T::SC;
+        // The window's positions, converted.
 #pragma unroll
-        for (int j = 0; j < (NPOS + 255) / 256; ++j) {
-            const int i = tid + j * 256, iy = wy0 + i / T::SC, ix = wx0 + i % T::SC;
-            const bool in = i < NPOS && (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
-            float v[F::PS], m = 0.0f;
+        for (int j = 0; j < NJ; ++j) {
+            const int i = tid + j * 256;
+            const float *const v = xv[j];
+            float m = 0.0f;
 #pragma unroll
-            for (int c = 0; c < F::PS; ++c) {
-                v[c] = in && c < F::C ? x[(c * F::H + iy) * F::W + ix] : 0.0f;
-                m = fmaxf(m, fabsf(v[c]));
-            }
+            for (int c = 0; c < F::PS; ++c) m = fmaxf(m, fabsf(v[c]));
             if (i < NPOS) {
                 const int h = i / T::SC * T::RH + i % T::SC * F::PS; // the position's first half
                 if (F::PS % 2 == 0) { // whole words
@@ -1273,7 +1292,8 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
             for (int c = 0; c < 2; ++c) {
                 const int j = 2 * ni + c, o = o0 + wn * 32 + ni * 8 + 2 * tq + c;
                 if (o >= F::O) continue; // its bits stay 0
-                const BnnChainK<F> ch(o, b, chain);
+                const BnnChainK<F> ch = F::WIN ? BnnChainK<F>(o, b, chain, (const float *)(bnn_dsmem + T::CH_AT) + o - o0, T::BN)
+                                               : BnnChainK<F>(o, b, chain);
                 const float aw = F::EXACT ? __fadd_ru(__fmul_ru(TB::ABS, ch.wabs), 1e-30f) : 0.0f;
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
