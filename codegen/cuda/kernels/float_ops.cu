@@ -1440,8 +1440,8 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixup(int batch, const float *x,
     const int lane = threadIdx.x & 31;
     if (blk >= (bnn_i64)batch * T::MT * T::NT) return;
     const unsigned *bl = list + blk * TB::LISTW;
-    if (lane >= (int)bl[0]) return;
-    const unsigned e = bl[1 + lane];
+    const unsigned count = bl[0], e = lane < TB::LISTQ ? bl[1 + lane] : 0u; // both loads in one round
+    if (lane >= (int)count) return;
     const bnn_i64 item = blk / (T::MT * T::NT);
     const int t = (int)(blk % (T::MT * T::NT)), mt = t % T::MT, o = t / T::MT * T::BN + (int)(e & 255);
     const int p = T::pixel(mt, (int)(e >> 8));
@@ -1455,8 +1455,9 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixup(int batch, const float *x,
 // 294 scattered floats one tap after another, is a chain of latencies (ncu, XNOR ResNet-18's stem
 // at batch 1 on an H100: 10.4 us alone, 17,000 cycles for one warp, 70 % waiting on its loads).
 // Here a block of 256 threads takes one tile: it stages the f32 weights [O][K] of the channel tile
-// by 16-byte copies before the PDL wait (constants), then, where the tile listed sums, its input
-// window [C][SR][SC] (zeros outside the image) by 4-byte copies spread over all its threads; lane
+// by 16-byte copies before the PDL wait (constants), then, in one round of 4-byte copies spread
+// over all its threads, its input window [C][SR][SC] (zeros outside the image) and its list
+// (waiting for the list's count before the window cost a round trip: docs/perf.md stop 25); lane
 // i < count of warp 0 then adds entry i's products from shared memory in the reference's order, a
 // tap outside the image adding -0 (which leaves every sum as skipping it does). Staged-window
 // stems of one channel tile (WIN, NT 1); grid batch * MT, SMEM bytes (lower.c conv2d_mma_kernel
@@ -1464,7 +1465,7 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixup(int batch, const float *x,
 template <class F> struct BnnFixWin {
     typedef BnnConvMma<F> T;
     static constexpr int K = F::C * F::KH * F::KW, WINF = F::C * T::SR * T::SC;
-    static constexpr int SMEM = (F::O * K + WINF) * 4;
+    static constexpr int SMEM = (F::O * K + WINF + BnnConvBits<F>::LISTW) * 4;
     static_assert(F::WIN && T::NT == 1, "a staged-window stem of one channel tile");
 };
 template <class F>
@@ -1477,6 +1478,7 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
     extern __shared__ __align__(16) unsigned char bnn_dsmem[];
     if (bnn_dyn_smem_size() < (unsigned)FX::SMEM) __trap(); // launched with too little shared memory
     float *ws = (float *)bnn_dsmem, *win = ws + F::O * FX::K;
+    const unsigned *const ls = (const unsigned *)(win + FX::WINF); // the tile's list
     // the weights by 16-byte copies (w32 is 64-byte aligned in the blob), all in flight at once
     constexpr int W16 = F::O * FX::K / 4;
     for (int i = threadIdx.x; i < W16; i += blockDim.x) bnn_cp16(bnn_smem(ws) + 16 * i, w32 + 4 * i, 16);
@@ -1484,11 +1486,12 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
     bnn_cp_commit();
     BNN_PDL_ENTER();
     const bnn_i64 blk = blockIdx.x; // the tile: item * MT + mt
-    const int n = blk < (bnn_i64)batch * T::MT ? min((int)list[blk * TB::LISTW], TB::LISTQ) : 0; // block-uniform
-    if (n == 0) { // nothing to recompute; no copy into shared memory outlives the block
+    if (blk >= (bnn_i64)batch * T::MT) { // no copy into shared memory outlives the block
         bnn_cp_wait<0>();
         return;
     }
+    if (threadIdx.x < TB::LISTW)
+        bnn_cp4((float *)ls + threadIdx.x, (const float *)list + blk * TB::LISTW + threadIdx.x, true);
     const bnn_i64 item = blk / T::MT;
     const int mt = (int)(blk % T::MT), iy0 = mt / T::TX * T::TH * F::SH - F::PT, ix0 = mt % T::TX * T::TW * F::SW - F::PL;
     const float *xi = x + item * F::C * F::H * F::W;
@@ -1499,10 +1502,10 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
     }
     bnn_cp_commit();
     bnn_cp_wait<0>();
-    __syncthreads(); // the weights and the window
+    __syncthreads(); // the weights, the window and the list
     const int lane = threadIdx.x;
-    if (lane >= n) return;
-    const unsigned e = list[blk * TB::LISTW + 1 + lane];
+    if (lane >= min((int)ls[0], TB::LISTQ)) return;
+    const unsigned e = ls[1 + lane];
     const int pl = (int)(e >> 8), o = (int)(e & 255), ry = pl / T::TW * F::SH, rx = pl % T::TW * F::SW;
     if (pl >= T::BM || o >= F::O) return; // not a list the conv wrote (bnnrun --profile-graph leaves it out)
     const float *wo = ws + o * FX::K;
