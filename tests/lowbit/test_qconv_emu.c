@@ -195,7 +195,7 @@ typedef struct Case {
 #define S_RES 1
 #define S_ORELU 1
 #define S_F32 2
-#define S_F32_UNREAD 1 /* as bnncc compiles w1a2resnet18_tiny's s14, whose f32 nobody reads */
+#define S_F32_UNREAD 1 /* as bnncc compiles a chain layer whose f32 nobody reads (it shares the kernel) */
 #define S_QHI 3
 #define S_TH 4
 #define S_TW 8
