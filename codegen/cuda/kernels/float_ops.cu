@@ -1422,6 +1422,15 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
     }
 }
 
+// A recomputed sum's bit for channel o of pixel p of item's output (the conv wrote a 0 there):
+// bit 1 sets it, a NaN (bit < 0) sets its NaN flag where the output has them (NANF).
+template <class F>
+__device__ __forceinline__ void bnn_conv2d_bits_set(unsigned *y, bnn_i64 item, int p, int o, int bit) {
+    constexpr int PXW = F::OUTW * (1 + F::NANF); // words a pixel
+    if (bit == 1 || (bit < 0 && F::NANF))
+        atomicOr(&y[(item * BnnConvMma<F>::P + p) * PXW + (bit < 0) * F::OUTW + o / 32], 1u << (o & 31));
+}
+
 // The sums an exact bnn_conv2d_mma (BITS, EXACT) left in its list: each recomputed in the
 // reference's order (bnn_conv2d_exact_sum), through the chain, and its bit (or NaN flag) OR-ed
 // into the conv's output word, which holds a 0 there. A warp a block of the conv, a lane an
@@ -1446,9 +1455,7 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixup(int batch, const float *x,
     const int t = (int)(blk % (T::MT * T::NT)), mt = t % T::MT, o = t / T::MT * T::BN + (int)(e & 255);
     const int p = T::pixel(mt, (int)(e >> 8));
     const int bit = BnnChainK<F>(o, b, chain).bit(bnn_conv2d_exact_sum<F>(x + item * F::C * F::H * F::W, w32, o, p));
-    constexpr int PXW = F::OUTW * (1 + F::NANF); // words a pixel
-    if (bit == 1 || (bit < 0 && F::NANF))
-        atomicOr(&y[(item * T::P + p) * PXW + (bit < 0) * F::OUTW + o / 32], 1u << (o & 31));
+    bnn_conv2d_bits_set<F>(y, item, p, o, bit);
 }
 
 // The same recomputation at small batches, where bnn_conv2d_bits_fixup's lane an entry, loading
@@ -1525,11 +1532,7 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
                 sum = __fadd_rn(sum, rok && (unsigned)(ix0 + q) < (unsigned)F::W ? pr : -0.0f);
             }
         }
-    const int bit = BnnChainK<F>(o, b, chain).bit(sum);
-    const int p = T::pixel(mt, pl);
-    constexpr int PXW = F::OUTW * (1 + F::NANF); // words a pixel
-    if (bit == 1 || (bit < 0 && F::NANF))
-        atomicOr(&y[(item * T::P + p) * PXW + (bit < 0) * F::OUTW + o / 32], 1u << (o & 31));
+    bnn_conv2d_bits_set<F>(y, item, T::pixel(mt, pl), o, BnnChainK<F>(o, b, chain).bit(sum));
 }
 
 #endif // BNN_FLOAT_OPS_CU
