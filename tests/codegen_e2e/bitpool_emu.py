@@ -29,7 +29,7 @@ CASES = [(2, 1, 1, 1, 9, 7, 3, 3, 2, 1, "random"),
 
 
 def device_function(src):
-    start = src.index("__device__ __forceinline__ void bnn_bitpool(")
+    start = src.index("template <int KH, int KW>\n__device__ __forceinline__ void bnn_bitpool(")
     end = src.index("\n}\n", start) + 3
     return src[start:end]
 
@@ -84,8 +84,8 @@ static unsigned Y[{n * oh * ow * out_words}];
 int main() {{
     for (bnn_i64 item = 0; item < {n}; item++)
         for (int j = 0; j < {oh * ow * out_words}; j++)
-            bnn_bitpool(item, j, X, Y, {"M" if mode else "nullptr"}, {words}, {nan}, {out_words}, {h}, {w}, {kh},
-                        {kw}, {s}, {s}, {p}, {p}, {oh}, {ow});
+            bnn_bitpool<{kh}, {kw}>(item, j, X, Y, {"M" if mode else "nullptr"}, {words}, {nan}, {out_words}, {h},
+                                    {w}, {s}, {s}, {p}, {p}, {oh}, {ow});
     for (unsigned v : Y) std::printf("%u\\n", v);
 }}
 """

@@ -145,22 +145,32 @@ __device__ __forceinline__ void bnn_pool(bnn_i64 item, int j, const float *x, fl
 // input's `words` are zero.
 // The OR of the window's bits, the AND for the channels set in and_mask (null: none), 0 where
 // a pixel of the window has its NaN flag (rt_cpu.c run_bit_pool).
+// KH, KW constants, as bnn_pool's: every tap's loads are issued before the first OR waits on
+// one (with loops bounded by the image, a 3x3 window's rows went one after the other).
+template <int KH, int KW>
 __device__ __forceinline__ void bnn_bitpool(bnn_i64 item, int j, const unsigned *x, unsigned *y,
                                             const unsigned *and_mask, int words, int nan, int out_words, int h,
-                                            int w, int kh, int kw, int sh, int sw, int pt, int pl, int oh, int ow) {
+                                            int w, int sh, int sw, int pt, int pl, int oh, int ow) {
     const int px_words = words * (1 + nan);
     x += item * h * w * px_words;
     y += item * oh * ow * out_words;
     const int wi = j % out_words, px = j / out_words, oy = px / ow, ox = px % ow;
     const int y0 = oy * sh - pt, x0 = ox * sw - pl;
     unsigned any = 0, all = ~0u, nans = 0;
-    if (wi < words)
-        for (int iy = y0 < 0 ? 0 : y0; iy < y0 + kh && iy < h; ++iy)
-            for (int ix = x0 < 0 ? 0 : x0; ix < x0 + kw && ix < w; ++ix) {
-                any |= x[(iy * w + ix) * px_words + wi];
-                all &= x[(iy * w + ix) * px_words + wi];
-                if (nan) nans |= x[(iy * w + ix) * px_words + words + wi];
+    if (wi < words) {
+#pragma unroll(KH * KW <= 64 ? KH : 1)
+        for (int ky = 0; ky < KH; ++ky)
+#pragma unroll(KH * KW <= 64 ? KW : 1)
+            for (int kx = 0; kx < KW; ++kx) {
+                const int iy = y0 + ky, ix = x0 + kx;
+                if ((unsigned)iy >= (unsigned)h || (unsigned)ix >= (unsigned)w) continue;
+                const unsigned *t = x + (iy * w + ix) * px_words + wi;
+                const unsigned v = t[0];
+                any |= v;
+                all &= v;
+                if (nan) nans |= t[words];
             }
+    }
     const unsigned m = and_mask && wi < words ? and_mask[wi] : 0u;
     y[j] = wi < words ? ((any & ~m) | (all & m)) & ~nans : 0u;
 }
