@@ -488,14 +488,19 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
             basev[mi][h] = (long long)(row / PIX) * N * PIX + row % PIX;
         }
     unsigned on[MI][2] = {}; // bit ni * 2 + j: the column's v >= 0
+    // Column k = ni * 2 + j's stage constants are loaded while column k - 1 computes (cs, nx):
+    // loaded where they are used, each column's came after the previous column's divisions
+    // and branches, one L2 round trip a column (8 of them in a tile's epilogue at batch 1).
+    // Past N the last column's are loaded instead (never used).
+    auto col = [&](int k) { return cw0 + (k >> 1) * 8 + 2 * t + (k & 1); };
+    auto in = [&](int c) { return c < N ? c : N - 1; };
+    BnnChainStages<NST, DIV, N> cs, nx;
+    cs.load(ep, in(col(0)));
 #pragma unroll
-    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const int c = cw0 + ni * 8 + 2 * t + j;
-            if (c >= N) continue;
-            BnnChainStages<NST, DIV, N> cs;
-            cs.load(ep, c);
+    for (int k = 0; k < 2 * NI; ++k) {
+        const int ni = k >> 1, j = k & 1, c = col(k);
+        if (k + 1 < 2 * NI) nx.load(ep, in(col(k + 1)));
+        if (c < N)
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
@@ -511,7 +516,8 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
                     if (F32) Y[basev[mi][h] + (long long)c * PIX] = v;
                     on[mi][h] |= (unsigned)(v >= 0.0f) << (ni * 2 + j);
                 }
-        }
+        cs = nx;
+    }
     if (LDB > 0) // as bnn_epilogue's bit store: 4 lanes t of row g make 32 columns
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi)
