@@ -116,6 +116,14 @@ def read_sources(kdir):
 
 
 SRC = {}
+CLUSTER_GRID = 'occupancy'
+
+
+class CUlaunchConfig(ctypes.Structure):  # cuda.h's CUlaunchConfig (no attributes: the kernel has __cluster_dims__)
+    _fields_ = [('gridDimX', ctypes.c_uint), ('gridDimY', ctypes.c_uint), ('gridDimZ', ctypes.c_uint),
+                ('blockDimX', ctypes.c_uint), ('blockDimY', ctypes.c_uint), ('blockDimZ', ctypes.c_uint),
+                ('sharedMemBytes', ctypes.c_uint), ('hStream', ctypes.c_void_p), ('attrs', ctypes.c_void_p),
+                ('numAttrs', ctypes.c_uint)]
 
 # ---------------------------------------------------------------- the kernels
 
@@ -141,8 +149,8 @@ class Kernel:
     def label(self):
         out = 'main loop' if self.nostore else 'int32' if self.epi == EPI_I32 else 'bits'
         fam = {'bgemm': 'bgemm(cp.async)', 'tiled': 'tiled(mma.sync)', 'wgmma': 'wgmma'}[self.family]
-        cfg = '' if self.family == 'bgemm' else ' k%d s%d%s' % (self.kc * 128, self.stages,
-                                                                 ' cluster2' if self.cluster > 1 else '')
+        cl = ' cluster2 (grid %d)' % self.grid_cap if self.cluster > 1 else ''
+        cfg = '' if self.family == 'bgemm' else ' k%d s%d%s' % (self.kc * 128, self.stages, cl)
         return '%s %s%s' % (fam, out, cfg)
 
     def source(self):
@@ -165,6 +173,18 @@ class Kernel:
         cu_check(cuda.cuModuleGetFunction(ctypes.byref(fn), mod, self.name.encode()), 'cuModuleGetFunction')
         cu_check(cuda.cuFuncSetAttribute(fn, 8, self.smem), 'cuFuncSetAttribute')  # max dynamic smem
         self.fn, self.mod = fn, mod
+        # Blocks a launch may have: a persistent grid of clusters larger than the clusters that
+        # fit at once would run its surplus clusters in a second wave (cluster placement is by
+        # GPC, so fewer than SMs / 2 clusters of two may fit).
+        self.grid_cap = SMS
+        if self.cluster > 1:
+            cfg = CUlaunchConfig(SMS // self.cluster * self.cluster, 1, 1, self.threads, 1, 1, self.smem, None, None, 0)
+            n = ctypes.c_int()
+            cu_check(cuda.cuOccupancyMaxActiveClusters(ctypes.byref(n), fn, ctypes.byref(cfg)),
+                     'cuOccupancyMaxActiveClusters')
+            self.max_clusters = n.value
+            if CLUSTER_GRID == 'occupancy':
+                self.grid_cap = n.value * self.cluster
         if self.family != 'bgemm':
             prep = ctypes.c_void_p()
             cu_check(cuda.cuModuleGetFunction(ctypes.byref(prep), mod, b'bnn_tiled_row_popc'), 'prep kernel')
@@ -188,7 +208,7 @@ class Kernel:
         else:
             cl = self.cluster  # work units: tiles, or pairs of M tiles for clusters of two
             units = ((M + self.bm - 1) // self.bm + cl - 1) // cl * ((self.N + self.bn - 1) // self.bn)
-            grid = (min(units, SMS // cl) * cl, 1)
+            grid = (min(units, self.grid_cap // cl) * cl, 1)
         cu_check(cuda.cuLaunchKernel(self.fn, grid[0], grid[1], 1, self.threads, 1, 1, self.smem,
                                      ctypes.c_void_p(stream), args, None), 'cuLaunchKernel ' + self.name)
 
@@ -289,7 +309,7 @@ class Operands:
 
 
 def main():
-    global POPC8, SMS
+    global POPC8, SMS, CLUSTER_GRID
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--shapes', default='256,1024,4096,8192,16384', help='square sizes M=N=K')
     ap.add_argument('--extra', default='1x1024x1024,128x4096x4096,16384x4096x1024,4096x1024x16384',
@@ -301,7 +321,11 @@ def main():
     ap.add_argument('--kdir', default=KDIR, help='kernel sources (default: codegen/cuda/kernels)')
     ap.add_argument('--configs', default='8x4', help='KCxSTAGES[xCLUSTER] of the tiled kernels: 16-byte chunks '
                     'per stage, stages, wgmma cluster size (1, 2); the first at every shape, the others at >= 8192^3')
+    ap.add_argument('--cluster-grid', choices=('occupancy', 'sms'), default='occupancy',
+                    help='blocks of a cluster kernel\'s persistent grid: the clusters that fit at once '
+                    '(cuOccupancyMaxActiveClusters), or one a SM')
     args = ap.parse_args()
+    CLUSTER_GRID = args.cluster_grid
 
     SRC.update(read_sources(args.kdir))
     torch.cuda.init()
@@ -334,6 +358,8 @@ def main():
         cubins = dict(zip(allk, ex.map(lambda k: compile_cubin(k.source(), k.name + '.cu'), allk.values())))
     for name, k in allk.items():
         k.load(cubins[name])
+        if k.cluster > 1:
+            print('%s: at most %d clusters of %d at once (%d SMs)' % (k.name, k.max_clusters, k.cluster, SMS))
     print('device: %s, %d SMs; torch %s; %d kernels NVRTC-compiled in %.1f s' %
           (prop.name, SMS, torch.__version__, len(allk), time.time() - t0), flush=True)
 
