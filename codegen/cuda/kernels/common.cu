@@ -500,22 +500,31 @@ __device__ __forceinline__ void bnn_epilogue_chain(const int (&acc)[Cfg::MI][Cfg
     for (int k = 0; k < 2 * NI; ++k) {
         const int ni = k >> 1, j = k & 1, c = col(k);
         if (k + 1 < 2 * NI) nx.load(ep, in(col(k + 1)));
-        if (c < N)
+        if (c < N) {
+            // Every row's chain first, rows past M too (their values are never stored), so the
+            // rows' dependent chains have no branch between them; then the stores.
+            float vv[MI][2];
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    const int row = rowv[mi][h];
-                    if (row < 0) continue;
                     const int d = 4 * acc[mi][ni][2 * h + j] + rav[mi][h] + e.corr(riv[mi][h], ci[ni][j], c);
                     float v = cs.value(d);
                     const float r = RESW ? (rw[RESW ? mi : 0][h][ni >> 2] >> (c % 32)) & 1u ? 1.0f : -1.0f
                                     : RLD ? rv[RLD ? mi : 0][h][RLD ? ni : 0][j] : 0.0f;
                     if (RES == 1) v = __fadd_rn(v, r);
                     if (RES == 2) v = __fadd_rn(r, v);
-                    if (F32) Y[basev[mi][h] + (long long)c * PIX] = v;
-                    on[mi][h] |= (unsigned)(v >= 0.0f) << (ni * 2 + j);
+                    vv[mi][h] = v;
                 }
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    if (rowv[mi][h] < 0) continue;
+                    if (F32) Y[basev[mi][h] + (long long)c * PIX] = vv[mi][h];
+                    on[mi][h] |= (unsigned)(vv[mi][h] >= 0.0f) << (ni * 2 + j);
+                }
+        }
         cs = nx;
     }
     if (LDB > 0) // as bnn_epilogue's bit store: 4 lanes t of row g make 32 columns
