@@ -1162,10 +1162,10 @@ static int import_concat(Imp *im) {
     Value **in = xcalloc((size_t)nin, sizeof *in);
     int k = 0, rc = 0;
     for (int i = 0; i < nin && rc == 0; i++) {
-        Sym *s = node_in(im, i);
+        Sym *s = node_in(im, i); /* every input of a Concat is required: an empty name is an error */
         if (!s)
-            continue;
-        if (s->is_bool)
+            rc = imp_error(im, "input %d has no name; every input of a Concat must name a tensor", i);
+        else if (s->is_bool)
             rc = imp_error(im, "boolean inputs are not supported");
         else
             in[k++] = sym_value(im, s);
@@ -1187,9 +1187,15 @@ static int import_concat(Imp *im) {
             if (d != axis && u->dim[d] != t.dim[d])
                 rc = imp_error(im, "input shapes disagree (constants are not broadcast to the "
                                "batch)");
-        if (rc == 0)
-            t.dim[axis] += u->dim[axis];
+        if (rc == 0 && u->dim[axis] == DIM_BATCH)
+            rc = imp_error(im, "bad axis (concatenation along the batch is not supported)");
+        if (rc == 0 && __builtin_add_overflow(t.dim[axis], u->dim[axis], &t.dim[axis]))
+            rc = imp_error(im, "the concatenated dimension is too large");
     }
+    int64_t per = 1;
+    for (int d = 0; rc == 0 && d < t.rank; d++)
+        if (t.dim[d] != DIM_BATCH && !mul_elems(&per, t.dim[d]))
+            rc = imp_error(im, "the result is too large (over %lld elements an item)", (long long)MAX_ELEMS);
     if (rc == 0) {
         Value *y = emit1(im, OP_CONCAT, k, in, t);
         set_attr_int(y->def, "axis", axis);

@@ -306,6 +306,14 @@ static void test_bad_models(void) {
     mini_node(&m, "Add", "add1", "x", "w_missing", "out");
     expect_import(&m, NULL, "node 'add1' (Add): input 'w_missing' is not defined");
 
+    /* Concat whose inputs have empty names (a fuzzer's find: it read a missing first input). */
+    mini_init(&m, 13);
+    mini_node(&m, "Concat", "cat", "", "", "out");
+    expect_import(&m, NULL, "node 'cat' (Concat): input 0 has no name");
+    mini_init(&m, 13);
+    mini_node(&m, "Concat", "cat", "x", "", "out");
+    expect_import(&m, NULL, "node 'cat' (Concat): input 1 has no name");
+
     mini_init(&m, 13);
     mini_node(&m, "Add", "a", "x", "b_out", "a_out");
     mini_node(&m, "Relu", "b", "a_out", NULL, "b_out");
