@@ -17,6 +17,7 @@ tiled kernels with the epilogue's stores compiled out (BT_NOSTORE / BW_NOSTORE);
 kernels' times exclude the popc(a) prep kernel, timed on its own row.
 
     python3 bench/bgemm_bench.py [--shapes 256,1024,4096,8192,16384] [--extra] [--reps 20]
+                                 [--configs KCxSTAGES[xCLUSTER],...] [--cluster-grid occupancy|sms]
                                  [--commit HASH] [--md OUT.md]
 Needs: an sm_90 GPU (the tiled kernels), torch, libnvrtc and libcuda.
 """
