@@ -1160,7 +1160,7 @@ static int import_concat(Imp *im) {
     if (nin < 1)
         return imp_error(im, "no inputs");
     Value **in = xcalloc((size_t)nin, sizeof *in);
-    int k = 0, rc = 0;
+    int rc = 0;
     for (int i = 0; i < nin && rc == 0; i++) {
         Sym *s = node_in(im, i); /* every input of a Concat is required: an empty name is an error */
         if (!s)
@@ -1168,7 +1168,7 @@ static int import_concat(Imp *im) {
         else if (s->is_bool)
             rc = imp_error(im, "boolean inputs are not supported");
         else
-            in[k++] = sym_value(im, s);
+            in[i] = sym_value(im, s);
     }
     Type t;
     int64_t axis = node_attr_int(im->node, "axis", 0);
@@ -1176,10 +1176,12 @@ static int import_concat(Imp *im) {
         t = in[0]->type;
         if (axis < 0)
             axis += t.rank;
-        if (axis < 0 || axis >= t.rank || t.dim[axis] == DIM_BATCH)
+        if (axis < 0 || axis >= t.rank)
             rc = imp_error(im, "bad axis (concatenation along the batch is not supported)");
+        else
+            t.dim[axis] = 0; /* the sum of the inputs' below */
     }
-    for (int i = 1; i < k && rc == 0; i++) {
+    for (int i = 0; i < nin && rc == 0; i++) {
         const Type *u = &in[i]->type;
         if (u->rank != t.rank || u->dtype != t.dtype)
             rc = imp_error(im, "inputs of different ranks or types");
@@ -1197,7 +1199,7 @@ static int import_concat(Imp *im) {
         if (t.dim[d] != DIM_BATCH && !mul_elems(&per, t.dim[d]))
             rc = imp_error(im, "the result is too large (over %lld elements an item)", (long long)MAX_ELEMS);
     if (rc == 0) {
-        Value *y = emit1(im, OP_CONCAT, k, in, t);
+        Value *y = emit1(im, OP_CONCAT, nin, in, t);
         set_attr_int(y->def, "axis", axis);
         rc = out_value(im, y);
     }
