@@ -2415,6 +2415,7 @@ static void conv2d_tile_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, 
     BlobGridDim grid[3] = {{0, (uint32_t)tiles, (uint32_t)tpb}, {1, 0, 1}, {1, 0, 1}};
     tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_tile", TILE_OPERANDS ", (const float *)in2", grid,
                 t->bo / t->to * 32, smem, 1);
+    st->k.waits_itself = true; /* it requests its first weights before the wait */
 }
 
 
@@ -2533,8 +2534,9 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
      * tiles). Its shared memory (BnnConvMma, float_ops.cu): two stages of 48-byte rows per plane,
      * then its tap table; or (WIN, 8 x 16 pixels a block) all weights in rows of 2 kp + 16 bytes,
      * the input window's planes, (exact) the max |x| of its positions and of its output rows'
-     * positions, the k pairs' offsets, (bits) the epilogue's words and the chain's sum |w|, t
-     * and mode of the 64 channels. WIN where it fits three blocks an SM. */
+     * positions, the k pairs' offsets, (bits) the epilogue's words, the chain's sum |w|, t
+     * and mode of the 64 channels and their interval test's constants (float4 each). WIN where
+     * it fits three blocks an SM. */
     int64_t smem = 2 * planes * (128 + 64) * 48 + 8 * kp, tiles = (cp->oh * cp->ow + 127) / 128;
     int win = 0;
     /* WIN's input window of a block's 8 x 16 pixels: sr rows x sc columns (BnnConvMma::SR, SC) */
@@ -2545,7 +2547,7 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         int64_t wb = (planes * 64 * (2 * kp + 16) + 15) / 16 * 16;
         int64_t wsmem = wb + (planes * sr * rh / 2 * 4 + 15) / 16 * 16 +
                         (exact ? (sr * sc * 4 + 15) / 16 * 16 + 8 * sc * 4 : 0) + kp / 2 * 4;
-        wsmem = (wsmem + 15) / 16 * 16 + (bits ? 2 * 128 * 2 * 4 + 16 + 3 * 64 * 4 : 0); /* BnnConvMma::WIN_SMEM */
+        wsmem = (wsmem + 15) / 16 * 16 + (bits ? 2 * 128 * 2 * 4 + 16 + 3 * 64 * 4 + 64 * 16 : 0); /* BnnConvMma::WIN_SMEM */
         if (wsmem <= 75 * 1024) {
             win = 1;
             smem = wsmem;

@@ -2,7 +2,7 @@
 // without a GPU (test_bconv_emu). Each CUDA thread of a block is a POSIX thread; the blocks of a
 // launch run one after another on the same threads. What the kernel needs of CUDA:
 // - the keywords defined away, the built-ins it calls (__popc, __funnelshift_l, __ldg, __fmul_rn
-//   / __fadd_rn / __fdiv_rn rounded on their own through volatile, int2 / float2 with the GPU's 8-byte
+//   / __fadd_rn / __fdiv_rn rounded on their own through volatile, int2 / float2 / float4 with the GPU's 8- and 16-byte
 //   alignment, so UBSan checks the kernel's vector stores);
 // - the PTX helpers of common.cu (bnn_cp16, bnn_ldsm4, bnn_bmma ...) as the emu_ functions
 //   below: bconv_emu_kernels.cc renames common.cu's own while including it (their asm is then
@@ -75,8 +75,12 @@ struct alignas(8) int2 {
 struct alignas(8) float2 {
     float x, y;
 };
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
 inline int2 make_int2(int x, int y) { return int2{x, y}; }
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
 inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned s) { // s in 0..31 here
@@ -136,6 +140,15 @@ template <class T> inline T __shfl_xor_sync(unsigned, T v, int lane_mask) {
     memcpy(&u, &v, 4);
     const unsigned(*s)[8] = emu_exchange(EMU_SHFL, &u, 1);
     memcpy(&v, &s[(threadIdx.x % 32) ^ (unsigned)lane_mask][1], 4);
+    return v;
+}
+
+template <class T> inline T __shfl_sync(unsigned, T v, int src_lane) {
+    static_assert(sizeof(T) == 4, "32-bit shuffles only");
+    unsigned u;
+    memcpy(&u, &v, 4);
+    const unsigned(*s)[8] = emu_exchange(EMU_SHFL, &u, 1);
+    memcpy(&v, &s[(unsigned)src_lane % 32][1], 4);
     return v;
 }
 

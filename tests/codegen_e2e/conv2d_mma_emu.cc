@@ -42,13 +42,15 @@ static float emu_rounded(int mode, double exact) { // exact: a value a double ho
 inline float __fmul_ru(float a, float b) { return emu_rounded(FE_UPWARD, (double)a * (double)b); }
 inline float __fadd_ru(float a, float b) { return emu_rounded(FE_UPWARD, (double)a + (double)b); }
 inline float __fsub_rd(float a, float b) { return emu_rounded(FE_DOWNWARD, (double)a - (double)b); }
-inline float __fmaf_ru(float a, float b, float c) {
+static float emu_fma(int mode, float a, float b, float c) {
     const int old = fegetround();
-    fesetround(FE_UPWARD);
+    fesetround(mode);
     volatile float r = fmaf(a, b, c);
     fesetround(old);
     return r;
 }
+inline float __fmaf_ru(float a, float b, float c) { return emu_fma(FE_UPWARD, a, b, c); }
+inline float __fmaf_rd(float a, float b, float c) { return emu_fma(FE_DOWNWARD, a, b, c); }
 // bnn_conv2d_bits_fixwin's 4-byte cp.async (float_ops.cu, outside mma.inc): landed at once
 inline void bnn_cp4(float *dst, const float *src, bool ok) { *dst = ok ? *src : 0.0f; }
 inline int min(int a, int b) { return a < b ? a : b; }

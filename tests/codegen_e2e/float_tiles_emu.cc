@@ -4,8 +4,8 @@
 // thread, __syncthreads as a std::barrier, cp.async as a plain copy (so it checks indexing,
 // tiling, staging and the float sequence, not the asynchrony: the GPU run does that), then
 // every output is compared bit for bit with a plain loop in the reference order
-// (ir/interp.c, runtime/rt_cpu.c); and bnn_pool (max and average pools over f32) on fixed
-// shapes. float_tiles_emu.py writes tile.inc (the kernels' source)
+// (ir/interp.c, runtime/rt_cpu.c); and bnn_pool (max and average pools over f32) and bnn_pack on
+// fixed shapes. float_tiles_emu.py writes tile.inc (the kernels' source)
 // and cfgs.inc (bnncc's config structs for a set of models, and run_all).
 #include <atomic>
 #include <barrier>
@@ -251,11 +251,41 @@ static int run_pools(int batch) {
     return bad;
 }
 
+// bnn_pack over every word of `batch` items of c channels x s pixels (words a pixel, padding
+// words included) against the CPU path's rule (rt_cpu.c run_pack): bit = v > 0, or v == 0 with
+// zero > 0; NaN and channels past c give 0 bits.
+static int run_pack(const char *name, int batch, int c, int s, int words, int zero, int layout) {
+    std::mt19937 g(4);
+    const auto x = random_floats((size_t)batch * c * s, g, true);
+    std::vector<unsigned> y((size_t)batch * s * words, 0xdeadbeefu), ref(y.size(), 0u);
+    for (int n = 0; n < batch; n++)
+        for (int p = 0; p < s; p++)
+            for (int ch = 0; ch < c; ch++) {
+                const float v = x[(size_t)n * c * s + (layout == 0 ? (size_t)ch * s + p : (size_t)p * c + ch)];
+                if (v > 0.0f || (v == 0.0f && zero > 0)) ref[((size_t)n * s + p) * words + ch / 32] |= 1u << (ch % 32);
+            }
+    for (int n = 0; n < batch; n++)
+        for (int j = 0; j < s * words; j++) bnn_pack(n, j, x.data(), y.data(), c, s, words, zero, layout);
+    size_t bad = 0;
+    for (size_t i = 0; i < y.size(); i++) bad += y[i] != ref[i];
+    printf("%s %-44s %8zu words, %zu differ\n", bad ? "FAIL" : "ok  ", name, y.size(), bad);
+    return bad != 0;
+}
+
+static int run_packs(int batch) {
+    int bad = 0;
+    bad += run_pack("pack 64 ch x 13 px in 8 words (256-bit pixels), NCHW", batch, 64, 13, 8, 0, 0);
+    bad += run_pack("pack 70 ch x 9 px, zero -> 1, NCHW", batch, 70, 9, 3, 1, 0);
+    bad += run_pack("pack 5 ch x 11 px, NHWC", batch, 5, 11, 1, 0, 1);
+    bad += run_pack("pack 96 ch x 4 px, zero -> 1, NHWC", batch, 96, 4, 4, 1, 1);
+    return bad;
+}
+
 #include "cfgs.inc" // the config structs and run_all(batch)
 
 int main(int argc, char **argv) {
     int bad = 0;
-    for (int i = 1; i < argc; i++) bad += run_all(atoi(argv[i])) + run_pools(atoi(argv[i]));
+    for (int i = 1; i < argc; i++) bad += run_all(atoi(argv[i])) + run_pools(atoi(argv[i])) + run_packs(atoi(argv[i]));
     printf("%s\n", bad ? "FAILED" : "all bit-identical");
     return bad != 0;
 }

@@ -72,6 +72,7 @@ def main():
         with open(os.path.join(tmp, "tile.inc"), "w") as f:
             # The exact tiled kernels only (conv2d_mma_emu.py runs the fp16 tensor-core conv after them).
             f.write(test_e2e.float_ops_parts(
+                ("// Bits LSB-first in 32-bit words", "__device__ __forceinline__ void bnn_unpack"),
                 ("// Max or average pooling over NCHW f32", "// Max-pool of NHWC-packed bits"),
                 ("// A float chain's stages on v", "// ---------------- fp16 tensor-core conv2d")))
         rng = np.random.default_rng(5)

@@ -20,20 +20,25 @@ typedef long long bnn_i64;
 // Work item j is word wi of pixel s: for layout 0 word-major (j = wi * spatial + s), so a
 // warp's 32 lanes read 32 consecutive pixels of one channel at each of their 32 loads (one
 // 128-byte line) and the padding words of wide rows are whole idle warps; pixel-major for
-// layout 1, where a pixel's channels are contiguous.
+// layout 1, where a pixel's channels are contiguous. The 32 loads of a word are predicated,
+// not cut off by a loop exit, so that all of them are in flight before the first compare (a
+// loop that stops at the last channel issued them a few at a time: Bi-Real ResNet-18's pack
+// added 6.9 us at batch 1, docs/perf.md stop 27).
 __device__ __forceinline__ void bnn_pack(bnn_i64 item, int j, const float *x, unsigned *y, int channels,
                                          int spatial, int words, int zero, int layout) {
     x += item * channels * spatial;
     y += item * spatial * words;
     const int s = layout == 0 ? j % spatial : j / words, wi = layout == 0 ? j / spatial : j % words;
-    unsigned bits = 0;
+    float v[32];
+#pragma unroll
     for (int b = 0; b < 32; ++b) {
         const int ch = wi * 32 + b;
-        if (ch >= channels) break;
-        const float v = layout == 0 ? x[(bnn_i64)ch * spatial + s] : x[(bnn_i64)s * channels + ch];
-        const bool bit = v > 0.0f || (v == 0.0f && zero > 0); // NaN packs as -1
-        bits |= (unsigned)bit << b;
+        v[b] = ch >= channels ? -1.0f : layout == 0 ? x[(bnn_i64)ch * spatial + s] : x[(bnn_i64)s * channels + ch];
     }
+    unsigned bits = 0;
+#pragma unroll
+    for (int b = 0; b < 32; ++b) // NaN packs as -1; channels past the last as -1 (0 bits)
+        bits |= (unsigned)(v[b] > 0.0f || (v[b] == 0.0f && zero > 0)) << b;
     y[(bnn_i64)s * words + wi] = bits;
 }
 
@@ -355,8 +360,13 @@ __device__ __forceinline__ void bnn_quantize_image(bnn_i64 item, int j, const fl
     x += item * C * S;
     unsigned word[24];
     for (int b = 0; b < bits; ++b) word[b] = 0u;
-    for (int i = 0; i < 32 && s < S && wi * 32 + i < C; ++i) {
-        const float q = bnn_quantize_one(x, (wi * 32 + i) * S + s, scale, zeropt, lo, hi, rounding);
+    float v[32]; // every load issued before the first is used (as bnn_pack)
+#pragma unroll
+    for (int i = 0; i < 32; ++i) v[i] = s < S && wi * 32 + i < C ? x[(bnn_i64)(wi * 32 + i) * S + s] : 0.0f;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+        if (!(s < S && wi * 32 + i < C)) break;
+        const float q = bnn_quantize_one(v + i, 0, scale, zeropt, lo, hi, rounding);
         const unsigned n = q != q ? 0u : (unsigned)(bnn_i64)__fsub_rn(q, (float)lo);
         for (int b = 0; b < bits; ++b) word[b] |= ((n >> b) & 1u) << i;
     }
@@ -411,7 +421,8 @@ __device__ __forceinline__ float bnn_chain_stages(float v, const float *a, const
 // % SW) so that strided taps read consecutive words, PCW words per phase row (padded by the
 // lowering against bank conflicts); the weights as rows [c][kh][kw] of BO (+ 4: WLD).
 // grid.x = batch * tiles, or with MANY fewer: a block takes tiles blockIdx.x, + gridDim.x, ...
-// (below).
+// (below). The first stage's weights (constants) are requested before the wait for the
+// kernels before (BNN_PDL_ENTER), the patch after.
 template <class F> struct BnnConvTile {
     static constexpr int CG = F::C / F::G, OG = F::O / F::G, KK = F::KH * F::KW;
     static constexpr int PR = (F::BH - 1) * F::SH + (F::KH - 1) * F::DH + 1;
@@ -558,8 +569,9 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
     zero();
     if (!F::MANY) { // one tile a block; input channels in NCH chunks through two stages
         if ((bnn_i64)gridDim.x < tiles) __trap(); // a grid of fewer blocks needs MANY
+        load_w(smem + T::XS, tl, 0); // constants: requested before the wait for the steps before
+        BNN_PDL_ENTER();
         load_x(smem, tl, 0);
-        load_w(smem + T::XS, tl, 0);
         bnn_cp_commit();
         for (int ch = 0; ch < T::NCH; ++ch) {
             if (ch + 1 < T::NCH) {
@@ -585,6 +597,7 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
     // both grids (a batch alternative of fewer blocks: the same kernel, shared).
     float *const ws = smem + T::XS, *const xb1 = smem + T::XS + T::WS;
     load_w(ws, tl, 0);
+    BNN_PDL_ENTER();
     load_x(smem, tl, 0);
     bnn_cp_commit();
     for (int k = 0;; ++k) {
@@ -927,6 +940,17 @@ template <class F> struct BnnChainK {
         const float inf = __int_as_float(0x7f800000);
         tt = mode == 2 ? -inf : mode == 0 ? inf : sgn * t;
     }
+    // EXACT: the interval test's constants {slope, aw, sgn, tt}: m = xm * slope + aw, rounded up,
+    // bounds |fp16x3 sum - reference sum| of a pixel whose patch has max |x| xm (slope >= REL *
+    // sum|w| + ABS * K, aw >= ABS * sum|w|: BnnConvBits' bound). slope is NaN where sum |w| passes
+    // 1e30: with xm <= 65504 (the epilogue lists the sums of a pixel past that) no sum nor m can
+    // then overflow, so a NaN m or sum is the only non-finite case, and it lists the sum.
+    __device__ __forceinline__ float4 exact_consts() const {
+        typedef BnnConvBits<F> TB;
+        constexpr float ABSK = TB::ABS * (F::C * F::KH * F::KW); // ABS a power of 2: exact
+        const float slope = wabs <= 1e30f ? __fadd_ru(__fmul_ru(TB::REL, wabs), ABSK) : __int_as_float(0x7fffffff);
+        return make_float4(slope, __fadd_ru(__fmul_ru(TB::ABS, wabs), 1e-30f), sgn, tt);
+    }
     // The bit of every sum in [lo, hi] when they all have the same one (mode < 3), else -2.
     __device__ __forceinline__ int bit_of_range(float lo, float hi) const {
         if (mode == 2 || mode == 0) return mode >> 1;
@@ -986,11 +1010,13 @@ template <class F> struct BnnConvMma {
     static constexpr int XW_AT = R0 + WINB, VM_AT = XW_AT + XWB, KOFF_AT = VM_AT + VMB; // byte offsets
     // BITS: the epilogue's words ([1 + NANF][BM][2]) and list count; WIN: a region of their own
     // (the weights stay for the block's next tile), else in the free stages. WIN and BITS: then
-    // the chain's rows of sum |w|, t and mode for the block's BN channels ([3][BN], CH_AT).
+    // the chain's rows of sum |w|, t and mode for the block's BN channels ([3][BN], CH_AT), and
+    // (EXACT) each channel's exact_consts ([BN] float4, CK_AT), computed once a block.
     static constexpr int EP_AT = (KOFF_AT + F::KP / 2 * 4 + 15) / 16 * 16, EPB = F::BITS ? 2 * BM * 2 * 4 + 16 : 0;
     static constexpr int WORDS_AT = F::WIN ? EP_AT : 1024, QLEN_AT = WORDS_AT + 2 * BM * 2 * 4;
     static constexpr int CH_AT = EP_AT + EPB, CHB = F::BITS ? 3 * BN * 4 : 0;
-    static constexpr int WIN_SMEM = CH_AT + CHB;
+    static constexpr int CK_AT = CH_AT + CHB, CKB = F::BITS ? BN * 16 : 0;
+    static constexpr int WIN_SMEM = CK_AT + CKB;
     // The output pixel of pixel pl of the block's pixel tile mt, -1 past the image's.
     static __device__ __forceinline__ int pixel(int mt, int pl) {
         if (F::WIN) {
@@ -1132,6 +1158,9 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         }
         bnn_cp_wait<0>();
         __syncthreads();
+        if (F::EXACT && first && tid < T::BN) // read after the loop's barrier
+            ((float4 *)(bnn_dsmem + T::CK_AT))[tid] =
+                BnnChainK<F>(o0 + tid, b, chain, (const float *)(bnn_dsmem + T::CH_AT) + tid, T::BN).exact_consts();
         // EXACT: the max |x| over each output row's KH rows of positions; a pixel's (over its KW
         // columns of these) is taken in the epilogue, after the loop's barrier
         if (F::EXACT)
@@ -1267,25 +1296,30 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         unsigned *words = (unsigned *)(bnn_dsmem + T::WORDS_AT);  // [1 + NANF][BM][2]
         int *qlen = (int *)(bnn_dsmem + T::QLEN_AT);
         unsigned *const blist = list + tile * TB::LISTW;          // EXACT: count, entries
-        float x1[4], x2[4]; // m = x1 * sum|w| + x2 + ABS * sum|w|, per pixel (rounded up)
+        // (EXACT) pixel q's max |x|, NaN past 65504 (fp16's range: exact_consts), so that its sums
+        // are all listed; the 4 lanes of a row hold the same 4 pixels, so with WIN lane tq takes
+        // pixel q = tq's over its KW columns and shuffles it to the others.
+        float xmq[4];
         if (F::EXACT) {
             if (!F::WIN) xm[(tid >> 7) * T::BM + sm] = xmax;
             if (tid == 0) *qlen = 0;
             __syncthreads();
+            auto guard = [](float v) { return v <= 65504.0f ? v : __int_as_float(0x7fffffff); };
+            if (F::WIN) { // over the pixel's KW columns of its row's maxima
+                const int pl = wm * 32 + (tq >> 1) * 16 + g + (tq & 1) * 8;
+                const float *vm = (const float *)(bnn_dsmem + T::VM_AT) + pl / T::TW * T::SC;
+                float xmx = 0.0f;
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
-                float xmx;
-                if (F::WIN) { // over the pixel's KW columns of its row's maxima
-                    const float *vm = (const float *)(bnn_dsmem + T::VM_AT) + pl / T::TW * T::SC;
-                    xmx = 0.0f;
+                for (int kx = 0; kx < F::KW; ++kx) xmx = fmaxf(xmx, vm[pl % T::TW * F::SW + kx * F::DW]);
+                xmx = guard(xmx);
 #pragma unroll
-                    for (int kx = 0; kx < F::KW; ++kx) xmx = fmaxf(xmx, vm[pl % T::TW * F::SW + kx * F::DW]);
-                } else {
-                    xmx = fmaxf(xm[pl], xm[T::BM + pl]);
+                for (int q = 0; q < 4; ++q) xmq[q] = __shfl_sync(0xffffffffu, xmx, (lane & ~3) | q);
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
+                    xmq[q] = guard(fmaxf(xm[pl], xm[T::BM + pl]));
                 }
-                x1[q] = __fmul_ru(TB::REL, xmx);
-                x2[q] = __fmul_ru(TB::ABS * T::K, xmx); // ABS a power of 2: the constant is exact
             }
         }
         // A thread's 32 outputs: pixel q (of 4) x its 8 channels j = 2 ni + c (channel ni*8 + 2 tq + c
@@ -1304,7 +1338,10 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                 if (o >= F::O) continue; // its bits stay 0
                 const BnnChainK<F> ch = F::WIN ? BnnChainK<F>(o, b, chain, (const float *)(bnn_dsmem + T::CH_AT) + o - o0, T::BN)
                                                : BnnChainK<F>(o, b, chain);
-                const float aw = F::EXACT ? __fadd_ru(__fmul_ru(TB::ABS, ch.wabs), 1e-30f) : 0.0f;
+                // (EXACT) {slope, aw, sgn, tt}: WIN's computed once a block
+                const float4 k4 = !F::EXACT ? make_float4(0.0f, 0.0f, 0.0f, 0.0f)
+                                  : F::WIN  ? ((const float4 *)(bnn_dsmem + T::CK_AT))[o - o0]
+                                            : ch.exact_consts();
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     const float a = acc[q >> 1][ni][(q & 1) * 2 + c];
@@ -1315,24 +1352,25 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                         nan8[q] |= (unsigned)(bit < 0) << j;
                         continue;
                     }
-                    const float m = __fmaf_ru(x1[q], ch.wabs, __fadd_ru(x2[q], aw));
+                    const float m = __fmaf_ru(xmq[q], k4.x, k4.y);
                     bool b1, open; // every sum of [a - m, a + m] gives 1; they do not all give one bit
                     if (!F::MODE3 || ch.mode != 3) {
-                        // [a - m, a + m] against t as one comparison a side, without branches
-                        // (sgn * a is exact; rd(-x) = -ru(x), so the ends stay outward)
-                        const float sa = ch.sgn * a, e1 = __fsub_rd(sa, m), e0 = __fadd_ru(sa, m);
-                        b1 = e1 >= ch.tt;
-                        open = !b1 && !(e0 < ch.tt);
-                    } else { // the chain at both ends
+                        // [a - m, a + m] against t as one comparison a side, without branches:
+                        // rd(sgn * a - m) and ru(sgn * a + m), sgn * a exact (rd(-x) = -ru(x), so
+                        // the ends stay outward). A NaN sum or m fails both: listed.
+                        b1 = __fmaf_rd(k4.z, a, -m) >= k4.w;
+                        open = !b1 && !(__fmaf_ru(k4.z, a, m) < k4.w);
+                    } else { // the chain at both ends (a NaN end gives -1: listed)
                         const int blo = ch.bit(__fsub_rd(a, m)), bhi = ch.bit(__fadd_ru(a, m));
                         open = blo < 0 || blo != bhi;
-                        b1 = blo == 1;
+                        b1 = blo == 1 && !open;
                     }
-                    open = open || !(fabsf(a) <= 3e38f && m <= 3e38f); // non-finite: listed too
-                    one8[q] |= (unsigned)(b1 && !open) << j;            // a listed sum's bit is 0 here
-                    und |= (unsigned)(open && pok[q]) << (8 * q + j);
+                    one8[q] |= (unsigned)b1 << j; // a listed sum's bit is 0 here
+                    und |= (unsigned)open << (8 * q + j);
                 }
             }
+#pragma unroll
+        for (int q = 0; q < 4; ++q) und &= pok[q] ? ~0u : ~(0xffu << 8 * q); // pixels past the image: none listed
         // A sum of und's bit k: its tile pixel and its channel in the block's 64.
         auto und_pl = [&](int k) { return wm * 32 + (k >> 4) * 16 + g + (k >> 3 & 1) * 8; };
         auto und_ol = [&](int k) { return wn * 32 + (k >> 1 & 3) * 8 + 2 * tq + (k & 1); };
