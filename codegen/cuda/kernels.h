@@ -187,13 +187,17 @@ static inline int bnn_halo_pick(int ohe, int owe, int nbx, int min_blocks) {
  * threshold layers but slower at batch 1, and the batch is not known here, so they are bnncc
  * --tune's candidates, measured on the GPU and batch the user names. The last is 4x8/64/8 with
  * BC_MINB 1: at minb 2 (128 registers) it spills 120-544 bytes on chain epilogues, where it
- * gets all the registers it wants instead. */
+ * gets all the registers it wants instead. tpw: tiles a warp at a large batch (grid_div / wm):
+ * 4, and 8 for 4x8/64/8 at minb 2, lower.c's batch alternative of the threshold layers from
+ * batch 16, whose blocks (two an SM) then pay their prologue (weights, tables, masks) half as
+ * often: its layers of XNOR ResNet-18 4-8 % faster at batch 256 on an H200 (docs/perf.md stop
+ * 27; with 8 everywhere the 1x1 downsample chains were up to 9 % slower). */
 typedef struct BnnHaloTile {
-    int th, tw, bn, wm, minb;
+    int th, tw, bn, wm, minb, tpw;
 } BnnHaloTile;
-static const BnnHaloTile bnn_halo_variants[] = {{4, 4, 32, 8, 3}, {2, 8, 32, 8, 3}, {4, 8, 64, 4, 3},
-                                                {4, 4, 64, 4, 4}, {4, 8, 64, 8, 2}, {4, 8, 32, 4, 4},
-                                                {4, 8, 64, 8, 1}};
+static const BnnHaloTile bnn_halo_variants[] = {{4, 4, 32, 8, 3, 4}, {2, 8, 32, 8, 3, 4}, {4, 8, 64, 4, 3, 4},
+                                                {4, 4, 64, 4, 4, 4}, {4, 8, 64, 8, 2, 8}, {4, 8, 32, 4, 4, 4},
+                                                {4, 8, 64, 8, 1, 4}};
 enum { BNN_HALO_VARIANTS = (int)(sizeof bnn_halo_variants / sizeof *bnn_halo_variants) };
 
 /* The index in bnn_halo_variants of the rule's tile for an output ow wide, pooled or not. */
@@ -203,8 +207,8 @@ static inline int bnn_halo_rule(int ow, int pool) { return ow >= 8 && !pool ? 1 
  * 1 the other of the first two, v >= 2 bnn_halo_variants[v]; or -1 when it does not apply: its
  * shared memory exceeds BNN_HALO_SMEM_MAX (very wide C; for v = 0 the implicit GEMM then), or
  * (v > 0) its BN does not divide O. grid.y: bnn_halo_grid's base (3 blocks an SM at a small
- * batch), and 4 tiles a warp at a large one (more for a variant whose tiles would otherwise
- * give more blocks than the rule's). classes: bnn_corr_classes. */
+ * batch), and the tile's tpw tiles a warp at a large one (more for a variant whose tiles would
+ * otherwise give more blocks than the rule's). classes: bnn_corr_classes. */
 static inline int bnn_halo_variant(int v, int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh,
                                    int dw, int pool, int classes, BnnHaloCfg *cfg) {
     const int rule = bnn_halo_rule(ow, pool), idx = v == 0 ? rule : v == 1 ? 1 - rule : v;
@@ -222,7 +226,7 @@ static inline int bnn_halo_variant(int v, int c, int oh, int ow, int o, int kh, 
     if (cfg->smem > BNN_HALO_SMEM_MAX)
         return -1;
     bnn_halo_set_grid(cfg, ohe, owe, o);
-    cfg->grid_div = (unsigned)(cfg->wm * 4);
+    cfg->grid_div = (unsigned)(cfg->wm * t->tpw);
     /* No more blocks a batch item than the rule's (grid.y must stay under 65536 for every batch
      * the rule's blob takes): a variant with fewer warps takes more tiles a warp instead. */
     const BnnHaloTile *r = &bnn_halo_variants[rule];
