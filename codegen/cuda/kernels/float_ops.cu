@@ -1114,11 +1114,12 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                             chain + (bnn_i64)(2 * F::STAGES + i / T::BN) * F::O + (o < F::O ? o : 0), o < F::O);
                 }
             bnn_cp_commit();
-            // k pair i's word in a plane, from the pixel's window origin; the padding's past the
-            // last kernel row (zero weights) reads the origin's word, which the pixel's sum holds
+            // k pair i's word in a plane, from the pixel's window origin, in bytes (an address is
+            // then one add); the padding's past the last kernel row (zero weights) reads the
+            // origin's word, which the pixel's sum holds
             for (int i = tid; i < F::KP / 2; i += 256) {
                 const int ky = 2 * i / F::KWP, r = 2 * i % F::KWP, kx = r / F::PS, c = r % F::PS;
-                koff[i] = ky < F::KH ? (ky * F::DH * T::RH + kx * F::DW * F::PS + c) / 2 : 0;
+                koff[i] = ky < F::KH ? (ky * F::DH * T::RH + kx * F::DW * F::PS + c) / 2 * 4 : 0;
             }
             // The halves past a row's positions: zeros (a pair's half past its kernel row's last
             // tap), which no tile's staging writes
@@ -1175,25 +1176,25 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         // tq declared here and again for the epilogue: hoisted above the staging, they cost the
         // kernel 16 more bytes of spills.)
         const int g = lane >> 2, tq = lane & 3;
-        int pw[2][2];
+        int pw[2][2]; // the pixels' window origins, in bytes
 #pragma unroll
         for (int mi = 0; mi < 2; ++mi)
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-                pw[mi][h] = ((2 * wm + mi) * F::SH * T::RH + (g + 8 * h) * F::SW * F::PS) / 2;
+                pw[mi][h] = ((2 * wm + mi) * F::SH * T::RH + (g + 8 * h) * F::SW * F::PS) / 2 * 4;
+        auto word = [&](int pl, int at) { return *(const unsigned *)((const unsigned char *)win + pl * T::PLW * 4 + at); };
 #pragma unroll
         for (int kc = 0; kc < T::NK; ++kc) {
             const int k0 = koff[kc * 8 + tq], k1 = koff[kc * 8 + 4 + tq]; // pairs 2tq and 2tq + 8
             unsigned a[T::PL][2][4], bw[T::PL][2][4];
 #pragma unroll
             for (int pl = 0; pl < T::PL; ++pl) {
-                const unsigned *wp = win + pl * T::PLW;
 #pragma unroll
                 for (int mi = 0; mi < 2; ++mi) {
-                    a[pl][mi][0] = wp[pw[mi][0] + k0];
-                    a[pl][mi][1] = wp[pw[mi][1] + k0];
-                    a[pl][mi][2] = wp[pw[mi][0] + k1];
-                    a[pl][mi][3] = wp[pw[mi][1] + k1];
+                    a[pl][mi][0] = word(pl, pw[mi][0] + k0);
+                    a[pl][mi][1] = word(pl, pw[mi][1] + k0);
+                    a[pl][mi][2] = word(pl, pw[mi][0] + k1);
+                    a[pl][mi][3] = word(pl, pw[mi][1] + k1);
                 }
 #pragma unroll
                 for (int nj = 0; nj < 2; ++nj) // two n8 tiles x k16: b0, b1 of tile 2nj, then of 2nj + 1
