@@ -4,8 +4,8 @@
 // thread, __syncthreads as a std::barrier, cp.async as a plain copy (so it checks indexing,
 // tiling, staging and the float sequence, not the asynchrony: the GPU run does that), then
 // every output is compared bit for bit with a plain loop in the reference order
-// (ir/interp.c, runtime/rt_cpu.c); and bnn_pool (max and average pools over f32) and bnn_pack on
-// fixed shapes. float_tiles_emu.py writes tile.inc (the kernels' source)
+// (ir/interp.c, runtime/rt_cpu.c); and bnn_pool (max and average pools over f32), bnn_pack and
+// bnn_quantize_image on fixed shapes. float_tiles_emu.py writes tile.inc (the kernels' source)
 // and cfgs.inc (bnncc's config structs for a set of models, and run_all).
 #include <atomic>
 #include <barrier>
@@ -42,10 +42,20 @@ static inline float __fdiv_rn(float a, float b) {
     volatile float r = a / b;
     return r;
 }
+static inline float __fsub_rn(float a, float b) {
+    volatile float r = a - b;
+    return r;
+}
 static inline float __int_as_float(int b) {
     float f;
     memcpy(&f, &b, 4);
     return f;
+}
+static inline float __uint_as_float(unsigned b) { return __int_as_float((int)b); }
+static inline unsigned __float_as_uint(float f) {
+    unsigned b;
+    memcpy(&b, &f, 4);
+    return b;
 }
 struct float4 {
     float x, y, z, w;
@@ -272,12 +282,46 @@ static int run_pack(const char *name, int batch, int c, int s, int words, int ze
     return bad != 0;
 }
 
-static int run_packs(int batch) {
+
+// bnn_quantize_image over every word of `batch` items of c channels x s pixels into `bits`
+// planes of [s][ld] words (tails zero), against the CPU path's packing (rt_cpu.c
+// run_quantize_image): code n = q - lo (NaN: 0) of each value, bit b of n into plane b at bit
+// c % 32 of word c / 32. The codes themselves are bnn_quantize_one's (the lowbit tests check
+// them against the CPU path).
+static int run_quantize_image(const char *name, int batch, int c, int s, int bits, int lo, int hi, float scale) {
+    const int ld = (c + 31) / 32, plane = (s * ld + 7) / 8 * 8;
+    std::mt19937 g(6);
+    const auto x = random_floats((size_t)batch * c * s, g, true);
+    unsigned scale_bits;
+    memcpy(&scale_bits, &scale, 4);
+    std::vector<unsigned> y((size_t)batch * bits * plane, 0xdeadbeefu), ref(y.size(), 0u);
+    for (int n = 0; n < batch; n++)
+        for (int ch = 0; ch < c; ch++)
+            for (int p = 0; p < s; p++) {
+                const float q = bnn_quantize_one(x.data() + (size_t)n * c * s, ch * s + p, scale, 0.0f, lo, hi, 0);
+                const unsigned code = q != q ? 0u : (unsigned)(long long)(q - (float)lo);
+                for (int b = 0; b < bits; b++)
+                    ref[((size_t)n * bits + b) * plane + (size_t)p * ld + ch / 32] |= ((code >> b) & 1u) << (ch % 32);
+            }
+    for (int n = 0; n < batch; n++)
+        for (int j = 0; j < plane; j++)
+            bnn_quantize_image(n, j, x.data(), y.data(), c, s, bits, ld, plane, lo, hi, 0, scale_bits, 0u);
+    size_t bad = 0;
+    for (size_t i = 0; i < y.size(); i++) bad += y[i] != ref[i];
+    printf("%s %-44s %8zu words, %zu differ\n", bad ? "FAIL" : "ok  ", name, y.size(), bad);
+    return bad != 0;
+}
+
+// f32 -> bits and codes: the pack and quantize-to-image-planes steps.
+static int run_packing(int batch) {
     int bad = 0;
     bad += run_pack("pack 64 ch x 13 px in 8 words (256-bit pixels), NCHW", batch, 64, 13, 8, 0, 0);
     bad += run_pack("pack 70 ch x 9 px, zero -> 1, NCHW", batch, 70, 9, 3, 1, 0);
     bad += run_pack("pack 5 ch x 11 px, NHWC", batch, 5, 11, 1, 0, 1);
     bad += run_pack("pack 96 ch x 4 px, zero -> 1, NHWC", batch, 96, 4, 4, 1, 1);
+    bad += run_quantize_image("quantize 64 ch x 13 px, 2 planes, 0..3", batch, 64, 13, 2, 0, 3, 0.25f);
+    bad += run_quantize_image("quantize 70 ch x 9 px, 3 planes, -4..3", batch, 70, 9, 3, -4, 3, 0.3f);
+    bad += run_quantize_image("quantize 5 ch x 11 px, 1 plane, 0..1", batch, 5, 11, 1, 0, 1, 1.0f);
     return bad;
 }
 
@@ -285,7 +329,7 @@ static int run_packs(int batch) {
 
 int main(int argc, char **argv) {
     int bad = 0;
-    for (int i = 1; i < argc; i++) bad += run_all(atoi(argv[i])) + run_pools(atoi(argv[i])) + run_packs(atoi(argv[i]));
+    for (int i = 1; i < argc; i++) bad += run_all(atoi(argv[i])) + run_pools(atoi(argv[i])) + run_packing(atoi(argv[i]));
     printf("%s\n", bad ? "FAILED" : "all bit-identical");
     return bad != 0;
 }
