@@ -156,7 +156,8 @@ static std::vector<unsigned> expected(const float *x, int batch, const float *w3
 }
 
 // Runs the stem on three kinds of input (normal values with exact zeros; small integers, whose
-// sums meet the dyadic weights' thresholds; normal values with inf and NaN) at batch 2; the
+// sums meet the dyadic weights' thresholds; normal values with inf, NaN and values past fp16's
+// range, whose pixels' sums the kernel lists) at batch 2; the
 // weights window WTS holds w32, the bias, p1 and the chain at the given offsets.
 template <class F>
 static int run(const char *name, const char *wts_path, long long w_at, long long b_at, long long p1_at,
@@ -182,8 +183,11 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
     for (int kind = 0; kind < 3; kind++) {
         std::vector<float> x((size_t)batch * F::C * F::H * F::W);
         for (auto &v : x) v = kind == 1 ? (float)((int)(g() % 5) - 2) : g() % 50 == 0 ? 0.0f : nd(g);
-        if (kind == 2)
-            for (int i = 0; i < 6; i++) x[g() % x.size()] = i % 3 == 0 ? INFINITY : i % 3 == 1 ? -INFINITY : NAN;
+        if (kind == 2) // and values past fp16's 65504: 65510 (fp16 65504, finite) and -7e4 (fp16 -inf)
+            for (int i = 0; i < 10; i++) {
+                const float big[5] = {INFINITY, -INFINITY, NAN, 65510.0f, -7e4f};
+                x[g() % x.size()] = big[i % 5];
+            }
         std::vector<unsigned> y((size_t)batch * P * PXW, 0xdeadbeefu);
         constexpr int LW = BnnConvBits<F>::LISTW, BLOCKS = T::MT * T::NT;
         std::vector<unsigned> list((size_t)batch * BLOCKS * LW, 0xdeadbeefu);
