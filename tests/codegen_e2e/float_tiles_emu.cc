@@ -261,6 +261,14 @@ static int run_pools(int batch) {
     return bad;
 }
 
+// Words against their reference, one line of result.
+static int compare_words(const char *name, const std::vector<unsigned> &y, const std::vector<unsigned> &ref) {
+    size_t bad = 0;
+    for (size_t i = 0; i < y.size(); i++) bad += y[i] != ref[i];
+    printf("%s %-44s %8zu words, %zu differ\n", bad ? "FAIL" : "ok  ", name, y.size(), bad);
+    return bad != 0;
+}
+
 // bnn_pack over every word of `batch` items of c channels x s pixels (words a pixel, padding
 // words included) against the CPU path's rule (rt_cpu.c run_pack): bit = v > 0, or v == 0 with
 // zero > 0; NaN and channels past c give 0 bits.
@@ -276,12 +284,8 @@ static int run_pack(const char *name, int batch, int c, int s, int words, int ze
             }
     for (int n = 0; n < batch; n++)
         for (int j = 0; j < s * words; j++) bnn_pack(n, j, x.data(), y.data(), c, s, words, zero, layout);
-    size_t bad = 0;
-    for (size_t i = 0; i < y.size(); i++) bad += y[i] != ref[i];
-    printf("%s %-44s %8zu words, %zu differ\n", bad ? "FAIL" : "ok  ", name, y.size(), bad);
-    return bad != 0;
+    return compare_words(name, y, ref);
 }
-
 
 // bnn_quantize_image over every word of `batch` items of c channels x s pixels into `bits`
 // planes of [s][ld] words (tails zero), against the CPU path's packing (rt_cpu.c
@@ -306,10 +310,7 @@ static int run_quantize_image(const char *name, int batch, int c, int s, int bit
     for (int n = 0; n < batch; n++)
         for (int j = 0; j < plane; j++)
             bnn_quantize_image(n, j, x.data(), y.data(), c, s, bits, ld, plane, lo, hi, 0, scale_bits, 0u);
-    size_t bad = 0;
-    for (size_t i = 0; i < y.size(); i++) bad += y[i] != ref[i];
-    printf("%s %-44s %8zu words, %zu differ\n", bad ? "FAIL" : "ok  ", name, y.size(), bad);
-    return bad != 0;
+    return compare_words(name, y, ref);
 }
 
 // f32 -> bits and codes: the pack and quantize-to-image-planes steps.

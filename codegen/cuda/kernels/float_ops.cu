@@ -360,12 +360,13 @@ __device__ __forceinline__ void bnn_quantize_image(bnn_i64 item, int j, const fl
     x += item * C * S;
     unsigned word[24];
     for (int b = 0; b < bits; ++b) word[b] = 0u;
+    const int nc = s < S ? (C - wi * 32 < 32 ? C - wi * 32 : 32) : 0; // the word's channels
     float v[32]; // every load issued before the first is used (as bnn_pack)
 #pragma unroll
-    for (int i = 0; i < 32; ++i) v[i] = s < S && wi * 32 + i < C ? x[(bnn_i64)(wi * 32 + i) * S + s] : 0.0f;
+    for (int i = 0; i < 32; ++i) v[i] = i < nc ? x[(bnn_i64)(wi * 32 + i) * S + s] : 0.0f;
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
-        if (!(s < S && wi * 32 + i < C)) break;
+        if (i >= nc) break;
         const float q = bnn_quantize_one(v + i, 0, scale, zeropt, lo, hi, rounding);
         const unsigned n = q != q ? 0u : (unsigned)(bnn_i64)__fsub_rn(q, (float)lo);
         for (int b = 0; b < bits; ++b) word[b] |= ((n >> b) & 1u) << i;
