@@ -2226,6 +2226,7 @@ static void fuse_gap_dense(Lower *L) {
 typedef struct ConvTile {
     int64_t h, w, oh, ow; /* the image and output as tiled (a 1x1 convolution: flattened) */
     int to, bo, bh, bw, tp, cc, pcw, stages;
+    bool flat;      /* a 1x1 conv tiled over the batch's pixels (FLAT): tiles cross images */
     int64_t xs, ws; /* floats a stage stages: the patch (BnnConvTile::XS) and the weights (WS) */
     int64_t smem;   /* the launch's shared memory: stages of xs + ws floats */
 } ConvTile;
@@ -2308,22 +2309,31 @@ enum { CONV_TILE_VARIANTS = 1 + (int)(sizeof conv_tile_variants / sizeof *conv_t
 /* The candidate tiles of a conv2d step into t[] (the rule's first), their number; 0 for the
  * one-thread-per-output bnn_conv2d: the tiled kernel needs finite weights (a zero staged for a
  * padded tap then adds nothing: float_ops.cu). A 1x1 convolution with unit strides and no
- * padding is the same over the flattened image: it is tiled as one row of h*w pixels. */
+ * padding is the same over the flattened image: it is tiled as one row of h*w pixels, and with
+ * one group over the batch's pixels (flat: a tile may hold the end of one image and the start of
+ * the next), so that no tile is part empty: Bi-Real ResNet-18's 1x1 downsample convs had 784,
+ * 196 and 49 pixels an image in tiles of 256, 256 and 64 (23 % of each block's products on
+ * padding, and the last only 2 pixels a thread). The tiles for small batches
+ * (small_batch_tiles) stay an image's. */
 static int plan_conv_tiles(const BlobConv2dParams *cp, const float *w, ConvTile t[CONV_TILE_VARIANTS]) {
     ConvTile base;
     memset(&base, 0, sizeof base);
     base.h = cp->h, base.w = cp->w, base.oh = cp->oh, base.ow = cp->ow;
     if (cp->kh == 1 && cp->kw == 1 && cp->stride_h == 1 && cp->stride_w == 1 && !cp->pad_top && !cp->pad_left &&
-        !cp->pad_bottom && !cp->pad_right)
+        !cp->pad_bottom && !cp->pad_right) {
         base.w *= base.h, base.h = 1, base.ow *= base.oh, base.oh = 1;
+        base.flat = cp->groups == 1;
+    }
+    /* A flat tile's pixels run on over the batch: its waste is a tile's at the batch's end. */
+    const int64_t tile_ow = base.flat ? base.ow * 256 : base.ow;
     t[0] = base;
     if (!all_finite(w, cp->o * (cp->c / cp->groups) * cp->kh * cp->kw) ||
-        !choose_conv_tile(cp, base.oh, base.ow, 0, 8, 0, &t[0]))
+        !choose_conv_tile(cp, base.oh, tile_ow, 0, 8, 0, &t[0]))
         return 0;
     int n = 1;
     for (int v = 0; v + 1 < CONV_TILE_VARIANTS; v++) {
         t[n] = base;
-        if (!choose_conv_tile(cp, base.oh, base.ow, conv_tile_variants[v][0], conv_tile_variants[v][1], 0, &t[n]))
+        if (!choose_conv_tile(cp, base.oh, tile_ow, conv_tile_variants[v][0], conv_tile_variants[v][1], 0, &t[n]))
             continue;
         bool dup = false;
         for (int i = 0; i < n && !dup; i++)
@@ -2353,6 +2363,7 @@ static int small_batch_tiles(const BlobConv2dParams *cp, const ConvTile *tiles, 
     int n = 0;
     if (one) {
         small[0] = tiles[0];
+        small[0].flat = false;
         if (choose_conv_tile(cp, tiles[0].oh, tiles[0].ow, 1, 8, 2, &small[0]) &&
             !(small[0].tp == tiles[0].tp && small[0].to == tiles[0].to && small[0].bo == tiles[0].bo))
             alt[n++] = 6;
@@ -2361,6 +2372,11 @@ static int small_batch_tiles(const BlobConv2dParams *cp, const ConvTile *tiles, 
     for (int i = 1; i < ntiles; i++)
         if (tiles[i].tp == tp && tiles[i].bo / tiles[i].to == 8 && tiles[0].tp != tp) {
             small[n] = tiles[i];
+            if (small[n].flat) { /* an image's tile again: the same pixels a thread, an image's waste */
+                small[n].flat = false;
+                if (!choose_conv_tile(cp, tiles[0].oh, tiles[0].ow, tp, 8, 0, &small[n]))
+                    continue;
+            }
             alt[n++] = one ? 32 : 2;
             break;
         }
@@ -2376,7 +2392,7 @@ enum { CONV_TPB_BATCH = 64, CONV_TPB = 8 };
 /* Whether tile t may take several tiles a block: one stage of input channels, one channel tile,
  * and two patch buffers in the shared memory of two blocks an SM. */
 static bool conv2d_tile_tpb_ok(const BlobConv2dParams *cp, const ConvTile *t) {
-    return t->stages == 1 && cp->groups == 1 && cp->o <= t->bo && t->smem + t->xs * 4 <= 110 * 1024;
+    return !t->flat && t->stages == 1 && cp->groups == 1 && cp->o <= t->bo && t->smem + t->xs * 4 <= 110 * 1024;
 }
 
 /* The config struct members of a conv's shape that bnn_conv2d_tile and bnn_conv2d_mma read:
@@ -2405,14 +2421,15 @@ static void conv2d_tile_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, 
     char *cfg = str_printf(
         "%s    static constexpr int ST = %lld, DIVM = %lld, RELUM = %lld;\n"
         "    static constexpr int BO = %d, TO = %d, BH = %d, BW = %d, TP = %d, CC = %d, PCW = %d, SMEM = %lld, "
-        "MANY = %d;\n",
+        "MANY = %d, FLAT = %d;\n",
         shape, (long long)cp->epi_stages, (long long)cp->epi_div, (long long)cp->epi_relu, t->bo, t->to, t->bh, t->bw,
-        t->tp, t->cc, t->pcw, (long long)smem, (int)many);
+        t->tp, t->cc, t->pcw, (long long)smem, (int)many, (int)t->flat);
     free(shape);
-    int64_t og = cp->o / cp->groups;
-    int64_t tiles = cp->groups * ((og + t->bo - 1) / t->bo) * ((t->oh + t->bh - 1) / t->bh) *
-                    ((t->ow + t->bw - 1) / t->bw);
+    int64_t og = cp->o / cp->groups, ot = (og + t->bo - 1) / t->bo;
+    int64_t tiles = cp->groups * ot * ((t->oh + t->bh - 1) / t->bh) * ((t->ow + t->bw - 1) / t->bw);
     BlobGridDim grid[3] = {{0, (uint32_t)tiles, (uint32_t)tpb}, {1, 0, 1}, {1, 0, 1}};
+    if (t->flat) /* OT * ceil(batch * OW / BW) tiles (float_ops.cu FLAT): at most OT blocks more */
+        grid[0] = (BlobGridDim){(uint32_t)ot, (uint32_t)(ot * t->ow), (uint32_t)t->bw};
     tile_kernel(L, st, "conv2d", cfg, "bnn_conv2d_tile", TILE_OPERANDS ", (const float *)in2", grid,
                 t->bo / t->to * 32, smem, 1);
     st->k.waits_itself = true; /* it requests its first weights before the wait */

@@ -159,7 +159,9 @@ template <class F> static int run_conv2d(const char *name, int batch, int tpb = 
                     ref[(((size_t)n * F::O + o) * F::OH + oy) * F::OW + ox] = v;
                 }
     smem_end = 0;
-    launch((batch * T::TILES + tpb - 1) / tpb, 1, T::NT,
+    // lower.c's grid: a block a tile (FLAT: OT * ceil(batch * W / BW) tiles, up to OT blocks more)
+    const int blocks = F::FLAT ? T::OT + (batch * T::OT * F::OW + F::BW - 1) / F::BW : (batch * T::TILES + tpb - 1) / tpb;
+    launch(blocks, 1, T::NT,
            [&] { bnn_conv2d_tile<F>(batch, x.data(), w.data(), F::BIAS ? b.data() : nullptr, y.data(),
                                               F::ST ? chain.data() : nullptr); });
     return compare(name, y, ref, smem_end, F::SMEM);

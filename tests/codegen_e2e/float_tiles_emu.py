@@ -25,7 +25,8 @@ import test_e2e  # noqa: E402  (float_models, f32_const)
 
 
 def resnet_models(tmp, rng):
-    """ResNet-18's float layers, one model each (big: emulated at batch 1 only)."""
+    """ResNet-18's float layers, one model each (big: emulated at batch 1 only, but for the 1x1
+    convs, whose tiles run over the batch: FLAT)."""
     specs = {"resnet_stem": ("(%x: f32[N,3,224,224])", "f32[N,64,112,112]",
                              test_e2e.f32_const("w", (64, 3, 7, 7), rng) + test_e2e.f32_const("b", (64,), rng),
                              "    %c = f32[N,64,112,112] conv2d %x, $w, $b {strides=[2,2], pads=[3,3,3,3]}\n"
@@ -101,12 +102,15 @@ def main():
                     seen.add((name, m.group(3)))
                     tag = f"{name}_{m.group(1)}" + (f"_c{cand}" if cand else "")
                     structs.append(f"struct {tag} {{{m.group(3)}}};")
-                    runs = big_runs if model in big else small_runs
+                    # the 1x1 convs at batch 5 too: their tiles run over the batch (FLAT)
+                    runs = big_runs if model in big and "FLAT = 1" not in m.group(3) else small_runs
                     runs.append(f'run_{m.group(2)}<{tag}>("{tag}", batch)')
                     if "MANY = 1" in m.group(3):  # the same kernel on a grid of three tiles a block too
                         runs.append(f'run_{m.group(2)}<{tag}>("{tag} x3", batch, 3)')
         if len(structs) < 15:
             sys.exit(f"FAIL: only {len(structs)} tiled float kernels in the models (the lowering stopped tiling?)")
+        if not any("FLAT = 1" in st for st in structs):
+            sys.exit("FAIL: no 1x1 conv tiled over the batch's pixels (FLAT = 1): the lowering stopped?")
         with open(os.path.join(tmp, "cfgs.inc"), "w") as f:
             f.write("\n".join(structs) + "\nstatic int run_all(int batch) {\n    int bad = 0;\n" +
                     "".join(f"    bad += {r};\n" for r in small_runs) +

@@ -422,7 +422,10 @@ __device__ __forceinline__ float bnn_chain_stages(float v, const float *a, const
 // % SW) so that strided taps read consecutive words, PCW words per phase row (padded by the
 // lowering against bank conflicts); the weights as rows [c][kh][kw] of BO (+ 4: WLD).
 // grid.x = batch * tiles, or with MANY fewer: a block takes tiles blockIdx.x, + gridDim.x, ...
-// (below). The first stage's weights (constants) are requested before the wait for the
+// (below). FLAT (a 1x1 conv with one group, H = OH = 1, W = OW the image's pixels): the tiles
+// run over the batch's pixels, q = item * W + pixel, so one may hold the end of an image and
+// the start of the next; tile t is channel tile t % OT of pixels (t / OT) * BW..., grid.x at
+// least OT * ceil(batch * W / BW) (lower.c launches OT more at most). The first stage's weights (constants) are requested before the wait for the
 // kernels before (BNN_PDL_ENTER), the patch after.
 template <class F> struct BnnConvTile {
     static constexpr int CG = F::C / F::G, OG = F::O / F::G, KK = F::KH * F::KW;
@@ -442,6 +445,10 @@ template <class F> struct BnnConvTile {
     // MANY: a block may take several tiles, which share its weights (one stage, one channel
     // tile), with two patch buffers
     static_assert(!F::MANY || (NCH == 1 && F::G == 1 && OT == 1), "MANY");
+    static_assert(!F::FLAT || (!F::MANY && F::G == 1 && F::H == 1 && F::OH == 1 && KK == 1 && F::SW == 1 &&
+                                 F::PL == 0 && F::W == F::OW && F::PCW == F::BW), "FLAT");
+    // FLAT with 16-byte copies of 4 pixels: an image's rows start at multiples of 4 floats
+    static constexpr bool V16 = F::FLAT && F::W % 4 == 0 && F::BW % 4 == 0;
     static_assert((F::MANY ? 2 * XS + WS : (NCH > 1 ? 2 : 1) * STAGE) * 4 == F::SMEM,
                   "the launch's shared memory (lower.c) differs");
 };
@@ -458,8 +465,14 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
         bnn_i64 item;
         int g, oc0, oy0, ox0;
     };
+    const bnn_i64 nq = (bnn_i64)batch * F::W; // FLAT: the batch's pixels
     auto tile_of = [&](bnn_i64 t) {
         Tile tl;
+        if (F::FLAT) { // item 0, ox0 the first of the batch's pixels q
+            tl.item = 0, tl.g = 0, tl.oy0 = 0;
+            tl.oc0 = (int)(t % T::OT) * F::BO, tl.ox0 = (int)(t / T::OT) * F::BW;
+            return tl;
+        }
         tl.item = t / T::TILES;
         const int u = (int)(t % T::TILES), ct = u % T::CT, rt = u / T::CT % T::RT;
         tl.oc0 = u / (T::CT * T::RT) % T::OT * F::BO, tl.g = u / (T::CT * T::RT * T::OT);
@@ -468,6 +481,29 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
     };
     // The patch of input channels c0.. of tile tl into xs.
     auto load_x = [&](float *xs, const Tile &tl, int c0) {
+        if (F::FLAT) {
+            // The tile's BW pixels q = ox0.. of the batch's, V at a time (4 where W % 4 == 0: one
+            // 16-byte copy, as a group then never straddles two images): a thread keeps its
+            // group g and finds its item once, then steps through the channels (their rows W
+            // floats apart). (A copy a float, each with its item's division, was 20 % of the
+            // 1x1 convs' instructions.)
+            constexpr int V = T::V16 ? 4 : 1, NG = F::BW / V, TPG = T::NT >= NG ? T::NT / NG : 1;
+            static_assert(T::NT % NG == 0 || NG % T::NT == 0, "FLAT: column groups");
+            for (int g = T::NT >= NG ? tid % NG : tid; g < NG; g += T::NT) {
+                const bnn_i64 q = (bnn_i64)tl.ox0 + g * V, n = q / F::W;
+                const bool okq = q < nq;
+                const float *src = x + (n * F::C + c0) * F::W + (q - n * F::W);
+                for (int c = T::NT >= NG ? tid / NG : 0; c < F::CC; c += TPG) {
+                    const bool ok = okq && c0 + c < T::CG;
+                    float *const dst = xs + c * F::PCW + g * V;
+                    if (V == 4)
+                        bnn_cp16(bnn_smem(dst), ok ? src + (bnn_i64)c * F::W : x, ok ? 16u : 0u);
+                    else
+                        bnn_cp4(dst, ok ? src + (bnn_i64)c * F::W : x, ok);
+                }
+            }
+            return;
+        }
         const float *xi = x + (tl.item * F::C + tl.g * T::CG) * F::H * F::W;
         const int iy0 = tl.oy0 * F::SH - F::PT, ix0 = tl.ox0 * F::SW - F::PL;
         for (int i = tid; i < F::CC * T::PR * T::PC; i += T::NT) {
@@ -481,8 +517,22 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
     // The weights of tile tl's output channels for input channels c0.. into ws.
     auto load_w = [&](float *ws, const Tile &tl, int c0) {
         const float *wg = w + (bnn_i64)(tl.g * T::OG + tl.oc0) * T::CG * T::KK;
-        if (T::V4) { // a warp: 4 channels x 8 consecutive rows (c*KK + tap: contiguous in w)
-            constexpr int RB = (T::R + 7) / 8;
+        constexpr int RB = (T::R + 7) / 8, U = 32 * RB; // V4: a warp's 8 rows x 4 channels, RB of them
+        if (T::V4 && (T::NT % U == 0 || U % T::NT == 0)) {
+            // The same, with a thread's rows (u) fixed and its channel groups (og) stepped: the
+            // addresses of its copies differ by constants. (Each copy's indices computed from a
+            // running i took about 6 % of a 1x1 conv's instructions, 10 % of its stall samples.)
+            for (int u = T::NT >= U ? tid % U : tid; u < U; u += T::NT) {
+                const int r = u / 32 * 8 + u / 4 % 8;
+                if (r >= T::R) continue;
+                const bool okr = c0 + r / T::KK < T::CG;
+                const float *const src = wg + ((bnn_i64)(u % 4) * T::CG + c0) * T::KK + r;
+                for (int og = T::NT >= U ? tid / U : 0; og < F::BO / 4; og += T::NT >= U ? T::NT / U : 1) {
+                    const bool ok = okr && tl.oc0 + og * 4 + u % 4 < T::OG;
+                    bnn_cp4(ws + r * T::WLD + og * 4 + u % 4, ok ? src + (bnn_i64)og * 4 * T::CG * T::KK : wg, ok);
+                }
+            }
+        } else if (T::V4) { // a warp: 4 channels x 8 consecutive rows (c*KK + tap: contiguous in w)
             for (int i = tid; i < F::BO / 4 * RB * 32; i += T::NT) {
                 const int ol = i / (32 * RB) * 4 + i % 4, r = i / 32 % RB * 8 + i / 4 % 8;
                 if (r >= T::R) continue;
@@ -537,22 +587,37 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
             }
     };
     auto store = [&](const Tile &tl) {
+        // Each pixel's place in y past its channel's offset, -1 outside the output: once a tile,
+        // not an output (FLAT: its item from a division)
+        bnn_i64 pix[F::TP];
+#pragma unroll
+        for (int k = 0; k < F::TP; ++k) {
+            const int p = tp + k * T::NTP;
+            if (F::FLAT) {
+                const bnn_i64 q = (bnn_i64)tl.ox0 + p, n = q / F::OW;
+                pix[k] = q < nq ? n * F::O * F::OW + (q - n * F::OW) : -1;
+            } else {
+                const int oy = tl.oy0 + p / F::BW, ox = tl.ox0 + p % F::BW;
+                pix[k] = oy < F::OH && ox < F::OW ? tl.item * F::O * F::OH * F::OW + oy * F::OW + ox : -1;
+            }
+        }
 #pragma unroll
         for (int o = 0; o < F::TO; ++o) {
             const int oc = tl.oc0 + to * F::TO + o;
             if (oc >= T::OG) break;
             const int oo = tl.g * T::OG + oc;
-            float *yo = y + (tl.item * F::O + oo) * F::OH * F::OW;
-            float ca[F::ST > 0 ? F::ST : 1], cb[F::ST > 0 ? F::ST : 1]; // this channel's chain constants
+            float *yo = y + (bnn_i64)oo * F::OH * F::OW;
+            // this channel's bias and chain constants, read once (y might alias them for the compiler)
+            const float bo = F::BIAS ? b[oo] : 0.0f;
+            float ca[F::ST > 0 ? F::ST : 1], cb[F::ST > 0 ? F::ST : 1];
 #pragma unroll
             for (int s = 0; s < F::ST; ++s) ca[s] = chain[2 * s * F::O + oo], cb[s] = chain[(2 * s + 1) * F::O + oo];
 #pragma unroll
             for (int k = 0; k < F::TP; ++k) {
-                const int p = tp + k * T::NTP, oy = tl.oy0 + p / F::BW, ox = tl.ox0 + p % F::BW;
-                if (oy >= F::OH || ox >= F::OW) continue;
-                float v = F::BIAS ? __fadd_rn(b[oo], acc[o][k]) : acc[o][k];
+                if (pix[k] < 0) continue;
+                float v = F::BIAS ? __fadd_rn(bo, acc[o][k]) : acc[o][k];
                 if (F::RELU) v = v < 0.0f ? 0.0f : v; // NaN stays NaN, as bnn_relu
-                yo[oy * F::OW + ox] = bnn_chain_stages<F::ST, F::DIVM, F::RELUM>(v, ca, cb);
+                yo[pix[k]] = bnn_chain_stages<F::ST, F::DIVM, F::RELUM>(v, ca, cb);
             }
         }
     };
@@ -563,7 +628,7 @@ __device__ __forceinline__ void bnn_conv2d_tile(int batch, const float *x, const
             for (int k = 0; k < F::TP; ++k) acc[o][k] = 0.0f;
     };
 
-    const bnn_i64 tiles = (bnn_i64)batch * T::TILES;
+    const bnn_i64 tiles = F::FLAT ? T::OT * ((nq + F::BW - 1) / F::BW) : (bnn_i64)batch * T::TILES;
     bnn_i64 t = blockIdx.x;
     if (t >= tiles) return;
     Tile tl = tile_of(t);
