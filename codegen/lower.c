@@ -3445,8 +3445,16 @@ static int lower_quantize(Lower *L, const Node *n) {
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.quantize = qp;
-    /* The GPU: one thread per element (dequant) or a warp per QUANTIZE_WORDS words of the code
-     * planes (ld is a multiple of 8). */
+    /* The GPU: four elements a thread (dequant, k % 4 == 0: bnn_dequantize4), one (dequant), or
+     * a warp per QUANTIZE_WORDS words of the code planes (ld is a multiple of 8). */
+    if (qp.dequant && k % 4 == 0) {
+        float_kernel(L, st, "quantize", k / 4,
+                     str_printf("bnn_dequantize4(item, j, (const float *)in, (float *)out, %lld, %lld, %lld, %lld, "
+                                "%uu, %uu)",
+                                (long long)k, (long long)lo, (long long)hi, (long long)rounding, (unsigned)sb,
+                                (unsigned)zb));
+        return 0;
+    }
     float_kernel(L, st, "quantize", qp.dequant ? k : qp.ld * 32 / QUANTIZE_WORDS,
                  str_printf("bnn_quantize<%d>(item, j, (const float *)in, out, %lld, %lld, %lld, %lld, %lld, %lld, "
                             "%uu, %uu, %d)",

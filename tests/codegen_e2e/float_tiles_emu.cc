@@ -60,6 +60,7 @@ static inline unsigned __float_as_uint(float f) {
 struct float4 {
     float x, y, z, w;
 };
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 typedef long long bnn_i64;
 alignas(128) unsigned char bnn_dsmem[1 << 22]; // the dynamic shared memory of the running block
 static std::atomic<size_t> smem_end;           // one past the highest byte a copy wrote
@@ -315,6 +316,23 @@ static int run_quantize_image(const char *name, int batch, int c, int s, int bit
     return compare_words(name, y, ref);
 }
 
+// bnn_dequantize4 (a quant step with dequant, 4 elements a thread) over `batch` items of k
+// against the CPU path's value of each element (rt_cpu.c run_quantize): (q - zeropt) * scale,
+// q = bnn_quantize_one's level.
+static int run_dequantize4(const char *name, int batch, int k, int lo, int hi, float scale, float zeropt, int rounding) {
+    std::mt19937 g(8);
+    const auto x = random_floats((size_t)batch * k, g, true);
+    unsigned sb, zb;
+    memcpy(&sb, &scale, 4);
+    memcpy(&zb, &zeropt, 4);
+    std::vector<float> y(x.size(), 12345.0f), ref(x.size());
+    for (size_t i = 0; i < x.size(); i++)
+        ref[i] = __fmul_rn(__fsub_rn(bnn_quantize_one(x.data(), (int)i, scale, zeropt, lo, hi, rounding), zeropt), scale);
+    for (int n = 0; n < batch; n++)
+        for (int j = 0; j < k / 4; j++) bnn_dequantize4(n, j, x.data(), y.data(), k, lo, hi, rounding, sb, zb);
+    return compare(name, y, ref, 0, 0);
+}
+
 // f32 -> bits and codes: the pack and quantize-to-image-planes steps.
 static int run_packing(int batch) {
     int bad = 0;
@@ -322,6 +340,8 @@ static int run_packing(int batch) {
     bad += run_pack("pack 70 ch x 9 px, zero -> 1, NCHW", batch, 70, 9, 3, 1, 0);
     bad += run_pack("pack 5 ch x 11 px, NHWC", batch, 5, 11, 1, 0, 1);
     bad += run_pack("pack 96 ch x 4 px, zero -> 1, NHWC", batch, 96, 4, 4, 1, 1);
+    bad += run_dequantize4("dequant 4 a thread, 0..3 / 2, round", batch, 6 * 44, 0, 3, 0.5f, 0.0f, 0);
+    bad += run_dequantize4("dequant 4 a thread, -4..3, scale 0.3, zero pt 1, floor", batch, 4 * 27, -4, 3, 0.3f, 1.0f, 2);
     bad += run_quantize_image("quantize 64 ch x 13 px, 2 planes, 0..3", batch, 64, 13, 2, 0, 3, 0.25f);
     bad += run_quantize_image("quantize 70 ch x 9 px, 3 planes, -4..3", batch, 70, 9, 3, -4, 3, 0.3f);
     bad += run_quantize_image("quantize 5 ch x 11 px, 1 plane, 0..1", batch, 5, 11, 1, 0, 1, 1.0f);

@@ -2,10 +2,11 @@
 """The tiled float kernels (float_ops.cu) without a GPU: bnncc --emit=cuda on the float models
 of test_e2e.py (float_models, head_models), tests/passes/stem.bnn and ResNet-18's float layers (the 7x7/2 stem
 with its relu at 224x224, a stem with batch-norm and relu fused into its store, the 1x1
-downsample convs, the 512 -> 1000 head), and bnn_pool on fixed pool shapes, with the cost model's tiles and with
+downsample convs, the 512 -> 1000 head), and bnn_pool, bnn_pack, bnn_quantize_image and bnn_dequantize4
+on fixed shapes, with the cost model's tiles and with
 each other tile bnncc --tune measures for a conv, their config structs collected, the
 kernels compiled as host C++ under float_tiles_emu.cc's block emulator and run at batch 1 and
-5 (the stem at 1): every output must equal the reference loop bit for bit, and no stage may
+5 (the stem at 1; the 1x1 convs, tiled over the batch, at 5 too): every output must equal the reference loop bit for bit, and no stage may
 write past the shared memory the launch gives. Exit 77 (skipped) without a C++20 compiler.
 
     float_tiles_emu.py"""
