@@ -441,8 +441,9 @@ __device__ __forceinline__ float bnn_chain_stages(float v, const float *a, const
 // (below). FLAT (a 1x1 conv with one group, H = OH = 1, W = OW the image's pixels): the tiles
 // run over the batch's pixels, q = item * W + pixel, so one may hold the end of an image and
 // the start of the next; tile t is channel tile t % OT of pixels (t / OT) * BW..., grid.x at
-// least OT * ceil(batch * W / BW) (lower.c launches OT more at most). The first stage's weights (constants) are requested before the wait for the
-// kernels before (BNN_PDL_ENTER), the patch after.
+// least OT * ceil(batch * W / BW) (lower.c launches OT more at most). The first stage's
+// weights (constants) are requested before the wait for the kernels before (BNN_PDL_ENTER),
+// the patch after.
 template <class F> struct BnnConvTile {
     static constexpr int CG = F::C / F::G, OG = F::O / F::G, KK = F::KH * F::KW;
     static constexpr int PR = (F::BH - 1) * F::SH + (F::KH - 1) * F::DH + 1;
