@@ -2324,7 +2324,8 @@ static int plan_conv_tiles(const BlobConv2dParams *cp, const float *w, ConvTile 
         base.w *= base.h, base.h = 1, base.ow *= base.oh, base.oh = 1;
         base.flat = cp->groups == 1;
     }
-    /* A flat tile's pixels run on over the batch: its waste is a tile's at the batch's end. */
+    /* A flat tile's pixels run on over the batch: its waste is one tile's at the batch's end,
+     * weighed here as at batch 256. */
     const int64_t tile_ow = base.flat ? base.ow * 256 : base.ow;
     t[0] = base;
     if (!all_finite(w, cp->o * (cp->c / cp->groups) * cp->kh * cp->kw) ||

@@ -6,8 +6,8 @@ downsample convs, the 512 -> 1000 head), and bnn_pool, bnn_pack, bnn_quantize_im
 on fixed shapes, with the cost model's tiles and with
 each other tile bnncc --tune measures for a conv, their config structs collected, the
 kernels compiled as host C++ under float_tiles_emu.cc's block emulator and run at batch 1 and
-5 (the stem at 1; the 1x1 convs, tiled over the batch, at 5 too): every output must equal the reference loop bit for bit, and no stage may
-write past the shared memory the launch gives. Exit 77 (skipped) without a C++20 compiler.
+5 (the stem at 1; the 1x1 convs, tiled over the batch, at 5 too): every output must equal the
+reference loop bit for bit, and no stage may write past the shared memory the launch gives. Exit 77 (skipped) without a C++20 compiler.
 
     float_tiles_emu.py"""
 import os

@@ -303,6 +303,12 @@ __device__ __forceinline__ float bnn_quantize_one(const float *x, int k, float s
     return q;
 }
 
+// The dequantized value of element k: (q - zeropt) * scale, each operation rounded on its own.
+__device__ __forceinline__ float bnn_dequant_one(const float *x, int k, float scale, float zeropt, int lo, int hi,
+                                                 int rounding) {
+    return __fmul_rn(__fsub_rn(bnn_quantize_one(x, k, scale, zeropt, lo, hi, rounding), zeropt), scale);
+}
+
 template <int WORDS>
 __device__ __forceinline__ void bnn_quantize(bnn_i64 item, int j, const float *x, void *out, int k, int bits, int ld,
                                              int lo, int hi, int rounding, unsigned scale_bits,
@@ -310,8 +316,7 @@ __device__ __forceinline__ void bnn_quantize(bnn_i64 item, int j, const float *x
     const float scale = __int_as_float((int)scale_bits), zeropt = __int_as_float((int)zeropt_bits);
     x += item * k;
     if (dequant) {
-        const float q = bnn_quantize_one(x, j, scale, zeropt, lo, hi, rounding);
-        ((float *)out)[item * k + j] = __fmul_rn(__fsub_rn(q, zeropt), scale);
+        ((float *)out)[item * k + j] = bnn_dequant_one(x, j, scale, zeropt, lo, hi, rounding);
         return;
     }
     unsigned *y = (unsigned *)out + item * bits * ld;
@@ -384,11 +389,11 @@ __device__ __forceinline__ void bnn_dequantize4(bnn_i64 item, int j, const float
                                                 int rounding, unsigned scale_bits, unsigned zeropt_bits) {
     const float scale = __int_as_float((int)scale_bits), zeropt = __int_as_float((int)zeropt_bits);
     const float4 v = ((const float4 *)(x + item * k))[j];
-    float e[4] = {v.x, v.y, v.z, v.w};
+    const float e[4] = {v.x, v.y, v.z, v.w};
+    float d[4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-        e[i] = __fmul_rn(__fsub_rn(bnn_quantize_one(e, i, scale, zeropt, lo, hi, rounding), zeropt), scale);
-    ((float4 *)(out + item * k))[j] = make_float4(e[0], e[1], e[2], e[3]);
+    for (int i = 0; i < 4; ++i) d[i] = bnn_dequant_one(e, i, scale, zeropt, lo, hi, rounding);
+    ((float4 *)(out + item * k))[j] = make_float4(d[0], d[1], d[2], d[3]);
 }
 
 // ---------------------------------------------------------------- tiled float conv2d and dense
