@@ -1438,6 +1438,7 @@ typedef struct HaloLayer {
     int c, oh, ow, o, kh, kw, sh, sw, dh, dw;
     int pool, classes;    /* bconv */
     int xb, wb, nacc;     /* qconv */
+    int res;              /* qconv: a chain with a residual (its shared memory holds them) */
 } HaloLayer;
 
 static int bconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
@@ -1449,7 +1450,7 @@ static int bconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
 static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
     const HaloLayer *h = ctx;
     return bnn_qhalo_variant(v, h->c, h->oh, h->ow, h->o, h->kh, h->kw, h->sh, h->sw, h->dh, h->dw, h->xb, h->wb,
-                             h->nacc, cfg);
+                             h->nacc, h->res, cfg);
 }
 
 /* A threshold halo bconv's batch alternative (new_batch_alt): bnn_halo_variants[4], 4x8 pixels
@@ -3806,7 +3807,7 @@ static int lower_qconv(Lower *L, const Node *n) {
     int nacc = (int)(qp.wsigned && !qp.bipolar ? qp.xb + qp.wb - 2 + qp.xb : qp.xb + qp.wb - 1);
     HaloLayer hl = {.c = (int)C, .oh = (int)OH, .ow = (int)OW, .o = (int)O, .kh = (int)KH, .kw = (int)KW,
                     .sh = (int)s[0], .sw = (int)s[1], .dh = (int)d[0], .dw = (int)d[1], .xb = (int)xb,
-                    .wb = (int)qp.wb, .nacc = nacc};
+                    .wb = (int)qp.wb, .nacc = nacc, .res = chain && n->nin == 4};
     if (!L->qconv_direct && choose_halo(L, st, BNN_QHALO_VARIANTS, qconv_halo_variant, &hl, &hc) == 0) {
         char *head = st->k.defines;
         st->k.defines = str_printf("%s#define QC_HALO 1\n#define QC_TH %d\n#define QC_TW %d\n#define QC_WM %d\n"

@@ -246,13 +246,15 @@ static inline int bnn_halo_choose(int c, int oh, int ow, int o, int kh, int kw, 
 /* The halo-tile qconv (QC_HALO 1, qconv.cu): a block's dynamic shared memory (QC_HSMEM), which
  * it checks on entry: the weight slice (wb planes x KH*KW taps x ceil(C/128) 16-byte chunks x
  * 32*wn rows), two halos of xb planes (HH rows of HWS slots per chunk), a zero line, the
- * popcount of each halo slot and of each tile row. */
+ * popcount of each halo slot and of each tile row, and with res (a chain with a residual) each
+ * warp's residuals, 33 words a tile row. */
 static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, int dw, int th, int tw, int wn,
-                                 int xb, int wb) {
+                                 int xb, int wb, int res) {
     int she = kh == 1 ? 1 : sh, swe = kw == 1 ? 1 : sw;
     int ccr = (c + 127) / 128, hh = (th - 1) * she + (kh - 1) * dh + 1, hwd = (tw - 1) * swe + (kw - 1) * dw + 1;
     int hws = she == 1 ? bnn_halo_ws(hwd, tw * swe) : hwd, nhp = hh * hws;
-    return wb * kh * kw * ccr * 32 * wn * 16 + 2 * xb * ccr * nhp * 16 + 16 + 4 * nhp + 4 * th * tw;
+    return wb * kh * kw * ccr * 32 * wn * 16 + 2 * xb * ccr * nhp * 16 + 16 + 4 * nhp + 4 * th * tw +
+           (res ? wn * th * tw * 33 * 4 : 0);
 }
 
 /* The halo qconv's configuration (QC_TH, QC_TW, QC_WM, QC_WN, QC_MINB in cfg->th, tw, wm, wn,
@@ -265,7 +267,7 @@ static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, 
  * other tiles of bnn_halo_tiles, in its order, with the same rest. */
 enum { BNN_QHALO_VARIANTS = 4 };
 static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh,
-                                    int dw, int xb, int wb, int nacc, BnnHaloCfg *cfg) {
+                                    int dw, int xb, int wb, int nacc, int res, BnnHaloCfg *cfg) {
     int bn = o <= 32 ? 32 : 64, tile = bnn_halo_pick(oh, ow, (o + bn - 1) / bn, 66);
     if (v < 0 || v >= BNN_QHALO_VARIANTS)
         return -1;
@@ -279,7 +281,7 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
     for (; bn >= 32; bn -= 32) {
         cfg->bn = bn;
         cfg->wn = bn / 32;
-        cfg->smem = bnn_qhalo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, cfg->wn, xb, wb);
+        cfg->smem = bnn_qhalo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, cfg->wn, xb, wb, res);
         if (cfg->smem <= BNN_HALO_SMEM_MAX)
             break;
     }
@@ -290,8 +292,8 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
 }
 
 static inline int bnn_qhalo_choose(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh, int dw,
-                                   int xb, int wb, int nacc, BnnHaloCfg *cfg) {
-    return bnn_qhalo_variant(0, c, oh, ow, o, kh, kw, sh, sw, dh, dw, xb, wb, nacc, cfg);
+                                   int xb, int wb, int nacc, int res, BnnHaloCfg *cfg) {
+    return bnn_qhalo_variant(0, c, oh, ow, o, kh, kw, sh, sw, dh, dw, xb, wb, nacc, res, cfg);
 }
 
 /* Threads per block of a tile: one warp per (WM x WN) warp tile. */

@@ -314,6 +314,33 @@ typedef struct Case {
 #define S_GY 2
 #include "qconv_emu_case.h"
 
+#define S_ID o9
+#define S_NAME "bipolar w1 a2, C 64, 3x3, 31 levels (thresholds read a row at a time), 5 planes out"
+#define S_C 64
+#define S_H 6
+#define S_W 7
+#define S_O 48
+#define S_KH 3
+#define S_KW 3
+#define S_PT 1
+#define S_PL 1
+#define S_OH 6
+#define S_OW 7
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 2
+#define S_L 31
+#define S_YB 5
+#define S_LDW 2
+#define S_LDY 2
+#define S_TH 4
+#define S_TW 4
+#define S_WM 1
+#define S_WN 2
+#define S_GY 3
+#include "qconv_emu_case.h"
+
 #define S_ID o3
 #define S_NAME "bipolar w1 a2, C 130 (8 words), 7x6 3x3, pad code 2, chain r + v, f32 and codes"
 #define S_C 130
@@ -480,7 +507,8 @@ typedef struct Case {
 #include "qconv_emu_case.h"
 
 static const Case *const cases[] = {&case_t8, &case_t9, &case_t12, &case_t13, &case_t14, &case_t23, &case_t24,
-                                    &case_o1, &case_o2, &case_o3, &case_o4, &case_o5, &case_o6, &case_o7, &case_o8};
+                                    &case_o1, &case_o2, &case_o3, &case_o4, &case_o5, &case_o6, &case_o7, &case_o8,
+                                    &case_o9};
 
 static uint32_t rng_state = 777;
 static int rnd(int lo, int hi) {
@@ -516,7 +544,7 @@ static size_t run_one(const Case *s, bool halo, int M, const unsigned *X, const 
         gy = (unsigned)s->gy;
         threads = (unsigned)(32 * s->wm * s->wn);
         smem = (unsigned)bnn_qhalo_smem(s->c, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->th, s->tw, s->wn, s->xb,
-                                        s->wb);
+                                        s->wb, s->epi == 3 && s->res);
     }
     if (s->epi == 3) {
         Launch3 l = {halo ? s->halo3 : s->direct3, X, W, M, ep, r, s->f32 ? gotf : NULL, s->yb ? got : NULL};
@@ -658,7 +686,7 @@ int main(void) {
         BnnHaloCfg hc;
         int nacc = s->xb + s->wb - 1;
         CHECK(bnn_qhalo_choose(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->xb, s->wb,
-                               nacc, &hc) == 0);
+                               nacc, s->epi == 3 && s->res, &hc) == 0);
         CHECK_MSG(hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn,
                   "%s: bnn_qhalo_choose gives %dx%d, %dx%d warps", s->name, hc.th, hc.tw, hc.wm, hc.wn);
     }

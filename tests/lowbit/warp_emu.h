@@ -162,6 +162,7 @@ static inline void emu_cp_wait(int n) {
     emu_ncp = k;
 }
 #define bnn_qh_wait1() emu_cp_wait(1)
+#define bnn_qh_wait2() emu_cp_wait(2)
 
 /* One launch: grid (gx, gy), `threads` threads a block (a multiple of 32), `smem` bytes of
  * dynamic shared memory; body(ctx) runs the kernel in every thread, blocks one after another. */

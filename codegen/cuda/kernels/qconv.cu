@@ -53,6 +53,7 @@ __device__ __forceinline__ void bnn_qc_mma(int *d, unsigned a0, unsigned a1, uns
 #define bnn_qh_smem_size() bnn_dyn_smem_size()
 #define bnn_qh_commit() bnn_cp_commit()
 #define bnn_qh_wait1() bnn_cp_wait<1>()
+#define bnn_qh_wait2() bnn_cp_wait<2>()
 #define bnn_qh_st16(d, x, y, z, w) bnn_st16(d, x, y, z, w)
 #define BNN_QC_UNROLL _Pragma("unroll")
 // A size-byte cp.async (16: .cg; 8 and 4: .ca, for 1 or 2 words a pixel), src_bytes 0 or size.
@@ -332,7 +333,9 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 //     s) = chunk cc of activation plane p at halo slot s = hy*HWS + hx, the HH x HWD input
 //     pixels the tile's taps read (along a 1-wide kernel axis only every stride-th one), a
 //     pixel outside the image holding pad_code's planes as the direct kernel reads them;
-//   a zero line, the weighted popcount of each halo slot and of each tile row (bipolar only).
+//   a zero line, the weighted popcount of each halo slot and of each tile row (bipolar only);
+//   (a chain with a residual) each warp's residuals, [QC_MI * 16 rows][33 words], requested by
+//   cp.async at the start of its tile so that their DRAM latency passes under the MMAs.
 // K runs over the items, two per m16n8k256 MMA (its k128 halves may come from different taps;
 // an odd last item is paired with the zero line of B); every lane gives ldmatrix its own row's
 // halo slot at the item's tap. Each MMA pairs one activation plane with one weight plane into
@@ -356,7 +359,12 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #define QC_TYX ((QC_OH + QC_TH - 1) / QC_TH * QC_TX)
 #define QC_BSZ (QC_WB * QC_NIT * QC_BN * 16)
 #define QC_ASZ (QC_XB * QC_CCR * QC_NHP * 16)
-#define QC_HSMEM (QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM)
+#if QC_EPI == 3 && QC_RES
+#define QC_RSZ (QC_WN * QC_BM * 33 * 4) // each warp's residuals, [QC_MI * 16 rows][33 words]
+#else
+#define QC_RSZ 0
+#endif
+#define QC_HSMEM (QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM + QC_RSZ)
 #if QC_BM % (16 * QC_WM) != 0 || QC_MI < 1 || QC_LDW == 3
 #error "qconv.cu: QC_TH * QC_TW must be a multiple of 16 * QC_WM"
 #endif
@@ -397,17 +405,6 @@ BNN_QC_FN float *QC_CAT(QC_NAME, f32_at)(const float *g, int n, int oh0, int ow0
                : 0;
 }
 #define QC_F32_OK(at, i) ((at) && n0 + 2 * (i) + (lane >> 4) < QC_O) // step i's element exists
-// The tile's residuals into the tile (float bits).
-BNN_QC_FN void QC_CAT(QC_NAME, res_load)(int (*t)[33], const float *R, int n, int oh0, int ow0, int rl0, int n0,
-                                         int lane) {
-    const float *at = QC_CAT(QC_NAME, f32_at)(R, n, oh0, ow0, rl0, n0, lane);
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-    for (int i = 0; i < 16; i++)
-        if (QC_F32_OK(at, i))
-            t[lane & 15][2 * i + (lane >> 4)] = __float_as_int(__ldg(at + (long long)2 * i * QC_CELLS));
-}
 // The tile's values (float bits) to Yf.
 BNN_QC_FN void QC_CAT(QC_NAME, f32_store)(int (*t)[33], float *Yf, int n, int oh0, int ow0, int rl0, int n0,
                                           int lane) {
@@ -419,8 +416,82 @@ BNN_QC_FN void QC_CAT(QC_NAME, f32_store)(int (*t)[33], float *Yf, int n, int oh
         if (QC_F32_OK(at, i))
             at[(long long)2 * i * QC_CELLS] = __int_as_float(t[lane & 15][2 * i + (lane >> 4)]);
 }
+// The warp's residuals of its QC_MI m16 tiles (rows wm * QC_MI * 16..) of tile (n, oh0, ow0) to
+// shared dst, row r of m16 tile mi at word (mi * 16 + r) * 33 + channel: 4-byte cp.async in
+// f32_at's order (2 channels x 16 pixels an instruction), zeros for rows past the output and
+// channels past QC_O. (Loaded after the MMAs, they were half the stall samples of the w1a2
+// ResNet's 56x56 chain layer at batch 256.)
+#if QC_RES
+BNN_QC_FN void QC_CAT(QC_NAME, res_issue)(const float *R, int n, int oh0, int ow0, int wm, int n0, int lane,
+                                          unsigned dst) {
+    for (int mi = 0; mi < QC_MI; mi++) {
+        const float *at = QC_CAT(QC_NAME, f32_at)(R, n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane);
+        for (int i = 0; i < 16; i++) {
+            const bool ok = QC_F32_OK(at, i);
+            bnn_qh_cp(dst + (unsigned)(((mi * 16 + (lane & 15)) * 33 + 2 * i + (lane >> 4)) * 4),
+                      ok ? at + (long long)2 * i * QC_CELLS : R, 4, ok ? 4u : 0u);
+        }
+    }
+}
+#endif
 #undef QC_F32_OK
 #endif
+
+#if QC_EPI == 2
+// A lane's levels: count = sum_l (v ^ m >= t_l ^ m), m = 0 for a rising channel (v >= t), ~0
+// for a falling one (v <= t is ~v >= ~t, and ~ never overflows). With QC_TREG the QC_L folded
+// thresholds sit in registers, loaded once a kernel; else each row reads them.
+#define QC_TREG (QC_L <= 15)
+#define QC_NTR (QC_TREG ? QC_L : 1)
+BNN_QC_FN int QC_CAT(QC_NAME, level_mask)(const int *dir, int o, int th[QC_NTR], const int *T) {
+    const int m = o < QC_O && __ldg(dir + o) < 0 ? -1 : 0;
+    for (int l = 0; l < QC_NTR; l++)
+        th[l] = QC_TREG && o < QC_O ? __ldg(T + o * QC_L + l) ^ m : 0;
+    return m;
+}
+BNN_QC_FN int QC_CAT(QC_NAME, level_count)(int v, int m, const int th[QC_NTR], const int *T, int o) {
+    int count = 0;
+    v ^= m;
+    if (QC_TREG)
+        for (int l = 0; l < QC_NTR; l++)
+            count += v >= th[l];
+    else
+        for (int l = 0; l < QC_L; l++)
+            count += v >= (__ldg(T + o * QC_L + l) ^ m);
+    return count;
+}
+#endif
+
+// The codes of the warp's 16 tile rows rl0.. (cnt[r]: channel n0 + lane's code of row r, 0 past
+// QC_O) as the next layer's image planes: a ballot a row and plane, lane r keeping row r's word,
+// then one store a plane by the lanes whose rows lie inside the output (16 stores by lane 0
+// before); the last column block also zeroes the pixels' padding words and the plane's tail.
+BNN_QC_FN void QC_CAT(QC_NAME, codes16)(const int *cnt, int n, int oh0, int ow0, int rl0, int n0, int lane, void *Y) {
+    const int rl = rl0 + (lane & 15), oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
+    const bool live = lane < 16 && oh < QC_OH && ow < QC_OW;
+    const long long cell = (long long)oh * QC_OW + ow;
+    for (int b = 0; b < QC_YB; b++) {
+        unsigned word = 0u;
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+        for (int r = 0; r < 16; r++) {
+            const unsigned w = __ballot_sync(0xffffffffu, (cnt[r] >> b) & 1);
+            word = lane == r ? w : word;
+        }
+        unsigned *yplane = (unsigned *)Y + ((long long)n * QC_YB + b) * QC_YPLANE;
+        if (live) {
+            yplane[cell * QC_LDY + n0 / 32] = word;
+            if (n0 + 32 >= QC_O) {
+                for (int w = n0 / 32 + 1; w < QC_LDY; w++)
+                    yplane[cell * QC_LDY + w] = 0u;
+                if (cell == QC_CELLS - 1)
+                    for (long long w = (long long)QC_CELLS * QC_LDY; w < QC_YPLANE; w++)
+                        yplane[w] = 0u;
+            }
+        }
+    }
+}
 
 BNN_QC_LINKAGE __global__ void __launch_bounds__(QC_NT, QC_MINB)
 QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, QC_EPARAMS) {
@@ -432,6 +503,9 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #if QC_EPI == 3
     float ca[QC_NSTC], cb[QC_NSTC]; // this lane's channel's chain constants, for every tile
     QC_CAT(QC_NAME, consts)(EP, n0 + lane, ca, cb);
+#elif QC_EPI == 2
+    int th[QC_NTR]; // this lane's channel's levels, for every tile
+    const int tmask = QC_CAT(QC_NAME, level_mask)(dir, n0 + lane, th, T);
 #endif
     if (bnn_qh_smem_size() < QC_HSMEM)
         __trap(); // launched with too little shared memory
@@ -439,6 +513,11 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         return;
     const unsigned sB = bnn_qh_smem(qc_dsmem), sA0 = sB + QC_BSZ, sZ = sA0 + 2 * QC_ASZ;
     int *hpop = (int *)(qc_dsmem + QC_BSZ + 2 * QC_ASZ + 16), *rowpop = hpop + QC_NHP;
+#if QC_EPI == 3 && QC_RES
+    const int rbase = warp * QC_MI * 16 * 33; // this warp's residuals: words of the region after rowpop
+    const float *res = (const float *)(rowpop + QC_BM) + rbase;
+    const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM + 4 * rbase);
+#endif
     // Zero lines first: the zero line of B, and the words past LDW of every chunk (LDW < 4),
     // which the narrower cp.async below never write.
     for (int i = tid; i < (QC_BSZ + 2 * QC_ASZ) / 16 + 1; i += QC_NT)
@@ -462,11 +541,20 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     for (int tl = blockIdx.y; tl < ntiles; tl += gridDim.y, buf ^= 1) {
         const unsigned sA = sA0 + buf * QC_ASZ;
         const int n = tl / QC_TYX, oh0 = tl % QC_TYX / QC_TX * QC_TH, ow0 = tl % QC_TX * QC_TW;
+#if QC_EPI == 3 && QC_RES
+        // This tile's residuals (the previous tile's were read before its last barrier).
+        QC_CAT(QC_NAME, res_issue)(R, n, oh0, ow0, wm, n0, lane, sR);
+        bnn_qh_commit();
+#endif
         // The other buffer was last read by the previous tile, which every thread has finished.
         if (tl + (int)gridDim.y < ntiles)
             QC_CAT(QC_NAME, halo)(X, tl + gridDim.y, sA0 + (buf ^ 1) * QC_ASZ, tid);
         bnn_qh_commit();
+#if QC_EPI == 3 && QC_RES
+        bnn_qh_wait2(); // this tile's halo (and the first time the weights) are in; residuals may not be
+#else
         bnn_qh_wait1(); // this tile's halo (and the first time the weights) are in
+#endif
         __syncthreads();
 #if QC_WBIPOLAR
         // sum_p 2^p popc(X_p) of each row over its taps (u = 2b - 1), from each slot's count.
@@ -526,6 +614,10 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             }
         }
         __syncthreads(); // rowpop is complete
+#if QC_EPI == 3 && QC_RES
+        bnn_qh_wait1(); // this thread's residual copies are in (the next halo's may not be)
+        __syncwarp();   // and the other lanes' of the warp
+#endif
         // Unrolled but for the float chain: a loop index into pos and neg puts them in local
         // memory (the w1a2 ResNet's 56x56 threshold layer: 0.32 ms so, 0.24 ms unrolled, batch
         // 256, H200), while the chain's unrolled epilogue was slower (its first chain layer 0.92
@@ -534,52 +626,57 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #pragma unroll
 #endif
         for (int mi = 0; mi < QC_MI; mi++) {
-            float rv[16] = {0.0f};
-#if QC_EPI == 3 && QC_RES
-            // The residuals through the warp's tile, back to lane = channel for the chain.
-            QC_CAT(QC_NAME, res_load)(tile[warp], R, n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane);
-            __syncwarp();
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-            for (int r = 0; r < 16; r++) rv[r] = __int_as_float(tile[warp][r][lane]);
-            __syncwarp();
-#endif
+            const int rl0 = wm * (QC_MI * 16) + mi * 16; // the m16 tile's first row in the tile
             QC_CAT(QC_NAME, combine)(pos, neg, mi, lane, tile[warp]);
             __syncwarp();
-#if QC_EPI == 3
-            // The 16 rows' chains first, side by side (no ballot between them), then their codes
-            // and values.
-            int cnt[16];
-            float fv[16];
+#if QC_EPI == 1
 #ifdef __CUDACC__
 #pragma unroll
 #endif
-            for (int r = 0; r < 16; r++)
-                cnt[r] = QC_CAT(QC_NAME, chain)(tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[wm * (QC_MI * 16) + mi * 16 + r] : 0),
-                                                rv[r], ca, cb, &fv[r]);
+            for (int r = 0; r < 16; r++) {
+                const int rl = rl0 + r, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
+                if (n0 >= QC_O || oh >= QC_OH || ow >= QC_OW) // rows of a tile overhanging the output are not stored
+                    continue;
+                QC_CAT(QC_NAME, row)(tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[rl] : 0), 0.0f, n,
+                                     (long long)oh * QC_OW + ow, n0, lane, 0, QC_EARGS);
+            }
+#else
+            // The 16 rows' codes first, side by side, then their ballots and stores (codes16).
+            int cnt[16];
+#if QC_EPI == 3
+            float fv[16];
 #endif
 #ifdef __CUDACC__
 #pragma unroll
 #endif
             for (int r = 0; r < 16; r++) {
-                const int rl = wm * (QC_MI * 16) + mi * 16 + r, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
-                if (n0 >= QC_O || oh >= QC_OH || ow >= QC_OW) // rows of a tile overhanging the output are not stored
-                    continue;
+                const int v = tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[rl0 + r] : 0);
 #if QC_EPI == 3
-                QC_CAT(QC_NAME, codes)(n0 + lane < QC_O ? cnt[r] : 0, n, (long long)oh * QC_OW + ow, n0, lane, Y);
-#if QC_F32
+#if QC_RES
+                const float rr = res[(mi * 16 + r) * 33 + lane];
+#else
+                const float rr = 0.0f;
+#endif
+                cnt[r] = QC_CAT(QC_NAME, chain)(v, rr, ca, cb, &fv[r]);
+#else
+                cnt[r] = QC_CAT(QC_NAME, level_count)(v, tmask, th, T, n0 + lane);
+#endif
+                cnt[r] = n0 + lane < QC_O ? cnt[r] : 0;
+            }
+            if (n0 < QC_O)
+                QC_CAT(QC_NAME, codes16)(cnt, n, oh0, ow0, rl0, n0, lane, Y);
+#if QC_EPI == 3 && QC_F32
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+            for (int r = 0; r < 16; r++)
                 tile[warp][r][lane] = __float_as_int(fv[r]); // the element this lane's chain read
 #endif
-#else
-                QC_CAT(QC_NAME, row)(tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[rl] : 0), rv[r], n,
-                                     (long long)oh * QC_OW + ow, n0, lane, 0, QC_EARGS);
 #endif
-            }
             __syncwarp();
 #if QC_EPI == 3 && QC_F32
             if (Yf) {
-                QC_CAT(QC_NAME, f32_store)(tile[warp], Yf, n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane);
+                QC_CAT(QC_NAME, f32_store)(tile[warp], Yf, n, oh0, ow0, rl0, n0, lane);
                 __syncwarp();
             }
 #endif
@@ -770,3 +867,6 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_BSZ
 #undef QC_ASZ
 #undef QC_HSMEM
+#undef QC_RSZ
+#undef QC_TREG
+#undef QC_NTR
