@@ -2,7 +2,7 @@
 // without a GPU (test_bconv_emu). Each CUDA thread of a block is a POSIX thread; the blocks of a
 // launch run one after another on the same threads. What the kernel needs of CUDA:
 // - the keywords defined away, the built-ins it calls (__popc, __funnelshift_l, __ldg, __fmul_rn
-//   / __fadd_rn / __fdiv_rn rounded on their own through volatile, int2 / float2 / float4 with the GPU's 8- and 16-byte
+//   / __fadd_rn / __fdiv_rn / __fmaf_rn rounded on their own through volatile, int2 / float2 / float4 with the GPU's 8- and 16-byte
 //   alignment, so UBSan checks the kernel's vector stores);
 // - the PTX helpers of common.cu (bnn_cp16, bnn_ldsm4, bnn_bmma ...) as the emu_ functions
 //   below: bconv_emu_kernels.cc renames common.cu's own while including it (their asm is then
@@ -26,6 +26,8 @@
 #ifndef BNN_BCONV_EMU_H
 #define BNN_BCONV_EMU_H
 #include <pthread.h>
+
+#include <math.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -92,6 +94,11 @@ inline float __int_as_float(int v) {
     memcpy(&f, &v, 4);
     return f;
 }
+inline int __float_as_int(float f) {
+    int v;
+    memcpy(&v, &f, 4);
+    return v;
+}
 // volatile: one rounding per operation, never contracted into a fused multiply-add
 inline float __fmul_rn(float a, float b) {
     volatile float r = a * b;
@@ -105,6 +112,11 @@ inline float __fdiv_rn(float a, float b) {
     volatile float r = a / b;
     return r;
 }
+inline float __fmaf_rn(float a, float b, float c) { // one rounding: C's fmaf
+    volatile float r = fmaf(a, b, c);
+    return r;
+}
+inline float __frcp_rn(float a) { return __fdiv_rn(1.0f, a); }
 inline size_t __cvta_generic_to_shared(const void *p) { return (size_t)p; } // only in the renamed bnn_smem
 
 // ---------------------------------------------------------------- warps and barriers

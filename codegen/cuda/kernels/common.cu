@@ -213,6 +213,29 @@ __device__ __forceinline__ void bnn_mainloop(unsigned char *smem, int nkt, const
 
 // ---------------------------------------------------------------- epilogue
 
+// x / a rounded to nearest even, without __fdiv_rn's branch to its slow path, so that a caller's
+// independent divisions can overlap (a qconv chain epilogue's 16 rows ran one after another,
+// each behind its division's branch). y = __frcp_rn(a), the correctly rounded reciprocal,
+// computed once a channel. q0 = x * y is within two ulps of x / a; one step q + (x - a q) y
+// (the remainder by fma) puts it within one ulp, the next rounds it correctly (Markstein's
+// theorem: y within half an ulp of 1 / a, q within one ulp of x / a, so the remainder is exact).
+// Every intermediate stays normal, which the theorem needs, where |a| lies in [2^-20, 2^20]
+// (bnn_div_fast_ok, checked once a channel) and |x| in [2^-58, 2^105]; a zero x gives q0, the
+// zero of the right sign. Otherwise (NaN and infinities too) *ok is cleared and the caller
+// divides again with __fdiv_rn. tests/codegen/test_div_fast.cc compares it with IEEE division.
+__device__ __forceinline__ bool bnn_div_fast_ok(float a) {
+    const float m = fabsf(a);
+    return m >= 0x1p-20f && m <= 0x1p20f;
+}
+__device__ __forceinline__ float bnn_div_fast(float x, float a, float y, bool *ok) {
+    const float q0 = __fmul_rn(x, y);
+    const float q1 = __fmaf_rn(__fmaf_rn(-a, q0, x), y, q0);
+    const float q2 = __fmaf_rn(__fmaf_rn(-a, q1, x), y, q1);
+    const float m = fabsf(x);
+    *ok = *ok && m <= 0x1p105f && (m >= 0x1p-58f || m == 0.0f);
+    return m == 0.0f ? q0 : q2;
+}
+
 // Row map of the epilogues: tile row rl -> GEMM row, or -1 for a row that is not stored. The
 // plain tiles pass their first row m0 (rows m0 + rl); bconv's halo tiles (BC_HALO) pass a
 // functor, since a rectangle of output pixels is not a range of GEMM rows.

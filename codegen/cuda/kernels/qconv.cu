@@ -248,12 +248,15 @@ BNN_QC_FN void QC_CAT(QC_NAME, consts)(const float *EP, int o, float ca[QC_NSTC]
 // The float chain of one output, v its accumulator, r its residual (rt_cpu.c run_qconv_chain's
 // operations, each rounded on its own, no contraction): stages, residual, relu, then the next
 // layer's quantizer. Returns the code (0 without codes); *f the f32 value (QC_F32). No
-// synchronization, so that a caller can run several outputs' chains side by side.
-BNN_QC_FN int QC_CAT(QC_NAME, chain)(int v, float r, const float ca[QC_NSTC], const float cb[QC_NSTC], float *f) {
+// synchronization, so that a caller can run several outputs' chains side by side. With fast,
+// divisions by common.cu's bnn_div_fast (cy: the reciprocals of ca), which clears *fast where
+// its result may differ from __fdiv_rn's: the caller then runs the chain again without.
+BNN_QC_FN int QC_CAT(QC_NAME, chain)(int v, float r, const float ca[QC_NSTC], const float cb[QC_NSTC],
+                                     const float cy[QC_NSTC], bool *fast, float *f) {
     int count = 0;
     float x = __int2float_rn(v);
     for (int k = 0; k < QC_NST; k++) {
-        x = (QC_DIV >> k & 1) ? __fdiv_rn(x, ca[k]) : __fmul_rn(x, ca[k]);
+        x = !(QC_DIV >> k & 1) ? __fmul_rn(x, ca[k]) : fast ? bnn_div_fast(x, ca[k], cy[k], fast) : __fdiv_rn(x, ca[k]);
         x = __fadd_rn(x, cb[k]);
         if (QC_RELU >> k & 1)
             x = x < 0.0f ? 0.0f : x;
@@ -311,7 +314,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
     float ca[QC_NSTC], cb[QC_NSTC], f = 0.0f;
     QC_CAT(QC_NAME, consts)(EP, o, ca, cb);
     if (o < QC_O) {
-        count = QC_CAT(QC_NAME, chain)(v, r, ca, cb, &f);
+        count = QC_CAT(QC_NAME, chain)(v, r, ca, cb, ca, 0, &f);
         if (QC_F32 && fdst)
             *fdst = f;
     }
@@ -462,6 +465,25 @@ BNN_QC_FN int QC_CAT(QC_NAME, level_count)(int v, int m, const int th[QC_NTR], c
 }
 #endif
 
+#if QC_EPI == 3
+// The chains of a warp's 16 tile rows (t: the combined accumulators, [row][channel]; rowpop16
+// their bipolar terms; res16 their residuals at row * 33 + channel, QC_RES): codes to cnt (0
+// where not live), values to fv; divisions by bnn_div_fast where fast is not null.
+BNN_QC_FN void QC_CAT(QC_NAME, chains16)(int (*t)[33], const int *rowpop16, const float *res16, int lane, int live,
+                                         const float *ca, const float *cb, const float *cy, bool *fast, int *cnt,
+                                         float *fv) {
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int r = 0; r < 16; r++) {
+        const int v = t[r][lane] - (QC_WBIPOLAR ? rowpop16[r] : 0);
+        const float rr = QC_RES ? res16[r * 33 + lane] : 0.0f;
+        cnt[r] = QC_CAT(QC_NAME, chain)(v, rr, ca, cb, cy, fast, &fv[r]);
+        cnt[r] = live ? cnt[r] : 0;
+    }
+}
+#endif
+
 // The codes of the warp's 16 tile rows rl0.. (cnt[r]: channel n0 + lane's code of row r, 0 past
 // QC_O) as the next layer's image planes: a ballot a row and plane, lane r keeping row r's word,
 // then one store a plane by the lanes whose rows lie inside the output (16 stores by lane 0
@@ -503,6 +525,12 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #if QC_EPI == 3
     float ca[QC_NSTC], cb[QC_NSTC]; // this lane's channel's chain constants, for every tile
     QC_CAT(QC_NAME, consts)(EP, n0 + lane, ca, cb);
+    float cy[QC_NSTC]; // the reciprocals of the dividing stages (bnn_div_fast)
+    bool cfast = true; // whether they all allow it (a lane past QC_O: its values are not stored)
+    for (int k = 0; k < QC_NST; k++) {
+        cy[k] = QC_DIV >> k & 1 ? __frcp_rn(ca[k]) : 0.0f;
+        cfast = cfast && (!(QC_DIV >> k & 1) || n0 + lane >= QC_O || bnn_div_fast_ok(ca[k]));
+    }
 #elif QC_EPI == 2
     int th[QC_NTR]; // this lane's channel's levels, for every tile
     const int tmask = QC_CAT(QC_NAME, level_mask)(dir, n0 + lane, th, T);
@@ -646,23 +674,28 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #if QC_EPI == 3
             float fv[16];
 #endif
+#if QC_EPI == 3
+            // Divisions without a branch (bnn_div_fast), so that the rows' chains overlap; where
+            // one may differ from __fdiv_rn's, the lane runs its 16 chains again with it.
+#if QC_RES
+            const float *res16 = res + mi * 16 * 33;
+#else
+            const float *res16 = 0;
+#endif
+            bool fast = cfast;
+            QC_CAT(QC_NAME, chains16)(tile[warp], rowpop + rl0, res16, lane, n0 + lane < QC_O, ca, cb, cy, &fast, cnt, fv);
+            if (!fast && n0 + lane < QC_O)
+                QC_CAT(QC_NAME, chains16)(tile[warp], rowpop + rl0, res16, lane, 1, ca, cb, cy, 0, cnt, fv);
+#else
 #ifdef __CUDACC__
 #pragma unroll
 #endif
             for (int r = 0; r < 16; r++) {
                 const int v = tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[rl0 + r] : 0);
-#if QC_EPI == 3
-#if QC_RES
-                const float rr = res[(mi * 16 + r) * 33 + lane];
-#else
-                const float rr = 0.0f;
-#endif
-                cnt[r] = QC_CAT(QC_NAME, chain)(v, rr, ca, cb, &fv[r]);
-#else
                 cnt[r] = QC_CAT(QC_NAME, level_count)(v, tmask, th, T, n0 + lane);
-#endif
                 cnt[r] = n0 + lane < QC_O ? cnt[r] : 0;
             }
+#endif
             if (n0 < QC_O)
                 QC_CAT(QC_NAME, codes16)(cnt, n, oh0, ow0, rl0, n0, lane, Y);
 #if QC_EPI == 3 && QC_F32
