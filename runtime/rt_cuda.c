@@ -318,11 +318,18 @@ static bnn_status setup_in_context(bnn_session *s, RtCuda *c, const RtCubin *cub
                             i, blob_step_name(st->kind), st->kernel, cubin->arch);
         if (r != CUDA_SUCCESS)
             return cu_fail(c, r, "cuModuleGetFunction");
-        if (st->smem > 48 * 1024) {
-            snprintf(what, sizeof what, "step %d: allowing %u bytes of shared memory for '%s'", i,
-                     st->smem, st->kernel);
-            CU_TRY(c, c->api.FuncSetAttribute(c->funcs[i], FUNC_ATTR_MAX_DYNAMIC_SHARED,
-                                              (int)st->smem), what);
+        /* The dynamic shared memory every launch of the kernel may ask for: the most of the
+         * steps that launch it. Raised for any kernel with some, not only past 48 KiB: its own
+         * static shared memory counts against the same 48 KiB (a halo qconv tile of 8x16 pixels
+         * asked for 46.8 KiB beside 16.5 KiB of static and failed to launch). */
+        uint32_t smem = 0;
+        for (int j = 0; j < m->nsteps; j++)
+            if (gpu_runs(&m->steps[j], c->sm90a) && !strcmp(m->steps[j].kernel, st->kernel) && m->steps[j].smem > smem)
+                smem = m->steps[j].smem;
+        if (smem > 0) {
+            snprintf(what, sizeof what, "step %d: allowing %u bytes of shared memory for '%s'", i, smem,
+                     st->kernel);
+            CU_TRY(c, c->api.FuncSetAttribute(c->funcs[i], FUNC_ATTR_MAX_DYNAMIC_SHARED, (int)smem), what);
         }
     }
     if (m->arena_item > SIZE_MAX / (uint64_t)s->max_batch)
