@@ -164,6 +164,18 @@ def grouped(rng):
     return n.model((4, 5, 5), n.conv(y, 4, 3, 1, 2))
 
 
+def s2c64(rng):
+    """64 2-bit channels into a 3x3 stride-2 conv (64 -> 64, w1): on the halo kernel's 8x16
+    tile it asks for 47,892 bytes of dynamic shared memory beside 16,896 static, past the
+    default 48 KiB together (libbnnrt must raise the kernel's limit; bnncc --tune's
+    candidates run it, tests/tune/test_tune_cli.py) -> dense 10."""
+    n = Net("qcnn_s2c64", rng)
+    x = n.quant("x", 0.25, 2, 0)
+    x = block(n, x, 64, 64, 3, 1, 2, stride=2)
+    f = n.node("Flatten", [x], axis=1)
+    return n.model((64, 17, 33), n.dense(f, 64 * 9 * 17, 10, 2))
+
+
 def big(rng):
     """An input image of more bits than a pixel row holds (3x20x20: the image-plane quantize's
     K is far above 32 * ld, which the loader once refused): 3 -> 16 (3x3 pad 1) -> 16 (3x3
@@ -205,7 +217,7 @@ def random_net(rng):
         x = n.quant(y if signed else n.node("Relu", [y]), 0.5, int(rng.integers(2, 4)), signed)
 
 
-MODELS = {"qcnn_big": (big, (3, 20, 20)), "qcnn_tobits": (tobits, (3, 6, 6)), "qcnn_tail": (tail, (5, 6, 7)), "qcnn_wide": (wide, (3, 8, 8)), "qcnn_w2a2": (w2a2, (3, 9, 9)), "qcnn_w1a2": (w1a2, (3, 7, 8))}
+MODELS = {"qcnn_big": (big, (3, 20, 20)), "qcnn_tobits": (tobits, (3, 6, 6)), "qcnn_tail": (tail, (5, 6, 7)), "qcnn_wide": (wide, (3, 8, 8)), "qcnn_w2a2": (w2a2, (3, 9, 9)), "qcnn_w1a2": (w1a2, (3, 7, 8)), "qcnn_s2c64": (s2c64, (64, 17, 33))}
 
 
 def main():

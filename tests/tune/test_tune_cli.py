@@ -93,13 +93,15 @@ def check_errors(tmp, model, gpu):
 STEM_SHAPE = (3, 9, 9)  # tests/passes/stem.bnn's input
 
 
-def check_candidates(tmp, rng):
-    """Each candidate on every tunable layer at once, of two QONNX conv nets (low-bit halo convs),
-    the bundled CIFAR-10 CNV (binary halo convs) and tests/passes/stem.bnn (a float conv tile)."""
+def check_candidates(tmp, rng, gpu=False):
+    """Each candidate on every tunable layer at once, of three QONNX conv nets (low-bit halo
+    convs), the bundled CIFAR-10 CNV (binary halo convs) and tests/passes/stem.bnn (a float conv
+    tile): CPU path = reference; with gpu, the blob on the GPU too (every candidate must launch:
+    qcnn_s2c64's 8x16 tile once did not)."""
     import onnx
     import qconv_models
     nets = []
-    for name in ("qcnn_w1a2", "qcnn_big"):
+    for name in ("qcnn_w1a2", "qcnn_big", "qcnn_s2c64"):
         make, shape = qconv_models.MODELS[name]
         onnx.save(make(np.random.default_rng(11)), os.path.join(tmp, name + ".onnx"))
         nets.append((name, os.path.join(tmp, name + ".onnx"), shape, "qconv:", 1))
@@ -124,11 +126,12 @@ def check_candidates(tmp, rng):
             if pc.returncode or not took or int(took.group(1)) != n:
                 fail(f"{name}, candidate {c}: NVRTC or the tune file: exit {pc.returncode}, {pc.stderr[-1500:]!r}")
                 continue
-            px = run([BNNRUN, blob, "--device", "cpu", "--input", xp] + [a for y in yc for a in ("--output", y)])
+            dev = "gpu" if gpu else "cpu"
+            px = run([BNNRUN, blob, "--device", dev, "--input", xp] + [a for y in yc for a in ("--output", y)])
             if px.returncode or pr.returncode or not all(np.array_equal(np.load(a), np.load(b)) for a, b in zip(yc, yr)):
-                fail(f"{name}, candidate {c}: the CPU path differs from the reference: {px.stderr!r}")
+                fail(f"{name}, candidate {c}: the {dev.upper()} path differs from the reference: {px.stderr!r}")
             else:
-                print(f"ok: {name}, candidate {c} on {n} layers: NVRTC, CPU path = reference")
+                print(f"ok: {name}, candidate {c} on {n} layers: NVRTC, {dev.upper()} path = reference")
 
 
 def check_gpu(tmp, model, rng):
@@ -173,6 +176,7 @@ def main():
                 print("no GPU: skipped")
                 return 77
             check_gpu(tmp, model, rng)
+            check_candidates(tmp, rng, gpu=True)
         else:
             check_errors(tmp, model, gpu)
             check_candidates(tmp, rng)

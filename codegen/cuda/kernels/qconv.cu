@@ -458,7 +458,7 @@ BNN_QC_FN int QC_CAT(QC_NAME, level_count)(int v, int m, const int th[QC_NTR], c
     if (QC_TREG)
         for (int l = 0; l < QC_NTR; l++)
             count += v >= th[l];
-    else
+    else if (o < QC_O) // (a lane past QC_O reads nothing: T ends at channel QC_O - 1)
         for (int l = 0; l < QC_L; l++)
             count += v >= (__ldg(T + o * QC_L + l) ^ m);
     return count;
