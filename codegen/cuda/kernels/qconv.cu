@@ -287,6 +287,31 @@ BNN_QC_FN int QC_CAT(QC_NAME, chain)(int v, float r, const float ca[QC_NSTC], co
 }
 #endif
 
+#if QC_EPI == 2
+// A lane's levels: count = sum_l (v ^ m >= t_l ^ m), m = 0 for a rising channel (v >= t), ~0
+// for a falling one (v <= t is ~v >= ~t, and ~ never overflows). With QC_TREG the QC_L folded
+// thresholds sit in registers, loaded once a kernel (the halo kernel); else each row reads them.
+#define QC_TREG (QC_L <= 15)
+#define QC_NTR (QC_TREG ? QC_L : 1)
+BNN_QC_FN int QC_CAT(QC_NAME, level_mask)(const int *dir, int o, int th[QC_NTR], const int *T) {
+    const int m = o < QC_O && __ldg(dir + o) < 0 ? -1 : 0;
+    for (int l = 0; l < QC_NTR; l++)
+        th[l] = QC_TREG && o < QC_O ? __ldg(T + o * QC_L + l) ^ m : 0;
+    return m;
+}
+BNN_QC_FN int QC_CAT(QC_NAME, level_count)(int v, int m, const int th[QC_NTR], const int *T, int o) {
+    int count = 0;
+    v ^= m;
+    if (QC_TREG)
+        for (int l = 0; l < QC_NTR; l++)
+            count += v >= th[l];
+    else if (o < QC_O) // (a lane past QC_O reads nothing: T ends at channel QC_O - 1)
+        for (int l = 0; l < QC_L; l++)
+            count += v >= (__ldg(T + o * QC_L + l) ^ m);
+    return count;
+}
+#endif
+
 // The epilogue of one output pixel (image, cell) for channel n0 + lane, v its accumulator, r its
 // residual (epi 3 with QC_RES; the caller loads the residuals of all its rows first, so their
 // latency is paid once, not once per row); the 32 lanes of the warp call it together (the code
@@ -302,19 +327,15 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
     int count = 0;
 #if QC_EPI == 2
     (void)fdst, (void)r;
-    if (o < QC_O) {
-        const bool up = dir[o] >= 0;
-        for (int l = 0; l < QC_L; l++) {
-            const int th = T[o * QC_L + l];
-            count += up ? v >= th : v <= th;
-        }
-    }
+    int th[QC_NTR];
+    const int m = QC_CAT(QC_NAME, level_mask)(dir, o, th, T);
+    count = o < QC_O ? QC_CAT(QC_NAME, level_count)(v, m, th, T, o) : 0;
 #else
     (void)Yf;
     float ca[QC_NSTC], cb[QC_NSTC], f = 0.0f;
     QC_CAT(QC_NAME, consts)(EP, o, ca, cb);
     if (o < QC_O) {
-        count = QC_CAT(QC_NAME, chain)(v, r, ca, cb, ca, 0, &f);
+        count = QC_CAT(QC_NAME, chain)(v, r, ca, cb, 0, 0, &f); // __fdiv_rn (no reciprocals)
         if (QC_F32 && fdst)
             *fdst = f;
     }
@@ -440,30 +461,6 @@ BNN_QC_FN void QC_CAT(QC_NAME, res_issue)(const float *R, int n, int oh0, int ow
 #undef QC_F32_OK
 #endif
 
-#if QC_EPI == 2
-// A lane's levels: count = sum_l (v ^ m >= t_l ^ m), m = 0 for a rising channel (v >= t), ~0
-// for a falling one (v <= t is ~v >= ~t, and ~ never overflows). With QC_TREG the QC_L folded
-// thresholds sit in registers, loaded once a kernel; else each row reads them.
-#define QC_TREG (QC_L <= 15)
-#define QC_NTR (QC_TREG ? QC_L : 1)
-BNN_QC_FN int QC_CAT(QC_NAME, level_mask)(const int *dir, int o, int th[QC_NTR], const int *T) {
-    const int m = o < QC_O && __ldg(dir + o) < 0 ? -1 : 0;
-    for (int l = 0; l < QC_NTR; l++)
-        th[l] = QC_TREG && o < QC_O ? __ldg(T + o * QC_L + l) ^ m : 0;
-    return m;
-}
-BNN_QC_FN int QC_CAT(QC_NAME, level_count)(int v, int m, const int th[QC_NTR], const int *T, int o) {
-    int count = 0;
-    v ^= m;
-    if (QC_TREG)
-        for (int l = 0; l < QC_NTR; l++)
-            count += v >= th[l];
-    else if (o < QC_O) // (a lane past QC_O reads nothing: T ends at channel QC_O - 1)
-        for (int l = 0; l < QC_L; l++)
-            count += v >= (__ldg(T + o * QC_L + l) ^ m);
-    return count;
-}
-#endif
 
 #if QC_EPI == 3
 // The chains of a warp's 16 tile rows (t: the combined accumulators, [row][channel]; rowpop16
@@ -673,8 +670,6 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             int cnt[16];
 #if QC_EPI == 3
             float fv[16];
-#endif
-#if QC_EPI == 3
             // Divisions without a branch (bnn_div_fast), so that the rows' chains overlap; where
             // one may differ from __fdiv_rn's, the lane runs its 16 chains again with it.
 #if QC_RES
