@@ -7,8 +7,10 @@
 #ifndef BNN_BLOB_H
 #define BNN_BLOB_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---------------------------------------------------------------- the container */
 
@@ -317,8 +319,11 @@ typedef struct {
      * (docs/blob-format.md "conv2d"). out_words > 0: the step writes bits, not f32 (a
      * conv2d_chain whose float value nobody reads): bit = v > 0 || (v == 0 && zero),
      * NHWC-packed, out_words words a pixel; nan_flags 1 (for a maxpool of bits, which a NaN
-     * turns to 0): out_words more words a pixel after those, bit c set where v is NaN. */
-    int64_t out_words, epi_stages, epi_div, epi_relu, zero, nan_flags;
+     * turns to 0): out_words more words a pixel after those, bit c set where v is NaN.
+     * levels > 0 (with out_words; blobs from 2026-11-29 on): codes instead of bits, a
+     * conv2d_chain's quantizer of hi - lo = levels levels (blob_conv2d_chain_code), as
+     * blob_code_planes(levels) planes of out_words words a pixel, then the NaN flags. */
+    int64_t out_words, epi_stages, epi_div, epi_relu, zero, nan_flags, levels;
 } BlobConv2dParams;
 /* The value of a conv2d step's output channel o after its float chain (epi_stages > 0): v (sum +
  * bias) through the stages of chain ([epi_stages][2][o]), v*a + b (v/a + b where bit s of
@@ -340,6 +345,52 @@ static inline float blob_conv2d_chain_value(const BlobConv2dParams *p, const flo
 static inline int blob_conv2d_chain_bit(const BlobConv2dParams *p, const float *chain, int64_t o, float v) {
     v = blob_conv2d_chain_value(p, chain, o, v);
     return v != v ? -1 : v > 0.0f || (v == 0.0f && p->zero);
+}
+
+/* QONNX rounding of v by a BLOB_ROUND_* mode (ties decided on v - trunc(v)); the CPU path's
+ * and the compiler's, one definition. */
+static inline float blob_round(float v, int64_t mode) {
+    float t = truncf(v), frac = fabsf(v - t), away = v < 0 ? t - 1.0f : t + 1.0f;
+    switch (mode) {
+    case 1: return ceilf(v);                         /* BLOB_ROUND_CEIL */
+    case 2: return floorf(v);                        /* FLOOR */
+    case 3: return t;                                /* TO_ZERO */
+    case 4: return v < 0 ? floorf(v) : ceilf(v);     /* UP */
+    case 5: return frac >= 0.5f ? away : t;          /* HALF_UP */
+    case 6: return frac > 0.5f ? away : t;           /* HALF_DOWN */
+    default: return nearbyintf(v);                   /* half to even */
+    }
+}
+/* Planes of codes 0 .. levels: the bits to hold levels. */
+static inline int64_t blob_code_planes(int64_t levels) {
+    int64_t b = 1;
+    while ((1ll << b) - 1 < levels)
+        b++;
+    return b;
+}
+/* A conv2d step with levels > 0: in2 holds the chain ([epi_stages][2][o]), then per channel
+ * sum |w| [o], the GPU kernel's thresholds [levels][o] and their sign [o], then these
+ * BLOB_CONV2D_QUANT_WORDS words: the quantizer clamp(round(v / scale + zeropt), lo, hi) with
+ * hi - lo = levels (docs/blob-format.md "conv2d"). */
+enum { BLOB_CONV2D_Q_LO, BLOB_CONV2D_Q_HI, BLOB_CONV2D_Q_ROUNDING, BLOB_CONV2D_Q_SCALE, BLOB_CONV2D_Q_ZEROPT,
+       BLOB_CONV2D_QUANT_WORDS };
+static inline int64_t blob_conv2d_quant_at(const BlobConv2dParams *p) {
+    return (2 * p->epi_stages + 2 + p->levels) * p->o;
+}
+/* The code of a conv2d step with levels > 0 for output channel o whose value (sum + bias) is v:
+ * its chain value quantized, the level index q - lo, as quantize computes it; -1 for NaN. The
+ * CPU path runs it, and the compiler bisects it for the GPU kernel's thresholds. */
+static inline int blob_conv2d_chain_code(const BlobConv2dParams *p, const float *chain, int64_t o, float v) {
+    int32_t qd[BLOB_CONV2D_QUANT_WORDS]; /* the words as they are: lo, hi and rounding are int32 */
+    memcpy(qd, chain + blob_conv2d_quant_at(p), sizeof qd);
+    float scale, zeropt;
+    memcpy(&scale, &qd[BLOB_CONV2D_Q_SCALE], 4);
+    memcpy(&zeropt, &qd[BLOB_CONV2D_Q_ZEROPT], 4);
+    v = blob_conv2d_chain_value(p, chain, o, v);
+    float q = blob_round(v / scale + zeropt, qd[BLOB_CONV2D_Q_ROUNDING]);
+    float lo = (float)qd[BLOB_CONV2D_Q_LO], hi = (float)qd[BLOB_CONV2D_Q_HI];
+    q = q < lo ? lo : q > hi ? hi : q;
+    return q != q ? -1 : (int)(q - lo);
 }
 
 /* conv2d's optional p1 (bnncc --float-convs=fp16|fp16x3, or bits out): the weights as IEEE
@@ -376,10 +427,15 @@ typedef struct { int64_t channels, spatial, layout, div; } BlobAffineParams;
 /* maxpool with words > 0: of NHWC-packed bits, `words` a pixel in and out_words (>= words,
  * the rest zero) out; the max of +-1 values is the OR of the window's bits. nan_flags 1: each
  * input pixel has `words` more words of NaN flags (conv2d's), and a window with a NaN gives 0
- * (the max of floats is NaN there, whose bit is 0). */
+ * (the max of floats is NaN there, whose bit is 0). planes > 0 (blobs from 2026-11-29 on): of
+ * codes, a conv2d step's with levels: `planes` planes of `words` words a pixel in (then the NaN
+ * flags), the max code of each window out as image planes [planes][oh * ow][out_words] of
+ * blob_image_plane_words each (the qconv operand), code 0 where the window has a NaN; x0
+ * (optional) the quantizer's float of the max, f32 [c][oh][ow]: ((code + lo) - zeropt) * scale,
+ * NaN where the window has one (zeropt and scale float32 bit patterns). */
 typedef struct {
     int64_t c, h, w, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, oh,
-        ow, count_include_pad, words, out_words, nan_flags;
+        ow, count_include_pad, words, out_words, nan_flags, planes, lo, scale_bits, zeropt_bits;
 } BlobPoolParams;
 /* globalavgpool: words 0, in f32 [C][S]; words > 0, in b1 NHWC-packed, `words` a pixel, +-1 values
  * (blobs before this field have it 0). */

@@ -618,6 +618,14 @@ static void add_chain_args(LStep *st, bool f32, int bits_slot) {
 static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int first, bool relu_due,
                             bool pack_bits);
 
+/* Low-bit helpers defined with the low-bit layers below. */
+static int64_t code_planes(const Value *v);
+static int64_t image_ldw(int64_t channels);
+static int image_codes_readers_ok(Lower *L, const Value *v);
+static int lower_quantize_image(Lower *L, int in, const Value *y, BlobQuantizeParams qp);
+static void emit_dequant(Lower *L, int in, int out, BlobQuantizeParams qp);
+static BlobQuantizeParams chain_quantizer(const Node *n, int64_t k);
+
 /* dense over b1 x b1 (bdense, bdense_chain, or dense with its threshold / cast) -> one bgemm
  * step (a bdense_chain's further stages, residual and bits: lower_chain_rest's steps). */
 static int lower_bgemm_tiled(Lower *L, const Node *n, const Value *t, const Value *dir);
@@ -1344,6 +1352,23 @@ static int lower_chain_rest(Lower *L, const Node *n, int cur, const Type *t, int
             cur = emit_stages(L, n, next, &y->type, pool_at > first ? pool_at : first, S, false);
         }
         L->vbuf[y->id] = cur;
+    }
+    if (n->op == OP_CONV2D_CHAIN && get_attr(n, "quant_bits")) {
+        /* the quantizer: the codes from the value, then (dequant) the value replaced by the quant's */
+        BlobQuantizeParams qp = chain_quantizer(n, item_numel(&y->type));
+        int val = buf_of(L, y);
+        if (count_uses(L->g, bits) > 0 || is_output(L->g, bits)) {
+            BlobQuantizeParams cq = qp;
+            cq.dequant = 0;
+            if (lower_quantize_image(L, val, bits, cq))
+                return -1;
+        }
+        if (qp.dequant && (count_uses(L->g, y) > 0 || is_output(L->g, y))) {
+            int deq = new_buf(L, value_bytes(&y->type));
+            emit_dequant(L, val, deq, qp);
+            L->vbuf[y->id] = deq;
+        }
+        return 0;
     }
     if (pack_bits) {
         if (check_pack_target(L, &y->type, bits))
@@ -2478,16 +2503,26 @@ static bool fp16_conv_ok(const BlobConv2dParams *cp, const float *w) {
 
 /* bnn_conv2d_mma's config struct members (float_ops.cu BnnConvMma, BnnConvBits). */
 static char *conv2d_mma_cfg(const BlobConv2dParams *cp, bool bias, bool relu, int split, BlobConv2dF16Order ord,
-                            int64_t op, int64_t smem, int bits, int exact, int win, int mode3) {
+                            int64_t op, int64_t smem, int bits, int exact, int win, int mode3,
+                            const int32_t *quant) {
     char *shape = conv_shape_cfg(cp, cp->h, cp->w, cp->oh, cp->ow, bias, relu);
+    /* codes (LV levels): the quantizer's words (blob.h BLOB_CONV2D_Q_*), for the sums the GPU
+     * recomputes */
+    int32_t q[BLOB_CONV2D_QUANT_WORDS] = {0};
+    if (cp->levels)
+        memcpy(q, quant, sizeof q);
     char *cfg = str_printf(
         "%s    static constexpr int SPLIT = %d, KP = %lld, OP = %lld, SMEM = %lld;\n"
         "    static constexpr int BITS = %d, EXACT = %d, OUTW = %lld, NANF = %lld, STAGES = %lld, DIV = %lld, "
-        "RELUS = %lld, ZERO = %lld, PS = %lld, KWP = %lld, WIN = %d, MODE3 = %d;\n",
+        "RELUS = %lld, ZERO = %lld, PS = %lld, KWP = %lld, WIN = %d, MODE3 = %d;\n"
+        "    static constexpr int LV = %lld, QP = %lld, QLO = %d, QHI = %d, QROUND = %d;\n"
+        "    static constexpr unsigned QSCALE = 0x%08xu, QZERO = 0x%08xu;\n",
         shape, split, (long long)ord.kp, (long long)op, (long long)smem, bits, exact,
         (long long)(cp->out_words ? cp->out_words : 1), (long long)cp->nan_flags, (long long)cp->epi_stages,
         (long long)cp->epi_div, (long long)cp->epi_relu, (long long)cp->zero, (long long)ord.ps, (long long)ord.kwp,
-        win, mode3);
+        win, mode3, (long long)cp->levels, (long long)(cp->levels ? blob_code_planes(cp->levels) : 1),
+        q[BLOB_CONV2D_Q_LO], q[BLOB_CONV2D_Q_HI], q[BLOB_CONV2D_Q_ROUNDING], (unsigned)q[BLOB_CONV2D_Q_SCALE],
+        (unsigned)q[BLOB_CONV2D_Q_ZEROPT]);
     free(shape);
     return cfg;
 }
@@ -2512,8 +2547,8 @@ static void conv2d_mma_step(Lower *L, LStep *st, const char *cfg, int64_t tiles,
  * 4 or 8; at batches 1 and 8 one tile a block is faster: docs/perf.md). */
 enum { STEM_TPB_BATCH = 32, STEM_TPB = 4 };
 
-/* Words of a block's list in the exact stem (float_ops.cu BnnConvBits::LISTW). */
-enum { STEM_LIST_WORDS = 32 };
+/* Words of a block's list in the exact stem (float_ops.cu BnnConvBits::LISTW): bits, codes. */
+enum { STEM_LIST_WORDS = 32, STEM_CODE_LIST_WORDS = 128 };
 
 /* Below batch STEM_FIXWIN_BATCH the sums a staged-window stem of one channel tile lists are
  * recomputed from shared memory (bnn_conv2d_bits_fixwin: a block a tile stages the weights and
@@ -2523,6 +2558,33 @@ enum { STEM_LIST_WORDS = 32 };
  * faster at 2, 1 % slower at 3 and 4, 3 % at 8; docs/perf.md stop 24). Shared memory up to
  * FIXWIN_SMEM_MAX. */
 enum { STEM_FIXWIN_BATCH = 3, FIXWIN_SMEM_MAX = 100 * 1024 };
+
+/* A stem with codes lists some 84 sums a tile (three thresholds a channel), where the fixup's
+ * lane an entry read 147 scattered floats each: from batch STEM_FIXWIN_BATCH its lists go to
+ * bnn_conv2d_bits_fixwin too, FIXWIN_TPB tiles a block (the weights staged once for them). w1a2
+ * ResNet-18 at batch 256 on an H200: the fixup 0.482 ms (docs/perf.md). */
+enum { FIXWIN_TPB = 8 };
+
+/* The shared memory of bnn_conv2d_mma's staged-window form (WIN, BnnConvMma::WIN_SMEM) for cp
+ * with `planes` fp16 planes, 0 where it cannot take it: it needs the paired k order (C <= 4:
+ * ps) and room for three blocks an SM. Bits or codes out (BnnConvMma: the epilogue's words,
+ * [planes + 1][128][2], the channels' rows, sum |w|, threshold(s) and mode or sign, and their
+ * float4 of interval constants). */
+static int64_t conv2d_win_smem(const BlobConv2dParams *cp, int planes, bool exact, bool bits) {
+    BlobConv2dF16Order ord = blob_conv2d_f16_order(cp);
+    int64_t ps = ord.ps, kwp = ord.kwp, kp = ord.kp;
+    if (!ps)
+        return 0;
+    int64_t sr = 7 * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
+    int64_t sc = 15 * cp->stride_w + (cp->kw - 1) * cp->dil_w + 1;
+    int64_t rh = (sc * ps + (kwp - cp->kw * ps) + 1) / 2 * 2; /* BnnConvMma::RH */
+    int64_t wb = (planes * 64 * (2 * kp + 16) + 15) / 16 * 16;
+    int64_t wsmem = wb + (planes * sr * rh / 2 * 4 + 15) / 16 * 16 +
+                    (exact ? (sr * sc * 4 + 15) / 16 * 16 + 8 * sc * 4 : 0) + kp / 2 * 4;
+    int64_t qp = cp->levels ? blob_code_planes(cp->levels) : 1, rows = cp->levels ? 2 + cp->levels : 3;
+    wsmem = (wsmem + 15) / 16 * 16 + (bits ? (qp + 1) * 128 * 2 * 4 + 16 + rows * 64 * 4 + 64 * 16 : 0);
+    return wsmem <= 75 * 1024 ? wsmem : 0;
+}
 
 /* --float-convs=fp16|fp16x3: the conv2d step's GPU kernel on fp16 tensor cores
  * (bnn_conv2d_mma), the weights as fp16 [planes][OP][KP] in slot P1 (docs/blob-format.md):
@@ -2557,35 +2619,33 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
      * and mode of the 64 channels and their interval test's constants (float4 each). WIN where
      * it fits three blocks an SM. */
     int64_t smem = 2 * planes * (128 + 64) * 48 + 8 * kp, tiles = (cp->oh * cp->ow + 127) / 128;
-    int win = 0;
+    int64_t wsmem = conv2d_win_smem(cp, planes, exact, bits);
+    int win = wsmem > 0;
     /* WIN's input window of a block's 8 x 16 pixels: sr rows x sc columns (BnnConvMma::SR, SC) */
     int64_t sr = 7 * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
     int64_t sc = 15 * cp->stride_w + (cp->kw - 1) * cp->dil_w + 1;
-    if (ps) {
-        int64_t rh = (sc * ps + (kwp - cp->kw * ps) + 1) / 2 * 2; /* BnnConvMma::RH */
-        int64_t wb = (planes * 64 * (2 * kp + 16) + 15) / 16 * 16;
-        int64_t wsmem = wb + (planes * sr * rh / 2 * 4 + 15) / 16 * 16 +
-                        (exact ? (sr * sc * 4 + 15) / 16 * 16 + 8 * sc * 4 : 0) + kp / 2 * 4;
-        wsmem = (wsmem + 15) / 16 * 16 + (bits ? 2 * 128 * 2 * 4 + 16 + 3 * 64 * 4 + 64 * 16 : 0); /* BnnConvMma::WIN_SMEM */
-        if (wsmem <= 75 * 1024) {
-            win = 1;
-            smem = wsmem;
-            tiles = (cp->oh + 7) / 8 * ((cp->ow + 15) / 16);
-        }
+    if (win) {
+        smem = wsmem;
+        tiles = (cp->oh + 7) / 8 * ((cp->ow + 15) / 16);
     }
     tiles *= op / 64;
     /* exact: the sums too close to call that a block leaves to the fixup kernel after it, in a
      * list of BnnConvBits::LISTW words a block (float_ops.cu) */
+    int64_t list_words = cp->levels ? STEM_CODE_LIST_WORDS : STEM_LIST_WORDS;
     if (exact)
-        use_arena(L, st, BLOB_SLOT_X0, new_buf(L, tiles * STEM_LIST_WORDS * 4));
+        use_arena(L, st, BLOB_SLOT_X0, new_buf(L, tiles * list_words * 4));
     /* MODE3: a channel whose chain the kernel evaluates itself (stem_threshold's mode 3, in2) */
     int mode3 = 0;
-    if (bits) {
+    if (bits && !cp->levels) {
         const float *in2 = blob_weights_data(L->w, st->s.slot[BLOB_SLOT_IN2]);
         for (int64_t c = 0; c < cp->o; c++)
             mode3 |= in2[(2 * cp->epi_stages + 2) * cp->o + c] == 3.0f;
     }
-    char *cfg = conv2d_mma_cfg(cp, bias, relu, split, ord, op, smem, bits, exact, win, mode3);
+    const int32_t *quant = NULL;
+    if (cp->levels) /* in2's quantizer words */
+        quant = (const int32_t *)((const char *)blob_weights_data(L->w, st->s.slot[BLOB_SLOT_IN2]) +
+                                  4 * blob_conv2d_quant_at(cp));
+    char *cfg = conv2d_mma_cfg(cp, bias, relu, split, ord, op, smem, bits, exact, win, mode3, quant);
     char *fix_cfg = exact ? xstrdup(cfg) : NULL;
     int si = (int)(st - L->steps);
     conv2d_mma_step(L, st, cfg, tiles, 1, smem);
@@ -2610,7 +2670,7 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     static const char fix_args[] = "(const float *)in, (const float *)p0, (unsigned *)out, (const float *)w, "
                                    "(const float *)in2, (const unsigned *)x0";
     /* float_ops.cu BnnFixWin::SMEM: the weights [O][K], the tile's window [C][SR][SC], its list */
-    int64_t fix_smem = (cp->o * k + cp->c * sr * sc + STEM_LIST_WORDS) * 4;
+    int64_t fix_smem = (cp->o * k + cp->c * sr * sc + list_words) * 4;
     if (win && op == 64 && L->batch_alts && fix_smem <= FIXWIN_SMEM_MAX) {
         int fi = (int)(fx - L->steps);
         BlobGridDim win_grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
@@ -2618,6 +2678,12 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
                     fix_smem, 1);
         fx->k.waits_itself = true; /* it stages the weights first */
         fx = new_batch_alt(L, fi, STEM_FIXWIN_BATCH);
+        if (cp->levels) { /* codes: from batch 3 the same kernel, FIXWIN_TPB tiles a block */
+            BlobGridDim many_grid[3] = {{0, (uint32_t)tiles, FIXWIN_TPB}, {1, 0, 1}, {1, 0, 1}};
+            tile_kernel(L, fx, "stemfix", fix_cfg, "bnn_conv2d_bits_fixwin", fix_args, many_grid, 256, fix_smem, 1);
+            fx->k.waits_itself = true;
+            return;
+        }
     }
     BlobGridDim fix_grid[3] = {{0, (uint32_t)tiles, 8}, {1, 0, 1}, {1, 0, 1}};
     tile_kernel(L, fx, "stemfix", fix_cfg, "bnn_conv2d_bits_fixup", fix_args, fix_grid, 256, 0, 1);
@@ -2685,6 +2751,39 @@ static void set_chain_stages(BlobConv2dParams *cp, const Node *n, int64_t stages
     }
 }
 
+/* sum |w[i]| over n weights, rounded up to a float (the exact stem's error bound). */
+static float abs_sum_up(const float *w, int64_t n) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        sum += fabs((double)w[i]);
+    return nextafterf((float)sum, INFINITY);
+}
+
+/* The parameters of conv2d_chain n's max-pool over its conv's output (cp's oh x ow) into y. */
+static BlobPoolParams chain_pool_params(const Node *n, const BlobConv2dParams *cp, const Type *y) {
+    Attr attrs[4];
+    Value *pin[1] = {NULL};
+    Node pn = fused_pool_node(n, pin, attrs);
+    Type conv_t = *y;
+    conv_t.dim[2] = cp->oh, conv_t.dim[3] = cp->ow;
+    return pool_params(&pn, &conv_t, y);
+}
+
+/* The conv2d step of a stem with bits or codes out (lower_conv2d_bits, lower_conv2d_codes): x into
+ * buffer out, in2 (n2 floats) its chain and thresholds, w its f32 weights, b its bias or null. */
+static void stem_conv_step(Lower *L, const Value *x, int out, const float *in2, int64_t n2, const float *w,
+                           const float *b, const BlobConv2dParams *cp) {
+    LStep *st = new_step(L, BLOB_STEP_CONV2D);
+    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.slot[BLOB_SLOT_IN2] = put_weights(L, in2, (size_t)n2 * 4);
+    st->s.slot[BLOB_SLOT_W] = put_weights(L, w, (size_t)(cp->o * cp->c * cp->kh * cp->kw) * 4);
+    if (b)
+        st->s.slot[BLOB_SLOT_P0] = put_weights(L, b, (size_t)cp->o * 4);
+    st->s.conv2d = *cp;
+    conv2d_mma_kernel(L, st, cp, w, b != NULL, false);
+}
+
 /* A conv2d_chain as one conv2d step that writes its bits (BlobConv2dParams.out_words), then,
  * with a max-pool, a maxpool step of bits (the max of +-1 is the OR): when nothing reads its
  * float value, its bits are packed, and its chain is monotone in the sum under any rounding
@@ -2719,30 +2818,14 @@ static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const
     memcpy(in2, k, (size_t)(2 * S * o) * 4);
     int64_t kk = cp.c * cp.kh * cp.kw;
     for (int64_t c = 0; c < o; c++) {
-        double sum = 0;
-        for (int64_t i = 0; i < kk; i++)
-            sum += fabs((double)w[c * kk + i]);
-        in2[2 * S * o + c] = nextafterf((float)sum, INFINITY); /* rounded up */
+        in2[2 * S * o + c] = abs_sum_up(w + c * kk, kk);
         stem_threshold(&cp, k, bv, c, &in2[(2 * S + 1) * o + c], &in2[(2 * S + 2) * o + c]);
     }
     int out = pool ? new_buf(L, cp.oh * cp.ow * cp.out_words * 2 * 4) : def_buf(L, bits);
-    LStep *st = new_step(L, BLOB_STEP_CONV2D);
-    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
-    use_arena(L, st, BLOB_SLOT_OUT, out);
-    st->s.slot[BLOB_SLOT_IN2] = put_weights(L, in2, (size_t)((2 * S + 3) * o) * 4);
+    stem_conv_step(L, x, out, in2, (2 * S + 3) * o, w, bv, &cp);
     free(in2);
-    st->s.slot[BLOB_SLOT_W] = put_weights(L, w, (size_t)(o * kk) * 4);
-    if (b)
-        st->s.slot[BLOB_SLOT_P0] = put_weights(L, bv, (size_t)o * 4);
-    st->s.conv2d = cp;
-    conv2d_mma_kernel(L, st, &cp, w, b != NULL, false);
     if (pool) {
-        Attr attrs[4];
-        Value *pin[1] = {NULL};
-        Node pn = fused_pool_node(n, pin, attrs);
-        Type conv_t = y->type;
-        conv_t.dim[2] = cp.oh, conv_t.dim[3] = cp.ow;
-        BlobPoolParams pp = pool_params(&pn, &conv_t, &y->type);
+        BlobPoolParams pp = chain_pool_params(n, &cp, &y->type);
         pp.words = cp.out_words;
         pp.out_words = words;
         pp.nan_flags = 1;
@@ -2759,7 +2842,7 @@ static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const
             and_mask[c / 32] |= (uint32_t)decreasing << (c % 32);
             any_and |= decreasing;
         }
-        st = new_step(L, BLOB_STEP_MAXPOOL);
+        LStep *st = new_step(L, BLOB_STEP_MAXPOOL);
         use_arena(L, st, BLOB_SLOT_IN, out);
         use_arena(L, st, BLOB_SLOT_OUT, def_buf(L, bits));
         if (any_and)
@@ -2773,6 +2856,159 @@ static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const
                                 (long long)pp.h, (long long)pp.w, (long long)pp.stride_h, (long long)pp.stride_w,
                                 (long long)pp.pad_top, (long long)pp.pad_left, (long long)pp.oh, (long long)pp.ow));
     }
+    return 1;
+}
+
+/* Thresholds of more levels than this stay with the separate steps (the kernel keeps a
+ * channel's in registers). */
+enum { CODES_MAX_LEVELS = 7 };
+
+/* A channel's code (blob_conv2d_chain_code of the sum v before the bias, in2 the step's) as
+ * comparisons: code = the number of levels j with sgn * v >= tt[j], sgn 1 where the code rises
+ * with v and -1 where it falls, tt[j] = sgn * (the first v of code >= j rising, the last one
+ * falling), -inf / +inf for a level every / no sum reaches. The chain and the quantizer are
+ * monotone in v, so each level is crossed at most once, in one direction: bisection over the
+ * finite floats as in stem_threshold. False where an end gives NaN (no monotone form). */
+static bool code_thresholds(const BlobConv2dParams *cp, const float *in2, const float *bias, int64_t c, float *tt,
+                            float *sgn) {
+    const int64_t top = 0x7f7fffff;
+    float b = bias ? bias[c] : 0.0f;
+#define CODE_AT(key) blob_conv2d_chain_code(cp, in2, c, bias ? b + key_float(key) : key_float(key))
+    int lo = CODE_AT(-top), hi = CODE_AT(top);
+    if (lo < 0 || hi < 0)
+        return false;
+    bool rising = lo <= hi;
+    *sgn = rising ? 1.0f : -1.0f;
+    for (int64_t j = 1; j <= cp->levels; j++) {
+        bool at_lo = lo >= j, at_hi = hi >= j;
+        if (at_lo == at_hi) {
+            tt[j - 1] = at_lo ? -INFINITY : INFINITY;
+            continue;
+        }
+        int64_t a = -top, z = top; /* (code(a) >= j) = at_lo, (code(z) >= j) = at_hi */
+        while (z - a > 1) {
+            int64_t mid = a + (z - a) / 2;
+            int code = CODE_AT(mid);
+            if (code < 0)
+                return false;
+            if ((code >= j) == at_hi)
+                z = mid;
+            else
+                a = mid;
+        }
+        tt[j - 1] = rising ? key_float(z) : -key_float(a);
+    }
+#undef CODE_AT
+    return true;
+}
+
+/* Whether a conv2d_chain's quant float (q - zeropt) * scale is a function of its code: q's sign
+ * of zero is the one thing the code does not say, and (q - zeropt) * scale shows it only where
+ * zeropt is 0. The value quantized is never -0 (nor negative) after a last stage with a relu
+ * whose bias is no -0 in any channel: v*a + b is -0 only for b = -0, and the relu keeps -0. */
+static bool quant_float_of_code(const Node *n, const BlobQuantizeParams *qp) {
+    float zero;
+    memcpy(&zero, &qp->zeropt_bits, 4);
+    if (zero != 0.0f)
+        return true;
+    const Value *chain = n->in[2];
+    int64_t S = chain->type.dim[0], O = chain->type.dim[2], relu[CHAIN_MAX_STAGES] = {0};
+    attr_ints(n, "relu", relu, (int)S, 0, NULL);
+    if (!relu[S - 1])
+        return false;
+    const float *bs = (const float *)chain->data + (2 * (S - 1) + 1) * O;
+    for (int64_t c = 0; c < O; c++)
+        if (bs[c] == 0.0f && signbit(bs[c]))
+            return false;
+    return true;
+}
+
+/* A conv2d_chain with a max-pool and a quantizer as one conv2d step that writes each pixel's
+ * codes (BlobConv2dParams.levels, exact on the tensor cores as the stem's bits: docs/kernels.md
+ * "The stem"), then a maxpool step of codes that writes the pool's codes as image planes and,
+ * where something reads it, the quant's float: where no stage follows the pool (the max of the
+ * codes is then the code of the max: both are monotone), nothing reads the pooled value but
+ * through the quant (quant_float_of_code), the staged-window kernel takes the conv, and every
+ * level is a threshold of the sum. Returns 1 if it did, 0 if the separate steps must, -1 on an
+ * error. */
+static int lower_conv2d_codes(Lower *L, const Node *n, BlobConv2dParams cp, const float *w, const Value *b) {
+    const Value *x = n->in[0], *y = n->out[0], *codes = n->out[1], *chain = n->in[2];
+    int64_t S = chain->type.dim[0], o = cp.o;
+    BlobQuantizeParams q = chain_quantizer(n, 0);
+    bool want_f32 = count_uses(L->g, y) > 0 || is_output(L->g, y);
+    if (!get_attr(n, "pool_kernel") || chain_pool_at(n) != S || q.hi - q.lo > CODES_MAX_LEVELS ||
+        (want_f32 && (!q.dequant || !quant_float_of_code(n, &q))) || count_uses(L->g, codes) == 0 ||
+        !fp16_conv_ok(&cp, w))
+        return 0;
+    set_chain_stages(&cp, n, S);
+    const float *k = chain->data, *bv = b ? b->data : NULL;
+    for (int64_t i = 0; i < 2 * S * o; i++) /* a finite chain: no NaN from a finite sum but where it says */
+        if (!isfinite(k[i]) || (((cp.epi_div >> (i / (2 * o))) & 1) && i % (2 * o) < o && k[i] == 0.0f))
+            return 0;
+    for (int64_t c = 0; bv && c < o; c++)
+        if (!isfinite(bv[c]))
+            return 0;
+    cp.levels = q.hi - q.lo;
+    cp.out_words = image_ldw(o);
+    cp.nan_flags = 1; /* a NaN in a window makes the pooled float NaN, its code 0 */
+    int64_t planes = blob_code_planes(cp.levels);
+    if (!conv2d_win_smem(&cp, 2, L->float_convs == FLOAT_CONVS_EXACT, true))
+        return 0;
+    /* in2: the stages, per channel sum |w| (the exact kernel's error bound), the thresholds and
+     * their sign (code_thresholds), the quantizer's words */
+    int64_t at = blob_conv2d_quant_at(&cp), n2 = at + BLOB_CONV2D_QUANT_WORDS;
+    float *in2 = xcalloc((size_t)n2, 4);
+    memcpy(in2, k, (size_t)(2 * S * o) * 4);
+    int32_t qd[BLOB_CONV2D_QUANT_WORDS] = {(int32_t)q.lo, (int32_t)q.hi, (int32_t)q.rounding,
+                                           (int32_t)(uint32_t)q.scale_bits, (int32_t)(uint32_t)q.zeropt_bits};
+    memcpy(in2 + at, qd, sizeof qd);
+    int64_t kk = cp.c * cp.kh * cp.kw;
+    float *tt = xmalloc((size_t)cp.levels * 4);
+    for (int64_t c = 0; c < o; c++) {
+        in2[2 * S * o + c] = abs_sum_up(w + c * kk, kk);
+        if (!code_thresholds(&cp, in2, bv, c, tt, &in2[(2 * S + 1 + cp.levels) * o + c])) {
+            free(tt);
+            free(in2);
+            return 0;
+        }
+        for (int64_t j = 0; j < cp.levels; j++)
+            in2[(2 * S + 1 + j) * o + c] = tt[j];
+    }
+    free(tt);
+    if (image_codes_readers_ok(L, codes)) {
+        free(in2);
+        return -1;
+    }
+    int out = new_buf(L, cp.oh * cp.ow * cp.out_words * (planes + 1) * 4);
+    stem_conv_step(L, x, out, in2, n2, w, bv, &cp);
+    free(in2);
+    /* the pool of codes */
+    BlobPoolParams pp = chain_pool_params(n, &cp, &y->type);
+    pp.words = cp.out_words;
+    pp.out_words = cp.out_words;
+    pp.nan_flags = 1;
+    pp.planes = planes;
+    pp.lo = q.lo;
+    pp.scale_bits = q.scale_bits;
+    pp.zeropt_bits = q.zeropt_bits;
+    int64_t plane = blob_image_plane_words(pp.oh * pp.ow, pp.out_words);
+    int cbuf = new_buf(L, planes * plane * 4);
+    L->vbuf[codes->id] = cbuf;
+    LStep *st = new_step(L, BLOB_STEP_MAXPOOL);
+    use_arena(L, st, BLOB_SLOT_IN, out);
+    use_arena(L, st, BLOB_SLOT_OUT, cbuf);
+    if (want_f32)
+        use_arena(L, st, BLOB_SLOT_X0, def_buf(L, y));
+    st->s.pool = pp;
+    float_kernel(L, st, "maxpool", plane,
+                 str_printf("bnn_codepool<%lld, %lld, %lld>(item, j, (const unsigned *)in, (unsigned *)out, "
+                            "(float *)x0, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+                            "%uu, %uu)",
+                            (long long)pp.kh, (long long)pp.kw, (long long)planes, (long long)pp.c,
+                            (long long)pp.words, (long long)plane, (long long)pp.h, (long long)pp.w,
+                            (long long)pp.stride_h, (long long)pp.stride_w, (long long)pp.pad_top,
+                            (long long)pp.pad_left, (long long)pp.oh, (long long)pp.ow, (long long)q.lo,
+                            (unsigned)q.scale_bits, (unsigned)q.zeropt_bits));
     return 1;
 }
 
@@ -2804,8 +3040,13 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
                            .pad_top = p[0], .pad_left = p[1], .pad_bottom = p[2], .pad_right = p[3],
                            .dil_h = d[0], .dil_w = d[1], .groups = attr_int(n, "groups", 1),
                            .oh = y->dim[2], .ow = y->dim[3]};
-    if (fused && lower_conv2d_bits(L, n, cp, w->data, b))
+    if (fused && get_attr(n, "quant_bits")) {
+        int rc = lower_conv2d_codes(L, n, cp, w->data, b);
+        if (rc)
+            return rc < 0 ? -1 : 0;
+    } else if (fused && lower_conv2d_bits(L, n, cp, w->data, b)) {
         return 0;
+    }
     ConvTile tiles[CONV_TILE_VARIANTS];
     bool mma = L->float_convs != FLOAT_CONVS_EXACT && fp16_conv_ok(&cp, w->data);
     int ntiles = mma ? 0 : plan_conv_tiles(&cp, w->data, tiles);
@@ -3121,7 +3362,8 @@ static int64_t code_planes(const Value *v) {
     if (d && d->op == OP_THRESHOLD && d->in[1]->type.rank == 2 && d->in[0]->def &&
         d->in[0]->def->op == OP_QDENSE) /* qdense + threshold, as -O1 leaves them: fused */
         return bits_to_hold(d->in[1]->type.dim[1]);
-    if (d && (d->op == OP_QUANTIZE || (d->op == OP_QCONV2D_CHAIN && v->def_index == 1))) {
+    if (d && (d->op == OP_QUANTIZE || ((d->op == OP_QCONV2D_CHAIN || d->op == OP_CONV2D_CHAIN) && v->def_index == 1 &&
+                                       get_attr(d, "quant_bits")))) {
         int64_t bits = d->op == OP_QUANTIZE ? (int64_t)((const float *)d->in[3]->data)[0]
                                             : attr_int(d, "quant_bits", 1);
         int64_t sgn = attr_int(d, "signed", 1), nar = attr_int(d, "narrow", 0);
@@ -3170,12 +3412,14 @@ static bool is_qconv_threshold(const Node *d) {
 }
 
 /* v holds codes as image planes: a quantize of an NCHW tensor, a thresholded qconv2d, the
- * multi-level threshold of one (fused by lower_qconv), or a qconv2d_chain's quantized codes. */
+ * multi-level threshold of one (fused by lower_qconv), or a qconv2d_chain's or conv2d_chain's
+ * quantized codes. */
 static bool is_image_codes(const Value *v) {
     const Node *d = v->kind == VAL_NODE ? v->def : NULL;
     return d && v->type.rank == 4 &&
            (d->op == OP_QUANTIZE || (d->op == OP_QCONV2D && d->nin == 4) || is_qconv_threshold(d) ||
-            (d->op == OP_QCONV2D_CHAIN && v->def_index == 1 && get_attr(d, "quant_bits")));
+            ((d->op == OP_QCONV2D_CHAIN || d->op == OP_CONV2D_CHAIN) && v->def_index == 1 &&
+             get_attr(d, "quant_bits")));
 }
 
 static int64_t image_code_planes(const Value *v) {
@@ -3350,8 +3594,7 @@ static void put_code_thresholds(Lower *L, LStep *st, const CodeEpilogue *e, int6
 
 /* quantize of an NCHW tensor into image planes (the qconv operand). GPU: bnn_quantize_image,
  * one thread per word of a pixel (all planes of it). */
-static int lower_quantize_image(Lower *L, const Node *n, BlobQuantizeParams qp) {
-    const Value *x = n->in[0], *y = n->out[0];
+static int lower_quantize_image(Lower *L, int in, const Value *y, BlobQuantizeParams qp) {
     if (image_codes_readers_ok(L, y))
         return -1;
     qp.bits = code_planes(y);
@@ -3361,7 +3604,7 @@ static int lower_quantize_image(Lower *L, const Node *n, BlobQuantizeParams qp) 
     int out = new_buf(L, qp.bits * plane * 4);
     L->vbuf[y->id] = out;
     LStep *st = new_step(L, BLOB_STEP_QUANTIZE);
-    use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
+    use_arena(L, st, BLOB_SLOT_IN, in);
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.quantize = qp;
     float_kernel(L, st, "quantize", plane,
@@ -3388,6 +3631,55 @@ static void add_planes_args(LStep *st, int64_t rows_per_item) {
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
 }
 
+/* A dequantizing quantize step (Quant's float result, qp->dequant) from buffer in to out. */
+static void emit_dequant(Lower *L, int in, int out, BlobQuantizeParams qp) {
+    LStep *st = new_step(L, BLOB_STEP_QUANTIZE);
+    use_arena(L, st, BLOB_SLOT_IN, in);
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.quantize = qp;
+    /* The GPU: four elements a thread (k % 4 == 0: bnn_dequantize4), else one. */
+    if (qp.k % 4 == 0) {
+        float_kernel(L, st, "quantize", qp.k / 4,
+                     str_printf("bnn_dequantize4(item, j, (const float *)in, (float *)out, %lld, %lld, %lld, %lld, "
+                                "%uu, %uu)",
+                                (long long)qp.k, (long long)qp.lo, (long long)qp.hi, (long long)qp.rounding,
+                                (unsigned)qp.scale_bits, (unsigned)qp.zeropt_bits));
+        return;
+    }
+    float_kernel(L, st, "quantize", qp.k,
+                 str_printf("bnn_quantize<%d>(item, j, (const float *)in, out, %lld, %lld, %lld, %lld, %lld, %lld, "
+                            "%uu, %uu, 1)",
+                            QUANTIZE_WORDS, (long long)qp.k, (long long)qp.bits, (long long)qp.ld, (long long)qp.lo,
+                            (long long)qp.hi, (long long)qp.rounding, (unsigned)qp.scale_bits,
+                            (unsigned)qp.zeropt_bits));
+}
+
+/* The BLOB_ROUND_* of a rounding attribute (docs/ir.md quant; inference checked the name). */
+static int64_t rounding_of(const char *mode) {
+    static const char *const modes[] = {"ROUND", "CEIL", "FLOOR", "ROUND_TO_ZERO", "UP", "HALF_UP", "HALF_DOWN"};
+    for (int i = 0; i < 7; i++)
+        if (!strcmp(mode, modes[i]))
+            return i;
+    return !strcmp(mode, "DOWN") ? BLOB_ROUND_TO_ZERO : BLOB_ROUND_HALF_EVEN;
+}
+
+/* The quantizer of a fused chain (conv2d_chain, qconv2d_chain: quant_bits and the rest) as a
+ * quantize step's parameters over k floats an item (dequant: the chain's dequant). */
+static BlobQuantizeParams chain_quantizer(const Node *n, int64_t k) {
+    int64_t bits = attr_int(n, "quant_bits", 8), sgn = attr_int(n, "signed", 1), nar = attr_int(n, "narrow", 0);
+    float scale = attr_float(n, "quant_scale", 1.0f), zero = attr_float(n, "quant_zero", 0.0f);
+    BlobQuantizeParams qp = {.rows = 1, .k = k, .lo = sgn ? -(1ll << (bits - 1)) + nar : 0,
+                             .hi = sgn ? (1ll << (bits - 1)) - 1 : (1ll << bits) - 1 - nar,
+                             .rounding = rounding_of(attr_str(n, "rounding", "ROUND")),
+                             .dequant = attr_int(n, "dequant", 0) != 0};
+    uint32_t sb, zb;
+    memcpy(&sb, &scale, 4);
+    memcpy(&zb, &zero, 4);
+    qp.scale_bits = sb;
+    qp.zeropt_bits = zb;
+    return qp;
+}
+
 /* quant (f32 result) and quantize (codes as bit-planes): one quantize step. */
 static int lower_quantize(Lower *L, const Node *n) {
     const Value *x = n->in[0], *y = n->out[0];
@@ -3400,13 +3692,7 @@ static int lower_quantize(Lower *L, const Node *n) {
     int64_t bits = (int64_t)bw, sgn = attr_int(n, "signed", 1), nar = attr_int(n, "narrow", 0);
     int64_t lo = sgn ? -(1ll << (bits - 1)) + nar : 0;
     int64_t hi = sgn ? (1ll << (bits - 1)) - 1 : (1ll << bits) - 1 - nar;
-    static const char *const modes[] = {"ROUND", "CEIL", "FLOOR", "ROUND_TO_ZERO", "UP",
-                                        "HALF_UP", "HALF_DOWN"};
-    const char *mode = attr_str(n, "rounding", "ROUND");
-    int64_t rounding = !strcmp(mode, "DOWN") ? BLOB_ROUND_TO_ZERO : -1;
-    for (int i = 0; i < 7 && rounding < 0; i++)
-        if (!strcmp(mode, modes[i]))
-            rounding = i;
+    int64_t rounding = rounding_of(attr_str(n, "rounding", "ROUND"));
     uint32_t sb, zb;
     memcpy(&sb, n->in[1]->data, 4);
     memcpy(&zb, n->in[2]->data, 4);
@@ -3414,7 +3700,11 @@ static int lower_quantize(Lower *L, const Node *n) {
     BlobQuantizeParams qp = {.rows = 1, .k = k, .lo = lo, .hi = hi, .rounding = rounding,
                              .scale_bits = sb, .zeropt_bits = zb, .dequant = n->op == OP_QUANT};
     if (n->op == OP_QUANTIZE && is_image_codes(y))
-        return lower_quantize_image(L, n, qp);
+        return lower_quantize_image(L, buf_of(L, x), y, qp);
+    if (n->op == OP_QUANT) {
+        emit_dequant(L, buf_of(L, x), def_buf(L, y), qp);
+        return 0;
+    }
     int out;
     if (n->op == OP_QUANTIZE && codes_int8(L, y)) { /* a byte a code: the int8 qgemm's A */
         qp.bits = code_planes(y);
@@ -3433,36 +3723,23 @@ static int lower_quantize(Lower *L, const Node *n) {
                                 (unsigned)sb, (unsigned)zb));
         return 0;
     }
-    if (n->op == OP_QUANTIZE) {
-        if (codes_only_for_qdense(L, y))
-            return -1;
-        qp.bits = code_planes(y);
-        qp.ld = (k + 255) / 256 * 8;
-        out = new_buf(L, qp.bits * qp.ld * 4);
-        L->vbuf[y->id] = out;
-    } else {
-        out = def_buf(L, y);
-    }
+    if (codes_only_for_qdense(L, y))
+        return -1;
+    qp.bits = code_planes(y);
+    qp.ld = (k + 255) / 256 * 8;
+    out = new_buf(L, qp.bits * qp.ld * 4);
+    L->vbuf[y->id] = out;
     LStep *st = new_step(L, BLOB_STEP_QUANTIZE);
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.quantize = qp;
-    /* The GPU: four elements a thread (dequant, k % 4 == 0: bnn_dequantize4), one (dequant), or
-     * a warp per QUANTIZE_WORDS words of the code planes (ld is a multiple of 8). */
-    if (qp.dequant && k % 4 == 0) {
-        float_kernel(L, st, "quantize", k / 4,
-                     str_printf("bnn_dequantize4(item, j, (const float *)in, (float *)out, %lld, %lld, %lld, %lld, "
-                                "%uu, %uu)",
-                                (long long)k, (long long)lo, (long long)hi, (long long)rounding, (unsigned)sb,
-                                (unsigned)zb));
-        return 0;
-    }
-    float_kernel(L, st, "quantize", qp.dequant ? k : qp.ld * 32 / QUANTIZE_WORDS,
+    /* The GPU: a warp per QUANTIZE_WORDS words of the code planes (ld is a multiple of 8). */
+    float_kernel(L, st, "quantize", qp.ld * 32 / QUANTIZE_WORDS,
                  str_printf("bnn_quantize<%d>(item, j, (const float *)in, out, %lld, %lld, %lld, %lld, %lld, %lld, "
-                            "%uu, %uu, %d)",
+                            "%uu, %uu, 0)",
                             QUANTIZE_WORDS,
                             (long long)k, (long long)qp.bits, (long long)qp.ld, (long long)lo, (long long)hi,
-                            (long long)rounding, (unsigned)sb, (unsigned)zb, qp.dequant ? 1 : 0));
+                            (long long)rounding, (unsigned)sb, (unsigned)zb));
     return 0;
 }
 
@@ -3668,19 +3945,13 @@ static int lower_qconv_chain(Lower *L, const Node *n, LStep *st, BlobQconvParams
     d[BLOB_QCHAIN_OUT_RELU] = attr_int(n, "out_relu", 0) != 0;
     d[BLOB_QCHAIN_F32] = !want_f32 ? 0 : attr_int(n, "dequant", 0) ? 2 : 1;
     if (quant) {
-        int64_t bits = attr_int(n, "quant_bits", 8), sgn = attr_int(n, "signed", 1), nar = attr_int(n, "narrow", 0);
-        float scale = attr_float(n, "quant_scale", 1.0f), zero = attr_float(n, "quant_zero", 0.0f);
-        static const char *const modes[] = {"ROUND", "CEIL", "FLOOR", "ROUND_TO_ZERO", "UP", "HALF_UP", "HALF_DOWN"};
-        const char *mode = attr_str(n, "rounding", "ROUND");
+        BlobQuantizeParams q = chain_quantizer(n, 0);
         d[BLOB_QCHAIN_QUANT] = 1;
-        d[BLOB_QCHAIN_LO] = (int32_t)(sgn ? -(1ll << (bits - 1)) + nar : 0);
-        d[BLOB_QCHAIN_HI] = (int32_t)(sgn ? (1ll << (bits - 1)) - 1 : (1ll << bits) - 1 - nar);
-        d[BLOB_QCHAIN_ROUNDING] = !strcmp(mode, "DOWN") ? BLOB_ROUND_TO_ZERO : 0;
-        for (int i = 0; i < 7; i++)
-            if (!strcmp(mode, modes[i]))
-                d[BLOB_QCHAIN_ROUNDING] = i;
-        memcpy(&d[BLOB_QCHAIN_SCALE], &scale, 4);
-        memcpy(&d[BLOB_QCHAIN_ZEROPT], &zero, 4);
+        d[BLOB_QCHAIN_LO] = (int32_t)q.lo;
+        d[BLOB_QCHAIN_HI] = (int32_t)q.hi;
+        d[BLOB_QCHAIN_ROUNDING] = (int32_t)q.rounding;
+        d[BLOB_QCHAIN_SCALE] = (int32_t)(uint32_t)q.scale_bits;
+        d[BLOB_QCHAIN_ZEROPT] = (int32_t)(uint32_t)q.zeropt_bits;
     }
     if (want_codes) {
         qp->yb = code_planes(codes);

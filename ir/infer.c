@@ -843,8 +843,33 @@ static int infer_binary_chain(const Node *n, Type *out) {
     return 0;
 }
 
-/* conv2d_chain (x: f32, w: f32, chain: f32[S,2,O], [b: f32[O]]) {pool_*} -> y: f32 (the
- * conv's shape, or its max-pool's), bits: b1 of y's shape. */
+/* The quantizer of a conv2d_chain / qconv2d_chain (quant_bits and the attributes that go with
+ * it: the codes result, and with dequant the float result, as quantize and quant give them). */
+static int check_quantizer(const Node *n) {
+    if (need_flag(n, "dequant", 0) || need_flag(n, "signed", 1) || need_flag(n, "narrow", 0))
+        return -1;
+    bool q = get_attr(n, "quant_bits") != NULL;
+    if (!q) {
+        if (get_attr(n, "quant_scale") || get_attr(n, "quant_zero") || get_attr(n, "signed") ||
+            get_attr(n, "narrow") || get_attr(n, "rounding") || attr_int(n, "dequant", 0))
+            return fail(n, "quantizer attributes without 'quant_bits'");
+        return 0;
+    }
+    int64_t bits = attr_int(n, "quant_bits", 0);
+    float scale = attr_float(n, "quant_scale", 0.0f), zero = attr_float(n, "quant_zero", 0.0f);
+    if (bits < 1 || bits > 24)
+        return fail(n, "attribute 'quant_bits' must be 1..24, got %lld", (long long)bits);
+    if (!get_attr(n, "quant_scale") || !(scale > 0.0f) || !isfinite(scale) || !isfinite(zero))
+        return fail(n, "the quantizer needs a finite 'quant_scale' > 0 and a finite 'quant_zero'");
+    const char *r = attr_str(n, "rounding", "ROUND");
+    if (!rounding_known(r))
+        return fail(n, "unknown rounding mode '%s'", r);
+    return 0;
+}
+
+/* conv2d_chain (x: f32, w: f32, chain: f32[S,2,O], [b: f32[O]]) {pool_*, [quant_*, signed,
+ * narrow, rounding, dequant]} -> y: f32 (the conv's shape, or its max-pool's), then bits: b1 of
+ * y's shape, or with a quantizer codes: i32 of y's shape (y the quant's float with dequant). */
 static int infer_conv2d_chain(const Node *n, Type *out) {
     if (need_dtype(n, 0, TY_F32, "input") || need_dtype(n, 1, TY_F32, "weights"))
         return -1;
@@ -873,8 +898,10 @@ static int infer_conv2d_chain(const Node *n, Type *out) {
         return fail(n, "attribute 'pool_at' must be 0 to %lld (the stages before the max-pool), got %lld",
                     (long long)stages, (long long)pool_at);
     out[1] = out[0];
-    out[1].dtype = TY_B1;
-    return 0;
+    out[1].dtype = get_attr(n, "quant_bits") ? TY_I32 : TY_B1;
+    if (get_attr(n, "quant_bits") && get_attr(n, "zero"))
+        return fail(n, "attribute 'zero' is for chains that binarize, not for a quantizer ('quant_bits')");
+    return check_quantizer(n);
 }
 
 /* qconv2d_chain (x: i32 codes, w: i8 codes, chain: f32[S,2,O], [residual: f32 like y])
@@ -893,29 +920,13 @@ static int infer_qconv2d_chain(const Node *n, Type *out) {
         return fail(n, "residual must be %s like the result, got %s", tstr(&out[0]),
                     tstr(in_type(n, 3)));
     if (need_flag(n, "residual_first", 0) || need_flag(n, "out_relu", 0) ||
-        need_flag(n, "dequant", 0) || need_flag(n, "signed", 1) || need_flag(n, "narrow", 0))
+        need_flag(n, "dequant", 0))
         return -1;
     if (n->nin == 3 && attr_int(n, "residual_first", 0))
         return fail(n, "attribute 'residual_first' without a residual operand");
     if (get_attr(n, "zero"))
         return fail(n, "attribute 'zero' is for chains that binarize");
-    bool q = get_attr(n, "quant_bits") != NULL;
-    if (!q) {
-        if (get_attr(n, "quant_scale") || get_attr(n, "quant_zero") || get_attr(n, "signed") ||
-            get_attr(n, "narrow") || get_attr(n, "rounding") || attr_int(n, "dequant", 0))
-            return fail(n, "quantizer attributes without 'quant_bits'");
-        return 0;
-    }
-    int64_t bits = attr_int(n, "quant_bits", 0);
-    float scale = attr_float(n, "quant_scale", 0.0f), zero = attr_float(n, "quant_zero", 0.0f);
-    if (bits < 1 || bits > 24)
-        return fail(n, "attribute 'quant_bits' must be 1..24, got %lld", (long long)bits);
-    if (!get_attr(n, "quant_scale") || !(scale > 0.0f) || !isfinite(scale) || !isfinite(zero))
-        return fail(n, "the quantizer needs a finite 'quant_scale' > 0 and a finite 'quant_zero'");
-    const char *r = attr_str(n, "rounding", "ROUND");
-    if (!rounding_known(r))
-        return fail(n, "unknown rounding mode '%s'", r);
-    return 0;
+    return check_quantizer(n);
 }
 
 /* repack keeps the logical tensor; the declared result type says the new format. */

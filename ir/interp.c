@@ -1072,7 +1072,28 @@ static int run_binary_chain(const Node *n, Tensor **in, Tensor *y, Tensor *bits)
     return rc;
 }
 
-/* conv2d_chain: the float conv2d (bias in[3]), the stages, the max-pool, the binarize. */
+/* The quantizer of a conv2d_chain / qconv2d_chain on its value y: codes as quantize gives them
+ * (q - lo, NaN: code 0, as the runtime) and, with dequant, y as quant's float result
+ * (q - zeropt) * scale. */
+static void quantize_into(const Node *n, Tensor *y, Tensor *codes) {
+    int bits = (int)attr_int(n, "quant_bits", 8);
+    bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
+    bool dequant = attr_int(n, "dequant", 0) != 0;
+    const char *mode = attr_str(n, "rounding", "ROUND");
+    float scale = attr_float(n, "quant_scale", 1.0f), zeropt = attr_float(n, "quant_zero", 0.0f);
+    double lo = is_signed ? -ldexp(1.0, bits - 1) + (narrow ? 1 : 0) : 0;
+    double hi = is_signed ? ldexp(1.0, bits - 1) - 1 : ldexp(1.0, bits) - 1 - (narrow ? 1 : 0);
+    for (int64_t i = 0; i < numel(y); i++) {
+        float q = round_by_mode(f32s(y)[i] / scale + zeropt, mode);
+        q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+        i32s(codes)[i] = isnan(q) ? 0 : (int32_t)(q - (float)lo);
+        if (dequant)
+            f32s(y)[i] = (q - zeropt) * scale;
+    }
+}
+
+/* conv2d_chain: the float conv2d (bias in[3]), the stages, the max-pool, the stages after it,
+ * then the binarize or the quantizer. */
 static int run_conv2d_chain(const Node *n, Tensor **in, Tensor *y, Tensor *bits) {
     const Attr *pk = get_attr(n, "pool_kernel");
     Tensor v = *y;
@@ -1101,7 +1122,10 @@ static int run_conv2d_chain(const Node *n, Tensor **in, Tensor *y, Tensor *bits)
         free_tensor(&v);
         apply_stages(n, in[2], y, pool_at, stages);
     }
-    binarize_into(n, y, bits);
+    if (get_attr(n, "quant_bits"))
+        quantize_into(n, y, bits); /* bits: the codes */
+    else
+        binarize_into(n, y, bits);
     return rc;
 }
 
@@ -1129,20 +1153,7 @@ static int run_qconv2d_chain(const Node *n, Tensor **in, Tensor *y, Tensor *code
         memset(codes->data, 0, codes->nbytes);
         return 0;
     }
-    int bits = (int)attr_int(n, "quant_bits", 8);
-    bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
-    bool dequant = attr_int(n, "dequant", 0) != 0;
-    const char *mode = attr_str(n, "rounding", "ROUND");
-    float scale = attr_float(n, "quant_scale", 1.0f), zeropt = attr_float(n, "quant_zero", 0.0f);
-    double lo = is_signed ? -ldexp(1.0, bits - 1) + (narrow ? 1 : 0) : 0;
-    double hi = is_signed ? ldexp(1.0, bits - 1) - 1 : ldexp(1.0, bits) - 1 - (narrow ? 1 : 0);
-    for (int64_t i = 0; i < numel(y); i++) {
-        float q = round_by_mode(f32s(y)[i] / scale + zeropt, mode);
-        q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
-        i32s(codes)[i] = isnan(q) ? 0 : (int32_t)(q - (float)lo); /* NaN: code 0, as the runtime */
-        if (dequant)
-            f32s(y)[i] = (q - zeropt) * scale;
-    }
+    quantize_into(n, y, codes);
     return 0;
 }
 

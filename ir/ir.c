@@ -270,7 +270,10 @@ static const AttrSpec spec_conv2d_chain[] = {{"strides", ATTR_INTS}, {"pads", AT
                                              {"pad_value", ATTR_INT}, {"div", ATTR_INTS},
                                              {"relu", ATTR_INTS}, {"pool_kernel", ATTR_INTS}, {"pool_strides", ATTR_INTS},
                                              {"pool_pads", ATTR_INTS}, {"pool_ceil_mode", ATTR_INT},
-                                             {"pool_at", ATTR_INT}, {"zero", ATTR_INT}, SPEC_END};
+                                             {"pool_at", ATTR_INT}, {"zero", ATTR_INT},
+                                             {"quant_scale", ATTR_FLOAT}, {"quant_zero", ATTR_FLOAT},
+                                             {"quant_bits", ATTR_INT}, {"signed", ATTR_INT}, {"narrow", ATTR_INT},
+                                             {"rounding", ATTR_STR}, {"dequant", ATTR_INT}, SPEC_END};
 
 /* qdense: the bit width of its unsigned input codes (docs/ir.md). */
 static const AttrSpec spec_qdense[] = {{"xbits", ATTR_INT}, SPEC_END};

@@ -483,13 +483,17 @@ static bnn_status check_conv2d(const StepCheck *c) {
                      p->epi_relu < (int64_t)1 << p->epi_stages;
     if (p->out_words) {
         if (!stages_ok || p->out_words < (p->o + 31) / 32 || p->out_words > (1 << 20) || (p->zero & ~1ll) ||
-            (p->nan_flags & ~1ll))
-            return bad_step(c, "bad bit output: %lld words a pixel, %lld stages, div %lld, relu %lld, zero %lld",
+            (p->nan_flags & ~1ll) || p->levels < 0 || p->levels > 255 || (p->levels && p->zero))
+            return bad_step(c, "bad bit output: %lld words a pixel, %lld stages, div %lld, relu %lld, zero %lld, "
+                               "levels %lld",
                             (long long)p->out_words, (long long)p->epi_stages, (long long)p->epi_div,
-                            (long long)p->epi_relu, (long long)p->zero);
-        chain = (uint64_t)(2 * p->epi_stages + 3) * (uint64_t)p->o * 4;
-        out = (uint64_t)oh * (uint64_t)ow * (uint64_t)p->out_words * (1 + (uint64_t)p->nan_flags) * 4;
-    } else if (!stages_ok || p->zero || p->nan_flags) {
+                            (long long)p->epi_relu, (long long)p->zero, (long long)p->levels);
+        /* bits: sum |w|, threshold, mode; codes: sum |w|, levels thresholds, sign, the quantizer */
+        uint64_t planes = p->levels ? (uint64_t)blob_code_planes(p->levels) : 1;
+        chain = p->levels ? ((uint64_t)(2 * p->epi_stages + 2 + p->levels) * (uint64_t)p->o + BLOB_CONV2D_QUANT_WORDS) * 4
+                          : (uint64_t)(2 * p->epi_stages + 3) * (uint64_t)p->o * 4;
+        out = (uint64_t)oh * (uint64_t)ow * (uint64_t)p->out_words * (planes + (uint64_t)p->nan_flags) * 4;
+    } else if (!stages_ok || p->zero || p->nan_flags || p->levels) {
         return bad_step(c, "bad float chain: %lld stages, div %lld, relu %lld, zero %lld, nan_flags %lld",
                         (long long)p->epi_stages, (long long)p->epi_div, (long long)p->epi_relu,
                         (long long)p->zero, (long long)p->nan_flags);
@@ -498,6 +502,21 @@ static bnn_status check_conv2d(const StepCheck *c) {
     }
     TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
     TRY(want_slot(c, BLOB_SLOT_IN2, chain ? BLOB_SPACE_WEIGHTS : 0, chain, false));
+    if (p->levels) { /* the quantizer's words, read from the weights */
+        int32_t qd[BLOB_CONV2D_QUANT_WORDS];
+        for (int i = 0; i < BLOB_CONV2D_QUANT_WORDS; i++)
+            qd[i] = (int32_t)blob_get_u32(c->m->weights + c->s->slot[BLOB_SLOT_IN2].offset + chain - 4 *
+                                          (uint64_t)(BLOB_CONV2D_QUANT_WORDS - i));
+        float scale, zeropt;
+        memcpy(&scale, &qd[BLOB_CONV2D_Q_SCALE], 4);
+        memcpy(&zeropt, &qd[BLOB_CONV2D_Q_ZEROPT], 4);
+        if ((int64_t)qd[BLOB_CONV2D_Q_HI] - qd[BLOB_CONV2D_Q_LO] != p->levels || qd[BLOB_CONV2D_Q_ROUNDING] < 0 ||
+            qd[BLOB_CONV2D_Q_ROUNDING] > BLOB_ROUND_HALF_DOWN || !(scale > 0.0f) || !isfinite(scale) ||
+            !isfinite(zeropt))
+            return bad_step(c, "bad quantizer: range [%lld, %lld] for %lld levels, rounding %lld",
+                            (long long)qd[BLOB_CONV2D_Q_LO], (long long)qd[BLOB_CONV2D_Q_HI], (long long)p->levels,
+                            (long long)qd[BLOB_CONV2D_Q_ROUNDING]);
+    }
     TRY(want_slot(c, BLOB_SLOT_W, BLOB_SPACE_WEIGHTS, w, false));
     TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 4, true));
     /* the fp16 weight image of bnncc --float-convs, 1 or 2 planes, in any of its k orders
@@ -516,6 +535,12 @@ static bnn_status check_conv2d(const StepCheck *c) {
     return check_overlap(c, false);
 }
 
+/* Words per pixel of image planes for n channels: 1, 2, 4 or a multiple of 8, enough for n. */
+static bool image_words_ok(int64_t words, int64_t n) {
+    return words >= (int64_t)words_for(n) && words <= MAX_DIM &&
+           (words == 1 || words == 2 || words == 4 || words % 8 == 0);
+}
+
 static bnn_status check_pool(const StepCheck *c) {
     const BlobPoolParams *p = &c->s->pool;
     if (!dim_ok(p->c) || !dim_ok(p->h) || !dim_ok(p->w) || !dim_ok(p->kh) || !dim_ok(p->kw) ||
@@ -532,25 +557,38 @@ static bnn_status check_pool(const StepCheck *c) {
         return bad_step(c, "output %lldx%lld does not fit the input and window",
                         (long long)p->oh, (long long)p->ow);
     uint64_t in, out;
-    if ((p->words || p->out_words || p->nan_flags) &&
+    if ((p->words || p->out_words || p->nan_flags || p->planes) &&
         (c->s->kind != BLOB_STEP_MAXPOOL || p->words < (p->c + 31) / 32 || p->out_words < p->words ||
-         p->out_words > (1 << 20) || p->count_include_pad || (p->nan_flags & ~1ll)))
-        return bad_step(c, "bad bit pool: %lld words a pixel in, %lld out, for %lld channels", (long long)p->words,
-                        (long long)p->out_words, (long long)p->c);
-    /* per pixel: 4-byte words of bits, or floats */
-    uint64_t in_px = p->words ? (uint64_t)p->words * (1 + (uint64_t)p->nan_flags) : (uint64_t)p->c;
-    uint64_t out_px = p->words ? (uint64_t)p->out_words : in_px;
+         p->out_words > (1 << 20) || p->count_include_pad || (p->nan_flags & ~1ll) || p->planes < 0 ||
+         p->planes > 8 || (p->planes && !image_words_ok(p->out_words, p->c))))
+        return bad_step(c, "bad bit pool: %lld words a pixel in, %lld out, %lld code planes, for %lld channels",
+                        (long long)p->words, (long long)p->out_words, (long long)p->planes, (long long)p->c);
+    if (!p->planes && (p->lo || p->scale_bits || p->zeropt_bits))
+        return bad_step(c, "a dequantization without code planes");
+    /* per pixel: 4-byte words of bits (of codes: planes, then NaN flags), or floats */
+    uint64_t planes = p->planes ? (uint64_t)p->planes : 1;
+    uint64_t in_px = p->words ? (uint64_t)p->words * (planes + (uint64_t)p->nan_flags) : (uint64_t)p->c;
+    uint64_t out_px = p->words ? (uint64_t)p->out_words : in_px, f32 = 0;
     if (!mul3_ok(in_px, (uint64_t)p->h, (uint64_t)p->w, &in) || !mul_ok(in, 4, &in) ||
-        !mul3_ok(out_px, (uint64_t)p->oh, (uint64_t)p->ow, &out) || !mul_ok(out, 4, &out))
+        !mul3_ok(out_px, (uint64_t)p->oh, (uint64_t)p->ow, &out) || !mul_ok(out, 4, &out) ||
+        !mul3_ok((uint64_t)p->c * 4, (uint64_t)p->oh, (uint64_t)p->ow, &f32))
         return bad_step(c, "operands too large");
+    if (p->planes) /* image planes */
+        out = (uint64_t)blob_image_plane_words(p->oh * p->ow, p->out_words) * planes * 4;
     TRY(want_slot(c, BLOB_SLOT_IN, BLOB_SPACE_ARENA, in, false));
     TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
     /* a max-pool of bits: p0 optional, the channels pooled by AND (one bit each, words words) */
-    if (p->words)
+    if (p->words && !p->planes)
         TRY(want_slot(c, BLOB_SLOT_P0, BLOB_SPACE_WEIGHTS, (uint64_t)p->words * 4, true));
-    for (int i = BLOB_SLOT_IN2; i <= BLOB_SLOT_P1; i++)
-        if (i != BLOB_SLOT_OUT && !(i == BLOB_SLOT_P0 && p->words))
+    /* of codes: x0 optional, the quantizer's float */
+    if (p->planes)
+        TRY(want_slot(c, BLOB_SLOT_X0, BLOB_SPACE_ARENA, f32, true));
+    for (int i = BLOB_SLOT_IN2; i <= BLOB_SLOT_X1; i++)
+        if (i != BLOB_SLOT_OUT && !(i == BLOB_SLOT_P0 && p->words && !p->planes) && !(i == BLOB_SLOT_X0 && p->planes))
             TRY(want_slot(c, i, 0, 0, false));
+    if (ranges_overlap(&c->s->slot[BLOB_SLOT_X0], &c->s->slot[BLOB_SLOT_IN]) ||
+        ranges_overlap(&c->s->slot[BLOB_SLOT_X0], &c->s->slot[BLOB_SLOT_OUT]))
+        return bad_step(c, "slot x0 overlaps the input or the output");
     return check_overlap(c, false);
 }
 
@@ -565,12 +603,6 @@ static bnn_status check_none(const StepCheck *c, int from, int to) {
     for (int i = from; i <= to; i++)
         TRY(want_slot(c, i, 0, 0, false));
     return BNN_STATUS_OK;
-}
-
-/* Words per pixel of image planes for n channels: 1, 2, 4 or a multiple of 8, enough for n. */
-static bool image_words_ok(int64_t words, int64_t n) {
-    return words >= (int64_t)words_for(n) && words <= MAX_DIM &&
-           (words == 1 || words == 2 || words == 4 || words % 8 == 0);
 }
 
 /* quantize (kind 18): f32 [rows][k] to bit-planes [rows][bits][ld], or to f32 (dequant). */

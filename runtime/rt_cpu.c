@@ -440,7 +440,9 @@ RT_AVX2 static void run_conv2d(const Ctx *c) {
     const BlobConv2dParams *p = &c->s->conv2d;
     const float *w = slot_ptr(c, BLOB_SLOT_W, 0), *b = slot_ptr(c, BLOB_SLOT_P0, 0);
     const float *chain = slot_ptr(c, BLOB_SLOT_IN2, 0);
-    const int64_t per_group = p->o / p->groups, px_words = p->out_words * (1 + p->nan_flags);
+    /* bits or codes out: planes of out_words words a pixel (one for bits), then the NaN flags */
+    const int64_t planes = p->levels ? blob_code_planes(p->levels) : 1;
+    const int64_t per_group = p->o / p->groups, px_words = p->out_words * (planes + p->nan_flags);
     int64_t u0, u1;
     my_units(c, c->batch * p->oh, &u0, &u1);
     for (int64_t u = u0; u < u1; u++) { /* output row oy of item */
@@ -471,10 +473,13 @@ RT_AVX2 static void run_conv2d(const Ctx *c) {
                                 p->epi_stages ? blob_conv2d_chain_value(p, chain, o, v) : v;
                             continue;
                         }
-                        int bit = blob_conv2d_chain_bit(p, chain, o, v);
-                        if (bit == 1 || (bit < 0 && p->nan_flags))
-                            ((uint32_t *)out)[(oy * p->ow + ox) * px_words + (bit < 0) * p->out_words +
-                                              o / 32] |= 1u << (o % 32);
+                        int code = p->levels ? blob_conv2d_chain_code(p, chain, o, v)
+                                             : blob_conv2d_chain_bit(p, chain, o, v);
+                        uint32_t *px = (uint32_t *)out + (oy * p->ow + ox) * px_words + o / 32;
+                        if (code < 0 && p->nan_flags)
+                            px[planes * p->out_words] |= 1u << (o % 32);
+                        for (int64_t pl = 0; code > 0 && pl < planes; pl++)
+                            px[pl * p->out_words] |= (uint32_t)((code >> pl) & 1) << (o % 32);
                     }
             }
         }
@@ -524,8 +529,14 @@ static void run_bit_pool(const Ctx *c) {
     }
 }
 
+static void run_code_pool(const Ctx *c);
+
 static void run_pool(const Ctx *c, bool max) {
     const BlobPoolParams *p = &c->s->pool;
+    if (p->planes) {
+        run_code_pool(c);
+        return;
+    }
     if (p->words) {
         run_bit_pool(c);
         return;
@@ -734,23 +745,45 @@ static float bits_to_float(int64_t b) {
     return f;
 }
 
-/* QONNX rounding as the reference interpreter does it (ties decided on v - trunc(v)). */
-static float round_mode(float v, int64_t mode) {
-    float t = truncf(v), frac = fabsf(v - t), away = v < 0 ? t - 1.0f : t + 1.0f;
-    switch (mode) {
-    case BLOB_ROUND_CEIL: return ceilf(v);
-    case BLOB_ROUND_FLOOR: return floorf(v);
-    case BLOB_ROUND_TO_ZERO: return t;
-    case BLOB_ROUND_UP: return v < 0 ? floorf(v) : ceilf(v);
-    case BLOB_ROUND_HALF_UP: return frac >= 0.5f ? away : t;
-    case BLOB_ROUND_HALF_DOWN: return frac > 0.5f ? away : t;
-    default: return nearbyintf(v); /* half to even */
+/* A max-pool of codes (conv2d's with levels): a window's largest code over its real pixels, as
+ * image planes, 0 where one of them has its NaN flag; x0, the quantizer's float of it (NaN
+ * there). The codes are monotone in the pooled float value, so this is the pool's quantize. */
+static void run_code_pool(const Ctx *c) {
+    const BlobPoolParams *p = &c->s->pool;
+    const int64_t px_words = p->words * (p->planes + p->nan_flags);
+    const int64_t plane = blob_image_plane_words(p->oh * p->ow, p->out_words);
+    const float scale = bits_to_float(p->scale_bits), zeropt = bits_to_float(p->zeropt_bits);
+    for (int64_t item = 0; item < c->batch; item++) {
+        const uint32_t *x = slot_ptr(c, BLOB_SLOT_IN, item);
+        uint32_t *y = slot_ptr(c, BLOB_SLOT_OUT, item);
+        float *f = slot_ptr(c, BLOB_SLOT_X0, item);
+        memset(y, 0, (size_t)(p->planes * plane) * 4);
+        for (int64_t oy = 0; oy < p->oh; oy++)
+            for (int64_t ox = 0; ox < p->ow; ox++)
+                for (int64_t ch = 0; ch < p->c; ch++) {
+                    int64_t y0 = oy * p->stride_h - p->pad_top, x0 = ox * p->stride_w - p->pad_left;
+                    uint32_t best = 0, nan = 0, bit = 1u << (ch % 32);
+                    for (int64_t iy = y0 < 0 ? 0 : y0; iy < y0 + p->kh && iy < p->h; iy++)
+                        for (int64_t ix = x0 < 0 ? 0 : x0; ix < x0 + p->kw && ix < p->w; ix++) {
+                            const uint32_t *px = x + (iy * p->w + ix) * px_words + ch / 32;
+                            uint32_t code = 0;
+                            for (int64_t b = 0; b < p->planes; b++)
+                                code |= ((px[b * p->words] & bit) != 0) << b;
+                            best = code > best ? code : best;
+                            nan |= p->nan_flags ? px[p->planes * p->words] & bit : 0;
+                        }
+                    int64_t s = oy * p->ow + ox;
+                    for (int64_t b = 0; !nan && b < p->planes; b++)
+                        y[b * plane + s * p->out_words + ch / 32] |= ((best >> b) & 1u) << (ch % 32);
+                    if (f)
+                        f[ch * p->oh * p->ow + s] = nan ? NAN : ((float)((int64_t)best + p->lo) - zeropt) * scale;
+                }
     }
 }
 
 /* The level index of one element, as the interpreter's quantize computes it. */
 static uint32_t quantize_code(const BlobQuantizeParams *p, float x, float scale, float zeropt) {
-    float q = round_mode(x / scale + zeropt, p->rounding);
+    float q = blob_round(x / scale + zeropt, p->rounding);
     q = q < (float)p->lo ? (float)p->lo : q > (float)p->hi ? (float)p->hi : q;
     return isnan(q) ? 0u : (uint32_t)(int64_t)(q - (float)p->lo);
 }
@@ -794,7 +827,7 @@ static void run_quantize(const Ctx *c) {
             memset(out, 0, (size_t)(p->rows * p->bits * p->ld) * 4);
         for (int64_t r = 0; r < p->rows; r++)
             for (int64_t k = 0; k < p->k; k++) {
-                float q = round_mode(x[r * p->k + k] / scale + zeropt, p->rounding);
+                float q = blob_round(x[r * p->k + k] / scale + zeropt, p->rounding);
                 q = q < (float)p->lo ? (float)p->lo : q > (float)p->hi ? (float)p->hi : q;
                 if (p->dequant) { /* Quant's float result, the interpreter's operations */
                     ((float *)out)[r * p->k + k] = (q - zeropt) * scale;
@@ -930,7 +963,7 @@ static void run_qconv_chain(const Ctx *c) {
                 v = v < 0.0f ? 0.0f : v;
             float q = 0.0f;
             if (d[BLOB_QCHAIN_QUANT]) {
-                q = round_mode(v / scale + zeropt, d[BLOB_QCHAIN_ROUNDING]);
+                q = blob_round(v / scale + zeropt, d[BLOB_QCHAIN_ROUNDING]);
                 q = q < lo ? lo : q > hi ? hi : q;
             }
             if (yf)

@@ -3,7 +3,7 @@
  * (batchnorm, mul/div/add/sub by a constant, relu) -> [add of a real-valued shortcut] ->
  * [binarize] becomes one bconv2d_chain (bdense_chain), a qconv2d -> cast -> the same ops ->
  * [shortcut add] -> [relu] -> [quantize and/or quant] one qconv2d_chain, and a float conv2d (the stem) -> the same float ops -> [maxpool] ->
- * [binarize] one conv2d_chain, each computing the very same float32 operations (docs/ir.md). */
+ * [binarize, or quantize (and quant)] one conv2d_chain, each computing the very same float32 operations (docs/ir.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,53 +337,6 @@ static bool fuse_binary_layer(Graph *g, PassContext *ctx, Node *conv) {
     return true;
 }
 
-/* A max-pool of v without dilation, v's only reader. */
-static Node *pool_of(const Graph *g, const Value *v) {
-    Node *m = single_user(g, v);
-    if (!m || m->op != OP_MAXPOOL)
-        return NULL;
-    int64_t dil[2] = {1, 1};
-    attr_ints(m, "dilations", dil, 2, 2, dil);
-    return dil[0] == 1 && dil[1] == 1 ? m : NULL;
-}
-
-/* A float conv2d (the stem) -> chain -> [maxpool -> chain] -> [binarize], with at least one of
- * them: conv2d_chain. The stages after a max-pool (XNOR-Net's batch-norm before the sign) stay
- * after it (attribute pool_at: the stages before it). */
-static bool fuse_float_conv(Graph *g, PassContext *ctx, Node *conv) {
-    if (conv->dead || conv->op != OP_CONV2D || conv->in[0]->type.dtype != TY_F32 ||
-        conv->in[1]->type.dtype != TY_F32 || conv->in[1]->kind != VAL_CONST ||
-        (conv->nin == 3 && conv->in[2]->kind != VAL_CONST) || conv->out[0]->type.rank != 4)
-        return false;
-    Match mt;
-    start_match(&mt, conv, conv->out[0]->type.dim[1]);
-    absorb_chain(g, &mt);
-    Node *pool = pool_of(g, mt.v);
-    PoolAttrs pa;
-    int pool_at = 0;
-    if (pool) {
-        pa = read_pool_attrs(pool);
-        take_op(&mt, pool, "maxpool");
-        pool_at = mt.e.frozen = mt.e.stages;
-        absorb_ops(g, &mt);
-    }
-    if ((mt.bin = binarize_of(g, mt.v)))
-        buf_puts(&mt.e.what, mt.ngone ? "+binarize" : "binarize");
-    if (!mt.ngone && !mt.bin) {
-        free_match(&mt);
-        return false;
-    }
-    Value *in[4] = {conv->in[0], conv->in[1], NULL, conv->nin == 3 ? conv->in[2] : NULL};
-    Node *f = replace_match(g, &mt, OP_CONV2D_CHAIN, in, conv->nin == 3 ? 4 : 3, 2);
-    if (pool)
-        set_fused_pool_attrs(f, &pa);
-    if (pool && pool_at < mt.e.stages)
-        set_attr_int(f, "pool_at", pool_at);
-    report_match(ctx, &mt, f, "float conv2d", false);
-    free_match(&mt);
-    return true;
-}
-
 /* The scalar constant parameters of a quant / quantize q of v, false if it has others. */
 static bool scalar_quant(const Node *q, const Value *v, float k[3]) {
     if ((q->op != OP_QUANT && q->op != OP_QUANTIZE) || q->in[0] != v)
@@ -428,6 +381,76 @@ static bool quantizer_of(const Graph *g, const Value *v, Node **codes, Node **de
     return first != NULL;
 }
 
+/* The quantizer attributes of a fused op f from quantize / quant q of parameters k (scale,
+ * zero point, bits); dequant: f's float result is the quant's. */
+static void set_quantizer_attrs(Node *f, const Node *q, const float k[3], bool dequant) {
+    set_attr_float(f, "quant_scale", k[0]);
+    set_attr_float(f, "quant_zero", k[1]);
+    set_attr_int(f, "quant_bits", (int64_t)k[2]);
+    set_attr_int(f, "signed", attr_int(q, "signed", 1));
+    set_attr_int(f, "narrow", attr_int(q, "narrow", 0));
+    set_attr_str(f, "rounding", attr_str(q, "rounding", "ROUND"));
+    if (dequant)
+        set_attr_int(f, "dequant", 1);
+}
+
+/* A max-pool of v without dilation, v's only reader. */
+static Node *pool_of(const Graph *g, const Value *v) {
+    Node *m = single_user(g, v);
+    if (!m || m->op != OP_MAXPOOL)
+        return NULL;
+    int64_t dil[2] = {1, 1};
+    attr_ints(m, "dilations", dil, 2, 2, dil);
+    return dil[0] == 1 && dil[1] == 1 ? m : NULL;
+}
+
+/* A float conv2d (the stem) -> chain -> [maxpool -> chain] -> [binarize, or a quantize and/or
+ * quant of scalar parameters with the quantize], with at least one of them: conv2d_chain. The stages after a max-pool (XNOR-Net's batch-norm before the sign) stay
+ * after it (attribute pool_at: the stages before it). */
+static bool fuse_float_conv(Graph *g, PassContext *ctx, Node *conv) {
+    if (conv->dead || conv->op != OP_CONV2D || conv->in[0]->type.dtype != TY_F32 ||
+        conv->in[1]->type.dtype != TY_F32 || conv->in[1]->kind != VAL_CONST ||
+        (conv->nin == 3 && conv->in[2]->kind != VAL_CONST) || conv->out[0]->type.rank != 4)
+        return false;
+    Match mt;
+    start_match(&mt, conv, conv->out[0]->type.dim[1]);
+    absorb_chain(g, &mt);
+    Node *pool = pool_of(g, mt.v);
+    PoolAttrs pa;
+    int pool_at = 0;
+    if (pool) {
+        pa = read_pool_attrs(pool);
+        take_op(&mt, pool, "maxpool");
+        pool_at = mt.e.frozen = mt.e.stages;
+        absorb_ops(g, &mt);
+    }
+    Node *codes = NULL, *deq = NULL;
+    float k[3];
+    if ((mt.bin = binarize_of(g, mt.v)))
+        buf_puts(&mt.e.what, mt.ngone ? "+binarize" : "binarize");
+    else if (quantizer_of(g, mt.v, &codes, &deq, k) && codes) { /* the codes take result 1 */
+        mt.bin = codes;
+        buf_printf(&mt.e.what, "%s%s", mt.ngone ? "+" : "", deq ? "quantize+quant" : "quantize");
+        if (deq) /* the f32 result takes over quant's value */
+            mt.gone[mt.ngone++] = deq;
+    }
+    if (!mt.ngone && !mt.bin) {
+        free_match(&mt);
+        return false;
+    }
+    Value *in[4] = {conv->in[0], conv->in[1], NULL, conv->nin == 3 ? conv->in[2] : NULL};
+    Node *f = replace_match(g, &mt, OP_CONV2D_CHAIN, in, conv->nin == 3 ? 4 : 3, 2);
+    if (pool)
+        set_fused_pool_attrs(f, &pa);
+    if (pool && pool_at < mt.e.stages)
+        set_attr_int(f, "pool_at", pool_at);
+    if (codes)
+        set_quantizer_attrs(f, codes, k, deq != NULL);
+    report_match(ctx, &mt, f, "float conv2d", false);
+    free_match(&mt);
+    return true;
+}
+
 /* A qconv2d (no thresholds) -> cast -> chain -> [shortcut add] -> [relu] -> [quantize and/or
  * quant of scalar parameters]: qconv2d_chain. */
 static bool fuse_qconv_layer(Graph *g, PassContext *ctx, Node *conv) {
@@ -460,16 +483,8 @@ static bool fuse_qconv_layer(Graph *g, PassContext *ctx, Node *conv) {
         set_attr_int(f, "residual_first", 1);
     if (out_relu)
         set_attr_int(f, "out_relu", 1);
-    if (quant) {
-        set_attr_float(f, "quant_scale", k[0]);
-        set_attr_float(f, "quant_zero", k[1]);
-        set_attr_int(f, "quant_bits", (int64_t)k[2]);
-        set_attr_int(f, "signed", attr_int(q, "signed", 1));
-        set_attr_int(f, "narrow", attr_int(q, "narrow", 0));
-        set_attr_str(f, "rounding", attr_str(q, "rounding", "ROUND"));
-        if (deq)
-            set_attr_int(f, "dequant", 1);
-    }
+    if (quant)
+        set_quantizer_attrs(f, q, k, deq != NULL);
     report_match(ctx, &mt, f, "qconv2d", residual != NULL);
     free_match(&mt);
     return true;

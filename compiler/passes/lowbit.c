@@ -777,6 +777,15 @@ done:
     free(ly.usum);
 }
 
+/* Whether no live node reads v and it is no graph output. */
+static bool unread(const Graph *g, const Value *v) {
+    for (int i = 0; i < g->nnodes; i++)
+        for (int j = 0; !g->nodes[i]->dead && j < g->nodes[i]->nin; j++)
+            if (g->nodes[i]->in[j] == v)
+                return false;
+    return !is_graph_output(g, v);
+}
+
 /* maxpool(quant(x)) -> quant(maxpool(x)), so that a conv after a pool of quantized values
  * (a Brevitas QuantReLU, then MaxPool: a ResNet's stem) reads a quant and can take its codes.
  * Exact: a quant of scalar scale > 0 is monotone non-decreasing, so the max of the quantized
@@ -784,8 +793,8 @@ done:
  * to NaN both ways, and the pool keeps a window's first NaN either way. The one difference is
  * -0.0, which quant gives for an x in [-scale/2, 0) when the zero point is 0: the pool of
  * {-0.0, +0.0} keeps the first. So the rewrite needs a non-zero zero point or an input that
- * is never negative (a relu's). The old pool and quant stay for other readers (cleanup drops
- * them when none is left). */
+ * is never negative (a relu's). The old quant stays for other readers (cleanup drops the
+ * pool's other values when none is left). */
 static void hoist_quant_over_maxpool(LowbitContext *lc) {
     Graph *g = lc->g;
     /* The pools first: inserting nodes moves the later ones in g->nodes. */
@@ -816,6 +825,8 @@ static void hoist_quant_over_maxpool(LowbitContext *lc) {
         copy_attrs(q, qn);
         replace_all_uses(g, mp->out[0], q->out[0]);
         remove_node(g, mp);
+        if (unread(g, qn->out[0])) /* so that the relu has one reader again (a fused stem) */
+            remove_node(g, qn);
         char lname[160];
         layer_name(mp, lname, sizeof lname);
         report_line(lc->pass, "layer %s (maxpool of a quant): the quant moved after the pool "

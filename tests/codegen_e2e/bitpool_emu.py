@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""bnn_bitpool (codegen/cuda/kernels/float_ops.cu: the max-pool of NHWC-packed bits a stem's
-bits go through) without a GPU: the device function compiled as host C++ and called for every
+"""bnn_bitpool and bnn_codepool (codegen/cuda/kernels/float_ops.cu: the max-pools of NHWC-packed
+bits and of codes a stem's outputs go through) without a GPU: the device function compiled as host C++ and called for every
 output word j of every item, as the launch does, on random words, NaN flags and AND masks
 (docs/blob-format.md "maxpool" with words > 0); every output word must equal numpy's reading of
 the format: the OR of the window's real pixels' words, the AND for the channels of the mask, 0
-where a pixel of the window has its NaN flag, 0 past `words`. Exit 77 (skipped) without a C++
-compiler.
+where a pixel of the window has its NaN flag, 0 past `words`. bnn_codepool the same way on
+random code planes (1 to 3 planes, some channels past C): each channel's largest code over the
+window as image planes, 0 with a NaN flag, and the quantizer's float ((code + lo) - zeropt) *
+scale, NaN there (rt_cpu.c run_code_pool). Exit 77 (skipped) without a C++ compiler.
 
     bitpool_emu.py"""
 import os
@@ -28,10 +30,105 @@ CASES = [(2, 1, 1, 1, 9, 7, 3, 3, 2, 1, "random"),
          (2, 2, 1, 2, 11, 5, 3, 3, 2, 1, "random")]
 
 
-def device_function(src):
-    start = src.index("template <int KH, int KW>\n__device__ __forceinline__ void bnn_bitpool(")
+# (batch, channels, planes, h, w, kh, kw, stride, pad, lo, scale, zeropt, f32 out)
+CODE_CASES = [(2, 16, 2, 9, 7, 3, 3, 2, 1, 0, 0.25, 0.0, True),
+              (3, 70, 3, 6, 6, 2, 2, 2, 0, -4, 0.125, 1.0, True),
+              (1, 64, 1, 5, 8, 3, 2, 1, 1, 0, 0.5, 0.0, False),
+              (2, 40, 2, 11, 5, 3, 3, 2, 1, -2, 0.3, -0.5, True)]
+
+
+def device_function(src, name="bnn_bitpool", template="template <int KH, int KW>"):
+    start = src.index(f"{template}\n__device__ __forceinline__ void {name}(")
     end = src.index("\n}\n", start) + 3
     return src[start:end]
+
+
+def image_ldw(channels):
+    w = (channels + 31) // 32
+    return 1 if w <= 1 else 2 if w <= 2 else 4 if w <= 4 else (w + 7) // 8 * 8
+
+
+def code_reference(x, c, planes, words, oh, ow, kh, kw, s, p, lo, scale, zero):
+    """Image planes [n][planes][plane words] and the float [n][c][oh * ow] of the pooled codes."""
+    n, h, w, _ = x.shape
+    S, plane = oh * ow, (oh * ow * words + 7) // 8 * 8
+    y, f = np.zeros((n, planes, plane), np.uint32), np.zeros((n, c, S), np.float32)
+    for b in range(n):
+        for oy in range(oh):
+            for ox in range(ow):
+                ys = range(max(oy * s - p, 0), min(oy * s - p + kh, h))
+                xs = range(max(ox * s - p, 0), min(ox * s - p + kw, w))
+                win = x[b][np.ix_(list(ys), list(xs))].reshape(-1, (planes + 1) * words)
+                for ch in range(c):
+                    wi, bit = ch // 32, ch % 32
+                    codes = [sum(((int(px[q * words + wi]) >> bit) & 1) << q for q in range(planes)) for px in win]
+                    nan = any((int(px[planes * words + wi]) >> bit) & 1 for px in win)
+                    best = 0 if nan else max(codes)
+                    for q in range(planes):
+                        y[b, q, (oy * ow + ox) * words + wi] |= np.uint32(((best >> q) & 1) << bit)
+                    f[b, ch, oy * ow + ox] = np.nan if nan else (np.float32(best + lo) - np.float32(zero)) * np.float32(scale)
+    return y, f
+
+
+def code_cases(cxx, src, rng, tmp):
+    fn = device_function(src, "bnn_codepool", "template <int KH, int KW, int QP>")
+    failures = 0
+    for ci, (n, c, planes, h, w, kh, kw, s, p, lo, scale, zero, f32) in enumerate(CODE_CASES):
+        words = image_ldw(c)
+        oh, ow = (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
+        S, plane = oh * ow, (oh * ow * words + 7) // 8 * 8
+        x = rng.integers(0, 2**32, (n, h, w, planes * words), dtype=np.uint64).astype(np.uint32)
+        flags = np.where(rng.random((n, h, w, words)) < 0.05,
+                         np.uint32(1) << rng.integers(0, 32, (n, h, w, words)).astype(np.uint32), 0).astype(np.uint32)
+        x = np.concatenate([x, flags], axis=-1)
+        sb, zb = (int(np.float32(v).view(np.uint32)) for v in (scale, zero))
+        arr = lambda a: ", ".join(f"{int(v)}u" for v in a.reshape(-1))
+        prog = f"""#include <cmath>
+#include <cstdio>
+#include <cstring>
+typedef long long bnn_i64;
+#define __device__
+#define __forceinline__ inline
+static float __uint_as_float(unsigned b) {{ float f; std::memcpy(&f, &b, 4); return f; }}
+static float __int_as_float(int b) {{ float f; std::memcpy(&f, &b, 4); return f; }}
+static float __fsub_rn(float a, float b) {{ volatile float r = a - b; return r; }}
+static float __fmul_rn(float a, float b) {{ volatile float r = a * b; return r; }}
+{fn}
+static const unsigned X[] = {{{arr(x)}}};
+static unsigned Y[{n * planes * plane}];
+static float F[{n * c * S}];
+int main() {{
+    for (unsigned &v : Y) v = 0xdeadbeefu; // the tail words too must be written
+    for (bnn_i64 item = 0; item < {n}; item++)
+        for (int j = 0; j < {plane}; j++)
+            bnn_codepool<{kh}, {kw}, {planes}>(item, j, X, Y, {"F" if f32 else "nullptr"}, {c}, {words}, {plane}, {h}, {w},
+                                              {s}, {s}, {p}, {p}, {oh}, {ow}, {lo}, {sb}u, {zb}u);
+    for (unsigned v : Y) std::printf("%u\\n", v);
+    for (float v : F) {{ unsigned u; std::memcpy(&u, &v, 4); std::printf("%u\\n", v != v ? 0x7fc00000u : u); }}
+}}
+"""
+        cc, exe = os.path.join(tmp, f"code{ci}.cc"), os.path.join(tmp, f"code{ci}")
+        with open(cc, "w") as fh:
+            fh.write(prog)
+        r = subprocess.run([cxx, "-std=c++17", "-O1", "-ffp-contract=off", cc, "-o", exe], capture_output=True, text=True)
+        if r.returncode:
+            sys.exit(f"FAIL: compiling code case {ci}:\n{r.stderr[-2000:]}")
+        got = np.array([int(v) for v in subprocess.run([exe], capture_output=True, text=True,
+                                                       check=True).stdout.split()], np.uint64).astype(np.uint32)
+        want_y, want_f = code_reference(x, c, planes, words, oh, ow, kh, kw, s, p, lo, scale, zero)
+        gy, gf = got[:n * planes * plane], got[n * planes * plane:]
+        fbits = np.where(np.isnan(want_f), np.float32(np.nan), want_f).astype(np.float32).view(np.uint32)
+        fbits = np.where(np.isnan(want_f), np.uint32(0x7fc00000), fbits)
+        ok = np.array_equal(gy, want_y.reshape(-1)) and (not f32 or np.array_equal(gf, fbits.reshape(-1)))
+        if not ok:
+            bad = np.nonzero(gy != want_y.reshape(-1))[0]
+            badf = np.nonzero(gf != fbits.reshape(-1))[0] if f32 else []
+            print(f"  planes differ at {bad[:5]}, floats at {badf[:5]}"
+                  f"{f' ({gf[badf[0]]:08x}, want {fbits.reshape(-1)[badf[0]]:08x})' if len(badf) else ''}")
+        print(f"{'ok' if ok else 'FAIL'}: codes {ci}: {n}x{h}x{w}, {c} channels, {planes} planes, {kh}x{kw}/{s} pad {p}"
+              f"{', float out' if f32 else ''}")
+        failures += not ok
+    return failures
 
 
 def reference(x, mask, words, nan, out_words, oh, ow, kh, kw, s, p):
@@ -103,6 +200,8 @@ int main() {{
             print(f"{'ok' if ok else 'FAIL'}: case {ci}: {n}x{h}x{w}, {words} words{' + NaN flags' if nan else ''}, "
                   f"{out_words} out, {kh}x{kw}/{s} pad {p}, {ands} mask words")
             failures += not ok
+        failures += code_cases(cxx, open(os.path.join(SRC, "codegen", "cuda", "kernels", "float_ops.cu")).read(),
+                               rng, tmp)
     print("all ok" if not failures else f"{failures} failure(s)")
     sys.exit(1 if failures else 0)
 

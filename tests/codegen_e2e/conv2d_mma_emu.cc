@@ -1,5 +1,5 @@
 // conv2d_mma_emu.cc: the float stem's tensor-core kernel (float_ops.cu bnn_conv2d_mma, exact
-// bits out) run without a GPU, driven by conv2d_mma_emu.py. The kernel is compiled as host C++
+// bits or codes out) run without a GPU, driven by conv2d_mma_emu.py. The kernel is compiled as host C++
 // under tests/codegen/bconv_emu.h's block emulator (a POSIX thread per CUDA thread, warp
 // collectives through per-warp slots, cp.async queued until its wait), with common.cu's PTX
 // helpers mapped to emulated ones: mma.m16n8k16 f16 -> f32 computes each tile's 16 products
@@ -24,6 +24,11 @@
 #include <vector>
 
 #include "bconv_emu.h"
+
+#define _Static_assert static_assert // blob.h is C11
+extern "C" {
+#include "blob.h" // blob_round: the CPU path's rounding, the reference's
+}
 
 extern "C" {
 alignas(128) unsigned char bnn_dsmem[EMU_DSMEM];
@@ -51,6 +56,17 @@ static float emu_fma(int mode, float a, float b, float c) {
 }
 inline float __fmaf_ru(float a, float b, float c) { return emu_fma(FE_UPWARD, a, b, c); }
 inline float __fmaf_rd(float a, float b, float c) { return emu_fma(FE_DOWNWARD, a, b, c); }
+// the quantizer of a stem with codes out (BnnChainK::code)
+inline float __fsub_rn(float a, float b) {
+    volatile float r = a - b;
+    return r;
+}
+inline float __uint_as_float(unsigned b) { return __int_as_float((int)b); }
+inline unsigned __float_as_uint(float f) {
+    unsigned b;
+    memcpy(&b, &f, 4);
+    return b;
+}
 // bnn_conv2d_bits_fixwin's 4-byte cp.async (float_ops.cu, outside mma.inc): landed at once
 inline void bnn_cp4(float *dst, const float *src, bool ok) { *dst = ok ? *src : 0.0f; }
 inline int min(int a, int b) { return a < b ? a : b; }
@@ -132,11 +148,12 @@ static std::vector<unsigned char> read_file(const char *path) {
 }
 
 // The expected words of item n: each sum in the reference order, then the bias and the stages,
-// each operation rounded on its own; the bit, and (NANF) the NaN flag.
+// each operation rounded on its own; the bit (LV > 0: the code's QP planes, the quantizer's
+// level index), and (NANF) the NaN flag.
 template <class F>
 static std::vector<unsigned> expected(const float *x, int batch, const float *w32, const float *bias,
                                       const float *chain) {
-    constexpr int P = F::OH * F::OW, PXW = F::OUTW * (1 + F::NANF);
+    constexpr int P = F::OH * F::OW, PXW = F::OUTW * (F::QP + F::NANF);
     std::vector<unsigned> y((size_t)batch * P * PXW, 0);
     for (int n = 0; n < batch; n++)
         for (int p = 0; p < P; p++)
@@ -146,10 +163,22 @@ static std::vector<unsigned> expected(const float *x, int batch, const float *w3
                 const float v = ref_chain_value(F::BIAS ? __fadd_rn(bias[o], s) : s, chain, o, F::O, F::STAGES,
                                                 F::DIV, F::RELUS);
                 unsigned *px = &y[((size_t)n * P + p) * PXW];
-                if (v != v) {
-                    if (F::NANF) px[F::OUTW + o / 32] |= 1u << (o % 32);
-                } else if (v > 0.0f || (v == 0.0f && F::ZERO)) {
-                    px[o / 32] |= 1u << (o % 32);
+                int code = v != v ? -1 : v > 0.0f || (v == 0.0f && F::ZERO);
+                if (F::LV) {
+                    float scale, zero;
+                    const unsigned sb = F::QSCALE, zb = F::QZERO;
+                    memcpy(&scale, &sb, 4);
+                    memcpy(&zero, &zb, 4);
+                    volatile float d = v / scale; // each operation rounded on its own
+                    float q = blob_round(d + zero, F::QROUND);
+                    q = q < (float)F::QLO ? (float)F::QLO : q > (float)F::QHI ? (float)F::QHI : q;
+                    code = q != q ? -1 : (int)(q - (float)F::QLO);
+                }
+                if (code < 0) {
+                    if (F::NANF) px[F::QP * F::OUTW + o / 32] |= 1u << (o % 32);
+                } else {
+                    for (int pl = 0; pl < F::QP; pl++)
+                        if (code >> pl & 1) px[pl * F::OUTW + o / 32] |= 1u << (o % 32);
                 }
             }
     return y;
@@ -176,7 +205,7 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
         return 1;
     }
     const int batch = 2;
-    constexpr int P = F::OH * F::OW, PXW = F::OUTW * (1 + F::NANF);
+    constexpr int P = F::OH * F::OW, PXW = F::OUTW * (F::QP + F::NANF);
     std::mt19937 g(7);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     int bad = 0;
@@ -220,7 +249,8 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
                 emu_global_base[1] = wts.data(); // its weights' 16-byte copies
                 emu_global_bytes[1] = wts.size();
                 emu_nglobal = 2;
-                fix_overrun = emu_launch(emu_fixwin<F>, args, batch * BLOCKS, 1, 256, BnnFixWin<F>::SMEM);
+                fix_overrun = emu_launch(emu_fixwin<F>, args, (batch * BLOCKS + tpb - 1) / tpb, 1, 256,
+                                         BnnFixWin<F>::SMEM);
             }
         }
         if (!win_fix) emu_launch(emu_fixup<F>, args, (batch * BLOCKS + 7) / 8, 1, 256, 0);
@@ -248,6 +278,6 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
 
 int main() {
     const int bad = run_all();
-    printf("%s\n", bad ? "FAILED" : "all bits equal");
+    printf("%s\n", bad ? "FAILED" : "all bits and codes equal");
     return bad != 0;
 }

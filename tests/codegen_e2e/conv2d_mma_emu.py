@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""The float stem's tensor-core kernel (float_ops.cu bnn_conv2d_mma with exact bits out) without
-a GPU: for each stem model of test_e2e.py (stem_models: 7x7/2, 5x5/2, 3x3/1 and 11x11/4
-stems, 5 to 70 channels, pools, ties), bnncc -O3 compiles the blob (its p1, bias, chain and
+"""The float stem's tensor-core kernel (float_ops.cu bnn_conv2d_mma with exact bits or codes out)
+without a GPU: for each stem model of test_e2e.py (stem_models: 7x7/2, 5x5/2, 3x3/1 and 11x11/4
+stems, 5 to 70 channels, pools, ties) and the stems with a quantizer (code_stem_models), bnncc -O3 compiles the blob (its p1, bias, chain and
 weights) and --emit=cuda gives the conv step's config struct; conv2d_mma_emu.cc runs the kernel
 under the block emulator of tests/codegen/bconv_emu.h on normal, integer and inf / NaN inputs,
 then the kernel that recomputes the sums it listed (bnn_conv2d_bits_fixup, and for a staged
 window of one channel tile also the small batches' bnn_conv2d_bits_fixwin), and requires every
-bit and NaN flag to equal a plain loop in the reference order. Both forms run: the staged window
+bit, code and NaN flag to equal a plain loop in the reference order. Both forms run: the staged window
 (WIN 1) and, for the 11x11 stem, the gathering one. Exit 77 (skipped)
 without a C++20 compiler with _Float16.
 
@@ -34,7 +34,7 @@ def stem_case(model, tmp, k):
     none. A staged-window stem of one channel tile runs again on a grid of a third of the blocks,
     three tiles a block (the batch alternative's launch of the same kernel: the weights loaded
     once, the list per tile, the epilogue's memory kept apart from them)."""
-    name = os.path.basename(model)[:-4]
+    name = os.path.splitext(os.path.basename(model))[0]
     blob = os.path.join(tmp, name + ".bin")
     subprocess.run([BNNCC, "-O3", "--target=cpu", model, "-o", blob], check=True)
     src = subprocess.run([BNNCC, "-O3", model, "--emit=cuda", "-o", "-"], check=True, capture_output=True,
@@ -58,9 +58,31 @@ def stem_case(model, tmp, k):
     runs = [f'run<{tag}>("{name}", {args}, 1, false)']
     if win and "OP = 64," in m.group(2):
         runs.append(f'run<{tag}>("TPB3 {name}", {args}, 3, false)')
-        # one channel tile: the small batches' fixup from shared memory (bnn_conv2d_bits_fixwin)
+        # one channel tile: the small batches' fixup from shared memory (bnn_conv2d_bits_fixwin),
+        # and for codes the same from batch 3, several tiles a block (here 3)
         runs.append(f'run<{tag}>("{name}", {args}, 1, true)')
+        if "LV = 0," not in m.group(2):
+            runs.append(f'run<{tag}>("TPB3 {name}", {args}, 3, true)')
     return f"struct {tag} {{{m.group(2)}}};", runs, win
+
+
+def code_stem_models(tmp):
+    """Stems with a quantizer after the pool (codes out, LV > 0): tests/lowbit/qconv_models.py's
+    (2 and 3 bits, 16 and 70 channels, a signed quant of zero point 1, a bias) and the tiny w1a2
+    ResNet-18's (bench/qonnx_resnet.py, calibrated batch-norms: all four codes)."""
+    import onnx
+    sys.path.insert(0, os.path.join(SRC, "tests", "lowbit"))
+    sys.path.insert(0, os.path.join(SRC, "bench"))
+    import qconv_models
+    import qonnx_resnet
+    out = []
+    for name in ("qcnn_stem_res", "qcnn_stem_a3"):
+        make, _ = qconv_models.MODELS[name]
+        out.append(os.path.join(tmp, name + ".onnx"))
+        onnx.save(make(np.random.default_rng(sum(map(ord, name)))), out[-1])
+    out.append(os.path.join(tmp, "w1a2resnet18_tiny.onnx"))
+    onnx.save(qonnx_resnet.make("w1a2resnet18_tiny"), out[-1])
+    return out
 
 
 def main():
@@ -68,10 +90,15 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "mma.inc"), "w") as f:
             f.write(test_e2e.float_ops_parts(
+                ("// QONNX rounding as blob.h", "// The quantize step (rt_cpu.c run_quantize)"),
                 ("// A float chain's stages on v", "// Convolution, NCHW."),
                 ("// ---------------- fp16 tensor-core conv2d", "#endif // BNN_FLOAT_OPS_CU")))
-        cases = [stem_case(m, tmp, k) for k, m in enumerate(test_e2e.stem_models(tmp, np.random.default_rng(66)))]
+        models = test_e2e.stem_models(tmp, np.random.default_rng(66)) + code_stem_models(tmp)
+        cases = [stem_case(m, tmp, k) for k, m in enumerate(models)]
         cases = [c for c in cases if c]
+        codes = sum("LV = 0," not in s for s, _, _ in cases)
+        if codes < 3:
+            sys.exit(f"FAIL: {codes} stems with codes out (expected 3)")
         if not any(len(runs) > 1 for _, runs, _ in cases):
             sys.exit("FAIL: no staged-window stem of one channel tile to run with three tiles a block")
         forms = {win for _, _, win in cases}
@@ -81,7 +108,7 @@ def main():
             f.write("\n".join(s for s, _, _ in cases) + "\nstatic int run_all() {\n    int bad = 0;\n" +
                     "".join(f"    bad += {r};\n" for _, runs, _ in cases for r in runs) + "    return bad;\n}\n")
         test_e2e.run_emulator(cxx, os.path.join(HERE, "conv2d_mma_emu.cc"), tmp, ["-O1", "-frounding-math"],
-                              includes=[os.path.join(SRC, "tests", "codegen")])
+                              includes=[os.path.join(SRC, "tests", "codegen"), os.path.join(SRC, "codegen")])
 
 if __name__ == "__main__":
     main()

@@ -75,7 +75,7 @@ def main():
             # The exact tiled kernels only (conv2d_mma_emu.py runs the fp16 tensor-core conv after them).
             f.write(test_e2e.float_ops_parts(
                 ("// Bits LSB-first in 32-bit words", "__device__ __forceinline__ void bnn_unpack"),
-                ("// QONNX rounding as rt_cpu.c's round_mode", "template <int WORDS>"),
+                ("// QONNX rounding as blob.h", "template <int WORDS>"),
                 ("// quantize of an NCHW item (C channels x S pixels) into image planes",
                  "// ---------------------------------------------------------------- tiled float conv2d and dense"),
                 ("// Max or average pooling over NCHW f32", "// Max-pool of NHWC-packed bits"),

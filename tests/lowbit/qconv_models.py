@@ -188,6 +188,64 @@ def big(rng):
     return n.model((3, 20, 20), n.dense(f, 16 * 10 * 10, 10, 2))
 
 
+def float_conv(net, x, c, o, k, stride, pad, bias=False):
+    """A float conv (the stem: float weights, no Quant), optionally with a bias."""
+    ins = [x, net.const(net.rng.normal(0, 0.5, (o, c, k, k)).astype(np.float32))]
+    if bias:
+        ins.append(net.const(net.rng.normal(0, 0.5, o).astype(np.float32)))
+    return net.node("Conv", ins, kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4)
+
+
+def stem_bn(net, x, c):
+    """Batch-norm with a decreasing channel (bn's) and a zero gamma (a channel of one code)."""
+    r = net.rng
+    gamma = r.normal(0, 1, c).astype(np.float32)
+    gamma[0], gamma[-1] = -abs(gamma[0]) - 0.1, 0.0
+    return net.node("BatchNormalization",
+                    [x, net.const(gamma), net.const(r.normal(0, 0.5, c).astype(np.float32)),
+                     net.const(r.normal(0, 1, c).astype(np.float32)),
+                     net.const(r.uniform(1, 6, c).astype(np.float32))], epsilon=1e-5)
+
+
+def stem_res(rng):
+    """A ResNet stem whose codes the next conv reads (conv2d_chain with a quantizer: codes
+    straight from the exact tensor-core stem, docs/kernels.md "The stem"): 3 -> 16 (7x7 stride 2
+    pad 3), batch-norm, relu, unsigned 2-bit quant, max-pool 3x3 stride 2 pad 1; a block whose
+    shortcut is the stem's quant float (the pool step's float output): qconv 16 -> 16, batch-norm,
+    add, relu, quant -> dense 10."""
+    n = Net("qcnn_stem_res", rng)
+    s = n.quant(n.node("Relu", [stem_bn(n, float_conv(n, "x", 3, 16, 7, 2, 3), 16)]), 0.25, 2, 0)
+    s = n.node("MaxPool", [s], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    y = n.bn(n.conv(s, 16, 16, 3, 1, 1, 1), 16)
+    y = n.quant(n.node("Relu", [n.node("Add", [y, s])]), 0.5, 2, 0)
+    f = n.node("Flatten", [y], axis=1)
+    return n.model((3, 21, 18), n.dense(f, 16 * 6 * 5, 10, 1))
+
+
+def stem_a3(rng):
+    """A stem of 70 channels (three words a pixel, image planes of 4) with a bias and a signed
+    3-bit quant of zero point 1 (7 levels, lo -4): 3 -> 70 (3x3 pad 1), batch-norm, relu, quant,
+    max-pool 2x2 stride 2 -> qconv 70 -> 8 (3x3 pad 1, w2) -> dense 10."""
+    n = Net("qcnn_stem_a3", rng)
+    s = n.quant(n.node("Relu", [stem_bn(n, float_conv(n, "x", 3, 70, 3, 1, 1, bias=True), 70)]), 0.125, 3, 1,
+                zeropt=1.0)
+    s = n.node("MaxPool", [s], kernel_shape=[2, 2], strides=[2, 2])
+    y = block(n, s, 70, 8, 3, 2, 2)
+    f = n.node("Flatten", [y], axis=1)
+    return n.model((3, 17, 16), n.dense(f, 8 * 8 * 8, 10, 2))
+
+
+def stem_nopool(rng):
+    """A stem without a max-pool (its codes from the separate steps: the tiled float conv with
+    the chain, then a quantize): 3 -> 24 (5x5 stride 2 pad 2), batch-norm, relu, unsigned 2-bit
+    quant -> qconv 24 -> 8 (3x3 pad 1) -> dense 10."""
+    n = Net("qcnn_stem_nopool", rng)
+    s = n.quant(n.node("Relu", [stem_bn(n, float_conv(n, "x", 3, 24, 5, 2, 2), 24)]), 0.25, 2, 0)
+    y = block(n, s, 24, 8, 3, 1, 2)
+    f = n.node("Flatten", [y], axis=1)
+    return n.model((3, 13, 12), n.dense(f, 8 * 7 * 6, 10, 1))
+
+
 def random_net(rng):
     """Two or three random quantized convs (channels 1-130, kernels 1-3, strides, dilations,
     asymmetric pads, 1-3 bit weights, 2-3 bit activations, signed ones giving non-zero pad
@@ -217,7 +275,9 @@ def random_net(rng):
         x = n.quant(y if signed else n.node("Relu", [y]), 0.5, int(rng.integers(2, 4)), signed)
 
 
-MODELS = {"qcnn_big": (big, (3, 20, 20)), "qcnn_tobits": (tobits, (3, 6, 6)), "qcnn_tail": (tail, (5, 6, 7)), "qcnn_wide": (wide, (3, 8, 8)), "qcnn_w2a2": (w2a2, (3, 9, 9)), "qcnn_w1a2": (w1a2, (3, 7, 8)), "qcnn_s2c64": (s2c64, (64, 17, 33))}
+MODELS = {"qcnn_big": (big, (3, 20, 20)), "qcnn_tobits": (tobits, (3, 6, 6)), "qcnn_tail": (tail, (5, 6, 7)), "qcnn_wide": (wide, (3, 8, 8)), "qcnn_w2a2": (w2a2, (3, 9, 9)), "qcnn_w1a2": (w1a2, (3, 7, 8)), "qcnn_s2c64": (s2c64, (64, 17, 33)),
+          "qcnn_stem_res": (stem_res, (3, 21, 18)), "qcnn_stem_a3": (stem_a3, (3, 17, 16)),
+          "qcnn_stem_nopool": (stem_nopool, (3, 13, 12))}
 
 
 def main():

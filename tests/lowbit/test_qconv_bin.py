@@ -31,7 +31,7 @@ from test_e2e import BNNCC, BNNRUN, cubin_sections, gpu_available, run  # noqa: 
 
 failures = []
 QCONVS = {"qcnn_big": 2, "qcnn_tobits": 1, "qcnn_w2a2": 3, "qcnn_w1a2": 3, "qcnn_tail": 2, "qcnn_wide": 3,
-          "qcnn_s2c64": 1}
+          "qcnn_s2c64": 1, "qcnn_stem_res": 1, "qcnn_stem_a3": 1, "qcnn_stem_nopool": 1}
 
 
 def fail(msg):

@@ -180,6 +180,65 @@ __device__ __forceinline__ void bnn_bitpool(bnn_i64 item, int j, const unsigned 
     y[j] = wi < words ? ((any & ~m) | (all & m)) & ~nans : 0u;
 }
 
+// A max-pool of codes (a conv2d step's with levels: QP planes of `words` words a pixel, then
+// the NaN flags; rt_cpu.c run_code_pool): work item j < S * words is word j / S of output pixel
+// j % S (so a warp's float stores below are coalesced), up to `plane` the planes' tail words; the largest code of each of its 32 channels over the
+// window's real pixels, plane by plane from the top: a pixel stays a candidate while its bits
+// equal the maximum's so far. Written as image planes [QP][S][words] (`plane` words each), code
+// 0 where the window holds a NaN; f (null: none), the quantizer's float of it, f32 [C][S]:
+// ((code + lo) - zeropt) * scale, NaN there.
+template <int KH, int KW, int QP>
+__device__ __forceinline__ void bnn_codepool(bnn_i64 item, int j, const unsigned *x, unsigned *y, float *f, int c,
+                                             int words, int plane, int h, int w, int sh, int sw, int pt, int pl,
+                                             int oh, int ow, int lo, unsigned scale_bits, unsigned zero_bits) {
+    const int S = oh * ow, px_words = words * (QP + 1), wi = j / S, s = j % S, oy = s / ow, ox = s % ow;
+    y += item * QP * plane;
+    if (j >= S * words) { // work items S * words .. plane - 1: the planes' tail words, zero
+#pragma unroll
+        for (int q = 0; q < QP; ++q) y[q * plane + j] = 0u;
+        return;
+    }
+    x += item * h * w * px_words + wi;
+    const int y0 = oy * sh - pt, x0 = ox * sw - pl;
+    unsigned v[KH * KW][QP], nans = 0, real = 0; // real: bit t where tap t lies inside the image
+#pragma unroll
+    for (int t = 0; t < KH * KW; ++t) {
+        const int iy = y0 + t / KW, ix = x0 + t % KW;
+        const bool in = (unsigned)iy < (unsigned)h && (unsigned)ix < (unsigned)w;
+        const unsigned *p = x + (in ? (iy * w + ix) * px_words : 0);
+#pragma unroll
+        for (int q = 0; q < QP; ++q) v[t][q] = in ? p[q * words] : 0u;
+        nans |= in ? p[QP * words] : 0u;
+        real |= (unsigned)in << t;
+    }
+    unsigned best[QP], cand[KH * KW];
+#pragma unroll
+    for (int t = 0; t < KH * KW; ++t) cand[t] = real >> t & 1 ? ~0u : 0u;
+#pragma unroll
+    for (int q = QP - 1; q >= 0; --q) {
+        unsigned any = 0;
+#pragma unroll
+        for (int t = 0; t < KH * KW; ++t) any |= cand[t] & v[t][q];
+        best[q] = any & ~nans;
+#pragma unroll
+        for (int t = 0; t < KH * KW; ++t) cand[t] &= v[t][q] | ~any;
+    }
+    const int real_ch = c - wi * 32; // the word's channels past C stay 0
+    const unsigned valid = real_ch >= 32 ? ~0u : real_ch > 0 ? (1u << real_ch) - 1u : 0u;
+#pragma unroll
+    for (int q = 0; q < QP; ++q) y[q * plane + s * words + wi] = best[q] & valid;
+    if (!f) return;
+    f += item * c * S;
+    const float scale = __uint_as_float(scale_bits), zero = __uint_as_float(zero_bits);
+    for (int b = 0; b < 32 && wi * 32 + b < c; ++b) {
+        int code = 0;
+#pragma unroll
+        for (int q = 0; q < QP; ++q) code |= (int)(best[q] >> b & 1) << q;
+        f[(bnn_i64)(wi * 32 + b) * S + s] =
+            nans >> b & 1 ? __int_as_float(0x7fffffff) : __fmul_rn(__fsub_rn((float)(code + lo), zero), scale);
+    }
+}
+
 __device__ __forceinline__ void bnn_gap(bnn_i64 item, int j, const float *x, float *y, int channels, int spatial) {
     x += item * channels * spatial;
     float acc = 0.0f;
@@ -261,7 +320,7 @@ __device__ __forceinline__ void bnn_softmax(bnn_i64 item, int j, const float *x,
     for (int i = 0; i < n; ++i) yr[i] = __fdiv_rn(yr[i], sum);
 }
 
-// QONNX rounding as rt_cpu.c's round_mode (ties decided on v - trunc(v)); mode as BlobRounding:
+// QONNX rounding as blob.h's blob_round (ties decided on v - trunc(v)); mode as BlobRounding:
 // 0 ROUND (half to even, rintf as the CPU's nearbyintf), 1 CEIL, 2 FLOOR, 3 ROUND_TO_ZERO, 4 UP,
 // 5 HALF_UP, 6 HALF_DOWN.
 __device__ __forceinline__ float bnn_round_mode(float v, int mode) {
@@ -1000,8 +1059,12 @@ template <class F> struct BnnConvBits {
     static constexpr float REL = 2.0f * (51.0f * (F::KP / 16) + F::C * F::KH * F::KW + 16.0f) * 0x1p-23f;
     static constexpr float ABS = 2.0f * 0x1p-23f;
     // A tile's list: its count, then up to LISTQ entries pixel << 8 | channel (the tile's);
-    // 12 a block on average in XNOR ResNet-18's stem, at most 24 (bench/stem_queue.py).
-    static constexpr int LISTQ = 31, LISTW = LISTQ + 1;
+    // 12 a block on average in XNOR ResNet-18's stem, at most 24 (bench/stem_queue.py). Codes
+    // (LV > 0) have LV thresholds a sum can be too close to: 127 entries (a w1a2 ResNet-18's
+    // stem lists about 1 % of its sums, some 84 a block of 64 channels; past 31 the blocks
+    // recomputed the rest themselves, one sum after another: its conv 1.94 ms at batch 256 on
+    // an H200, docs/perf.md).
+    static constexpr int LISTQ = F::LV ? 127 : 31, LISTW = LISTQ + 1;
 };
 
 // A BITS conv's channel: the chain as one comparison of the sum (the lowering's
@@ -1019,9 +1082,16 @@ template <class F> struct BnnChainK {
     __device__ __forceinline__ BnnChainK(int o_, const float *b_, const float *chain_)
         : BnnChainK(o_, b_, chain_, chain_ + 2 * F::STAGES * F::O + o_, F::O) {}
     // sum |w|, t and the mode from k[0], k[ld], k[2 ld]: the chain's rows, or a copy of them
+    // (LV > 0: the rows are sum |w|, the LV thresholds tt, already signed, and the sign.)
     __device__ __forceinline__ BnnChainK(int o_, const float *b_, const float *chain_, const float *k, int ld)
         : b(b_), chain(chain_), o(o_) {
         wabs = k[0];
+        if (F::LV) {
+            t = tt = 0.0f;
+            mode = 1;
+            sgn = k[(1 + F::LV) * ld];
+            return;
+        }
         t = k[ld];
         mode = (int)k[2 * ld];
         sgn = mode == -1 ? -1.0f : 1.0f;
@@ -1045,14 +1115,28 @@ template <class F> struct BnnChainK {
         if (mode == 1) return lo >= t ? 1 : hi < t ? 0 : -2;
         return hi <= t ? 1 : lo > t ? 0 : -2;
     }
-    // The chain on sum v (before the bias): bit 1 or 0, -1 for NaN.
-    __device__ __forceinline__ int bit(float v) const {
+    // The chain's value on sum v (before the bias).
+    __device__ __forceinline__ float value(float v) const {
         float a[F::STAGES + 1], k[F::STAGES + 1];
 #pragma unroll
         for (int s = 0; s < F::STAGES; ++s) a[s] = chain[2 * s * F::O + o], k[s] = chain[(2 * s + 1) * F::O + o];
         if (F::BIAS) v = __fadd_rn(b[o], v);
-        v = bnn_chain_stages<F::STAGES, F::DIV, F::RELUS>(v, a, k);
+        return bnn_chain_stages<F::STAGES, F::DIV, F::RELUS>(v, a, k);
+    }
+    // The chain on sum v (before the bias): bit 1 or 0, -1 for NaN.
+    __device__ __forceinline__ int bit(float v) const {
+        v = value(v);
         return v != v ? -1 : v > 0.0f || (v == 0.0f && F::ZERO);
+    }
+    // The output on sum v: its bit, or (LV > 0) its code, the level index of the quantizer
+    // (blob.h blob_conv2d_chain_code); -1 for NaN.
+    __device__ __forceinline__ int code(float v) const {
+        if (!F::LV) return bit(v);
+        v = value(v);
+        float q = bnn_round_mode(__fadd_rn(bnn_div_scale(v, __uint_as_float(F::QSCALE)), __uint_as_float(F::QZERO)),
+                                 F::QROUND);
+        q = q < (float)F::QLO ? (float)F::QLO : q > (float)F::QHI ? (float)F::QHI : q;
+        return q != q ? -1 : (int)__fsub_rn(q, (float)F::QLO);
     }
 };
 
@@ -1075,6 +1159,19 @@ __device__ __noinline__ float bnn_conv2d_exact_sum(const float *x, const float *
         }
     return s;
 }
+// ORs bit m of a code (or a bit: QP 1) into plane words at w, w + stride, ..., a NaN (code < 0)
+// into the NaN flags after them where the output has them (NANF).
+template <class F>
+__device__ __forceinline__ void bnn_code_or(unsigned *w, int stride, unsigned m, int code) {
+    if (code < 0) {
+        if (F::NANF) atomicOr(&w[F::QP * stride], m);
+        return;
+    }
+#pragma unroll
+    for (int pl = 0; pl < F::QP; ++pl)
+        if (code >> pl & 1) atomicOr(&w[pl * stride], m);
+}
+
 template <class F> struct BnnConvMma {
     static constexpr int K = F::C * F::KH * F::KW, KK = F::KH * F::KW, P = F::OH * F::OW;
     static constexpr int BM = 128, BN = 64, NK = F::KP / 16, ROW = 48, PL = 1 + F::SPLIT;
@@ -1100,9 +1197,11 @@ template <class F> struct BnnConvMma {
     // (the weights stay for the block's next tile), else in the free stages. WIN and BITS: then
     // the chain's rows of sum |w|, t and mode for the block's BN channels ([3][BN], CH_AT), and
     // (EXACT) each channel's exact_consts ([BN] float4, CK_AT), computed once a block.
-    static constexpr int EP_AT = (KOFF_AT + F::KP / 2 * 4 + 15) / 16 * 16, EPB = F::BITS ? 2 * BM * 2 * 4 + 16 : 0;
-    static constexpr int WORDS_AT = F::WIN ? EP_AT : 1024, QLEN_AT = WORDS_AT + 2 * BM * 2 * 4;
-    static constexpr int CH_AT = EP_AT + EPB, CHB = F::BITS ? 3 * BN * 4 : 0;
+    // LV > 0 (codes of QP planes): the words [QP + 1][BM][2], the rows sum |w|, LV thresholds, sign.
+    static constexpr int EPW = (F::QP + 1) * BM * 2 * 4, CHR = F::LV ? 2 + F::LV : 3;
+    static constexpr int EP_AT = (KOFF_AT + F::KP / 2 * 4 + 15) / 16 * 16, EPB = F::BITS ? EPW + 16 : 0;
+    static constexpr int WORDS_AT = F::WIN ? EP_AT : 1024, QLEN_AT = WORDS_AT + EPW;
+    static constexpr int CH_AT = EP_AT + EPB, CHB = F::BITS ? CHR * BN * 4 : 0;
     static constexpr int CK_AT = CH_AT + CHB, CKB = F::BITS ? BN * 16 : 0;
     static constexpr int WIN_SMEM = CK_AT + CKB;
     // The output pixel of pixel pl of the block's pixel tile mt, -1 past the image's.
@@ -1122,6 +1221,8 @@ template <class F> struct BnnConvMma {
     static_assert((F::WIN ? WIN_SMEM : 2 * STAGE + 8 * F::KP) == F::SMEM,
                   "the launch's shared memory (lower.c) differs");
     static_assert(F::WIN || QLEN_AT + 16 <= 2 * STAGE, "the epilogue's words fit the stages");
+    static_assert(!F::LV || (F::WIN && F::BITS && F::QP >= 1 && (1 << F::QP) > F::LV && F::LV <= 7),
+                  "codes out: the staged-window form, at most 7 levels");
     // a block takes several tiles (a grid of fewer blocks) only where they share its weights
     static constexpr bool MANY = F::WIN && NT == 1;
     static_assert((F::KH - 1) * F::DH < 32768 && (F::KW - 1) * F::DW < 32768 && F::H < 32768 &&
@@ -1196,7 +1297,7 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                 bnn_cp16(dst, w16 + ((bnn_i64)pl * F::OP + o0 + n) * F::KP + ch * 8, 16);
             }
             if (F::BITS) // the epilogue's chain constants, not loaded after the main loop
-                for (int i = tid; i < 3 * T::BN; i += 256) {
+                for (int i = tid; i < T::CHR * T::BN; i += 256) {
                     const int o = o0 + i % T::BN;
                     bnn_cp4((float *)(bnn_dsmem + T::CH_AT) + i,
                             chain + (bnn_i64)(2 * F::STAGES + i / T::BN) * F::O + (o < F::O ? o : 0), o < F::O);
@@ -1415,7 +1516,9 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         // of the warp's 32). Their bits are collected at constant positions, bit j of one8[q] (and
         // nan8[q]), and the undecided ones (EXACT) at bit 8 q + j of und, so that an output costs
         // no branch and no shift by a lane-dependent amount; the list is filled after the loop.
-        unsigned one8[4] = {0, 0, 0, 0}, nan8[4] = {0, 0, 0, 0}, und = 0;
+        // (LV > 0: one8[pl][q] holds plane pl of the codes, each output's code the number of
+        // its channel's thresholds below the sum, at both ends of the interval.)
+        unsigned one8[F::QP][4] = {}, nan8[4] = {0, 0, 0, 0}, und = 0;
         bool pok[4]; // the thread's 4 pixels inside the image
 #pragma unroll
         for (int q = 0; q < 4; ++q) pok[q] = pixel(wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8) >= 0;
@@ -1431,13 +1534,40 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                 const float4 k4 = !F::EXACT ? make_float4(0.0f, 0.0f, 0.0f, 0.0f)
                                   : F::WIN  ? ((const float4 *)(bnn_dsmem + T::CK_AT))[o - o0]
                                             : ch.exact_consts();
+                float tl[F::LV ? F::LV : 1]; // LV > 0: the channel's thresholds, signed
+#pragma unroll
+                for (int l = 0; l < F::LV; ++l) tl[l] = ((const float *)(bnn_dsmem + T::CH_AT))[(1 + l) * T::BN + o - o0];
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     const float a = acc[q >> 1][ni][(q & 1) * 2 + c];
+                    if (F::LV) { // codes: the thresholds below sgn * a (NaN: none, flagged), or (EXACT)
+                                 // below both ends of the interval, undecided where they differ
+                        if (!F::EXACT) {
+                            if (!pok[q]) continue;
+                            int n = 0;
+#pragma unroll
+                            for (int l = 0; l < F::LV; ++l) n += ch.sgn * a >= tl[l];
+#pragma unroll
+                            for (int pl = 0; pl < F::QP; ++pl) one8[pl][q] |= (unsigned)(n >> pl & 1) << j;
+                            nan8[q] |= (unsigned)(a != a) << j;
+                            continue;
+                        }
+                        const float m = __fmaf_ru(xmq[q], k4.x, k4.y);
+                        const float e = __fmaf_rd(k4.z, a, -m), f = __fmaf_ru(k4.z, a, m);
+                        int nlo = 0, nhi = 0; // a NaN end: nlo 0, nhi LV, undecided
+#pragma unroll
+                        for (int l = 0; l < F::LV; ++l) nlo += e >= tl[l], nhi += !(f < tl[l]);
+                        const bool open = nlo != nhi;
+                        const int n = open ? 0 : nlo; // a listed sum's code is 0 here
+#pragma unroll
+                        for (int pl = 0; pl < F::QP; ++pl) one8[pl][q] |= (unsigned)(n >> pl & 1) << j;
+                        und |= (unsigned)open << (8 * q + j);
+                        continue;
+                    }
                     if (!F::EXACT) {
                         if (!pok[q]) continue;
                         const int bit = ch.mode == 3 || a != a ? ch.bit(a) : ch.bit_of_range(a, a);
-                        one8[q] |= (unsigned)(bit == 1) << j;
+                        one8[0][q] |= (unsigned)(bit == 1) << j;
                         nan8[q] |= (unsigned)(bit < 0) << j;
                         continue;
                     }
@@ -1454,7 +1584,7 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                         open = blo < 0 || blo != bhi;
                         b1 = blo == 1 && !open;
                     }
-                    one8[q] |= (unsigned)b1 << j; // a listed sum's bit is 0 here
+                    one8[0][q] |= (unsigned)b1 << j; // a listed sum's bit is 0 here
                     und |= (unsigned)open << (8 * q + j);
                 }
             }
@@ -1478,21 +1608,30 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         auto spread = [&](unsigned v) {
             return ((v & 3u) | (v & 0xcu) << 6 | (v & 0x30u) << 12 | (v & 0xc0u) << 18) << (2 * tq);
         };
-        unsigned one[4], nan[4];
+        unsigned one[F::QP][4], nan[4];
 #pragma unroll
-        for (int q = 0; q < 4; ++q) one[q] = spread(one8[q]), nan[q] = F::EXACT ? 0u : spread(nan8[q]);
+        for (int q = 0; q < 4; ++q) {
+#pragma unroll
+            for (int cp = 0; cp < F::QP; ++cp) one[cp][q] = spread(one8[cp][q]);
+            nan[q] = F::EXACT ? 0u : spread(nan8[q]);
+        }
+        // words: [QP planes, then the NaN flags][BM][2]
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
             const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
-            one[q] |= __shfl_xor_sync(0xffffffffu, one[q], 1);
-            one[q] |= __shfl_xor_sync(0xffffffffu, one[q], 2);
+#pragma unroll
+            for (int cp = 0; cp < F::QP; ++cp) {
+                one[cp][q] |= __shfl_xor_sync(0xffffffffu, one[cp][q], 1);
+                one[cp][q] |= __shfl_xor_sync(0xffffffffu, one[cp][q], 2);
+            }
             if (!F::EXACT) { // (EXACT: NaN flags only from the recomputed sums)
                 nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 1);
                 nan[q] |= __shfl_xor_sync(0xffffffffu, nan[q], 2);
             }
             if (tq == 0) {
-                words[pl * 2 + wn] = one[q];
-                if (F::NANF) words[2 * T::BM + pl * 2 + wn] = nan[q];
+#pragma unroll
+                for (int cp = 0; cp < F::QP; ++cp) words[cp * 2 * T::BM + pl * 2 + wn] = one[cp][q];
+                if (F::NANF) words[F::QP * 2 * T::BM + pl * 2 + wn] = nan[q];
             }
         }
         __syncthreads();
@@ -1503,23 +1642,22 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                 while (over) {
                     const int k = __ffs(over) - 1, pl = und_pl(k), ol = und_ol(k), o = o0 + ol;
                     over &= over - 1;
-                    const int bit = BnnChainK<F>(o, b, chain).bit(bnn_conv2d_exact_sum<F>(x, w32, o, pixel(pl)));
-                    if (bit == 1 || (bit < 0 && F::NANF))
-                        atomicOr(&words[(bit < 0) * 2 * T::BM + pl * 2 + (ol >> 5)], 1u << (ol & 31));
+                    const int code = BnnChainK<F>(o, b, chain).code(bnn_conv2d_exact_sum<F>(x, w32, o, pixel(pl)));
+                    bnn_code_or<F>(words + pl * 2 + (ol >> 5), 2 * T::BM, 1u << (ol & 31), code);
                 }
                 __syncthreads();
             }
         }
-        constexpr int PXW = F::OUTW * (1 + F::NANF); // words a pixel
+        constexpr int NF = F::QP + F::NANF, PXW = F::OUTW * NF; // words a pixel
         unsigned *yb = (unsigned *)y + item * T::P * PXW;
-        for (int i = tid; i < T::BM * 2 * (1 + F::NANF); i += 256) { // the block's 2 words a pixel [x 2]
+        for (int i = tid; i < T::BM * 2 * NF; i += 256) { // the block's 2 words a pixel and plane
             const int f = i / (2 * T::BM), pl = i % (2 * T::BM) / 2, wo = o0 / 32 + (i & 1), p = pixel(pl);
             if (p >= 0 && wo < F::OUTW) yb[(bnn_i64)p * PXW + f * F::OUTW + wo] = words[i];
         }
         constexpr int W0 = F::OP / 32, NZ = F::OUTW > W0 ? F::OUTW - W0 : 1; // NZ: words past OP's
         if (F::OUTW > W0 && o0 + T::BN == F::OP) // the last channel tile zeroes them
-            for (int i = tid; i < T::BM * NZ * (1 + F::NANF); i += 256) {
-                const int pl = i / (NZ * (1 + F::NANF)), p = pixel(pl), r = i % (NZ * (1 + F::NANF));
+            for (int i = tid; i < T::BM * NZ * NF; i += 256) {
+                const int pl = i / (NZ * NF), p = pixel(pl), r = i % (NZ * NF);
                 if (p >= 0) yb[(bnn_i64)p * PXW + r / NZ * F::OUTW + W0 + r % NZ] = 0;
             }
         return;
@@ -1559,13 +1697,12 @@ __device__ __forceinline__ void bnn_conv2d_mma(int batch, const float *x, const 
     }
 }
 
-// A recomputed sum's bit for channel o of pixel p of item's output (the conv wrote a 0 there):
-// bit 1 sets it, a NaN (bit < 0) sets its NaN flag where the output has them (NANF).
+// A recomputed sum's bit or code for channel o of pixel p of item's output (the conv wrote a 0
+// there): its planes' bits set, a NaN (code < 0) sets its NaN flag where the output has them.
 template <class F>
-__device__ __forceinline__ void bnn_conv2d_bits_set(unsigned *y, bnn_i64 item, int p, int o, int bit) {
-    constexpr int PXW = F::OUTW * (1 + F::NANF); // words a pixel
-    if (bit == 1 || (bit < 0 && F::NANF))
-        atomicOr(&y[(item * BnnConvMma<F>::P + p) * PXW + (bit < 0) * F::OUTW + o / 32], 1u << (o & 31));
+__device__ __forceinline__ void bnn_conv2d_bits_set(unsigned *y, bnn_i64 item, int p, int o, int code) {
+    constexpr int PXW = F::OUTW * (F::QP + F::NANF); // words a pixel
+    bnn_code_or<F>(y + (item * BnnConvMma<F>::P + p) * PXW + o / 32, F::OUTW, 1u << (o & 31), code);
 }
 
 // The sums an exact bnn_conv2d_mma (BITS, EXACT) left in its list: each recomputed in the
@@ -1586,13 +1723,16 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixup(int batch, const float *x,
     const int lane = threadIdx.x & 31;
     if (blk >= (bnn_i64)batch * T::MT * T::NT) return;
     const unsigned *bl = list + blk * TB::LISTW;
-    const unsigned count = bl[0], e = lane < TB::LISTQ ? bl[1 + lane] : 0u; // both loads in one round
-    if (lane >= (int)count) return;
+    const unsigned count = bl[0];
     const bnn_i64 item = blk / (T::MT * T::NT);
-    const int t = (int)(blk % (T::MT * T::NT)), mt = t % T::MT, o = t / T::MT * T::BN + (int)(e & 255);
-    const int p = T::pixel(mt, (int)(e >> 8));
-    const int bit = BnnChainK<F>(o, b, chain).bit(bnn_conv2d_exact_sum<F>(x + item * F::C * F::H * F::W, w32, o, p));
-    bnn_conv2d_bits_set<F>(y, item, p, o, bit);
+    const int t = (int)(blk % (T::MT * T::NT)), mt = t % T::MT;
+    for (int i = lane; i < TB::LISTQ; i += 32) { // the first entry's load in one round with the count's
+        const unsigned e = bl[1 + i];
+        if (i >= (int)count) return;
+        const int o = t / T::MT * T::BN + (int)(e & 255), p = T::pixel(mt, (int)(e >> 8));
+        const int code = BnnChainK<F>(o, b, chain).code(bnn_conv2d_exact_sum<F>(x + item * F::C * F::H * F::W, w32, o, p));
+        bnn_conv2d_bits_set<F>(y, item, p, o, code);
+    }
 }
 
 // The same recomputation at small batches, where bnn_conv2d_bits_fixup's lane an entry, loading
@@ -1604,8 +1744,10 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixup(int batch, const float *x,
 // (waiting for the list's count before the window cost a round trip: docs/perf.md stop 25); lane
 // i < count of warp 0 then adds entry i's products from shared memory in the reference's order, a
 // tap outside the image adding -0 (which leaves every sum as skipping it does). Staged-window
-// stems of one channel tile (WIN, NT 1); grid batch * MT, SMEM bytes (lower.c conv2d_mma_kernel
-// computes the same).
+// stems of one channel tile (WIN, NT 1); grid batch * MT, or fewer blocks, each then taking
+// several tiles with the weights staged once (codes' stems from batch 3: their lists of about 84
+// sums a tile read their patches from shared memory instead of bnn_conv2d_bits_fixup's scattered
+// loads); SMEM bytes (lower.c conv2d_mma_kernel computes the same).
 template <class F> struct BnnFixWin {
     typedef BnnConvMma<F> T;
     static constexpr int K = F::C * F::KH * F::KW, WINF = F::C * T::SR * T::SC;
@@ -1629,47 +1771,49 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
     for (int i = 4 * W16 + threadIdx.x; i < F::O * FX::K; i += blockDim.x) ws[i] = w32[i];
     bnn_cp_commit();
     BNN_PDL_ENTER();
-    const bnn_i64 blk = blockIdx.x; // the tile: item * MT + mt
-    if (blk >= (bnn_i64)batch * T::MT) { // no copy into shared memory outlives the block
-        bnn_cp_wait<0>();
-        return;
-    }
-    if (threadIdx.x < TB::LISTW)
-        bnn_cp4((float *)ls + threadIdx.x, (const float *)list + blk * TB::LISTW + threadIdx.x, true);
-    const bnn_i64 item = blk / T::MT;
-    const int mt = (int)(blk % T::MT), iy0 = mt / T::TX * T::TH * F::SH - F::PT, ix0 = mt % T::TX * T::TW * F::SW - F::PL;
-    const float *xi = x + item * F::C * F::H * F::W;
-    for (int i = threadIdx.x; i < FX::WINF; i += blockDim.x) { // consecutive threads on a row's floats
-        const int c = i / (T::SR * T::SC), r = i / T::SC % T::SR, q = i % T::SC, iy = iy0 + r, ix = ix0 + q;
-        const bool in = (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
-        bnn_cp4(win + i, xi + (in ? ((bnn_i64)c * F::H + iy) * F::W + ix : 0), in);
-    }
-    bnn_cp_commit();
-    bnn_cp_wait<0>();
-    __syncthreads(); // the weights, the window and the list
-    const int lane = threadIdx.x;
-    if (lane >= min((int)ls[0], TB::LISTQ)) return;
-    const unsigned e = ls[1 + lane];
-    const int pl = (int)(e >> 8), o = (int)(e & 255), ry = pl / T::TW * F::SH, rx = pl % T::TW * F::SW;
-    if (pl >= T::BM || o >= F::O) return; // not a list the conv wrote (bnnrun --profile-graph leaves it out)
-    const float *wo = ws + o * FX::K;
-    // (one loop for every pixel: a second one without the test a tap for the pixels whose taps
-    // all lie inside the image made the kernel slower, 6.2 -> 7.1 us at batch 1)
-    float sum = 0.0f;
-#pragma unroll
-    for (int c = 0; c < F::C; ++c)
-#pragma unroll
-        for (int ky = 0; ky < F::KH; ++ky) {
-            const int r = ry + ky * F::DH;
-            const bool rok = (unsigned)(iy0 + r) < (unsigned)F::H;
-#pragma unroll
-            for (int kx = 0; kx < F::KW; ++kx) {
-                const int q = rx + kx * F::DW;
-                const float pr = __fmul_rn(win[(c * T::SR + r) * T::SC + q], wo[(c * F::KH + ky) * F::KW + kx]);
-                sum = __fadd_rn(sum, rok && (unsigned)(ix0 + q) < (unsigned)F::W ? pr : -0.0f);
-            }
+    // tiles blockIdx.x, + gridDim.x, ... (the tile: item * MT + mt): the weights staged once
+    bool first = true;
+    for (bnn_i64 blk = blockIdx.x; blk < (bnn_i64)batch * T::MT; blk += gridDim.x, first = false) {
+        if (!first) __syncthreads(); // the last tile's sums are done with the window and the list
+        if (threadIdx.x < TB::LISTW)
+            bnn_cp4((float *)ls + threadIdx.x, (const float *)list + blk * TB::LISTW + threadIdx.x, true);
+        const bnn_i64 item = blk / T::MT;
+        const int mt = (int)(blk % T::MT), iy0 = mt / T::TX * T::TH * F::SH - F::PT;
+        const int ix0 = mt % T::TX * T::TW * F::SW - F::PL;
+        const float *xi = x + item * F::C * F::H * F::W;
+        for (int i = threadIdx.x; i < FX::WINF; i += blockDim.x) { // consecutive threads on a row's floats
+            const int c = i / (T::SR * T::SC), r = i / T::SC % T::SR, q = i % T::SC, iy = iy0 + r, ix = ix0 + q;
+            const bool in = (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
+            bnn_cp4(win + i, xi + (in ? ((bnn_i64)c * F::H + iy) * F::W + ix : 0), in);
         }
-    bnn_conv2d_bits_set<F>(y, item, T::pixel(mt, pl), o, BnnChainK<F>(o, b, chain).bit(sum));
+        bnn_cp_commit();
+        bnn_cp_wait<0>();
+        __syncthreads(); // the weights, the window and the list
+        const int lane = threadIdx.x;
+        if (lane >= min((int)ls[0], TB::LISTQ)) continue;
+        const unsigned e = ls[1 + lane];
+        const int pl = (int)(e >> 8), o = (int)(e & 255), ry = pl / T::TW * F::SH, rx = pl % T::TW * F::SW;
+        if (pl >= T::BM || o >= F::O) continue; // not a list the conv wrote (bnnrun --profile-graph leaves it out)
+        const float *wo = ws + o * FX::K;
+        // (one loop for every pixel: a second one without the test a tap for the pixels whose taps
+        // all lie inside the image made the kernel slower, 6.2 -> 7.1 us at batch 1)
+        float sum = 0.0f;
+#pragma unroll
+        for (int c = 0; c < F::C; ++c)
+#pragma unroll
+            for (int ky = 0; ky < F::KH; ++ky) {
+                const int r = ry + ky * F::DH;
+                const bool rok = (unsigned)(iy0 + r) < (unsigned)F::H;
+#pragma unroll
+                for (int kx = 0; kx < F::KW; ++kx) {
+                    const int q = rx + kx * F::DW;
+                    const float pr = __fmul_rn(win[(c * T::SR + r) * T::SC + q], wo[(c * F::KH + ky) * F::KW + kx]);
+                    sum = __fadd_rn(sum, rok && (unsigned)(ix0 + q) < (unsigned)F::W ? pr : -0.0f);
+                }
+            }
+        bnn_conv2d_bits_set<F>(y, item, T::pixel(mt, pl), o, BnnChainK<F>(o, b, chain).code(sum));
+    }
+    bnn_cp_wait<0>(); // a block without a tile: no copy into shared memory outlives it
 }
 
 #endif // BNN_FLOAT_OPS_CU
