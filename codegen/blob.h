@@ -369,7 +369,7 @@ static inline int64_t blob_code_planes(int64_t levels) {
     return b;
 }
 /* A conv2d step with levels > 0: in2 holds the chain ([epi_stages][2][o]), then per channel
- * sum |w| [o], the GPU kernel's thresholds [levels][o] and their sign [o], then these
+ * ||w||_2 [o], the GPU kernel's thresholds [levels][o] and their sign [o], then these
  * BLOB_CONV2D_QUANT_WORDS words: the quantizer clamp(round(v / scale + zeropt), lo, hi) with
  * hi - lo = levels (docs/blob-format.md "conv2d"). */
 enum { BLOB_CONV2D_Q_LO, BLOB_CONV2D_Q_HI, BLOB_CONV2D_Q_ROUNDING, BLOB_CONV2D_Q_SCALE, BLOB_CONV2D_Q_ZEROPT,

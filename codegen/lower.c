@@ -2557,7 +2557,7 @@ enum { STEM_LIST_WORDS = 32, STEM_CODE_LIST_WORDS = 128 };
  * reads no more than the sums need (XNOR ResNet-18, H100: 0.0780 -> 0.0742 ms at batch 1, 3 %
  * faster at 2, 1 % slower at 3 and 4, 3 % at 8; docs/perf.md stop 24). Shared memory up to
  * FIXWIN_SMEM_MAX. */
-enum { STEM_FIXWIN_BATCH = 3, FIXWIN_SMEM_MAX = 100 * 1024 };
+enum { STEM_FIXWIN_BATCH = 3, FIXWIN_SMEM_MAX = 100 * 1024, FIXWIN_SMEM_4 = 56 * 1024 };
 
 /* A stem with codes lists some 84 sums a tile (three thresholds a channel), where the fixup's
  * lane an entry read 147 scattered floats each: from batch STEM_FIXWIN_BATCH its lists go to
@@ -2568,7 +2568,7 @@ enum { FIXWIN_TPB = 8 };
 /* The shared memory of bnn_conv2d_mma's staged-window form (WIN, BnnConvMma::WIN_SMEM) for cp
  * with `planes` fp16 planes, 0 where it cannot take it: it needs the paired k order (C <= 4:
  * ps) and room for three blocks an SM. Bits or codes out (BnnConvMma: the epilogue's words,
- * [planes + 1][128][2], the channels' rows, sum |w|, threshold(s) and mode or sign, and their
+ * [planes + 1][128][2], the channels' rows, ||w||_2, threshold(s) and mode or sign, and their
  * float4 of interval constants). */
 static int64_t conv2d_win_smem(const BlobConv2dParams *cp, int planes, bool exact, bool bits) {
     BlobConv2dF16Order ord = blob_conv2d_f16_order(cp);
@@ -2580,7 +2580,7 @@ static int64_t conv2d_win_smem(const BlobConv2dParams *cp, int planes, bool exac
     int64_t rh = (sc * ps + (kwp - cp->kw * ps) + 1) / 2 * 2; /* BnnConvMma::RH */
     int64_t wb = (planes * 64 * (2 * kp + 16) + 15) / 16 * 16;
     int64_t wsmem = wb + (planes * sr * rh / 2 * 4 + 15) / 16 * 16 +
-                    (exact ? (sr * sc * 4 + 15) / 16 * 16 + 8 * sc * 4 : 0) + kp / 2 * 4;
+                    (exact ? 2 * ((sr * sc * 4 + 15) / 16 * 16) + 2 * 8 * sc * 4 : 0) + kp / 2 * 4;
     int64_t qp = cp->levels ? blob_code_planes(cp->levels) : 1, rows = cp->levels ? 2 + cp->levels : 3;
     wsmem = (wsmem + 15) / 16 * 16 + (bits ? (qp + 1) * 128 * 2 * 4 + 16 + rows * 64 * 4 + 64 * 16 : 0);
     return wsmem <= 75 * 1024 ? wsmem : 0;
@@ -2614,8 +2614,9 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     /* bnn_conv2d_mma's block: 128 pixels x 64 channels (BLOB_F16_ROWS, so op / 64 channel
      * tiles). Its shared memory (BnnConvMma, float_ops.cu): two stages of 48-byte rows per plane,
      * then its tap table; or (WIN, 8 x 16 pixels a block) all weights in rows of 2 kp + 16 bytes,
-     * the input window's planes, (exact) the max |x| of its positions and of its output rows'
-     * positions, the k pairs' offsets, (bits) the epilogue's words, the chain's sum |w|, t
+     * the input window's planes, (exact) the max |x| and the sum of x^2 of its positions and
+     * of its output rows' positions, the k pairs' offsets, (bits) the epilogue's words, the
+     * chain's ||w||_2, t
      * and mode of the 64 channels and their interval test's constants (float4 each). WIN where
      * it fits three blocks an SM. */
     int64_t smem = 2 * planes * (128 + 64) * 48 + 8 * kp, tiles = (cp->oh * cp->ow + 127) / 128;
@@ -2677,11 +2678,17 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         tile_kernel(L, fx, "stemfix", xstrdup(fix_cfg), "bnn_conv2d_bits_fixwin", fix_args, win_grid, 256,
                     fix_smem, 1);
         fx->k.waits_itself = true; /* it stages the weights first */
+        /* four blocks an SM where their shared memory allows it (64 registers, no spills in ptxas
+         * for ResNet's stem): with two, 128 registers, the codes' fixup at batch 256 waited at its
+         * barriers with one eligible warp in two cycles (ncu: 0.393 ms, docs/perf.md) */
+        int fix_blocks = fix_smem <= FIXWIN_SMEM_4 ? 4 : 0;
+        fx->k.min_blocks = fix_blocks;
         fx = new_batch_alt(L, fi, STEM_FIXWIN_BATCH);
         if (cp->levels) { /* codes: from batch 3 the same kernel, FIXWIN_TPB tiles a block */
             BlobGridDim many_grid[3] = {{0, (uint32_t)tiles, FIXWIN_TPB}, {1, 0, 1}, {1, 0, 1}};
             tile_kernel(L, fx, "stemfix", fix_cfg, "bnn_conv2d_bits_fixwin", fix_args, many_grid, 256, fix_smem, 1);
             fx->k.waits_itself = true;
+            fx->k.min_blocks = fix_blocks;
             return;
         }
     }
@@ -2751,12 +2758,13 @@ static void set_chain_stages(BlobConv2dParams *cp, const Node *n, int64_t stages
     }
 }
 
-/* sum |w[i]| over n weights, rounded up to a float (the exact stem's error bound). */
-static float abs_sum_up(const float *w, int64_t n) {
+/* ||w||_2 of n weights, rounded up to a float (the exact stem's error bound, float_ops.cu
+ * BnnChainK::exact_consts: the double's error is far below the float's ulp). */
+static float l2_norm_up(const float *w, int64_t n) {
     double sum = 0;
     for (int64_t i = 0; i < n; i++)
-        sum += fabs((double)w[i]);
-    return nextafterf((float)sum, INFINITY);
+        sum += (double)w[i] * (double)w[i];
+    return nextafterf((float)sqrt(sum), INFINITY);
 }
 
 /* The parameters of conv2d_chain n's max-pool over its conv's output (cp's oh x ow) into y. */
@@ -2812,13 +2820,13 @@ static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const
     cp.out_words = pool ? (o + 31) / 32 : words;
     cp.nan_flags = pool; /* a NaN in a window makes the pooled float NaN, its bit 0 */
     cp.zero = attr_int(n, "zero", 1) == 1;
-    /* in2: the stages, then per channel sum |w| (the exact kernel's error bound), the threshold
+    /* in2: the stages, then per channel ||w||_2 (the exact kernel's error bound), the threshold
      * and its mode (stem_threshold) */
     float *in2 = xmalloc((size_t)((2 * S + 3) * o) * 4);
     memcpy(in2, k, (size_t)(2 * S * o) * 4);
     int64_t kk = cp.c * cp.kh * cp.kw;
     for (int64_t c = 0; c < o; c++) {
-        in2[2 * S * o + c] = abs_sum_up(w + c * kk, kk);
+        in2[2 * S * o + c] = l2_norm_up(w + c * kk, kk);
         stem_threshold(&cp, k, bv, c, &in2[(2 * S + 1) * o + c], &in2[(2 * S + 2) * o + c]);
     }
     int out = pool ? new_buf(L, cp.oh * cp.ow * cp.out_words * 2 * 4) : def_buf(L, bits);
@@ -2954,7 +2962,7 @@ static int lower_conv2d_codes(Lower *L, const Node *n, BlobConv2dParams cp, cons
     int64_t planes = blob_code_planes(cp.levels);
     if (!conv2d_win_smem(&cp, 2, L->float_convs == FLOAT_CONVS_EXACT, true))
         return 0;
-    /* in2: the stages, per channel sum |w| (the exact kernel's error bound), the thresholds and
+    /* in2: the stages, per channel ||w||_2 (the exact kernel's error bound), the thresholds and
      * their sign (code_thresholds), the quantizer's words */
     int64_t at = blob_conv2d_quant_at(&cp), n2 = at + BLOB_CONV2D_QUANT_WORDS;
     float *in2 = xcalloc((size_t)n2, 4);
@@ -2965,7 +2973,7 @@ static int lower_conv2d_codes(Lower *L, const Node *n, BlobConv2dParams cp, cons
     int64_t kk = cp.c * cp.kh * cp.kw;
     float *tt = xmalloc((size_t)cp.levels * 4);
     for (int64_t c = 0; c < o; c++) {
-        in2[2 * S * o + c] = abs_sum_up(w + c * kk, kk);
+        in2[2 * S * o + c] = l2_norm_up(w + c * kk, kk);
         if (!code_thresholds(&cp, in2, bv, c, tt, &in2[(2 * S + 1 + cp.levels) * o + c])) {
             free(tt);
             free(in2);

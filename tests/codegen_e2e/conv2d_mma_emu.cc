@@ -55,6 +55,7 @@ static float emu_fma(int mode, float a, float b, float c) {
     return r;
 }
 inline float __fmaf_ru(float a, float b, float c) { return emu_fma(FE_UPWARD, a, b, c); }
+inline float __fsqrt_ru(float a) { return emu_rounded(FE_UPWARD, std::sqrt((double)a)); }
 inline float __fmaf_rd(float a, float b, float c) { return emu_fma(FE_DOWNWARD, a, b, c); }
 // the quantizer of a stem with codes out (BnnChainK::code)
 inline float __fsub_rn(float a, float b) {

@@ -1043,7 +1043,7 @@ __device__ __forceinline__ void bnn_dense_few(int m_total, const void *xv, const
 // one word, OR-ed over its lanes by shuffles. EXACT 1 (SPLIT 1) makes
 // those bits the reference's: the chain is monotone in the sum, so where the chain gives the
 // same bit at both ends of [sum - m, sum + m], m a bound on |fp16x3 sum - the reference's f32
-// sum| (from the patch's max |x| and chain[2*STAGES*O + o] = sum |w| of channel o), that bit
+// sum| (from the patch's max |x| and ||x||_2 and chain[2*STAGES*O + o] = ||w||_2 of channel o), that bit
 // is exact; else the sum is left to bnn_conv2d_bits_fixup: the block writes it as a 0 bit and
 // lists it in the tile's LISTQ entries of `list`, which that kernel, launched next, recomputes
 // in the reference's order (c, ky, kx) from w32 across the whole GPU. Sums past a tile's LISTQ
@@ -1053,11 +1053,14 @@ __device__ __forceinline__ void bnn_dense_few(int m_total, const void *xv, const
 template <class F> struct BnnConvBits {
     static_assert(!F::EXACT || (F::SPLIT && F::BITS), "exact bits need the hi + lo split");
     static_assert(!F::BITS || F::OUTW >= (F::O + 31) / 32, "bit output narrower than O");
-    // |sum - ref| <= m = REL * xmax * sum|w| + ABS * (K * xmax + sum|w|): each mma of 16
-    // products may lose an ulp of its largest term per term (17 per mma, 3 mma a k step), the
-    // reference's own rounding ((K + 1) ulp), the splits' 2^-22 and fp16 subnormals' 2^-25; twice that.
+    // |sum - ref| <= m = REL * P + ABS * (K * xmax + sum|w|), P = sum |x_i w_i| (<= xmax sum|w|,
+    // and <= ||x||_2 ||w||_2): each mma of 16 products may lose an ulp of its largest term per
+    // term (17 per mma, 3 mma a k step), the reference's own rounding ((K + 1) ulp), every term
+    // and partial sum at most P in size; the splits' 2^-22 of P and fp16 subnormals' 2^-25; twice
+    // that.
     static constexpr float REL = 2.0f * (51.0f * (F::KP / 16) + F::C * F::KH * F::KW + 16.0f) * 0x1p-23f;
     static constexpr float ABS = 2.0f * 0x1p-23f;
+    static constexpr float ABSK = ABS * (F::C * F::KH * F::KW); // ABS a power of 2: exact
     // A tile's list: its count, then up to LISTQ entries pixel << 8 | channel (the tile's);
     // 12 a block on average in XNOR ResNet-18's stem, at most 24 (bench/stem_queue.py). Codes
     // (LV > 0) have LV thresholds a sum can be too close to: 127 entries (a w1a2 ResNet-18's
@@ -1068,7 +1071,7 @@ template <class F> struct BnnConvBits {
 };
 
 // A BITS conv's channel: the chain as one comparison of the sum (the lowering's
-// stem_threshold: mode 1 sum >= t, -1 sum <= t, 2 always 1, 0 always 0, 3 none) and sum |w|,
+// stem_threshold: mode 1 sum >= t, -1 sum <= t, 2 always 1, 0 always 0, 3 none) and ||w||_2,
 // loaded once for the thread's pixels; the bias and the stages' constants only where the chain
 // itself runs (mode 3, a NaN, a sum past the list).
 template <class F> struct BnnChainK {
@@ -1081,8 +1084,8 @@ template <class F> struct BnnChainK {
     float sgn, tt;
     __device__ __forceinline__ BnnChainK(int o_, const float *b_, const float *chain_)
         : BnnChainK(o_, b_, chain_, chain_ + 2 * F::STAGES * F::O + o_, F::O) {}
-    // sum |w|, t and the mode from k[0], k[ld], k[2 ld]: the chain's rows, or a copy of them
-    // (LV > 0: the rows are sum |w|, the LV thresholds tt, already signed, and the sign.)
+    // ||w||_2, t and the mode from k[0], k[ld], k[2 ld]: the chain's rows, or a copy of them
+    // (LV > 0: the rows are ||w||_2, the LV thresholds tt, already signed, and the sign.)
     __device__ __forceinline__ BnnChainK(int o_, const float *b_, const float *chain_, const float *k, int ld)
         : b(b_), chain(chain_), o(o_) {
         wabs = k[0];
@@ -1098,16 +1101,21 @@ template <class F> struct BnnChainK {
         const float inf = __int_as_float(0x7f800000);
         tt = mode == 2 ? -inf : mode == 0 ? inf : sgn * t;
     }
-    // EXACT: the interval test's constants {slope, aw, sgn, tt}: m = xm * slope + aw, rounded up,
-    // bounds |fp16x3 sum - reference sum| of a pixel whose patch has max |x| xm (slope >= REL *
-    // sum|w| + ABS * K, aw >= ABS * sum|w|: BnnConvBits' bound). slope is NaN where sum |w| passes
-    // 1e30: with xm <= 65504 (the epilogue lists the sums of a pixel past that) no sum nor m can
-    // then overflow, so a NaN m or sum is the only non-finite case, and it lists the sum.
+    // EXACT: the interval test's constants {slope, aw, sgn, tt}, wabs the channel's ||w||_2
+    // (rounded up; sum |w| <= sqrt(K) ||w||_2 = ws). BnnConvBits' bound is REL * P + ABS * (K xm
+    // + sum |w|) with P = sum |x_i w_i| and xm the patch's max |x|. WIN: m = nx * slope + (xm *
+    // ABS K + aw), rounded up, with nx the patch's ||x||_2 (P <= ||x||_2 ||w||_2, Cauchy-Schwarz:
+    // slope >= REL ||w||_2); else m = xm * slope + aw (P <= xm sum |w|: slope >= REL ws + ABS K).
+    // aw >= ABS ws. slope is NaN where ws passes 1e30: with xm <= 65504 (the epilogue lists the sums
+    // of a pixel past that) no sum nor m can then overflow, so a NaN m or sum is the only
+    // non-finite case, and it lists the sum.
     __device__ __forceinline__ float4 exact_consts() const {
         typedef BnnConvBits<F> TB;
-        constexpr float ABSK = TB::ABS * (F::C * F::KH * F::KW); // ABS a power of 2: exact
-        const float slope = wabs <= 1e30f ? __fadd_ru(__fmul_ru(TB::REL, wabs), ABSK) : __int_as_float(0x7fffffff);
-        return make_float4(slope, __fadd_ru(__fmul_ru(TB::ABS, wabs), 1e-30f), sgn, tt);
+        const float ws = __fmul_ru(wabs, __fsqrt_ru((float)(F::C * F::KH * F::KW)));
+        const float slope = !(ws <= 1e30f) ? __int_as_float(0x7fffffff)
+                            : F::WIN       ? __fmul_ru(TB::REL, wabs)
+                                           : __fadd_ru(__fmul_ru(TB::REL, ws), TB::ABSK);
+        return make_float4(slope, __fadd_ru(__fmul_ru(TB::ABS, ws), 1e-30f), sgn, tt);
     }
     // The bit of every sum in [lo, hi] when they all have the same one (mode < 3), else -2.
     __device__ __forceinline__ int bit_of_range(float lo, float hi) const {
@@ -1191,7 +1199,10 @@ template <class F> struct BnnConvMma {
     static constexpr int RH = (SC * F::PS + (F::KWP - F::KW * F::PS) + 1) / 2 * 2;
     static constexpr int PLW = SR * RH / 2; // words a window plane
     static constexpr int WINB = (PL * PLW * 4 + 15) / 16 * 16;
-    static constexpr int XWB = F::EXACT ? (SR * SC * 4 + 15) / 16 * 16 : 0, VMB = F::EXACT ? TH * SC * 4 : 0;
+    // (EXACT: the max |x| over c of each position, then the sum of x^2 over c; the same over ky
+    // of each output row's KH rows, [TH][SC] each.)
+    static constexpr int XWH = (SR * SC * 4 + 15) / 16 * 16, XWB = F::EXACT ? 2 * XWH : 0;
+    static constexpr int VMB = F::EXACT ? 2 * TH * SC * 4 : 0;
     static constexpr int XW_AT = R0 + WINB, VM_AT = XW_AT + XWB, KOFF_AT = VM_AT + VMB; // byte offsets
     // BITS: the epilogue's words ([1 + NANF][BM][2]) and list count; WIN: a region of their own
     // (the weights stay for the block's next tile), else in the free stages. WIN and BITS: then
@@ -1275,7 +1286,9 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         // loop. All k of the weights stay in shared memory; no barrier in the loop.
         unsigned *const win = (unsigned *)(bnn_dsmem + T::R0);
         float *const xw = (float *)(bnn_dsmem + T::XW_AT); // [SR * SC]: max |x| over c
+        float *const xs = (float *)(bnn_dsmem + T::XW_AT + T::XWH); // [SR * SC]: sum of x^2 over c, rounded up
         float *const vm = (float *)(bnn_dsmem + T::VM_AT); // [TH][SC]: over ky too
+        float *const vs = vm + T::TH * T::SC;
         int *const koff = (int *)(bnn_dsmem + T::KOFF_AT);
         constexpr int WCH = F::KP / 8; // 16-byte pieces of a weight row
         // The window's values first: issued after the weights' copies, they waited behind them
@@ -1322,9 +1335,9 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         for (int j = 0; j < NJ; ++j) {
             const int i = tid + j * 256;
             const float *const v = xv[j];
-            float m = 0.0f;
+            float m = 0.0f, sq = 0.0f;
 #pragma unroll
-            for (int c = 0; c < F::PS; ++c) m = fmaxf(m, fabsf(v[c]));
+            for (int c = 0; c < F::PS; ++c) m = fmaxf(m, fabsf(v[c])), sq = F::EXACT ? __fmaf_ru(v[c], v[c], sq) : 0.0f;
             if (i < NPOS) {
                 const int h = i / T::SC * T::RH + i % T::SC * F::PS; // the position's first half
                 if (F::PS % 2 == 0) { // whole words
@@ -1343,7 +1356,7 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                             wh[2 * T::PLW + h + c] = (unsigned short)(bnn_f16x2(bnn_f16_rest(v[c]), 0.0f) & 0xffffu);
                     }
                 }
-                if (F::EXACT) xw[i] = m;
+                if (F::EXACT) xw[i] = m, xs[i] = sq;
             }
         }
         bnn_cp_wait<0>();
@@ -1351,15 +1364,20 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         if (F::EXACT && first && tid < T::BN) // read after the loop's barrier
             ((float4 *)(bnn_dsmem + T::CK_AT))[tid] =
                 BnnChainK<F>(o0 + tid, b, chain, (const float *)(bnn_dsmem + T::CH_AT) + tid, T::BN).exact_consts();
-        // EXACT: the max |x| over each output row's KH rows of positions; a pixel's (over its KW
-        // columns of these) is taken in the epilogue, after the loop's barrier
+        // EXACT: the max |x| and the sum of x^2 over each output row's KH rows of positions; a
+        // pixel's (over its KW columns of these) is taken in the epilogue, after the loop's barrier
         if (F::EXACT)
             for (int i = tid; i < T::TH * T::SC; i += 256) {
                 const int ly = i / T::SC, sc = i % T::SC;
-                float m = 0.0f;
+                float m = 0.0f, sq = 0.0f;
 #pragma unroll
-                for (int ky = 0; ky < F::KH; ++ky) m = fmaxf(m, xw[(ly * F::SH + ky * F::DH) * T::SC + sc]);
+                for (int ky = 0; ky < F::KH; ++ky) {
+                    const int at = (ly * F::SH + ky * F::DH) * T::SC + sc;
+                    m = fmaxf(m, xw[at]);
+                    sq = __fadd_ru(sq, xs[at]);
+                }
                 vm[i] = m;
+                vs[i] = sq;
             }
         // Rows g and g + 8 of m16 tile mi are pixels (2 wm + mi, g) and (2 wm + mi, g + 8). (g and
         // tq declared here and again for the epilogue: hoisted above the staging, they cost the
@@ -1487,9 +1505,10 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         int *qlen = (int *)(bnn_dsmem + T::QLEN_AT);
         unsigned *const blist = list + tile * TB::LISTW;          // EXACT: count, entries
         // (EXACT) pixel q's max |x|, NaN past 65504 (fp16's range: exact_consts), so that its sums
-        // are all listed; the 4 lanes of a row hold the same 4 pixels, so with WIN lane tq takes
-        // pixel q = tq's over its KW columns and shuffles it to the others.
-        float xmq[4];
+        // are all listed, and (WIN) its patch's ||x||_2 rounded up; the 4 lanes of a row hold the
+        // same 4 pixels, so with WIN lane tq takes pixel q = tq's over its KW columns and shuffles
+        // them to the others.
+        float xmq[4], nxq[4];
         if (F::EXACT) {
             if (!F::WIN) xm[(tid >> 7) * T::BM + sm] = xmax;
             if (tid == 0) *qlen = 0;
@@ -1498,17 +1517,26 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
             if (F::WIN) { // over the pixel's KW columns of its row's maxima
                 const int pl = wm * 32 + (tq >> 1) * 16 + g + (tq & 1) * 8;
                 const float *vm = (const float *)(bnn_dsmem + T::VM_AT) + pl / T::TW * T::SC;
-                float xmx = 0.0f;
+                const float *vs = vm + T::TH * T::SC;
+                float xmx = 0.0f, sqx = 0.0f;
 #pragma unroll
-                for (int kx = 0; kx < F::KW; ++kx) xmx = fmaxf(xmx, vm[pl % T::TW * F::SW + kx * F::DW]);
+                for (int kx = 0; kx < F::KW; ++kx) {
+                    xmx = fmaxf(xmx, vm[pl % T::TW * F::SW + kx * F::DW]);
+                    sqx = __fadd_ru(sqx, vs[pl % T::TW * F::SW + kx * F::DW]);
+                }
                 xmx = guard(xmx);
+                const float nx = __fsqrt_ru(sqx);
 #pragma unroll
-                for (int q = 0; q < 4; ++q) xmq[q] = __shfl_sync(0xffffffffu, xmx, (lane & ~3) | q);
+                for (int q = 0; q < 4; ++q) {
+                    xmq[q] = __shfl_sync(0xffffffffu, xmx, (lane & ~3) | q);
+                    nxq[q] = __shfl_sync(0xffffffffu, nx, (lane & ~3) | q);
+                }
             } else {
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     const int pl = wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8;
                     xmq[q] = guard(fmaxf(xm[pl], xm[T::BM + pl]));
+                    nxq[q] = 0.0f;
                 }
             }
         }
@@ -1519,6 +1547,10 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         // (LV > 0: one8[pl][q] holds plane pl of the codes, each output's code the number of
         // its channel's thresholds below the sum, at both ends of the interval.)
         unsigned one8[F::QP][4] = {}, nan8[4] = {0, 0, 0, 0}, und = 0;
+        // (EXACT) the bound m of pixel q's sums for a channel of constants k4 (exact_consts)
+        auto margin = [&](int q, const float4 &k4) {
+            return F::WIN ? __fmaf_ru(nxq[q], k4.x, __fmaf_ru(xmq[q], TB::ABSK, k4.y)) : __fmaf_ru(xmq[q], k4.x, k4.y);
+        };
         bool pok[4]; // the thread's 4 pixels inside the image
 #pragma unroll
         for (int q = 0; q < 4; ++q) pok[q] = pixel(wm * 32 + (q >> 1) * 16 + g + (q & 1) * 8) >= 0;
@@ -1552,7 +1584,7 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                             nan8[q] |= (unsigned)(a != a) << j;
                             continue;
                         }
-                        const float m = __fmaf_ru(xmq[q], k4.x, k4.y);
+                        const float m = margin(q, k4);
                         const float e = __fmaf_rd(k4.z, a, -m), f = __fmaf_ru(k4.z, a, m);
                         int nlo = 0, nhi = 0; // a NaN end: nlo 0, nhi LV, undecided
 #pragma unroll
@@ -1571,7 +1603,7 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                         nan8[q] |= (unsigned)(bit < 0) << j;
                         continue;
                     }
-                    const float m = __fmaf_ru(xmq[q], k4.x, k4.y);
+                    const float m = margin(q, k4);
                     bool b1, open; // every sum of [a - m, a + m] gives 1; they do not all give one bit
                     if (!F::MODE3 || ch.mode != 3) {
                         // [a - m, a + m] against t as one comparison a side, without branches:
