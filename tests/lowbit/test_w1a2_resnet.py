@@ -11,12 +11,11 @@ QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resn
   the quant after the pool) and one float convolution, the stem's. 11 of them are
   qconv2d_chain (each block's second conv with its batch-norm, shortcut add, relu and the next
   quantizer; each downsample conv with its batch-norm), 8 thresholded qconv2d, and no
-  batchnorm, add, relu, mul, cast, quant or quantize is left between convs (only the stem's
-  quant, before the first block).
+  batchnorm, add, relu, mul, cast, quant or quantize is left between convs or after the stem
+  (its quant is the stem's `conv2d_chain`'s).
 - The plan has at most PLAN_STEPS_MAX steps (112 before qconv2d_chain, at fc0de86; 27 now, the
-  classifier's three kernels by batch counted), and
-  starts with the stem's conv (its batch-norm and relu in the conv's store) and max-pool, with
-  no affine or relu step anywhere.
+  classifier's three kernels by batch counted), and starts with the stem's conv (writing codes),
+  its fixup and the max-pool of codes, with no affine, relu or quantize step anywhere.
 - bnncc -O3 compiles it for sm_90a and sm_80 (both CUBIN sections non-empty).
 - Its outputs at batch 1 and 3 on random inputs are byte-identical to `bnnrun --reference` on
   the ONNX model.
