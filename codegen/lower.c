@@ -2560,10 +2560,13 @@ enum { STEM_LIST_WORDS = 32, STEM_CODE_LIST_WORDS = 128 };
 enum { STEM_FIXWIN_BATCH = 3, FIXWIN_SMEM_MAX = 100 * 1024, FIXWIN_SMEM_4 = 56 * 1024 };
 
 /* A stem with codes lists some 84 sums a tile (three thresholds a channel), where the fixup's
- * lane an entry read 147 scattered floats each: from batch STEM_FIXWIN_BATCH its lists go to
- * bnn_conv2d_bits_fixwin too, FIXWIN_TPB tiles a block (the weights staged once for them). w1a2
- * ResNet-18 at batch 256 on an H200: the fixup 0.482 ms (docs/perf.md). */
-enum { FIXWIN_TPB = 8 };
+ * lane an entry read 147 scattered floats each: its lists go to bnn_conv2d_bits_fixwin at every
+ * batch, a tile a block, and from FIXWIN_MANY_BATCH on FIXWIN_TPB tiles a block (the weights
+ * staged once for them). w1a2 ResNet-18 on an H200: at batch 256 the fixup 0.482 ms, the
+ * shared-memory one 0.396 with 8 tiles a block; 8 tiles a block from batch 3 left batch 4 with
+ * 49 blocks (0.1848 ms; 0.1631 with one tile a block), and 4 or 8 tiles from 16 or 32 were
+ * alike (docs/perf.md stop 30). */
+enum { FIXWIN_TPB = 4, FIXWIN_MANY_BATCH = 32 };
 
 /* The shared memory of bnn_conv2d_mma's staged-window form (WIN, BnnConvMma::WIN_SMEM) for cp
  * with `planes` fp16 planes, 0 where it cannot take it: it needs the paired k order (C <= 4:
@@ -2683,14 +2686,15 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
          * barriers with one eligible warp in two cycles (ncu: 0.393 ms, docs/perf.md) */
         int fix_blocks = fix_smem <= FIXWIN_SMEM_4 ? 4 : 0;
         fx->k.min_blocks = fix_blocks;
-        fx = new_batch_alt(L, fi, STEM_FIXWIN_BATCH);
-        if (cp->levels) { /* codes: from batch 3 the same kernel, FIXWIN_TPB tiles a block */
+        if (cp->levels) { /* codes: from FIXWIN_MANY_BATCH the same kernel, FIXWIN_TPB tiles a block */
+            fx = new_batch_alt(L, fi, FIXWIN_MANY_BATCH);
             BlobGridDim many_grid[3] = {{0, (uint32_t)tiles, FIXWIN_TPB}, {1, 0, 1}, {1, 0, 1}};
             tile_kernel(L, fx, "stemfix", fix_cfg, "bnn_conv2d_bits_fixwin", fix_args, many_grid, 256, fix_smem, 1);
             fx->k.waits_itself = true;
             fx->k.min_blocks = fix_blocks;
             return;
         }
+        fx = new_batch_alt(L, fi, STEM_FIXWIN_BATCH);
     }
     BlobGridDim fix_grid[3] = {{0, (uint32_t)tiles, 8}, {1, 0, 1}, {1, 0, 1}};
     tile_kernel(L, fx, "stemfix", fix_cfg, "bnn_conv2d_bits_fixup", fix_args, fix_grid, 256, 0, 1);
