@@ -2914,25 +2914,19 @@ static bool code_thresholds(const BlobConv2dParams *cp, const float *in2, const 
     return true;
 }
 
-/* Whether a conv2d_chain's quant float (q - zeropt) * scale is a function of its code: q's sign
- * of zero is the one thing the code does not say, and (q - zeropt) * scale shows it only where
- * zeropt is 0. The value quantized is never -0 (nor negative) after a last stage with a relu
- * whose bias is no -0 in any channel: v*a + b is -0 only for b = -0, and the relu keeps -0. */
+/* Whether a conv2d_chain's quant float (q - zeropt) * scale is a function of its code: the code
+ * says all of q but its sign of zero, and (q - zeropt) * scale shows that sign only where zeropt
+ * is 0 and q is -0.0, i.e. round(v / scale + zeropt) gave -0.0: for v / scale + zeropt in
+ * [-0.5, -0.0], which needs v negative, or v and zeropt both -0.0 (-0.0 + +0.0 is +0.0). After a
+ * last stage with a relu v is never negative, and q = -0.0 with zeropt = -0.0 gives
+ * (-0.0 - -0.0) * scale = +0.0, the code's float. */
 static bool quant_float_of_code(const Node *n, const BlobQuantizeParams *qp) {
     float zero;
     memcpy(&zero, &qp->zeropt_bits, 4);
-    if (zero != 0.0f)
-        return true;
     const Value *chain = n->in[2];
-    int64_t S = chain->type.dim[0], O = chain->type.dim[2], relu[CHAIN_MAX_STAGES] = {0};
+    int64_t S = chain->type.dim[0], relu[CHAIN_MAX_STAGES] = {0};
     attr_ints(n, "relu", relu, (int)S, 0, NULL);
-    if (!relu[S - 1])
-        return false;
-    const float *bs = (const float *)chain->data + (2 * (S - 1) + 1) * O;
-    for (int64_t c = 0; c < O; c++)
-        if (bs[c] == 0.0f && signbit(bs[c]))
-            return false;
-    return true;
+    return zero != 0.0f || relu[S - 1];
 }
 
 /* A conv2d_chain with a max-pool and a quantizer as one conv2d step that writes each pixel's
