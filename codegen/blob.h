@@ -361,6 +361,12 @@ static inline float blob_round(float v, int64_t mode) {
     default: return nearbyintf(v);                   /* half to even */
     }
 }
+/* QONNX Quant's level of v: q = clamp(round(v / scale + zeropt), lo, hi), each operation
+ * rounded on its own; NaN stays NaN (its code is 0, its float NaN). */
+static inline float blob_quantize(float v, float scale, float zeropt, float lo, float hi, int64_t mode) {
+    float q = blob_round(v / scale + zeropt, mode);
+    return q < lo ? lo : q > hi ? hi : q;
+}
 /* Planes of codes 0 .. levels: the bits to hold levels. */
 static inline int64_t blob_code_planes(int64_t levels) {
     int64_t b = 1;
@@ -386,10 +392,9 @@ static inline int blob_conv2d_chain_code(const BlobConv2dParams *p, const float 
     float scale, zeropt;
     memcpy(&scale, &qd[BLOB_CONV2D_Q_SCALE], 4);
     memcpy(&zeropt, &qd[BLOB_CONV2D_Q_ZEROPT], 4);
-    v = blob_conv2d_chain_value(p, chain, o, v);
-    float q = blob_round(v / scale + zeropt, qd[BLOB_CONV2D_Q_ROUNDING]);
-    float lo = (float)qd[BLOB_CONV2D_Q_LO], hi = (float)qd[BLOB_CONV2D_Q_HI];
-    q = q < lo ? lo : q > hi ? hi : q;
+    float lo = (float)qd[BLOB_CONV2D_Q_LO];
+    float q = blob_quantize(blob_conv2d_chain_value(p, chain, o, v), scale, zeropt, lo,
+                            (float)qd[BLOB_CONV2D_Q_HI], qd[BLOB_CONV2D_Q_ROUNDING]);
     return q != q ? -1 : (int)(q - lo);
 }
 

@@ -2568,6 +2568,13 @@ enum { STEM_FIXWIN_BATCH = 3, FIXWIN_SMEM_MAX = 100 * 1024, FIXWIN_SMEM_4 = 56 *
  * alike (docs/perf.md stop 30). */
 enum { FIXWIN_TPB = 4, FIXWIN_MANY_BATCH = 32 };
 
+/* The input window of a staged-window block's 8 x 16 output pixels: sr rows x sc columns
+ * (BnnConvMma::SR, SC). */
+static void stem_window(const BlobConv2dParams *cp, int64_t *sr, int64_t *sc) {
+    *sr = 7 * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
+    *sc = 15 * cp->stride_w + (cp->kw - 1) * cp->dil_w + 1;
+}
+
 /* The shared memory of bnn_conv2d_mma's staged-window form (WIN, BnnConvMma::WIN_SMEM) for cp
  * with `planes` fp16 planes, 0 where it cannot take it: it needs the paired k order (C <= 4:
  * ps) and room for three blocks an SM. Bits or codes out (BnnConvMma: the epilogue's words,
@@ -2578,8 +2585,8 @@ static int64_t conv2d_win_smem(const BlobConv2dParams *cp, int planes, bool exac
     int64_t ps = ord.ps, kwp = ord.kwp, kp = ord.kp;
     if (!ps)
         return 0;
-    int64_t sr = 7 * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
-    int64_t sc = 15 * cp->stride_w + (cp->kw - 1) * cp->dil_w + 1;
+    int64_t sr, sc;
+    stem_window(cp, &sr, &sc);
     int64_t rh = (sc * ps + (kwp - cp->kw * ps) + 1) / 2 * 2; /* BnnConvMma::RH */
     int64_t wb = (planes * 64 * (2 * kp + 16) + 15) / 16 * 16;
     int64_t wsmem = wb + (planes * sr * rh / 2 * 4 + 15) / 16 * 16 +
@@ -2625,9 +2632,8 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     int64_t smem = 2 * planes * (128 + 64) * 48 + 8 * kp, tiles = (cp->oh * cp->ow + 127) / 128;
     int64_t wsmem = conv2d_win_smem(cp, planes, exact, bits);
     int win = wsmem > 0;
-    /* WIN's input window of a block's 8 x 16 pixels: sr rows x sc columns (BnnConvMma::SR, SC) */
-    int64_t sr = 7 * cp->stride_h + (cp->kh - 1) * cp->dil_h + 1;
-    int64_t sc = 15 * cp->stride_w + (cp->kw - 1) * cp->dil_w + 1;
+    int64_t sr, sc; /* WIN's input window (the fixup from shared memory stages it too) */
+    stem_window(cp, &sr, &sc);
     if (win) {
         smem = wsmem;
         tiles = (cp->oh + 7) / 8 * ((cp->ow + 15) / 16);
@@ -2771,6 +2777,24 @@ static float l2_norm_up(const float *w, int64_t n) {
     return nextafterf((float)sqrt(sum), INFINITY);
 }
 
+/* Whether a stem's chain (cp's epi_stages stages, constants k [stages][2][o]) and bias are
+ * finite, no stage divides by zero, and no stage from zero_from on (after the pool) multiplies
+ * by 0, which could make a NaN of an inf (0 * inf) that the pool of bits or codes would not see:
+ * the exact kernel's premise, a bit or code monotone in the sum. */
+static bool stem_chain_ok(const BlobConv2dParams *cp, const float *k, const float *bias, int64_t zero_from) {
+    int64_t o = cp->o;
+    for (int64_t i = 0; i < 2 * cp->epi_stages * o; i++) {
+        int64_t stage = i / (2 * o);
+        bool factor = i % (2 * o) < o;
+        if (!isfinite(k[i]) || (factor && k[i] == 0.0f && (((cp->epi_div >> stage) & 1) || stage >= zero_from)))
+            return false;
+    }
+    for (int64_t c = 0; bias && c < o; c++)
+        if (!isfinite(bias[c]))
+            return false;
+    return true;
+}
+
 /* The parameters of conv2d_chain n's max-pool over its conv's output (cp's oh x ow) into y. */
 static BlobPoolParams chain_pool_params(const Node *n, const BlobConv2dParams *cp, const Type *y) {
     Attr attrs[4];
@@ -2812,15 +2836,8 @@ static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const
     const float *k = chain->data, *bv = b ? b->data : NULL;
     bool pool = get_attr(n, "pool_kernel") != NULL;
     int64_t pool_at = chain_pool_at(n);
-    /* a stage after the pool with a factor 0 could make a NaN of an inf (0 * inf), which the
-     * bits' pool would not see: the separate steps then */
-    for (int64_t i = 0; i < 2 * S * o; i++)
-        if (!isfinite(k[i]) || (((cp.epi_div >> (i / (2 * o))) & 1) && i % (2 * o) < o && k[i] == 0.0f) ||
-            (i / (2 * o) >= pool_at && i % (2 * o) < o && k[i] == 0.0f))
-            return 0;
-    for (int64_t c = 0; bv && c < o; c++)
-        if (!isfinite(bv[c]))
-            return 0;
+    if (!stem_chain_ok(&cp, k, bv, pool_at))
+        return 0;
     cp.out_words = pool ? (o + 31) / 32 : words;
     cp.nan_flags = pool; /* a NaN in a window makes the pooled float NaN, its bit 0 */
     cp.zero = attr_int(n, "zero", 1) == 1;
@@ -2948,12 +2965,8 @@ static int lower_conv2d_codes(Lower *L, const Node *n, BlobConv2dParams cp, cons
         return 0;
     set_chain_stages(&cp, n, S);
     const float *k = chain->data, *bv = b ? b->data : NULL;
-    for (int64_t i = 0; i < 2 * S * o; i++) /* a finite chain: no NaN from a finite sum but where it says */
-        if (!isfinite(k[i]) || (((cp.epi_div >> (i / (2 * o))) & 1) && i % (2 * o) < o && k[i] == 0.0f))
-            return 0;
-    for (int64_t c = 0; bv && c < o; c++)
-        if (!isfinite(bv[c]))
-            return 0;
+    if (!stem_chain_ok(&cp, k, bv, S))
+        return 0;
     cp.levels = q.hi - q.lo;
     cp.out_words = image_ldw(o);
     cp.nan_flags = 1; /* a NaN in a window makes the pooled float NaN, its code 0 */
@@ -3353,29 +3366,21 @@ static int lower_retile(Lower *L, const Value *x, const Value *y) {
  * and of a thresholded qdense) are stored as bit-planes, [bits][ld] words per batch item with
  * ld = the code count rounded up to 256 bits: the operand layout of the next qgemm. */
 
-static int64_t bits_to_hold(int64_t n) {
-    int64_t b = 1;
-    while ((1ll << b) - 1 < n)
-        b++;
-    return b;
-}
-
 /* A value that holds integer codes as bit-planes, and how many planes. */
 static int64_t code_planes(const Value *v) {
     const Node *d = v->kind == VAL_NODE ? v->def : NULL;
     if (d && d->op == OP_QDENSE && d->nin == 4)
-        return bits_to_hold(d->in[2]->type.dim[1]);
+        return blob_code_planes(d->in[2]->type.dim[1]);
     if (d && d->op == OP_THRESHOLD && d->in[1]->type.rank == 2 && d->in[0]->def &&
         d->in[0]->def->op == OP_QDENSE) /* qdense + threshold, as -O1 leaves them: fused */
-        return bits_to_hold(d->in[1]->type.dim[1]);
+        return blob_code_planes(d->in[1]->type.dim[1]);
     if (d && (d->op == OP_QUANTIZE || ((d->op == OP_QCONV2D_CHAIN || d->op == OP_CONV2D_CHAIN) && v->def_index == 1 &&
                                        get_attr(d, "quant_bits")))) {
         int64_t bits = d->op == OP_QUANTIZE ? (int64_t)((const float *)d->in[3]->data)[0]
                                             : attr_int(d, "quant_bits", 1);
-        int64_t sgn = attr_int(d, "signed", 1), nar = attr_int(d, "narrow", 0);
-        int64_t lo = sgn ? -(1ll << (bits - 1)) + nar : 0;
-        int64_t hi = sgn ? (1ll << (bits - 1)) - 1 : (1ll << bits) - 1 - nar;
-        return bits_to_hold(hi - lo);
+        int64_t lo, hi;
+        quant_range(bits, attr_int(d, "signed", 1), attr_int(d, "narrow", 0), &lo, &hi);
+        return blob_code_planes(hi - lo);
     }
     return 0;
 }
@@ -3431,9 +3436,9 @@ static bool is_image_codes(const Value *v) {
 static int64_t image_code_planes(const Value *v) {
     const Node *d = v->def;
     if (d->op == OP_QCONV2D)
-        return bits_to_hold(d->in[2]->type.dim[1]);
+        return blob_code_planes(d->in[2]->type.dim[1]);
     if (d->op == OP_THRESHOLD)
-        return bits_to_hold(d->in[1]->type.dim[1]);
+        return blob_code_planes(d->in[1]->type.dim[1]);
     return code_planes(v);
 }
 
@@ -3475,7 +3480,7 @@ static int64_t weight_planes(const int8_t *u, int64_t n, bool *wsigned, bool *bi
         *bipolar = *bipolar && (u[i] == 1 || u[i] == -1);
     }
     *wsigned = !*bipolar && umin < 0;
-    int64_t wb = *bipolar ? 1 : *wsigned ? 1 : bits_to_hold(umax);
+    int64_t wb = *bipolar ? 1 : *wsigned ? 1 : blob_code_planes(umax);
     while (*wsigned && (umin < -(1ll << (wb - 1)) || umax > (1ll << (wb - 1)) - 1))
         wb++;
     return wb;
@@ -3573,7 +3578,7 @@ static int choose_code_epilogue(Lower *L, const Node *n, bool conv, int64_t ldy,
     }
     if (codes_readers_ok(L, e->out, conv))
         return -1;
-    e->yb = bits_to_hold(e->levels);
+    e->yb = blob_code_planes(e->levels);
     if (e->out != y)
         L->done[node_index(L->g, thr)] = true;
     return 0;
@@ -3672,12 +3677,10 @@ static int64_t rounding_of(const char *mode) {
 /* The quantizer of a fused chain (conv2d_chain, qconv2d_chain: quant_bits and the rest) as a
  * quantize step's parameters over k floats an item (dequant: the chain's dequant). */
 static BlobQuantizeParams chain_quantizer(const Node *n, int64_t k) {
-    int64_t bits = attr_int(n, "quant_bits", 8), sgn = attr_int(n, "signed", 1), nar = attr_int(n, "narrow", 0);
     float scale = attr_float(n, "quant_scale", 1.0f), zero = attr_float(n, "quant_zero", 0.0f);
-    BlobQuantizeParams qp = {.rows = 1, .k = k, .lo = sgn ? -(1ll << (bits - 1)) + nar : 0,
-                             .hi = sgn ? (1ll << (bits - 1)) - 1 : (1ll << bits) - 1 - nar,
-                             .rounding = rounding_of(attr_str(n, "rounding", "ROUND")),
+    BlobQuantizeParams qp = {.rows = 1, .k = k, .rounding = rounding_of(attr_str(n, "rounding", "ROUND")),
                              .dequant = attr_int(n, "dequant", 0) != 0};
+    quant_range(attr_int(n, "quant_bits", 8), attr_int(n, "signed", 1), attr_int(n, "narrow", 0), &qp.lo, &qp.hi);
     uint32_t sb, zb;
     memcpy(&sb, &scale, 4);
     memcpy(&zb, &zero, 4);
@@ -3695,9 +3698,8 @@ static int lower_quantize(Lower *L, const Node *n) {
     float bw = ((const float *)n->in[3]->data)[0];
     if (!(bw >= 1.0f && bw <= 24.0f) || bw != floorf(bw))
         return unsupported(L, "a quant of more than 24 bits");
-    int64_t bits = (int64_t)bw, sgn = attr_int(n, "signed", 1), nar = attr_int(n, "narrow", 0);
-    int64_t lo = sgn ? -(1ll << (bits - 1)) + nar : 0;
-    int64_t hi = sgn ? (1ll << (bits - 1)) - 1 : (1ll << bits) - 1 - nar;
+    int64_t lo, hi;
+    quant_range((int64_t)bw, attr_int(n, "signed", 1), attr_int(n, "narrow", 0), &lo, &hi);
     int64_t rounding = rounding_of(attr_str(n, "rounding", "ROUND"));
     uint32_t sb, zb;
     memcpy(&sb, n->in[1]->data, 4);

@@ -8,6 +8,11 @@
 #include "ir.h"
 #include "util.h"
 
+void quant_range(int64_t bits, bool is_signed, bool narrow, int64_t *lo, int64_t *hi) {
+    *lo = is_signed ? -(1ll << (bits - 1)) + narrow : 0;
+    *hi = is_signed ? (1ll << (bits - 1)) - 1 : (1ll << bits) - 1 - narrow;
+}
+
 float batchnorm_scalar(float x, float scale, float bias, float mean, float var, float eps) {
     return (x - mean) / sqrtf(var + eps) * scale + bias;
 }
@@ -418,6 +423,13 @@ static float round_by_mode(float v, const char *mode) {
     unreachable("rounding mode %s passed the verifier", mode);
 }
 
+/* Quant's level of x before its dequantization: clamp(round(x / scale + zeropt), lo, hi), each
+ * operation rounded on its own (NaN stays NaN). */
+static float quant_level(float x, float scale, float zeropt, int64_t lo, int64_t hi, const char *mode) {
+    float q = round_by_mode(x / scale + zeropt, mode);
+    return q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+}
+
 /* A bit width operand: a scalar integer in [lo, 32]. */
 static int get_bitwidth(const Node *n, const Tensor *t, const char *what, int lo, int *out) {
     float b = f32s(t)[0];
@@ -433,21 +445,14 @@ static int run_quant(const Node *n, Tensor **in, Tensor *y) {
         return -1;
     bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
     const char *mode = attr_str(n, "rounding", "ROUND");
-    double lo, hi;
-    if (is_signed) {
-        lo = -ldexp(1.0, bits - 1) + (narrow ? 1 : 0);
-        hi = ldexp(1.0, bits - 1) - 1;
-    } else {
-        lo = 0;
-        hi = ldexp(1.0, bits) - 1 - (narrow ? 1 : 0);
-    }
+    int64_t lo, hi;
+    quant_range(bits, is_signed, narrow, &lo, &hi);
     const Type *ty = &y->type;
     int64_t idx[MAX_RANK] = {0};
     for (int64_t i = 0; i < numel(y); i++, next_index(ty, idx)) {
         float scale = f32s(in[1])[broadcast_offset(&in[1]->type, ty, idx)];
         float zeropt = f32s(in[2])[broadcast_offset(&in[2]->type, ty, idx)];
-        float q = round_by_mode(f32s(in[0])[i] / scale + zeropt, mode);
-        q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+        float q = quant_level(f32s(in[0])[i], scale, zeropt, lo, hi, mode);
         f32s(y)[i] = (q - zeropt) * scale;
     }
     return 0;
@@ -463,15 +468,14 @@ static int run_quantize(const Node *n, Tensor **in, Tensor *y) {
         return fail(n, "bitwidth %d: quantize holds at most 24-bit codes", bits);
     bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
     const char *mode = attr_str(n, "rounding", "ROUND");
-    double lo = is_signed ? -ldexp(1.0, bits - 1) + (narrow ? 1 : 0) : 0;
-    double hi = is_signed ? ldexp(1.0, bits - 1) - 1 : ldexp(1.0, bits) - 1 - (narrow ? 1 : 0);
+    int64_t lo, hi;
+    quant_range(bits, is_signed, narrow, &lo, &hi);
     const Type *ty = &y->type;
     int64_t idx[MAX_RANK] = {0};
     for (int64_t i = 0; i < numel(y); i++, next_index(ty, idx)) {
         float scale = f32s(in[1])[broadcast_offset(&in[1]->type, ty, idx)];
         float zeropt = f32s(in[2])[broadcast_offset(&in[2]->type, ty, idx)];
-        float q = round_by_mode(f32s(in[0])[i] / scale + zeropt, mode);
-        q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+        float q = quant_level(f32s(in[0])[i], scale, zeropt, lo, hi, mode);
         if (isnan(q))
             return fail(n, "element %lld quantizes NaN", (long long)i);
         i32s(y)[i] = (int32_t)(q - (float)lo);
@@ -1081,11 +1085,10 @@ static void quantize_into(const Node *n, Tensor *y, Tensor *codes) {
     bool dequant = attr_int(n, "dequant", 0) != 0;
     const char *mode = attr_str(n, "rounding", "ROUND");
     float scale = attr_float(n, "quant_scale", 1.0f), zeropt = attr_float(n, "quant_zero", 0.0f);
-    double lo = is_signed ? -ldexp(1.0, bits - 1) + (narrow ? 1 : 0) : 0;
-    double hi = is_signed ? ldexp(1.0, bits - 1) - 1 : ldexp(1.0, bits) - 1 - (narrow ? 1 : 0);
+    int64_t lo, hi;
+    quant_range(bits, is_signed, narrow, &lo, &hi);
     for (int64_t i = 0; i < numel(y); i++) {
-        float q = round_by_mode(f32s(y)[i] / scale + zeropt, mode);
-        q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
+        float q = quant_level(f32s(y)[i], scale, zeropt, lo, hi, mode);
         i32s(codes)[i] = isnan(q) ? 0 : (int32_t)(q - (float)lo);
         if (dequant)
             f32s(y)[i] = (q - zeropt) * scale;

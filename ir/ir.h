@@ -288,6 +288,9 @@ float half_to_float(uint16_t h); /* the f16 storage's value, exactly */
 /* Scalar semantics shared by the interpreter and the passes, so that folding
  * evaluates exactly the float expression the interpreter does. */
 float batchnorm_scalar(float x, float scale, float bias, float mean, float var, float eps);
+/* QONNX Quant's integer levels [lo, hi] for `bits` (1..32): signed [-2^(bits-1) + narrow,
+ * 2^(bits-1) - 1], unsigned [0, 2^bits - 1 - narrow]. */
+void quant_range(int64_t bits, bool is_signed, bool narrow, int64_t *lo, int64_t *hi);
 
 /* The threshold op's form (t, dir) of a table of bits over the integer dots -k .. k (bits[i]
  * the bit of dot i - k): bit = dir > 0 ? dot >= t : dot <= t for every dot. A constant table

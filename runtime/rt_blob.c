@@ -488,7 +488,7 @@ static bnn_status check_conv2d(const StepCheck *c) {
                                "levels %lld",
                             (long long)p->out_words, (long long)p->epi_stages, (long long)p->epi_div,
                             (long long)p->epi_relu, (long long)p->zero, (long long)p->levels);
-        /* bits: sum |w|, threshold, mode; codes: sum |w|, levels thresholds, sign, the quantizer */
+        /* bits: ||w||_2, threshold, mode; codes: ||w||_2, levels thresholds, sign, the quantizer */
         uint64_t planes = p->levels ? (uint64_t)blob_code_planes(p->levels) : 1;
         chain = p->levels ? ((uint64_t)(2 * p->epi_stages + 2 + p->levels) * (uint64_t)p->o + BLOB_CONV2D_QUANT_WORDS) * 4
                           : (uint64_t)(2 * p->epi_stages + 3) * (uint64_t)p->o * 4;

@@ -783,8 +783,7 @@ static void run_code_pool(const Ctx *c) {
 
 /* The level index of one element, as the interpreter's quantize computes it. */
 static uint32_t quantize_code(const BlobQuantizeParams *p, float x, float scale, float zeropt) {
-    float q = blob_round(x / scale + zeropt, p->rounding);
-    q = q < (float)p->lo ? (float)p->lo : q > (float)p->hi ? (float)p->hi : q;
+    float q = blob_quantize(x, scale, zeropt, (float)p->lo, (float)p->hi, p->rounding);
     return isnan(q) ? 0u : (uint32_t)(int64_t)(q - (float)p->lo);
 }
 
@@ -827,8 +826,7 @@ static void run_quantize(const Ctx *c) {
             memset(out, 0, (size_t)(p->rows * p->bits * p->ld) * 4);
         for (int64_t r = 0; r < p->rows; r++)
             for (int64_t k = 0; k < p->k; k++) {
-                float q = blob_round(x[r * p->k + k] / scale + zeropt, p->rounding);
-                q = q < (float)p->lo ? (float)p->lo : q > (float)p->hi ? (float)p->hi : q;
+                float q = blob_quantize(x[r * p->k + k], scale, zeropt, (float)p->lo, (float)p->hi, p->rounding);
                 if (p->dequant) { /* Quant's float result, the interpreter's operations */
                     ((float *)out)[r * p->k + k] = (q - zeropt) * scale;
                     continue;
@@ -962,10 +960,8 @@ static void run_qconv_chain(const Ctx *c) {
             if (d[BLOB_QCHAIN_OUT_RELU])
                 v = v < 0.0f ? 0.0f : v;
             float q = 0.0f;
-            if (d[BLOB_QCHAIN_QUANT]) {
-                q = blob_round(v / scale + zeropt, d[BLOB_QCHAIN_ROUNDING]);
-                q = q < lo ? lo : q > hi ? hi : q;
-            }
+            if (d[BLOB_QCHAIN_QUANT])
+                q = blob_quantize(v, scale, zeropt, lo, hi, d[BLOB_QCHAIN_ROUNDING]);
             if (yf)
                 yf[at] = f32 == 2 ? (q - zeropt) * scale : v;
             uint32_t n = isnan(q) || !yq ? 0u : (uint32_t)(int64_t)(q - lo);

@@ -3,7 +3,8 @@
  * (batchnorm, mul/div/add/sub by a constant, relu) -> [add of a real-valued shortcut] ->
  * [binarize] becomes one bconv2d_chain (bdense_chain), a qconv2d -> cast -> the same ops ->
  * [shortcut add] -> [relu] -> [quantize and/or quant] one qconv2d_chain, and a float conv2d (the stem) -> the same float ops -> [maxpool] ->
- * [binarize, or quantize (and quant)] one conv2d_chain, each computing the very same float32 operations (docs/ir.md). */
+ * [binarize, or quantize (and quant)] one conv2d_chain, each computing the very same float32
+ * operations (docs/ir.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,8 +406,9 @@ static Node *pool_of(const Graph *g, const Value *v) {
 }
 
 /* A float conv2d (the stem) -> chain -> [maxpool -> chain] -> [binarize, or a quantize and/or
- * quant of scalar parameters with the quantize], with at least one of them: conv2d_chain. The stages after a max-pool (XNOR-Net's batch-norm before the sign) stay
- * after it (attribute pool_at: the stages before it). */
+ * quant of scalar parameters with the quantize], with at least one of them: conv2d_chain. The
+ * stages after a max-pool (XNOR-Net's batch-norm before the sign) stay after it (attribute
+ * pool_at: the stages before it). */
 static bool fuse_float_conv(Graph *g, PassContext *ctx, Node *conv) {
     if (conv->dead || conv->op != OP_CONV2D || conv->in[0]->type.dtype != TY_F32 ||
         conv->in[1]->type.dtype != TY_F32 || conv->in[1]->kind != VAL_CONST ||

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """bnn_bitpool and bnn_codepool (codegen/cuda/kernels/float_ops.cu: the max-pools of NHWC-packed
-bits and of codes a stem's outputs go through) without a GPU: the device function compiled as host C++ and called for every
-output word j of every item, as the launch does, on random words, NaN flags and AND masks
-(docs/blob-format.md "maxpool" with words > 0); every output word must equal numpy's reading of
-the format: the OR of the window's real pixels' words, the AND for the channels of the mask, 0
-where a pixel of the window has its NaN flag, 0 past `words`. bnn_codepool the same way on
-random code planes (1 to 3 planes, some channels past C): each channel's largest code over the
-window as image planes, 0 with a NaN flag, and the quantizer's float ((code + lo) - zeropt) *
-scale, NaN there (rt_cpu.c run_code_pool). Exit 77 (skipped) without a C++ compiler.
+bits and of codes a stem's outputs go through) without a GPU: the device function compiled as
+host C++ and called for every output word j of every item, as the launch does, on random words,
+NaN flags and AND masks (docs/blob-format.md "maxpool" with words > 0); every output word must
+equal numpy's reading of the format: the OR of the window's real pixels' words, the AND for the
+channels of the mask, 0 where a pixel of the window has its NaN flag, 0 past `words`.
+bnn_codepool the same way on random code planes (1 to 3 planes, some channels past C): each
+channel's largest code over the window as image planes, 0 with a NaN flag, and the quantizer's
+float ((code + lo) - zeropt) * scale, NaN there (rt_cpu.c run_code_pool). Exit 77 (skipped)
+without a C++ compiler.
 
     bitpool_emu.py"""
 import os

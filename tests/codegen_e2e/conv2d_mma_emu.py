@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """The float stem's tensor-core kernel (float_ops.cu bnn_conv2d_mma with exact bits or codes out)
 without a GPU: for each stem model of test_e2e.py (stem_models: 7x7/2, 5x5/2, 3x3/1 and 11x11/4
-stems, 5 to 70 channels, pools, ties) and the stems with a quantizer (code_stem_models), bnncc -O3 compiles the blob (its p1, bias, chain and
-weights) and --emit=cuda gives the conv step's config struct; conv2d_mma_emu.cc runs the kernel
-under the block emulator of tests/codegen/bconv_emu.h on normal, integer and inf / NaN inputs,
-then the kernel that recomputes the sums it listed (bnn_conv2d_bits_fixup, and for a staged
-window of one channel tile also the small batches' bnn_conv2d_bits_fixwin), and requires every
-bit, code and NaN flag to equal a plain loop in the reference order. Both forms run: the staged window
-(WIN 1) and, for the 11x11 stem, the gathering one. Exit 77 (skipped)
-without a C++20 compiler with _Float16.
+stems, 5 to 70 channels, pools, ties) and the stems with a quantizer (code_stem_models), bnncc
+-O3 compiles the blob (its p1, bias, chain and weights) and --emit=cuda gives the conv step's
+config struct; conv2d_mma_emu.cc runs the kernel under the block emulator of
+tests/codegen/bconv_emu.h on normal, integer and inf / NaN inputs, then the kernel that
+recomputes the sums it listed (bnn_conv2d_bits_fixup, and for a staged window of one channel tile
+also the small batches' bnn_conv2d_bits_fixwin), and requires every bit, code and NaN flag to
+equal a plain loop in the reference order. Both forms run: the staged window (WIN 1) and, for the
+11x11 stem, the gathering one. Exit 77 (skipped) without a C++20 compiler with _Float16.
 
     conv2d_mma_emu.py"""
 import os
@@ -90,7 +90,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "mma.inc"), "w") as f:
             f.write(test_e2e.float_ops_parts(
-                ("// QONNX rounding as blob.h", "// The quantize step (rt_cpu.c run_quantize)"),
+                ("// QONNX rounding as blob.h", "template <int WORDS>"),
                 ("// A float chain's stages on v", "// Convolution, NCHW."),
                 ("// ---------------- fp16 tensor-core conv2d", "#endif // BNN_FLOAT_OPS_CU")))
         models = test_e2e.stem_models(tmp, np.random.default_rng(66)) + code_stem_models(tmp)

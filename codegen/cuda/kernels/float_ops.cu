@@ -180,13 +180,13 @@ __device__ __forceinline__ void bnn_bitpool(bnn_i64 item, int j, const unsigned 
     y[j] = wi < words ? ((any & ~m) | (all & m)) & ~nans : 0u;
 }
 
-// A max-pool of codes (a conv2d step's with levels: QP planes of `words` words a pixel, then
-// the NaN flags; rt_cpu.c run_code_pool): work item j < S * words is word j / S of output pixel
-// j % S (so a warp's float stores below are coalesced), up to `plane` the planes' tail words; the largest code of each of its 32 channels over the
-// window's real pixels, plane by plane from the top: a pixel stays a candidate while its bits
-// equal the maximum's so far. Written as image planes [QP][S][words] (`plane` words each), code
-// 0 where the window holds a NaN; f (null: none), the quantizer's float of it, f32 [C][S]:
-// ((code + lo) - zeropt) * scale, NaN there.
+// A max-pool of codes (a conv2d step's with levels: QP planes of `words` words a pixel, then the
+// NaN flags; rt_cpu.c run_code_pool): work item j < S * words is word j / S of output pixel j % S
+// (so a warp's float stores below are coalesced), up to `plane` the planes' tail words; the largest
+// code of each of its 32 channels over the window's real pixels, plane by plane from the top: a
+// pixel stays a candidate while its bits equal the maximum's so far. Written as image planes
+// [QP][S][words] (`plane` words each), code 0 where the window holds a NaN; f (null: none), the
+// quantizer's float of it, f32 [C][S]: ((code + lo) - zeropt) * scale, NaN there.
 template <int KH, int KW, int QP>
 __device__ __forceinline__ void bnn_codepool(bnn_i64 item, int j, const unsigned *x, unsigned *y, float *f, int c,
                                              int words, int plane, int h, int w, int sh, int sw, int pt, int pl,
@@ -1141,9 +1141,8 @@ template <class F> struct BnnChainK {
     __device__ __forceinline__ int code(float v) const {
         if (!F::LV) return bit(v);
         v = value(v);
-        float q = bnn_round_mode(__fadd_rn(bnn_div_scale(v, __uint_as_float(F::QSCALE)), __uint_as_float(F::QZERO)),
-                                 F::QROUND);
-        q = q < (float)F::QLO ? (float)F::QLO : q > (float)F::QHI ? (float)F::QHI : q;
+        const float q = bnn_quantize_one(&v, 0, __uint_as_float(F::QSCALE), __uint_as_float(F::QZERO), F::QLO, F::QHI,
+                                         F::QROUND);
         return q != q ? -1 : (int)__fsub_rn(q, (float)F::QLO);
     }
 };
@@ -1574,26 +1573,24 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                     const float a = acc[q >> 1][ni][(q & 1) * 2 + c];
                     if (F::LV) { // codes: the thresholds below sgn * a (NaN: none, flagged), or (EXACT)
                                  // below both ends of the interval, undecided where they differ
+                        int n = 0;
                         if (!F::EXACT) {
                             if (!pok[q]) continue;
-                            int n = 0;
 #pragma unroll
                             for (int l = 0; l < F::LV; ++l) n += ch.sgn * a >= tl[l];
-#pragma unroll
-                            for (int pl = 0; pl < F::QP; ++pl) one8[pl][q] |= (unsigned)(n >> pl & 1) << j;
                             nan8[q] |= (unsigned)(a != a) << j;
-                            continue;
-                        }
-                        const float m = margin(q, k4);
-                        const float e = __fmaf_rd(k4.z, a, -m), f = __fmaf_ru(k4.z, a, m);
-                        int nlo = 0, nhi = 0; // a NaN end: nlo 0, nhi LV, undecided
+                        } else {
+                            const float m = margin(q, k4);
+                            const float e = __fmaf_rd(k4.z, a, -m), f = __fmaf_ru(k4.z, a, m);
+                            int nhi = 0; // a NaN end: n 0, nhi LV, undecided
 #pragma unroll
-                        for (int l = 0; l < F::LV; ++l) nlo += e >= tl[l], nhi += !(f < tl[l]);
-                        const bool open = nlo != nhi;
-                        const int n = open ? 0 : nlo; // a listed sum's code is 0 here
+                            for (int l = 0; l < F::LV; ++l) n += e >= tl[l], nhi += !(f < tl[l]);
+                            const bool open = n != nhi;
+                            n = open ? 0 : n; // a listed sum's code is 0 here
+                            und |= (unsigned)open << (8 * q + j);
+                        }
 #pragma unroll
                         for (int pl = 0; pl < F::QP; ++pl) one8[pl][q] |= (unsigned)(n >> pl & 1) << j;
-                        und |= (unsigned)open << (8 * q + j);
                         continue;
                     }
                     if (!F::EXACT) {
