@@ -45,8 +45,10 @@ typedef struct CodegenOptions {
     const int *tune_choice;
     int ntune_choice;
     /* No batch alternatives (BLOB_STEP_BATCH_ALT: a second kernel configuration of a step that
-     * the GPU runs from a batch size on; docs/codegen.md "Batch alternatives"). A blob compiled
-     * with tune_choice has none either: its configurations are the tuned batch's. */
+     * the GPU runs from a batch size on; docs/codegen.md "Batch alternatives"). With tune_choice
+     * a tunable layer has none (its configuration is the tuned batch's at every batch); the
+     * other steps keep theirs unless this is set (the tuner's variants set it: their plan steps
+     * are codegen_tunables'). */
     bool no_batch_alts;
 } CodegenOptions;
 

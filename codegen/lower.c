@@ -59,7 +59,7 @@ typedef struct Lower {
     bool qconv_direct; /* CodegenOptions.qconv_direct: no halo-tile qconv kernels */
     int nexact_bit_convs; /* conv2d_chains on it that write exact bits (lower_conv2d_bits) */
     int nres_thresholds;  /* bconv chains become thresholds by a residual of bits (lower_bconv) */
-    bool batch_alts;      /* steps may get a batch alternative (new_batch_alt) */
+    bool batch_alts;      /* steps may get a batch alternative (new_batch_alt; tunable_alts) */
     int nbatch_alts;      /* how many did, for --report */
     int nbeside_runs;     /* runs of steps beside others (mark_beside_runs), for --report */
     int min_sm;           /* the lowest target's sm (0: no GPU target) */
@@ -1417,6 +1417,13 @@ static int tuned_pick(const Lower *L, const Node *n, int ncandidates) {
 
 /* Record the node being lowered as a tunable layer (codegen_tunables) whose step is st; names
  * and signature are taken over. */
+/* Whether a layer with ncandidates kernel configurations may get batch alternatives: not in a
+ * tuned blob (CodegenOptions.tune_choice) when it is a tunable layer (more than one candidate),
+ * whose configuration is then the tuned batch's at every batch; the other steps keep theirs. */
+static bool tunable_alts(const Lower *L, int ncandidates) {
+    return L->batch_alts && !(L->tune_choice && ncandidates > 1);
+}
+
 static void add_tunable(Lower *L, const LStep *st, int n, char **names, char *signature, int pick) {
     if (L->ntunables == L->cap_tunables) {
         L->cap_tunables = L->cap_tunables ? 2 * L->cap_tunables : 16;
@@ -1437,14 +1444,16 @@ static void add_tunable(Lower *L, const LStep *st, int n, char **names, char *si
 
 /* The halo configuration of st, the step being lowered, into hc: among the nvar variants of fn
  * those that apply are the candidates; the one bnncc --tune chose for this node, else the first.
- * Recorded as a tunable layer when there is more than one. -1 when variant 0 (the rule's) does
- * not apply: no halo kernel. Call it once the step's defines are complete but for the tile's
+ * Recorded as a tunable layer when there is more than one (their number in *ncandidates). -1
+ * when variant 0 (the rule's) does not apply: no halo kernel. Call it once the step's defines are complete but for the tile's
  * (they are the layer's signature). */
-static int choose_halo(Lower *L, const LStep *st, int nvar, HaloVariantFn fn, const void *ctx, BnnHaloCfg *hc) {
+static int choose_halo(Lower *L, const LStep *st, int nvar, HaloVariantFn fn, const void *ctx, BnnHaloCfg *hc,
+                       int *ncandidates) {
     int cand[CODEGEN_MAX_CANDIDATES], n = 0;
     for (int v = 0; v < nvar && n < CODEGEN_MAX_CANDIDATES; v++)
         if (fn(v, ctx, hc) == 0)
             cand[n++] = v;
+    *ncandidates = n;
     if (n == 0 || cand[0] != 0)
         return -1;
     int pick = tuned_pick(L, L->node, n);
@@ -1735,7 +1744,8 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
                                                 (int)p[1], (int)d[0], (int)d[1], (int)OH, (int)OW, pad_value > 0)};
     char *halo_body = NULL; /* the layer's defines after BC_NAME, for a batch alternative too */
     int resw = bp.epi_residual && !chain ? (int)res_words : 0; /* BC_RESW of a threshold */
-    if (choose_halo(L, st, BNN_HALO_VARIANTS, bconv_halo_variant, &hl, &hc) == 0) {
+    int ncand = 0;
+    if (choose_halo(L, st, BNN_HALO_VARIANTS, bconv_halo_variant, &hl, &hc, &ncand) == 0) {
         halo_body = xstrdup(strchr(st->k.defines, '\n') + 1);
         set_halo_kernel(L, st, halo_body, &hc, &bp, pref, hl.classes, resw);
     } else {
@@ -1753,7 +1763,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     /* A threshold's batch alternative: 4x8-pixel tiles of 64 channels from batch 16 on, where
      * the rule's 16-pixel tiles of 32 channels lose (docs/codegen.md "Batch alternatives"). */
     BnnHaloCfg ha;
-    if (halo_body && L->batch_alts && bits && !chain && !pool &&
+    if (halo_body && tunable_alts(L, ncand) && bits && !chain && !pool &&
         bconv_halo_variant(HALO_ALT_VARIANT, &hl, &ha) == 0) {
         int si = (int)(st - L->steps);
         LStep *alt = new_batch_alt(L, si, HALO_ALT_BATCH);
@@ -3094,8 +3104,9 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     else if (tiled) {
         ConvTile small[2];
         uint32_t alt[2] = {0, 0};
-        const int nsmall = L->batch_alts && pick == 0 ? small_batch_tiles(&cp, tiles, ntiles, small, alt) : 0;
-        bool tpb_alt = L->batch_alts && pick == 0 && conv2d_tile_tpb_ok(&cp, &tiles[0]) &&
+        const bool alts = tunable_alts(L, ntiles) && pick == 0;
+        const int nsmall = alts ? small_batch_tiles(&cp, tiles, ntiles, small, alt) : 0;
+        bool tpb_alt = alts && conv2d_tile_tpb_ok(&cp, &tiles[0]) &&
                        (nsmall ? alt[nsmall - 1] : 0) < CONV_TPB_BATCH;
         conv2d_tile_kernel(L, st, &cp, nsmall ? &small[0] : &tiles[pick], b != NULL, relu, tpb_alt && !nsmall, 1);
         if (ntiles > 1) { /* a tunable layer: the tile's pixels and channels a thread, warps */
@@ -3910,8 +3921,8 @@ static int lower_qdense(Lower *L, const Node *n) {
         blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
     }
     add_planes_args(st, 1);
-    if (!int8 && !img && qp.yformat != BLOB_CODES_INT8 && L->batch_alts && L->min_sm >= 80 && O >= QGEMM_TILED_MIN_N &&
-        K >= QGEMM_TILED_MIN_K)
+    if (!int8 && !img && qp.yformat != BLOB_CODES_INT8 && tunable_alts(L, qdense_tunable(L, n) ? 2 : 1) &&
+        L->min_sm >= 80 && O >= QGEMM_TILED_MIN_N && K >= QGEMM_TILED_MIN_K)
         qgemm_tiled_alt(L, (int)(st - L->steps), wp, K, wb, wsigned, bipolar, levels, yb);
     free(wp);
     if (qdense_tunable(L, n)) { /* candidate 0 the cost model's kind, 1 the other */
@@ -4087,7 +4098,8 @@ static int lower_qconv(Lower *L, const Node *n) {
     HaloLayer hl = {.c = (int)C, .oh = (int)OH, .ow = (int)OW, .o = (int)O, .kh = (int)KH, .kw = (int)KW,
                     .sh = (int)s[0], .sw = (int)s[1], .dh = (int)d[0], .dw = (int)d[1], .xb = (int)xb,
                     .wb = (int)qp.wb, .nacc = nacc, .res = chain && n->nin == 4};
-    if (!L->qconv_direct && choose_halo(L, st, BNN_QHALO_VARIANTS, qconv_halo_variant, &hl, &hc) == 0) {
+    int ncand = 0;
+    if (!L->qconv_direct && choose_halo(L, st, BNN_QHALO_VARIANTS, qconv_halo_variant, &hl, &hc, &ncand) == 0) {
         char *head = st->k.defines;
         st->k.defines = str_printf("%s#define QC_HALO 1\n#define QC_TH %d\n#define QC_TW %d\n#define QC_WM %d\n"
                                    "#define QC_WN %d\n#define QC_MINB %d\n",
@@ -4410,7 +4422,7 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     }
     L->tune_choice = o ? o->tune_choice : NULL;
     L->ntune_choice = o ? o->ntune_choice : 0;
-    L->batch_alts = !(o && (o->no_batch_alts || o->tune_choice));
+    L->batch_alts = !(o && o->no_batch_alts);
     L->w = blob_new();
     for (int i = 0; i < g->nvalues; i++)
         if (g->values[i]->id != i)

@@ -284,6 +284,7 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
         o.progress = false;
         o.tune_choice = vchoice;
         o.ntune_choice = g->nnodes;
+        o.no_batch_alts = true; /* the plan steps of codegen_tunables, which compares their times */
         char what[64];
         snprintf(what, sizeof what, "variant %d of %d: compiling", v + 1, nvar);
         progress_bar(t, v, nvar + nvar * t->rounds, what);

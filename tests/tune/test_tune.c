@@ -38,12 +38,18 @@ static void hex_const(Buf *b, const char *name, int o, int c, int kh, int kw) {
     buf_puts(b, "\"\n");
 }
 
-static void f32_const(Buf *b, const char *name, int n, float lo, float hi) {
-    buf_printf(b, "const $%s: f32[%d] = [", name, n);
-    for (int i = 0; i < n; i++)
+/* A constant of `rows` x n floats in [lo, hi) (rows 0: a vector of n). */
+static void f32_matrix(Buf *b, const char *name, int rows, int n, float lo, float hi) {
+    if (rows)
+        buf_printf(b, "const $%s: f32[%d,%d] = [", name, rows, n);
+    else
+        buf_printf(b, "const $%s: f32[%d] = [", name, n);
+    for (int i = 0; i < (rows ? rows : 1) * n; i++)
         buf_printf(b, "%s%.4f", i ? ", " : "", lo + (hi - lo) * (float)(rnd() % 1000) / 1000.0f);
     buf_puts(b, "]\n");
 }
+
+static void f32_const(Buf *b, const char *name, int n, float lo, float hi) { f32_matrix(b, name, 0, n, lo, hi); }
 
 /* Three binary 3x3 convs with batch-norm and sign (64 -> 64 channels twice: one kernel
  * signature, then 64 -> 128 at stride 2), a binary 1x1 conv read as floats: the first three are
@@ -274,6 +280,80 @@ static void check_lowbit(void) {
     free_graph(g);
 }
 
+/* How many steps of g's blob under o have a batch alternative (its --report line). */
+static int batch_alts(const Graph *g, CodegenOptions o, const char *path) {
+    Buf report = {0};
+    o.report = &report;
+    int n = 0;
+    CHECK_MSG(codegen_write_blob(g, &o, path) == 0, "%s", diag_message());
+    /* "codegen: N steps have a batch alternative, ...", absent when there are none */
+    const char *at = report.data ? strstr(report.data, " steps have a batch alternative") : NULL;
+    while (at && at > report.data && at[-1] >= '0' && at[-1] <= '9')
+        at--;
+    if (at)
+        n = atoi(at);
+    buf_free(&report);
+    return n;
+}
+
+/* A tuned blob keeps the batch alternatives of the steps the tuner does not choose for (here a
+ * float dense layer of 40 outputs: bnn_dense_few below batch 4, the narrow tile, the wide one
+ * from 64), not those of a tunable layer (the threshold bconv's 4x8-pixel tile from batch 16),
+ * whose configuration is the tuned batch's at every batch; the tuner's own variants have none. */
+static void check_tuned_alts(void) {
+    Buf b = {0};
+    hex_const(&b, "w1", 64, 64, 3, 3);
+    f32_const(&b, "g1", 64, -1.0f, 1.0f);
+    f32_const(&b, "b1", 64, -0.5f, 0.5f);
+    f32_const(&b, "m1", 64, -6.0f, 6.0f);
+    f32_const(&b, "v1", 64, 0.5f, 4.0f);
+    f32_matrix(&b, "wd", 40, 64, -1.0f, 1.0f);
+    buf_puts(&b, "graph $altnet(%x: f32[N,64,12,12]) -> (f32[N,40]) {\n"
+                 "    %a = b1[N,64,12,12] binarize %x {zero=1}\n"
+                 "    %c1 = i32[N,64,12,12] conv2d %a, $w1 {pads=[1,1,1,1]} loc(\"conv1\", Conv)\n"
+                 "    %f1 = f32[N,64,12,12] cast %c1 {to=f32}\n"
+                 "    %n1 = f32[N,64,12,12] batchnorm %f1, $g1, $b1, $m1, $v1\n"
+                 "    %h1 = b1[N,64,12,12] binarize %n1 {zero=1}\n"
+                 "    %c2 = i32[N,64,12,12] conv2d %h1, $w1 {pads=[1,1,1,1]} loc(\"conv2\", Conv)\n"
+                 "    %f2 = f32[N,64,12,12] cast %c2 {to=f32}\n"
+                 "    %p = f32[N,64,1,1] globalavgpool %f2 loc(\"gap\", GlobalAveragePool)\n"
+                 "    %fl = f32[N,64] reshape %p loc(\"flatten\", Flatten)\n"
+                 "    %y = f32[N,40] dense %fl, $wd loc(\"fc\", Gemm)\n"
+                 "    ret %y\n"
+                 "}\n");
+    Graph *g = parse_text_string("altnet.bnn", b.data, b.len);
+    buf_free(&b);
+    CHECK_MSG(g != NULL, "parse: %s", diag_message());
+    if (!g)
+        return;
+    CompileOptions co = {.opt_level = 3, .tiled_targets = 0};
+    CHECK_MSG(run_passes(g, &co) == 0, "passes: %s", diag_message());
+    CodegenOptions o = {0};
+    o.ntargets = 0; /* the plan alone: no NVRTC */
+    CodegenTunable *t;
+    int nt;
+    CHECK(codegen_tunables(g, &o, &t, &nt) == 0);
+    CHECK_MSG(nt >= 1, "altnet: %d tunable layers", nt);
+    char blob[] = "/tmp/bnn-tune-alts-XXXXXX";
+    close(mkstemp(blob));
+    const int plain = batch_alts(g, o, blob);
+    int *zero = xcalloc((size_t)g->nnodes, sizeof *zero); /* every layer on the cost model's choice */
+    o.tune_choice = zero;
+    o.ntune_choice = g->nnodes;
+    const int tuned = batch_alts(g, o, blob);
+    o.no_batch_alts = true;
+    const int variant = batch_alts(g, o, blob);
+    CHECK_MSG(plain == 3 && tuned == 2 && variant == 0,
+              "altnet: %d batch alternatives plain, %d tuned (want 3 and 2), %d in a tuner's variant", plain,
+              tuned, variant);
+    printf("altnet: batch alternatives %d untuned, %d tuned (the dense layer's), %d in a tuner's variant\n", plain,
+           tuned, variant);
+    free(zero);
+    remove(blob);
+    codegen_tunables_free(t, nt);
+    free_graph(g);
+}
+
 int main(void) {
     Graph *g = model();
     if (!g)
@@ -459,5 +539,6 @@ int main(void) {
     codegen_tunables_free(t, nt);
     free_graph(g);
     check_lowbit();
+    check_tuned_alts();
     return check_report("tune");
 }
