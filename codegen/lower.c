@@ -1494,6 +1494,7 @@ static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
  * (0.107 -> 0.198 ms at batch 256 for one), so they keep the rule's. */
 enum { HALO_ALT_VARIANT = 4, HALO_ALT_BATCH = 16 };
 
+
 /* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
 static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
     BlobGridDim grid[3] = {{(uint32_t)((O + hc->bn - 1) / hc->bn), 0, 1},
@@ -3998,6 +3999,42 @@ static int lower_qconv_chain(Lower *L, const Node *n, LStep *st, BlobQconvParams
     return 0;
 }
 
+/* A qconv step (named already) as the halo kernel in the tile hc: its defines (QC_NAME, body: the
+ * layer's, then the tile's) and its launch. */
+static void set_qconv_halo(LStep *st, const char *body, const BnnHaloCfg *hc, int64_t O) {
+    free(st->k.defines);
+    st->k.defines = str_printf("#define QC_NAME %s\n%s#define QC_HALO 1\n#define QC_TH %d\n#define QC_TW %d\n"
+                               "#define QC_WM %d\n#define QC_WN %d\n#define QC_MINB %d\n",
+                               st->k.name, body, hc->th, hc->tw, hc->wm, hc->wn, hc->minb);
+    set_halo_launch(st, hc, O);
+}
+
+/* What a qconv kernel's arguments depend on: (X, W, rows, T, dir, Y), or for the chain (X, W,
+ * rows, EP, R, Yf, Y), a null for R without a residual, for Yf or Y where that output is not
+ * written (Y in the f32 output's slot when it is the only one). */
+typedef struct QconvArgs {
+    int64_t rows; /* GEMM rows a batch item: its output pixels */
+    bool chain, res, f32, codes;
+} QconvArgs;
+
+static void add_qconv_args(LStep *st, const QconvArgs *a) {
+    if (!a->chain) {
+        add_planes_args(st, a->rows);
+        return;
+    }
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, a->rows);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_P0, 0);
+    int slots[3] = {a->res ? BLOB_SLOT_IN2 : -1, a->f32 ? BLOB_SLOT_OUT : -1,
+                    !a->codes ? -1 : a->f32 ? BLOB_SLOT_X1 : BLOB_SLOT_OUT};
+    for (int i = 0; i < 3; i++)
+        if (slots[i] >= 0)
+            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slots[i], 0);
+        else
+            blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
+}
+
 /* qconv2d (qconv2d_chain): one qconv step over image planes (docs/codegen.md). Weights
  * [wb][O][krow]: per output channel the taps' ldw words one after the other (the implicit GEMM's
  * K order), zero words up to krow, a multiple of 8. GPU: kernels/qconv.cu, output pixels of the
@@ -4099,33 +4136,42 @@ static int lower_qconv(Lower *L, const Node *n) {
                     .sh = (int)s[0], .sw = (int)s[1], .dh = (int)d[0], .dw = (int)d[1], .xb = (int)xb,
                     .wb = (int)qp.wb, .nacc = nacc, .res = chain && n->nin == 4};
     int ncand = 0;
+    char *halo_body = NULL; /* the layer's defines after QC_NAME, for a batch alternative too */
     if (!L->qconv_direct && choose_halo(L, st, BNN_QHALO_VARIANTS, qconv_halo_variant, &hl, &hc, &ncand) == 0) {
-        char *head = st->k.defines;
-        st->k.defines = str_printf("%s#define QC_HALO 1\n#define QC_TH %d\n#define QC_TW %d\n#define QC_WM %d\n"
-                                   "#define QC_WN %d\n#define QC_MINB %d\n",
-                                   head, hc.th, hc.tw, hc.wm, hc.wn, hc.minb);
-        free(head);
-        set_halo_launch(st, &hc, O);
+        halo_body = xstrdup(strchr(st->k.defines, '\n') + 1);
+        set_qconv_halo(st, halo_body, &hc, O);
     } else {
         BlobGridDim grid[3] = {{(uint32_t)((O + 31) / 32), 0, 1}, {0, (uint32_t)(OH * OW), 16}, {1, 0, 1}};
         uint32_t block[3] = {32, 1, 1};
         blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
     }
-    if (!chain) {
-        add_planes_args(st, OH * OW);
-        return 0;
+    const QconvArgs qa = {.rows = OH * OW, .chain = chain, .res = n->nin == 4, .f32 = f32_buf >= 0,
+                          .codes = codes_buf >= 0};
+    add_qconv_args(st, &qa);
+    /* The tiles of larger batches (bnn_qhalo_batch_alts): each a batch alternative where it is
+     * not the tile before it. */
+    BnnQhaloAlt qa_alt[2];
+    const int nalt = halo_body && tunable_alts(L, ncand)
+                         ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.kh, hl.kw, chain, qa.f32, qa_alt)
+                         : 0;
+    int rule = 0; /* the rule's tile in bnn_halo_tiles */
+    while (rule < 3 && (bnn_halo_tiles[rule][0] != hc.th || bnn_halo_tiles[rule][1] != hc.tw))
+        rule++;
+    for (int i = 0, prev = rule; i < nalt; i++) {
+        const int tile = qa_alt[i].tile < 0 ? rule : qa_alt[i].tile;
+        BnnHaloCfg ha;
+        if (tile == prev || qconv_halo_variant(tile == rule ? 0 : tile < rule ? tile + 1 : tile, &hl, &ha) != 0)
+            continue;
+        prev = tile;
+        int si = (int)(st - L->steps);
+        LStep *alt = new_batch_alt(L, si, (uint32_t)qa_alt[i].from);
+        st = &L->steps[si];
+        name_kernel(L, alt, "qconv");
+        alt->k.family = KERNEL_QCONV;
+        set_qconv_halo(alt, halo_body, &ha, O);
+        add_qconv_args(alt, &qa);
     }
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, OH * OW);
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_P0, 0);
-    int slots[3] = {n->nin == 4 ? BLOB_SLOT_IN2 : -1, f32_buf >= 0 ? BLOB_SLOT_OUT : -1,
-                    codes_buf < 0 ? -1 : f32_buf >= 0 ? BLOB_SLOT_X1 : BLOB_SLOT_OUT};
-    for (int i = 0; i < 3; i++)
-        if (slots[i] >= 0)
-            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slots[i], 0);
-        else
-            blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
+    free(halo_body);
     return 0;
 }
 

@@ -291,6 +291,45 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
     return 0;
 }
 
+/* A halo qconv's tiles for larger batches, its batch alternatives (lower.c): up to two (tile of
+ * bnn_halo_tiles, or -1 for the rule's again; first batch) in increasing batch. The rule's tile
+ * is chosen for batch 1 (66 blocks at one image); with 16 images and more, larger tiles have
+ * blocks enough and share their halo and weights over more pixels. Measured per layer on the
+ * w1a2 ResNet-18 (2-bit codes, +-1 weights) on an H200 at batches 8, 16, 64 and 256 with every
+ * tile (docs/perf.md stop 31): 3x3 layers of at most 64 output pixels (7x7) gain 2-25 % on 8x8
+ * tiles, of at most 256 (14x14) 3-35 % on 8x16; at 28x28 a chain that writes its f32 value
+ * gains 6-24 % on 8x16, a threshold layer or a chain of codes alone gains 12-23 % at 16 and
+ * loses up to 31 % at 256 (so the rule's tile again from 64), the 1x1 stride-2 downsample (f32
+ * only) loses 1-5 % at 16 and 64 and gains 37 % at 256 (at 14x14 it loses 15-22 % up to 64); at 56x56 the threshold layers gain
+ * 2-13 % on 8x8, the chains nothing. A tile less than half full of real pixels is not taken.
+ * chain: a qconv2d_chain; f32: it writes its f32 value. Returns how many. */
+typedef struct BnnQhaloAlt {
+    int tile, from;
+} BnnQhaloAlt;
+static inline int bnn_qhalo_batch_alts(int oh, int ow, int kh, int kw, int chain, int f32, BnnQhaloAlt alt[2]) {
+    const long p = (long)oh * ow;
+    const int one = kh == 1 && kw == 1;
+    int n = 0;
+    if (p <= 64 && !one)
+        alt[n++] = (BnnQhaloAlt){1, 16};
+    else if (p <= 256 && !one)
+        alt[n++] = (BnnQhaloAlt){0, 16};
+    else if (p > 256 && p <= 1024 && one && chain && f32)
+        alt[n++] = (BnnQhaloAlt){0, 64};
+    else if (p <= 1024 && !one) {
+        alt[n++] = (BnnQhaloAlt){0, 16};
+        if (!(chain && f32))
+            alt[n++] = (BnnQhaloAlt){-1, 64};
+    } else if (p > 1024 && !one && !chain)
+        alt[n++] = (BnnQhaloAlt){1, 16};
+    if (n > 0 && alt[0].tile >= 0) { /* at least half full */
+        const int th = bnn_halo_tiles[alt[0].tile][0], tw = bnn_halo_tiles[alt[0].tile][1];
+        if (2 * p < (long)((oh + th - 1) / th) * ((ow + tw - 1) / tw) * th * tw)
+            n = 0;
+    }
+    return n;
+}
+
 static inline int bnn_qhalo_choose(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh, int dw,
                                    int xb, int wb, int nacc, int res, BnnHaloCfg *cfg) {
     return bnn_qhalo_variant(0, c, oh, ow, o, kh, kw, sh, sw, dh, dw, xb, wb, nacc, res, cfg);
