@@ -1491,8 +1491,11 @@ static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
  * x 64 channels, 8 warps, BC_MINB 2, from batch 16 on. On an H100 (docs/perf.md, 2026-11-27)
  * XNOR ResNet-18 with it on every threshold layer ran batch 8 3 % slower than with the rule's
  * tiles, batch 16 5 % faster, and 4-5 % faster up to batch 256; its chain layers lose with it
- * (0.107 -> 0.198 ms at batch 256 for one), so they keep the rule's. */
-enum { HALO_ALT_VARIANT = 4, HALO_ALT_BATCH = 16 };
+ * (0.107 -> 0.198 ms at batch 256 for one), so they keep the rule's. Where its shared memory is
+ * too large (eight warps' halos of 512 channels: XNOR ResNet-18's 7x7 layers) the 4x8 x 64 tile
+ * of 4 warps at BC_MINB 3 instead (HALO_ALT_FALLBACK): on an H200 those layers 3-4 % faster at
+ * batch 16, 19-20 % at 64, 20-22 % at 256 (docs/perf.md stop 31). */
+enum { HALO_ALT_VARIANT = 4, HALO_ALT_FALLBACK = 2, HALO_ALT_BATCH = 16 };
 
 
 /* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
@@ -1765,7 +1768,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
      * the rule's 16-pixel tiles of 32 channels lose (docs/codegen.md "Batch alternatives"). */
     BnnHaloCfg ha;
     if (halo_body && tunable_alts(L, ncand) && bits && !chain && !pool &&
-        bconv_halo_variant(HALO_ALT_VARIANT, &hl, &ha) == 0) {
+        (bconv_halo_variant(HALO_ALT_VARIANT, &hl, &ha) == 0 || bconv_halo_variant(HALO_ALT_FALLBACK, &hl, &ha) == 0)) {
         int si = (int)(st - L->steps);
         LStep *alt = new_batch_alt(L, si, HALO_ALT_BATCH);
         st = &L->steps[si];
