@@ -1415,8 +1415,6 @@ static int tuned_pick(const Lower *L, const Node *n, int ncandidates) {
     return pick;
 }
 
-/* Record the node being lowered as a tunable layer (codegen_tunables) whose step is st; names
- * and signature are taken over. */
 /* Whether a layer with ncandidates kernel configurations may get batch alternatives: not in a
  * tuned blob (CodegenOptions.tune_choice) when it is a tunable layer (more than one candidate),
  * whose configuration is then the tuned batch's at every batch; the other steps keep theirs. */
@@ -1424,6 +1422,8 @@ static bool tunable_alts(const Lower *L, int ncandidates) {
     return L->batch_alts && !(L->tune_choice && ncandidates > 1);
 }
 
+/* Record the node being lowered as a tunable layer (codegen_tunables) whose step is st; names
+ * and signature are taken over. */
 static void add_tunable(Lower *L, const LStep *st, int n, char **names, char *signature, int pick) {
     if (L->ntunables == L->cap_tunables) {
         L->cap_tunables = L->cap_tunables ? 2 * L->cap_tunables : 16;
@@ -1445,8 +1445,8 @@ static void add_tunable(Lower *L, const LStep *st, int n, char **names, char *si
 /* The halo configuration of st, the step being lowered, into hc: among the nvar variants of fn
  * those that apply are the candidates; the one bnncc --tune chose for this node, else the first.
  * Recorded as a tunable layer when there is more than one (their number in *ncandidates). -1
- * when variant 0 (the rule's) does not apply: no halo kernel. Call it once the step's defines are complete but for the tile's
- * (they are the layer's signature). */
+ * when variant 0 (the rule's) does not apply: no halo kernel. Call it once the step's defines
+ * are complete but for the tile's (they are the layer's signature). */
 static int choose_halo(Lower *L, const LStep *st, int nvar, HaloVariantFn fn, const void *ctx, BnnHaloCfg *hc,
                        int *ncandidates) {
     int cand[CODEGEN_MAX_CANDIDATES], n = 0;
@@ -1496,7 +1496,6 @@ static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
  * of 4 warps at BC_MINB 3 instead (HALO_ALT_FALLBACK): on an H200 those layers 3-4 % faster at
  * batch 16, 19-20 % at 64, 20-22 % at 256 (docs/perf.md stop 31). */
 enum { HALO_ALT_VARIANT = 4, HALO_ALT_FALLBACK = 2, HALO_ALT_BATCH = 16 };
-
 
 /* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
 static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
@@ -1765,10 +1764,12 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
         add_family_args(st, 1, bp.epi_residual ? BLOB_SLOT_IN2 : -1);
     }
     /* A threshold's batch alternative: 4x8-pixel tiles of 64 channels from batch 16 on, where
-     * the rule's 16-pixel tiles of 32 channels lose (docs/codegen.md "Batch alternatives"). */
+     * the rule's 16-pixel tiles of 32 channels lose (8 warps, else 4; docs/codegen.md "Batch
+     * alternatives"). */
     BnnHaloCfg ha;
     if (halo_body && tunable_alts(L, ncand) && bits && !chain && !pool &&
-        (bconv_halo_variant(HALO_ALT_VARIANT, &hl, &ha) == 0 || bconv_halo_variant(HALO_ALT_FALLBACK, &hl, &ha) == 0)) {
+        (bconv_halo_variant(HALO_ALT_VARIANT, &hl, &ha) == 0 ||
+         bconv_halo_variant(HALO_ALT_FALLBACK, &hl, &ha) == 0)) {
         int si = (int)(st - L->steps);
         LStep *alt = new_batch_alt(L, si, HALO_ALT_BATCH);
         st = &L->steps[si];

@@ -299,10 +299,11 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
  * tile (docs/perf.md stop 31): 3x3 layers of at most 64 output pixels (7x7) gain 2-25 % on 8x8
  * tiles, of at most 256 (14x14) 3-35 % on 8x16; at 28x28 a chain that writes its f32 value
  * gains 6-24 % on 8x16, a threshold layer or a chain of codes alone gains 12-23 % at 16 and
- * loses up to 31 % at 256 (so the rule's tile again from 64), the 1x1 stride-2 downsample (f32
- * only) loses 1-5 % at 16 and 64 and gains 37 % at 256 (at 14x14 it loses 15-22 % up to 64); at 56x56 the threshold layers gain
- * 2-13 % on 8x8, the chains nothing. A tile less than half full of real pixels is not taken.
- * chain: a qconv2d_chain; f32: it writes its f32 value. Returns how many. */
+ * loses up to 31 % at 256 (so the rule's tile again from 64); the 1x1 stride-2 downsample (f32
+ * only) into 28x28 loses 1-5 % at 16 and 64 and gains 37 % at 256, into 14x14 it loses 15-22 %
+ * up to 64; at 56x56 the threshold layers gain 2-13 % on 8x8, the chains nothing. A tile less
+ * than half full of real pixels is not taken. chain: a qconv2d_chain; f32: it writes its f32
+ * value. Returns how many. */
 typedef struct BnnQhaloAlt {
     int tile, from;
 } BnnQhaloAlt;
