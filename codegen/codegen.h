@@ -39,16 +39,17 @@ typedef struct CodegenOptions {
      * halo-tile kernel where its shared memory fits (the default; docs/codegen.md). */
     bool qconv_direct;
     /* bnncc --tune: the kernel configuration of each tunable layer (CodegenTunable), indexed
-     * by the node's index in the graph: a candidate number, 0 (the cost model's choice) for a
-     * node past ntune_choice or with a negative entry. A candidate that does not apply to a
-     * layer is an internal error (the candidates are the ones codegen_tunables listed). */
+     * by the node's index in the graph: a candidate number (0 the cost model's), or negative (or
+     * a node past ntune_choice) for no choice: the cost model's configuration. A candidate that
+     * does not apply to a layer is an internal error (the candidates are the ones
+     * codegen_tunables listed). */
     const int *tune_choice;
     int ntune_choice;
     /* No batch alternatives (BLOB_STEP_BATCH_ALT: a second kernel configuration of a step that
-     * the GPU runs from a batch size on; docs/codegen.md "Batch alternatives"). With tune_choice
-     * a tunable layer has none (its configuration is the tuned batch's at every batch); the
-     * other steps keep theirs unless this is set (the tuner's variants set it: their plan steps
-     * are codegen_tunables'). */
+     * the GPU runs from a batch size on; docs/codegen.md "Batch alternatives"). A tunable layer
+     * with a tune_choice entry (>= 0) has none (its configuration is the tuned batch's at every
+     * batch); the other steps keep theirs unless this is set (the tuner's variants set it: their
+     * plan steps are codegen_tunables'). */
     bool no_batch_alts;
 } CodegenOptions;
 

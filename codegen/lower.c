@@ -1403,23 +1403,30 @@ static char *halo_candidate_name(const BnnHaloCfg *c) {
     return str_printf("halo %dx%d px, %d ch, %d warps, minb %d", c->th, c->tw, c->bn, c->wm * c->wn, c->minb);
 }
 
-/* The candidate bnncc --tune chose for node n (CodegenOptions.tune_choice), 0 without one; n
- * need not be the node being lowered (a producer asks how its reader will run). */
-static int tuned_pick(const Lower *L, const Node *n, int ncandidates) {
-    int pick = 0;
+/* Node n's entry in CodegenOptions.tune_choice: the candidate bnncc --tune chose, -1 without
+ * one (no choice, or a node past ntune_choice). */
+static int tune_entry(const Lower *L, const Node *n) {
     for (int i = 0; L->tune_choice && i < L->g->nnodes && i < L->ntune_choice; i++)
         if (L->g->nodes[i] == n)
-            pick = L->tune_choice[i] > 0 ? L->tune_choice[i] : 0;
+            return L->tune_choice[i] >= 0 ? L->tune_choice[i] : -1;
+    return -1;
+}
+
+/* The candidate bnncc --tune chose for node n, 0 (the cost model's) without one; n need not be
+ * the node being lowered (a producer asks how its reader will run). */
+static int tuned_pick(const Lower *L, const Node *n, int ncandidates) {
+    int pick = tune_entry(L, n) > 0 ? tune_entry(L, n) : 0;
     if (pick >= ncandidates)
         unreachable("a tuned candidate past the layer's candidates");
     return pick;
 }
 
-/* Whether a layer with ncandidates kernel configurations may get batch alternatives: not in a
- * tuned blob (CodegenOptions.tune_choice) when it is a tunable layer (more than one candidate),
- * whose configuration is then the tuned batch's at every batch; the other steps keep theirs. */
-static bool tunable_alts(const Lower *L, int ncandidates) {
-    return L->batch_alts && !(L->tune_choice && ncandidates > 1);
+/* Whether node n, a layer with ncandidates kernel configurations, may get batch alternatives:
+ * not when it is a tunable layer (more than one candidate) that the tuning chose for (its
+ * configuration is then the tuned batch's at every batch, the cost model's too); the other
+ * steps keep theirs. */
+static bool tunable_alts(const Lower *L, const Node *n, int ncandidates) {
+    return L->batch_alts && !(ncandidates > 1 && tune_entry(L, n) >= 0);
 }
 
 /* Record the node being lowered as a tunable layer (codegen_tunables) whose step is st; names
@@ -1767,7 +1774,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
      * the rule's 16-pixel tiles of 32 channels lose (8 warps, else 4; docs/codegen.md "Batch
      * alternatives"). */
     BnnHaloCfg ha;
-    if (halo_body && tunable_alts(L, ncand) && bits && !chain && !pool &&
+    if (halo_body && tunable_alts(L, n, ncand) && bits && !chain && !pool &&
         (bconv_halo_variant(HALO_ALT_VARIANT, &hl, &ha) == 0 ||
          bconv_halo_variant(HALO_ALT_FALLBACK, &hl, &ha) == 0)) {
         int si = (int)(st - L->steps);
@@ -3109,7 +3116,7 @@ static int lower_conv2d_f32(Lower *L, const Node *n) {
     else if (tiled) {
         ConvTile small[2];
         uint32_t alt[2] = {0, 0};
-        const bool alts = tunable_alts(L, ntiles) && pick == 0;
+        const bool alts = tunable_alts(L, n, ntiles) && pick == 0;
         const int nsmall = alts ? small_batch_tiles(&cp, tiles, ntiles, small, alt) : 0;
         bool tpb_alt = alts && conv2d_tile_tpb_ok(&cp, &tiles[0]) &&
                        (nsmall ? alt[nsmall - 1] : 0) < CONV_TPB_BATCH;
@@ -3926,7 +3933,7 @@ static int lower_qdense(Lower *L, const Node *n) {
         blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
     }
     add_planes_args(st, 1);
-    if (!int8 && !img && qp.yformat != BLOB_CODES_INT8 && tunable_alts(L, qdense_tunable(L, n) ? 2 : 1) &&
+    if (!int8 && !img && qp.yformat != BLOB_CODES_INT8 && tunable_alts(L, n, qdense_tunable(L, n) ? 2 : 1) &&
         L->min_sm >= 80 && O >= QGEMM_TILED_MIN_N && K >= QGEMM_TILED_MIN_K)
         qgemm_tiled_alt(L, (int)(st - L->steps), wp, K, wb, wsigned, bipolar, levels, yb);
     free(wp);
@@ -4155,7 +4162,7 @@ static int lower_qconv(Lower *L, const Node *n) {
     /* The tiles of larger batches (bnn_qhalo_batch_alts): each a batch alternative where it is
      * not the tile before it. */
     BnnQhaloAlt qa_alt[2];
-    const int nalt = halo_body && tunable_alts(L, ncand)
+    const int nalt = halo_body && tunable_alts(L, n, ncand)
                          ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.kh, hl.kw, chain, qa.f32, qa_alt)
                          : 0;
     int rule = 0; /* the rule's tile in bnn_halo_tiles */

@@ -135,6 +135,8 @@ int tune_read_file(const char *path, const Graph *g, const CodegenOptions *o, in
         return -1;
     }
     *choice = xcalloc((size_t)g->nnodes + 1, sizeof **choice);
+    for (int i = 0; i <= g->nnodes; i++)
+        (*choice)[i] = -1; /* no line: the cost model's configuration, with its batch alternatives */
     for (int i = 0; i < nt; i++) {
         const TuneLine *hit = NULL;
         for (int l = 0; l < nlines; l++)

@@ -50,9 +50,10 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
                int **choice);
 
 /* Read a tune file and fill *choice (g->nnodes entries) for the tunable layers of g whose
- * signature it has a line for (the last such line wins). Lines for other layers are ignored; a
- * candidate name this bnncc does not know is a warning on warn (NULL: none) and the cost model's
- * choice. *tuned: how many layers got a candidate from the file. 0 ok; -1 with a diagnostic
+ * signature it has a line for (the last such line wins); -1 for the others (no choice: they
+ * keep their batch alternatives). Lines for other layers are ignored; a candidate name this
+ * bnncc does not know is a warning on warn (NULL: none) and no choice. *tuned: how many layers
+ * got a candidate from the file. 0 ok; -1 with a diagnostic
  * naming the file and line (unreadable file, a line not of the format). */
 int tune_read_file(const char *path, const Graph *g, const CodegenOptions *o, int **choice, int *tuned, FILE *warn);
 

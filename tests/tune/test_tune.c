@@ -298,8 +298,9 @@ static int batch_alts(const Graph *g, CodegenOptions o, const char *path) {
 
 /* A tuned blob keeps the batch alternatives of the steps the tuner does not choose for (here a
  * float dense layer of 40 outputs: bnn_dense_few below batch 4, the narrow tile, the wide one
- * from 64), not those of a tunable layer (the threshold bconv's 4x8-pixel tile from batch 16),
- * whose configuration is the tuned batch's at every batch; the tuner's own variants have none. */
+ * from 64), not those of a tunable layer with a choice (the threshold bconv's 4x8-pixel tile
+ * from batch 16), whose configuration is the tuned batch's at every batch; a layer without an
+ * entry (-1: a tune file with no line for it) keeps them; the tuner's own variants have none. */
 static void check_tuned_alts(void) {
     Buf b = {0};
     hex_const(&b, "w1", 64, 64, 3, 3);
@@ -341,13 +342,16 @@ static void check_tuned_alts(void) {
     o.tune_choice = zero;
     o.ntune_choice = g->nnodes;
     const int tuned = batch_alts(g, o, blob);
+    for (int i = 0; i < g->nnodes; i++) /* no entry for any layer (a tune file for others) */
+        zero[i] = -1;
+    const int untouched = batch_alts(g, o, blob);
     o.no_batch_alts = true;
     const int variant = batch_alts(g, o, blob);
-    CHECK_MSG(plain == 3 && tuned == 2 && variant == 0,
-              "altnet: %d batch alternatives plain, %d tuned (want 3 and 2), %d in a tuner's variant", plain,
-              tuned, variant);
-    printf("altnet: batch alternatives %d untuned, %d tuned (the dense layer's), %d in a tuner's variant\n", plain,
-           tuned, variant);
+    CHECK_MSG(plain == 3 && tuned == 2 && untouched == 3 && variant == 0,
+              "altnet: %d batch alternatives plain, %d tuned, %d with no entry (want 3, 2, 3), %d in a tuner's "
+              "variant", plain, tuned, untouched, variant);
+    printf("altnet: batch alternatives %d untuned, %d tuned (the dense layer's), %d with no tune entry, %d in a "
+           "tuner's variant\n", plain, tuned, untouched, variant);
     free(zero);
     remove(blob);
     codegen_tunables_free(t, nt);
@@ -513,7 +517,7 @@ int main(void) {
     buf_printf(&odd, "bnncc-tune 1\nGPU\t1\t0.5\t1.0\t%s\thalo 9x9 px\n", t[0].signature);
     write_text(bad, odd.data);
     buf_free(&odd);
-    CHECK(tune_read_file(bad, g, &o, &back, &tuned, stdout) == 0 && tuned == 0 && back[t[0].node] == 0);
+    CHECK(tune_read_file(bad, g, &o, &back, &tuned, stdout) == 0 && tuned == 0 && back[t[0].node] < 0);
     free(back);
 
     /* NVRTC compiles every candidate's kernels (both layers on candidate c) for both targets. */
