@@ -519,9 +519,70 @@ typedef struct Case {
 #define S_WN 1
 #include "qconv_emu_case.h"
 
+/* The tiles of larger batches (bnn_qhalo_batch_alts): tiny s9's from batch 16 (8x8, two warps of
+ * two m16 tiles each), and a 28x28-like chain with residual, f32 and codes on 8x16 tiles of 8
+ * warps (the w1a2 ResNet-18's 28x28 chains from batch 16), several tiles a block. */
+#define S_ID a9
+#define S_NAME "tiny s9 on its batch alternative: chain, residual, f32 and codes, 8x8 tiles of 2 warps"
+#define S_C 16
+#define S_H 8
+#define S_W 8
+#define S_O 16
+#define S_KH 3
+#define S_KW 3
+#define S_PT 1
+#define S_PL 1
+#define S_OH 8
+#define S_OW 8
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 3
+#define S_YB 2
+#define S_LDW 1
+#define S_RES 1
+#define S_ORELU 1
+#define S_F32 2
+#define S_QHI 3
+#define S_TH 8
+#define S_TW 8
+#define S_WM 2
+#define S_WN 1
+#include "qconv_emu_case.h"
+
+#define S_ID a28
+#define S_NAME "bipolar w1 a2, C 64, 12x20 3x3, chain with residual, f32 and codes, 8x16 tiles of 8 warps, 2 a block"
+#define S_C 64
+#define S_H 12
+#define S_W 20
+#define S_O 64
+#define S_KH 3
+#define S_KW 3
+#define S_PT 1
+#define S_PL 1
+#define S_OH 12
+#define S_OW 20
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 3
+#define S_YB 2
+#define S_LDW 2
+#define S_LDY 2
+#define S_RES 1
+#define S_ORELU 1
+#define S_F32 1
+#define S_QHI 3
+#define S_TH 8
+#define S_TW 16
+#define S_WM 4
+#define S_WN 2
+#define S_GY 2
+#include "qconv_emu_case.h"
+
 static const Case *const cases[] = {&case_t8, &case_t9, &case_t12, &case_t13, &case_t14, &case_t23, &case_t24,
                                     &case_o1, &case_o2, &case_o3, &case_o4, &case_o5, &case_o6, &case_o7, &case_o8,
-                                    &case_o9};
+                                    &case_o9, &case_a9, &case_a28};
 
 static uint32_t rng_state = 777;
 static int rnd(int lo, int hi) {
@@ -702,6 +763,17 @@ int main(void) {
                                nacc, s->epi == 3 && s->res, &hc) == 0);
         CHECK_MSG(hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn,
                   "%s: bnn_qhalo_choose gives %dx%d, %dx%d warps", s->name, hc.th, hc.tw, hc.wm, hc.wn);
+    }
+    /* tiny s9's batch alternative is case a9's tile */
+    {
+        BnnQhaloAlt alt[2];
+        BnnHaloCfg hc;
+        const Case *s = &case_a9;
+        CHECK(bnn_qhalo_batch_alts(s->oh, s->ow, s->kh, s->kw, 1, 1, alt) == 1 && alt[0].tile == 1 &&
+              alt[0].from == 16);
+        CHECK(bnn_qhalo_variant(2, s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->xb, s->wb,
+                                s->xb + s->wb - 1, 1, &hc) == 0 &&
+              hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn);
     }
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int images = 1; images <= 3; images += 2)
