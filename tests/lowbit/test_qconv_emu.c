@@ -102,26 +102,7 @@ typedef struct Case {
 
 #define S_ID t9
 #define S_NAME "tiny s9: chain, residual, dequantized f32 and codes"
-#define S_C 16
-#define S_H 8
-#define S_W 8
-#define S_O 16
-#define S_KH 3
-#define S_KW 3
-#define S_PT 1
-#define S_PL 1
-#define S_OH 8
-#define S_OW 8
-#define S_XB 2
-#define S_WB 1
-#define S_BIPOLAR 1
-#define S_EPI 3
-#define S_YB 2
-#define S_LDW 1
-#define S_RES 1
-#define S_ORELU 1
-#define S_F32 2
-#define S_QHI 3
+#include "qconv_emu_tiny_s9.h"
 #define S_TH 4
 #define S_TW 4
 #define S_WM 1
@@ -524,26 +505,7 @@ typedef struct Case {
  * warps (the w1a2 ResNet-18's 28x28 chains from batch 16), several tiles a block. */
 #define S_ID a9
 #define S_NAME "tiny s9 on its batch alternative: chain, residual, f32 and codes, 8x8 tiles of 2 warps"
-#define S_C 16
-#define S_H 8
-#define S_W 8
-#define S_O 16
-#define S_KH 3
-#define S_KW 3
-#define S_PT 1
-#define S_PL 1
-#define S_OH 8
-#define S_OW 8
-#define S_XB 2
-#define S_WB 1
-#define S_BIPOLAR 1
-#define S_EPI 3
-#define S_YB 2
-#define S_LDW 1
-#define S_RES 1
-#define S_ORELU 1
-#define S_F32 2
-#define S_QHI 3
+#include "qconv_emu_tiny_s9.h"
 #define S_TH 8
 #define S_TW 8
 #define S_WM 2
