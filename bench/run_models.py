@@ -187,7 +187,9 @@ def run_model(a, name, work, rows, notes):
     ct = time.time() - t0
     plan = re.search(r"codegen: (\d+) plan steps \((\d+) GPU kernels, (\d+) CPU-only\)", rep)
     summ = re.search(r"summary: (.*)", rep)
-    notes.append(f"{name}: bnncc -O3 {ct:.1f} s{' on 2 cores' if two else ''}, {summ.group(1) if summ else '?'}, "
+    low = re.search(r"lowbit: (\d+) of \d+ quantized dense/conv layers on integer codes", rep)
+    what = (summ.group(1) if summ else "?") + (f", {low.group(1)} low-bit" if low and low.group(1) != "0" else "")
+    notes.append(f"{name}: bnncc -O3 {ct:.1f} s{' on 2 cores' if two else ''}, {what}, "
                  f"{plan.group(1) if plan else '?'} plan steps ({plan.group(2) if plan else '?'} GPU kernels)")
     print(notes[-1], flush=True)
     ops = binary_ops(name)

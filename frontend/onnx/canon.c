@@ -109,7 +109,7 @@ static void describe_input(const Value *x, char *buf, size_t len) {
              d->in[3]->type.dtype == TY_F32 && d->in[3]->nbytes >= 4) {
         float bits;
         memcpy(&bits, d->in[3]->data, sizeof bits);
-        snprintf(buf, len, "input is a %g-bit %s; multi-bit layers stay float here",
+        snprintf(buf, len, "input is a %g-bit %s, not bits: the lowbit pass (-O2) takes it",
                  (double)bits, op);
     } else if (d->op == OP_PAD)
         snprintf(buf, len, "input is Pad with a value other than 0 or ±1 over a non-binary "
