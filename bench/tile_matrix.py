@@ -68,7 +68,9 @@ def prepare(a):
 
 
 def run(a):
-    nvar = len([f for f in os.listdir(a.dir) if re.fullmatch(r"v\d+\.bin", f)])
+    nvar = len([f for f in os.listdir(a.dir) if re.fullmatch(r"v\d+\.bin", f)]) if os.path.isdir(a.dir) else 0
+    if not nvar:
+        sys.exit(f"tile_matrix: no v0.bin ... in {a.dir} (run `tile_matrix.py prepare MODEL {a.dir}` first)")
     shape = tuple(int(x) for x in a.shape.split(","))
     batches = [int(b) for b in a.batches.split(",")]
     x = os.path.join(a.dir, "x.npy")
@@ -94,7 +96,10 @@ def step_ms(path):
 
 
 def report(a):
-    layers = [line.rstrip("\n").split("\t") for line in open(os.path.join(a.dir, "layers.txt"))]
+    listing = os.path.join(a.dir, "layers.txt")
+    if not os.path.exists(listing):
+        sys.exit(f"tile_matrix: no {listing} (run `tile_matrix.py prepare MODEL {a.dir}` first)")
+    layers = [line.rstrip("\n").split("\t") for line in open(listing)]
     profs = {}
     for f in os.listdir(a.dir):
         m = re.fullmatch(r"prof_v(\d+)_b(\d+)\.txt", f)
