@@ -1415,7 +1415,7 @@ static int tune_entry(const Lower *L, const Node *n) {
 /* The candidate bnncc --tune chose for node n, 0 (the cost model's) without one; n need not be
  * the node being lowered (a producer asks how its reader will run). */
 static int tuned_pick(const Lower *L, const Node *n, int ncandidates) {
-    int pick = tune_entry(L, n) > 0 ? tune_entry(L, n) : 0;
+    const int entry = tune_entry(L, n), pick = entry > 0 ? entry : 0;
     if (pick >= ncandidates)
         unreachable("a tuned candidate past the layer's candidates");
     return pick;
@@ -4160,20 +4160,16 @@ static int lower_qconv(Lower *L, const Node *n) {
                           .codes = codes_buf >= 0};
     add_qconv_args(st, &qa);
     /* The tiles of larger batches (bnn_qhalo_batch_alts): each a batch alternative where it is
-     * not the tile before it. */
+     * not the candidate before it (at first the rule's, candidate 0). */
     BnnQhaloAlt qa_alt[2];
     const int nalt = halo_body && tunable_alts(L, n, ncand)
-                         ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.kh, hl.kw, chain, qa.f32, qa_alt)
+                         ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, chain, qa.f32, qa_alt)
                          : 0;
-    int rule = 0; /* the rule's tile in bnn_halo_tiles */
-    while (rule < 3 && (bnn_halo_tiles[rule][0] != hc.th || bnn_halo_tiles[rule][1] != hc.tw))
-        rule++;
-    for (int i = 0, prev = rule; i < nalt; i++) {
-        const int tile = qa_alt[i].tile < 0 ? rule : qa_alt[i].tile;
+    for (int i = 0, prev = 0; i < nalt; i++) {
         BnnHaloCfg ha;
-        if (tile == prev || qconv_halo_variant(tile == rule ? 0 : tile < rule ? tile + 1 : tile, &hl, &ha) != 0)
+        if (qa_alt[i].variant == prev || qconv_halo_variant(qa_alt[i].variant, &hl, &ha) != 0)
             continue;
-        prev = tile;
+        prev = qa_alt[i].variant;
         int si = (int)(st - L->steps);
         LStep *alt = new_batch_alt(L, si, (uint32_t)qa_alt[i].from);
         st = &L->steps[si];

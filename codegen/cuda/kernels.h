@@ -266,9 +266,14 @@ static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, 
  * plane pairs, exceeds 4: registers), QC_MINB 2. Candidates v = 1..3 (bnncc --tune) take the
  * other tiles of bnn_halo_tiles, in its order, with the same rest. */
 enum { BNN_QHALO_VARIANTS = 4 };
+/* The rule's tile (an index in bnn_halo_tiles) of an oh x ow output of o channels. */
+static inline int bnn_qhalo_rule_tile(int oh, int ow, int o) {
+    const int bn = o <= 32 ? 32 : 64;
+    return bnn_halo_pick(oh, ow, (o + bn - 1) / bn, 66);
+}
 static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh,
                                     int dw, int xb, int wb, int nacc, int res, BnnHaloCfg *cfg) {
-    int bn = o <= 32 ? 32 : 64, tile = bnn_halo_pick(oh, ow, (o + bn - 1) / bn, 66);
+    int bn = o <= 32 ? 32 : 64, tile = bnn_qhalo_rule_tile(oh, ow, o);
     if (v < 0 || v >= BNN_QHALO_VARIANTS)
         return -1;
     if (v > 0) /* the v-th of the other tiles */
@@ -291,8 +296,8 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
     return 0;
 }
 
-/* A halo qconv's tiles for larger batches, its batch alternatives (lower.c): up to two (tile of
- * bnn_halo_tiles, or -1 for the rule's again; first batch) in increasing batch. The rule's tile
+/* A halo qconv's tiles for larger batches, its batch alternatives (lower.c): up to two
+ * (candidate of bnn_qhalo_variant, 0 for the rule's tile again; first batch) in increasing batch. The rule's tile
  * is chosen for batch 1 (66 blocks at one image); with 16 images and more, larger tiles have
  * blocks enough and share their halo and weights over more pixels. Measured per layer on the
  * w1a2 ResNet-18 (2-bit codes, +-1 weights) on an H200 at batches 8, 16, 64 and 256 with every
@@ -305,28 +310,34 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
  * than half full of real pixels is not taken. chain: a qconv2d_chain; f32: it writes its f32
  * value. Returns how many. */
 typedef struct BnnQhaloAlt {
-    int tile, from;
+    int variant, from;
 } BnnQhaloAlt;
-static inline int bnn_qhalo_batch_alts(int oh, int ow, int kh, int kw, int chain, int f32, BnnQhaloAlt alt[2]) {
+static inline int bnn_qhalo_batch_alts(int oh, int ow, int o, int kh, int kw, int chain, int f32,
+                                       BnnQhaloAlt alt[2]) {
     const long p = (long)oh * ow;
     const int one = kh == 1 && kw == 1;
-    int n = 0;
+    int tile[2], from[2], n = 0; /* a tile of bnn_halo_tiles (-1: the rule's) from a batch on */
     if (p <= 64 && !one)
-        alt[n++] = (BnnQhaloAlt){1, 16};
+        tile[n] = 1, from[n++] = 16;
     else if (p <= 256 && !one)
-        alt[n++] = (BnnQhaloAlt){0, 16};
+        tile[n] = 0, from[n++] = 16;
     else if (p > 256 && p <= 1024 && one && chain && f32)
-        alt[n++] = (BnnQhaloAlt){0, 64};
+        tile[n] = 0, from[n++] = 64;
     else if (p <= 1024 && !one) {
-        alt[n++] = (BnnQhaloAlt){0, 16};
+        tile[n] = 0, from[n++] = 16;
         if (!(chain && f32))
-            alt[n++] = (BnnQhaloAlt){-1, 64};
+            tile[n] = -1, from[n++] = 64;
     } else if (p > 1024 && !one && !chain)
-        alt[n++] = (BnnQhaloAlt){1, 16};
-    if (n > 0 && alt[0].tile >= 0) { /* at least half full */
-        const int th = bnn_halo_tiles[alt[0].tile][0], tw = bnn_halo_tiles[alt[0].tile][1];
+        tile[n] = 1, from[n++] = 16;
+    if (n > 0 && tile[0] >= 0) { /* at least half full */
+        const int th = bnn_halo_tiles[tile[0]][0], tw = bnn_halo_tiles[tile[0]][1];
         if (2 * p < (long)((oh + th - 1) / th) * ((ow + tw - 1) / tw) * th * tw)
             n = 0;
+    }
+    const int rule = bnn_qhalo_rule_tile(oh, ow, o);
+    for (int i = 0; i < n; i++) { /* the tile as bnn_qhalo_variant's candidate: its mapping inverted */
+        alt[i].variant = tile[i] < 0 || tile[i] == rule ? 0 : tile[i] < rule ? tile[i] + 1 : tile[i];
+        alt[i].from = from[i];
     }
     return n;
 }

@@ -77,19 +77,7 @@ typedef struct Case {
  * tiles bnn_qhalo_choose gives them (checked below). */
 #define S_ID t8
 #define S_NAME "tiny s8: C 16 (1 word a pixel) 8x8 3x3, 3 levels"
-#define S_C 16
-#define S_H 8
-#define S_W 8
-#define S_O 16
-#define S_KH 3
-#define S_KW 3
-#define S_PT 1
-#define S_PL 1
-#define S_OH 8
-#define S_OW 8
-#define S_XB 2
-#define S_WB 1
-#define S_BIPOLAR 1
+#include "qconv_emu_tiny_8x8.h"
 #define S_EPI 2
 #define S_L 3
 #define S_YB 2
@@ -731,7 +719,7 @@ int main(void) {
         BnnQhaloAlt alt[2];
         BnnHaloCfg hc;
         const Case *s = &case_a9;
-        CHECK(bnn_qhalo_batch_alts(s->oh, s->ow, s->kh, s->kw, 1, 1, alt) == 1 && alt[0].tile == 1 &&
+        CHECK(bnn_qhalo_batch_alts(s->oh, s->ow, s->o, s->kh, s->kw, 1, 1, alt) == 1 && alt[0].variant == 2 &&
               alt[0].from == 16);
         CHECK(bnn_qhalo_variant(2, s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->xb, s->wb,
                                 s->xb + s->wb - 1, 1, &hc) == 0 &&
