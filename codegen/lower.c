@@ -1500,7 +1500,7 @@ static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
  * tiles, batch 16 5 % faster, and 4-5 % faster up to batch 256; its chain layers lose with it
  * (0.107 -> 0.198 ms at batch 256 for one), so they keep the rule's. Where its shared memory is
  * too large (eight warps' halos of 512 channels: XNOR ResNet-18's 7x7 layers) the 4x8 x 64 tile
- * of 4 warps at BC_MINB 3 instead (HALO_ALT_FALLBACK): on an H200 those layers 3-4 % faster at
+ * of 4 warps at BC_MINB 3 instead (HALO_ALT_FALLBACK): on an H200 those layers 3-5 % faster at
  * batch 16, 19-20 % at 64, 20-22 % at 256 (docs/perf.md stop 31). */
 enum { HALO_ALT_VARIANT = 4, HALO_ALT_FALLBACK = 2, HALO_ALT_BATCH = 16 };
 
