@@ -17,7 +17,8 @@ QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resn
   counting batch alternatives: the stem's and its fixup's, the classifier's, the 8x8 qconvs'),
   and starts with the stem's conv (writing codes),
   its fixup and the max-pool of codes, with no affine, relu or quantize step anywhere.
-- bnncc -O3 compiles it for sm_90a and sm_80 (both CUBIN sections non-empty).
+- bnncc -O3 compiles it for sm_90a and sm_80 (both CUBIN sections non-empty), and no qconv
+  kernel of either has a stack frame or spills (its --report's `codegen: sm_...` lines).
 - Its outputs at batch 1 and 3 (and 17 on a GPU: the qconvs' batch alternatives) on random
   inputs are byte-identical to `bnnrun --reference` on the ONNX model.
 - A max-pool of a signed quant of zero point 0 (which gives -0.0, so the pool would see the
@@ -119,6 +120,13 @@ def resnet(tmp, device):
     cubins = cubin_sections(blob)
     if sorted(cubins) != ["sm_80", "sm_90a"] or min(cubins.values()) == 0:
         return fail(f"{name}: CUBIN sections {cubins}")
+    # No qconv kernel in local memory (ptxas, through --report): a loop index into the chains'
+    # accumulator arrays put them in a 256-byte stack frame, the full model's chain layers 11-28 %
+    # slower at batch 256 (docs/perf.md stop 32).
+    res = re.findall(r"^codegen: (sm_\w+): \d+ kernels, [^\n]*?(?:local memory in ([^\n]*))?$", p.stderr, re.M)
+    local = {arch: re.findall(r"(s\d+_qconv) \(", kernels) for arch, kernels in res}
+    if sorted(local) != ["sm_80", "sm_90a"] or any(local.values()):
+        return fail(f"{name}: qconv kernels with a stack frame or spills (ptxas, --report): {local}")
     rng = np.random.default_rng(7)
     # batch 17 on the GPU: the 8x8 layers' qconvs on their batch alternatives (8x8 tiles from 16)
     batches = (1, 3, 17) if device == "gpu" else (1, 3)

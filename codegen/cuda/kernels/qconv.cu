@@ -646,13 +646,15 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         // Unrolled but for the float chain: a loop index into pos and neg puts them in local
         // memory (the w1a2 ResNet's 56x56 threshold layer: 0.32 ms so, 0.24 ms unrolled, batch
         // 256, H200), while the chain's unrolled epilogue was slower (its first chain layer 0.92
-        // against 0.73 ms).
+        // against 0.73 ms). So the chain's loop indexes them by a constant, m2 == mi.
 #if defined(__CUDACC__) && QC_EPI != 3
 #pragma unroll
 #endif
         for (int mi = 0; mi < QC_MI; mi++) {
             const int rl0 = wm * (QC_MI * 16) + mi * 16; // the m16 tile's first row in the tile
-            QC_CAT(QC_NAME, combine)(pos, neg, mi, lane, tile[warp]);
+            BNN_QC_UNROLL
+            for (int m2 = 0; m2 < QC_MI; m2++)
+                if (m2 == mi) QC_CAT(QC_NAME, combine)(pos, neg, m2, lane, tile[warp]);
             __syncwarp();
 #if QC_EPI == 1
 #ifdef __CUDACC__
