@@ -263,6 +263,10 @@ char *print_graph_to_string(const Graph *g); /* malloc'ed */
  * relative to the model file). 0 ok, -1 with a diagnostic. */
 int print_graph_with_weights(const Graph *g, FILE *out, const char *weights_path,
                              const char *weights_ref);
+/* The text of print_graph_with_weights (malloc'ed), the bytes of its side file appended to
+ * *weights (its offsets counted from weights' start, so pass an empty Buf). */
+struct Buf;
+char *print_graph_split(const Graph *g, const char *weights_ref, struct Buf *weights);
 
 /* ---------------------------------------------------------------- reference interpreter */
 

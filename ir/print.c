@@ -323,31 +323,34 @@ void print_graph(const Graph *g, FILE *out) {
     free(s);
 }
 
-int print_graph_with_weights(const Graph *g, FILE *out, const char *weights_path,
-                             const char *weights_ref) {
+char *print_graph_split(const Graph *g, const char *weights_ref, Buf *weights) {
     long long *offsets = xcalloc((size_t)(g->nconsts ? g->nconsts : 1), sizeof *offsets);
-    Buf w = {0};
     for (int i = 0; i < g->nconsts; i++) {
         const Value *v = g->consts[i];
         offsets[i] = -1;
         if (type_numel(&v->type, 1) <= LIST_MAX)
             continue;
         static const char zeros[WEIGHT_ALIGN];
-        buf_put(&w, zeros, (WEIGHT_ALIGN - w.len % WEIGHT_ALIGN) % WEIGHT_ALIGN);
-        offsets[i] = (long long)w.len;
-        buf_put(&w, v->data, v->nbytes);
+        buf_put(weights, zeros, (WEIGHT_ALIGN - weights->len % WEIGHT_ALIGN) % WEIGHT_ALIGN);
+        offsets[i] = (long long)weights->len;
+        buf_put(weights, v->data, v->nbytes);
     }
+    Buf b = {0};
+    put_graph(&b, g, weights_ref, offsets);
+    free(offsets);
+    return buf_take(&b);
+}
+
+int print_graph_with_weights(const Graph *g, FILE *out, const char *weights_path,
+                             const char *weights_ref) {
+    Buf w = {0};
+    char *text = print_graph_split(g, weights_ref, &w);
     int rc = write_file_atomic(weights_path, w.data ? w.data : "", w.len);
     buf_free(&w);
-    if (rc == 0) {
-        Buf b = {0};
-        put_graph(&b, g, weights_ref, offsets);
-        if (fwrite(b.data, 1, b.len, out) != b.len) {
-            diag_error("cannot write the model text");
-            rc = -1;
-        }
-        buf_free(&b);
+    if (rc == 0 && fwrite(text, 1, strlen(text), out) != strlen(text)) {
+        diag_error("cannot write the model text");
+        rc = -1;
     }
-    free(offsets);
+    free(text);
     return rc;
 }
