@@ -87,6 +87,8 @@ def main():
     for b in blobs:
         if not os.path.isfile(b):
             sys.exit(f"ab_blobs: no blob {b}")
+    if not os.access(a.bnnrun, os.X_OK):
+        sys.exit(f"ab_blobs: no bnnrun at {a.bnnrun} (build it, or name it with --bnnrun)")
     tmp = a.dir or tempfile.mkdtemp(prefix="ab_blobs_")
     os.makedirs(tmp, exist_ok=True)
     rng = np.random.RandomState(1)
