@@ -2095,6 +2095,7 @@ static void tile_kernel(Lower *L, LStep *st, const char *tag, char *cfg, const c
     st->k.threads = threads;
     st->k.defines = str_printf("struct %s_cfg {\n%s};\n", st->k.name, cfg);
     st->k.call = str_printf("%s<%s_cfg>(total, %s)", fn, st->k.name, operands);
+    st->k.smem = smem;
     free(cfg);
     uint32_t block[3] = {(uint32_t)threads, 1, 1};
     blob_step_set_kernel(&st->s, st->k.name, grid, block, (uint32_t)smem);

@@ -107,6 +107,10 @@ static const char float_glue[] =
  * launch bounds ask for min_blocks blocks an SM, by default 512 threads (at most 128 registers
  * a thread). ENTER is the wait for the kernels before, or nothing where the call waits itself
  * (after it has requested its constants). */
+/* Shared memory an SM of sm_80 (A100) gives its blocks; sm_86 and sm_89, which run the sm_80
+ * code too, have 100 KiB. */
+#define SM80_SMEM_SM (164 * 1024)
+
 static const char float_tile_glue[] =
     "$DEFINES"
     "extern \"C\" __global__ void __launch_bounds__($THREADS, $MINBLOCKS)\n"
@@ -210,10 +214,17 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
             break;
         }
         case KERNEL_FLOAT_TILE: {
-            char threads[32], minblocks[32];
+            char threads[32], minblocks[64];
             snprintf(threads, sizeof threads, "%d", s->threads);
-            snprintf(minblocks, sizeof minblocks, "%d",
-                     s->min_blocks ? s->min_blocks : s->threads < 512 ? 512 / s->threads : 1);
+            /* Blocks an SM: where fewer fit sm_80's shared memory (SM80_SMEM_SM, each block 1 KiB
+             * more), its code asks for those (common.cu BNN_ARCH_MINB): more would only cap its
+             * registers (the XNOR stem's 80 spilled 112 bytes on sm_80; 127 do not). */
+            int minb = s->min_blocks ? s->min_blocks : s->threads < 512 ? 512 / s->threads : 1;
+            int64_t fit80 = SM80_SMEM_SM / (s->smem + 1024);
+            if (fit80 >= 1 && fit80 < minb)
+                snprintf(minblocks, sizeof minblocks, "BNN_ARCH_MINB(%d, %lld)", minb, (long long)fit80);
+            else
+                snprintf(minblocks, sizeof minblocks, "%d", minb);
             Hole h[] = {{"DEFINES", s->defines},
                         {"THREADS", threads},
                         {"MINBLOCKS", minblocks},

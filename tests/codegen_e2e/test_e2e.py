@@ -240,6 +240,23 @@ def check_stem_form(model):
     print(f"ok: {name}: PS = {ps}, KWP = {kwp}, KP = {kp}, WIN = {win}")
 
 
+def check_stem_sm80_registers(model, tmp):
+    """The staged-window stem asks for three blocks an SM on sm_90a, where its shared memory lets
+    three fit, and for two on sm_80, where only two do (emit.c BNN_ARCH_MINB): its sm_80 code then
+    keeps its values in registers (with three it spilled 148 bytes)."""
+    name = os.path.basename(model)
+    p = run([BNNCC, "-O3", "--report", model, "-o", os.path.join(tmp, name + ".sm80.bin")])
+    src = run([BNNCC, "-O3", model, "--emit=cuda", "-o", "-"]).stdout
+    if p.returncode or not src:
+        return fail(f"{name}: bnncc failed")
+    m = re.search(r"__launch_bounds__\(256, (BNN_ARCH_MINB\(3, 2\)|\d+)\)\s*\n(s\d+_conv2d)\(", src)
+    line = re.search(r"^codegen: sm_80: [^\n]*$", p.stderr, re.M)
+    if not m or not m.group(1).startswith("BNN_ARCH_MINB") or not line or m.group(2) + " (" in line.group(0):
+        return fail(f"{name}: the stem's launch bounds {m.group(1) if m else None}, sm_80: "
+                    f"{line.group(0) if line else 'no codegen line'}")
+    print(f"ok: {name}: {m.group(2)} asks for {m.group(1)} blocks an SM; sm_80 code without local memory")
+
+
 def check_pdl_flags(model, tmp):
     """Every step with a GPU kernel is flagged PDL (bit 1: its kernel waits for its producers
     before it touches an activation, docs/blob-format.md), and no step without one is."""
@@ -983,6 +1000,8 @@ def main():
         jobs += [lambda m=m: check_p1_orders(m, tmp) for m in stem_models(tmp, np.random.default_rng(66))
                  if m.endswith("stem_bits_11x11.bnn") and (not a.only or a.only in os.path.basename(m))]
         jobs += [lambda m=m: check_pdl_flags(m, tmp) for m in stem_models(tmp, np.random.default_rng(66))
+                 if m.endswith("stem_bits_pool.bnn") and (not a.only or a.only in os.path.basename(m))]
+        jobs += [lambda m=m: check_stem_sm80_registers(m, tmp) for m in stem_models(tmp, np.random.default_rng(66))
                  if m.endswith("stem_bits_pool.bnn") and (not a.only or a.only in os.path.basename(m))]
         jobs += [lambda m=m: check_stem_fixup(m, tmp) for m in stem_models(tmp, np.random.default_rng(66))
                  if m.endswith(("stem_bits_pool.bnn", "stem_bits_11x11.bnn")) and

@@ -86,6 +86,13 @@ __device__ __forceinline__ void bnn_hmma_f16(float (&d)[4], const unsigned (&a)[
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// The blocks an SM a kernel's launch bounds ask for, by target: emit.c writes
+// BNN_ARCH_MINB(sm90, sm80) where fewer of its blocks fit sm_80's shared memory than sm_90's.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define BNN_ARCH_MINB(sm90, sm80) (sm80)
+#else
+#define BNN_ARCH_MINB(sm90, sm80) (sm90)
+#endif
 // Two floats rounded to fp16 (to nearest even) in one word, lo in the low half.
 __device__ __forceinline__ unsigned bnn_f16x2(float lo, float hi) {
     unsigned r;
