@@ -73,10 +73,14 @@ void report_line(PassContext *ctx, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* Where a failing pass leaves its reproducer. */
+static const char *repro_path(const CompileOptions *opts) {
+    return opts->repro_path ? opts->repro_path : "bnncc-crash.bnn";
+}
+
 /* The reproducer's side file as its text names it (relative to the reproducer's folder), in ref. */
 static void repro_weights_ref(const CompileOptions *opts, char *ref, size_t size) {
-    const char *path = opts->repro_path ? opts->repro_path : "bnncc-crash.bnn";
-    const char *base = strrchr(path, '/');
+    const char *path = repro_path(opts), *base = strrchr(path, '/');
     snprintf(ref, size, "%s.weights", base ? base + 1 : path);
 }
 
@@ -93,7 +97,7 @@ static void write_reproducer(const CompileOptions *opts, const char *pass, const
                              const Buf *weights, const char *verb) {
     char msg[3072];
     snprintf(msg, sizeof msg, "%s", diag_message());
-    const char *path = opts->repro_path ? opts->repro_path : "bnncc-crash.bnn";
+    const char *path = repro_path(opts);
     Buf wp = {0};
     buf_printf(&wp, "%s.weights", path);
     const char *wpath = wp.data;

@@ -102,15 +102,15 @@ static const char float_glue[] =
     "    $CALL;\n"
     "}\n";
 
+/* Shared memory an SM of sm_80 (A100) gives its blocks; sm_86 and sm_89, which run the sm_80
+ * code too, have 100 KiB. */
+#define SM80_SMEM_SM (164 * 1024)
+
 /* A tiled float kernel (float_ops.cu's bnn_conv2d_tile, bnn_dense_tile): the config struct,
  * then a __global__ whose whole body is the call; `total` is the batch (times the rows). The
  * launch bounds ask for min_blocks blocks an SM, by default 512 threads (at most 128 registers
  * a thread). ENTER is the wait for the kernels before, or nothing where the call waits itself
  * (after it has requested its constants). */
-/* Shared memory an SM of sm_80 (A100) gives its blocks; sm_86 and sm_89, which run the sm_80
- * code too, have 100 KiB. */
-#define SM80_SMEM_SM (164 * 1024)
-
 static const char float_tile_glue[] =
     "$DEFINES"
     "extern \"C\" __global__ void __launch_bounds__($THREADS, $MINBLOCKS)\n"
@@ -218,7 +218,7 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
             snprintf(threads, sizeof threads, "%d", s->threads);
             /* Blocks an SM: where fewer fit sm_80's shared memory (SM80_SMEM_SM, each block 1 KiB
              * more), its code asks for those (common.cu BNN_ARCH_MINB): more would only cap its
-             * registers (the XNOR stem's 80 spilled 112 bytes on sm_80; 127 do not). */
+             * registers (the XNOR stem's 80 spilled 152 bytes on sm_80; 127 do not). */
             int minb = s->min_blocks ? s->min_blocks : s->threads < 512 ? 512 / s->threads : 1;
             int64_t fit80 = SM80_SMEM_SM / (s->smem + 1024);
             if (fit80 >= 1 && fit80 < minb)
