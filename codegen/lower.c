@@ -2702,8 +2702,9 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     }
     static const char fix_args[] = "(const float *)in, (const float *)p0, (unsigned *)out, (const float *)w, "
                                    "(const float *)in2, (const unsigned *)x0";
-    /* float_ops.cu BnnFixWin::SMEM: the weights [O][K], the tile's window [C][SR][SC], its list */
-    int64_t fix_smem = (cp->o * k + cp->c * sr * sc + list_words) * 4;
+    /* float_ops.cu BnnFixWin::SMEM: the weights [O][K] (to a multiple of 4 floats), the tile's
+     * window [C][SR][SCA] (SCA: SC + 3 floats rounded up to whole 16-byte chunks), its list */
+    int64_t fix_smem = ((cp->o * k + 3) / 4 * 4 + cp->c * sr * ((sc + 6) / 4 * 4) + list_words) * 4;
     if (win && op == 64 && L->batch_alts && fix_smem <= FIXWIN_SMEM_MAX) {
         int fi = (int)(fx - L->steps);
         BlobGridDim win_grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};

@@ -1768,8 +1768,9 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixup(int batch, const float *x,
 // 294 scattered floats one tap after another, is a chain of latencies (ncu, XNOR ResNet-18's stem
 // at batch 1 on an H100: 10.4 us alone, 17,000 cycles for one warp, 70 % waiting on its loads).
 // Here a block of 256 threads takes one tile: it stages the f32 weights [O][K] of the channel tile
-// by 16-byte copies before the PDL wait (constants), then, in one round of 4-byte copies spread
-// over all its threads, its input window [C][SR][SC] (zeros outside the image) and its list
+// by 16-byte copies before the PDL wait (constants), then, in one round of copies spread over
+// all its threads (16 bytes where it can, below), its input window [C][SR][SCA] (zeros outside
+// the image) and its list
 // (waiting for the list's count before the window cost a round trip: docs/perf.md stop 25); lane
 // i < count of warp 0 then adds entry i's products from shared memory in the reference's order, a
 // tap outside the image adding -0 (which leaves every sum as skipping it does). Staged-window
@@ -1779,8 +1780,13 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixup(int batch, const float *x,
 // loads); SMEM bytes (lower.c conv2d_mma_kernel computes the same).
 template <class F> struct BnnFixWin {
     typedef BnnConvMma<F> T;
-    static constexpr int K = F::C * F::KH * F::KW, WINF = F::C * T::SR * T::SC;
-    static constexpr int SMEM = (F::O * K + WINF + BnnConvBits<F>::LISTW) * 4;
+    static constexpr int K = F::C * F::KH * F::KW;
+    // A window row holds SCA floats: the image columns from ix0 - sh on, sh = ix0 & 3 where the
+    // copies are 16-byte chunks (image rows of whole chunks and x 16-byte aligned), else sh = 0
+    // and a copy a float. It starts at float WAT, 16-byte aligned after the weights.
+    static constexpr int NCH = (T::SC + 6) / 4, SCA = 4 * NCH, WAT = (F::O * K + 3) / 4 * 4;
+    static constexpr int WINF = F::C * T::SR * SCA;
+    static constexpr int SMEM = (WAT + WINF + BnnConvBits<F>::LISTW) * 4;
     static_assert(F::WIN && T::NT == 1, "a staged-window stem of one channel tile");
 };
 template <class F>
@@ -1792,7 +1798,7 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
     static_assert(F::BITS && F::EXACT, "only the exact bits form lists sums");
     extern __shared__ __align__(16) unsigned char bnn_dsmem[];
     if (bnn_dyn_smem_size() < (unsigned)FX::SMEM) __trap(); // launched with too little shared memory
-    float *ws = (float *)bnn_dsmem, *win = ws + F::O * FX::K;
+    float *ws = (float *)bnn_dsmem, *win = ws + FX::WAT;
     const unsigned *const ls = (const unsigned *)(win + FX::WINF); // the tile's list
     // the weights by 16-byte copies (w32 is 64-byte aligned in the blob), all in flight at once
     constexpr int W16 = F::O * FX::K / 4;
@@ -1810,10 +1816,24 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
         const int mt = (int)(blk % T::MT), iy0 = mt / T::TX * T::TH * F::SH - F::PT;
         const int ix0 = mt % T::TX * T::TW * F::SW - F::PL;
         const float *xi = x + item * F::C * F::H * F::W;
-        for (int i = threadIdx.x; i < FX::WINF; i += blockDim.x) { // consecutive threads on a row's floats
-            const int c = i / (T::SR * T::SC), r = i / T::SC % T::SR, q = i % T::SC, iy = iy0 + r, ix = ix0 + q;
-            const bool in = (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
-            bnn_cp4(win + i, xi + (in ? ((bnn_i64)c * F::H + iy) * F::W + ix : 0), in);
+        // Its window, rows [C][SR], in 16-byte chunks where the image's rows are whole chunks:
+        // a copy a float with the index arithmetic of each was 60 % of the kernel's instructions
+        // (ncu, the w1a2 ResNet's stem at batch 256: docs/perf.md stop 33).
+        const bool v4 = F::W % 4 == 0 && ((unsigned long long)x & 15) == 0; // the same in every block
+        const int sh = v4 ? ix0 & 3 : 0;
+        if (v4) {
+            for (int i = threadIdx.x; i < F::C * T::SR * FX::NCH; i += blockDim.x) { // consecutive threads on a row's chunks
+                const int row = i / FX::NCH, ch = i % FX::NCH, iy = iy0 + row % T::SR, ix = ix0 - sh + 4 * ch;
+                const bool in = (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W; // a chunk is in or out whole
+                bnn_cp16(bnn_smem(win + row * FX::SCA + 4 * ch), xi + (in ? (row / T::SR * F::H + iy) * F::W + ix : 0),
+                         in ? 16 : 0);
+            }
+        } else {
+            for (int i = threadIdx.x; i < F::C * T::SR * T::SC; i += blockDim.x) { // consecutive threads on a row's floats
+                const int row = i / T::SC, q = i % T::SC, iy = iy0 + row % T::SR, ix = ix0 + q;
+                const bool in = (unsigned)iy < (unsigned)F::H && (unsigned)ix < (unsigned)F::W;
+                bnn_cp4(win + row * FX::SCA + q, xi + (in ? (row / T::SR * F::H + iy) * F::W + ix : 0), in);
+            }
         }
         bnn_cp_commit();
         bnn_cp_wait<0>();
@@ -1836,7 +1856,7 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
 #pragma unroll
                 for (int kx = 0; kx < F::KW; ++kx) {
                     const int q = rx + kx * F::DW;
-                    const float pr = __fmul_rn(win[(c * T::SR + r) * T::SC + q], wo[(c * F::KH + ky) * F::KW + kx]);
+                    const float pr = __fmul_rn(win[(c * T::SR + r) * FX::SCA + sh + q], wo[(c * F::KH + ky) * F::KW + kx]);
                     sum = __fadd_rn(sum, rok && (unsigned)(ix0 + q) < (unsigned)F::W ? pr : -0.0f);
                 }
             }
