@@ -2154,12 +2154,34 @@ static bool dense_few_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bia
     return true;
 }
 
-/* The kernels of dense step si (or of the kernel step fuse_gap_dense made): with batch
- * alternatives, bnn_dense_few below DENSE_FEW_BATCH, then the narrow tile (more than 32
- * outputs) below DENSE_ALT_BATCH, then the wide one; the alternatives are appended to the
- * plan in that order. Returns how many. */
+/* Few outputs over a long K (a classifier after a flatten): bnn_dense_long, 256 threads a
+ * block, 2 k a thread and chunk, BM rows x BN columns of chains (at most 32), from
+ * DENSE_LONG_K on. VGG-small's 8192 -> 10 at batch 1 on an H200: 99 us inside the graph on the
+ * tile, whose chunks wait for their copies one after another (docs/perf.md stop 33). */
+enum { DENSE_LONG_K = 2048, DENSE_LONG_NT = 256, DENSE_LONG_KPT = 2 };
+
+static void dense_long_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bias, const char *operands) {
+    const int bn = (int)n, bm = 32 / bn;
+    const int64_t smem = (int64_t)(bm + bn) * (DENSE_LONG_KPT * DENSE_LONG_NT + 4) * 4;
+    char *cfg = str_printf("    static constexpr int N = %lld, K = %lld, BIAS = %d, SMEM = %lld;\n"
+                           "    static constexpr int NT = %d, BM = %d, BN = %d, KPT = %d;\n",
+                           (long long)n, (long long)k, bias, (long long)smem, DENSE_LONG_NT, bm, bn, DENSE_LONG_KPT);
+    BlobGridDim grid[3] = {{0, 1, (uint32_t)bm}, {1, 0, 1}, {1, 0, 1}};
+    tile_kernel(L, st, "dense", cfg, "bnn_dense_long", operands, grid, DENSE_LONG_NT, smem, 1);
+    st->k.waits_itself = true;
+}
+
+/* The kernels of dense step si (or of the kernel step fuse_gap_dense made): bnn_dense_long
+ * where few outputs have a long K (not after a pool of bits); else, with batch alternatives,
+ * bnn_dense_few below DENSE_FEW_BATCH, then the narrow tile (more than 32 outputs) below
+ * DENSE_ALT_BATCH, then the wide one; the alternatives are appended to the plan in that
+ * order. Returns how many. */
 static int dense_kernels(Lower *L, int si, int64_t n, int64_t k, bool bias, int64_t gs, int64_t gw,
                          const char *operands) {
+    if (!gs && n <= 32 && k >= DENSE_LONG_K) {
+        dense_long_kernel(L, &L->steps[si], n, k, bias, operands);
+        return 0;
+    }
     int nalts = 0;
     bool few = L->batch_alts && dense_few_kernel(L, &L->steps[si], n, k, bias, gs, gw, operands);
     bool narrow = L->batch_alts && n > 32;

@@ -1,5 +1,6 @@
 // float_tiles_emu.cc: the tiled float kernels of codegen/cuda/kernels/float_ops.cu
-// (bnn_conv2d_tile, bnn_dense_tile, bnn_dense_few) run without a GPU, driven by float_tiles_emu.py. The
+// (bnn_conv2d_tile, bnn_dense_tile, bnn_dense_few, bnn_dense_long) run without a GPU, driven by
+// float_tiles_emu.py. The
 // kernel templates are compiled as host C++ under a block emulator: one std::thread per CUDA
 // thread, __syncthreads as a std::barrier, cp.async as a plain copy (so it checks indexing,
 // tiling, staging and the float sequence, not the asynchrony: the GPU run does that), then
@@ -168,10 +169,13 @@ template <class F> static int run_conv2d(const char *name, int batch, int tpb = 
     return compare(name, y, ref, smem_end, F::SMEM);
 }
 
-// bnn_dense_tile (a config with stages S) or bnn_dense_few (lower.c's kernel below batch 4).
+// bnn_dense_tile (a config with stages S), bnn_dense_long (k a thread and chunk, KPT) or
+// bnn_dense_few (lower.c's kernel below batch 4).
 template <class F> static void dense_kernel(int batch, const void *x, const float *w, const float *b, float *y) {
     if constexpr (requires { F::S; })
         bnn_dense_tile<F>(batch, x, w, b, y);
+    else if constexpr (requires { F::KPT; })
+        bnn_dense_long<F>(batch, x, w, b, y);
     else
         bnn_dense_few<F>(batch, x, w, b, y);
 }
@@ -196,7 +200,9 @@ static int check_dense(const char *name, int batch, const std::vector<float> &x,
 
 template <class F> static int run_dense(const char *name, int batch) {
     std::mt19937 g(2);
-    const auto x = random_floats((size_t)batch * F::K, g, true);
+    // a NaN or inf in a row makes its every output NaN or inf: at batch 1 none, so that each
+    // product and sum shows
+    const auto x = random_floats((size_t)batch * F::K, g, batch > 1);
     return check_dense<F>(name, batch, x, x.data(), g);
 }
 

@@ -534,8 +534,8 @@ def float_models(tmp, rng):
     with pads 3 and a fused relu, 1x1 convolutions (flattened) with O = 65 and O = 1, a
     strided 1x1, dilation 2 with groups 2 and uneven pads, more input channels than one
     shared-memory stage, a non-finite weight (the one-thread kernel), a conv whose output is
-    also a graph output next to its relu (no fusion), and dense layers with K = 8192, N = 10;
-    N = 1000, K = 512; N = 65; N = 1."""
+    also a graph output next to its relu (no fusion), and dense layers with K = 8192, N = 10
+    and K = 3001, N = 7 (bnn_dense_long); N = 1000, K = 512; N = 65; N = 1."""
     models = {}
     # (name, C, H, W, [(O, kh, kw, stride, pads t,l,b,r, dil, groups, bias, relu, special weights)])
     convs = [
@@ -570,7 +570,7 @@ def float_models(tmp, rng):
             "    %r = f32[N,4,5,5] relu %c\n")
     models["fconv_shared"] = (consts, "(%x: f32[N,3,5,5])", [("c", "f32[N,4,5,5]"), ("r", "f32[N,4,5,5]")], body)
     dense = [("fdense_8192x10", 8192, [(10, True)]), ("fdense_512x1000", 512, [(1000, True)]),
-             ("fdense_odd", 100, [(65, False), (1, True)])]
+             ("fdense_odd", 100, [(65, False), (1, True)]), ("fdense_3001x7", 3001, [(7, False)])]
     for name, k, layers in dense:
         consts, body, cur, kk = "", "", "x", k
         for li, (n, bias) in enumerate(layers):

@@ -930,6 +930,34 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
     }
 }
 
+// acc + x[k] * w[k] for k < 4 * NQ in order, each product and sum rounded (a dense output's
+// chain), from 16-byte shared-memory loads issued four iterations ahead of their adds: with the
+// loads of an iteration at its start, the chain waited some 30 cycles for them every 16 k
+// (about 9 cycles a k where its adds take 4: docs/perf.md stop 33).
+template <int NQ>
+__device__ __forceinline__ float bnn_chain_dot(float acc, const float4 *xq, const float4 *wq) {
+    constexpr int D = 4;
+    float4 xb[D], wb[D];
+#pragma unroll
+    for (int d = 0; d < D; ++d)
+        if (d < NQ) xb[d] = xq[d], wb[d] = wq[d];
+    for (int q0 = 0; q0 < NQ; q0 += D) {
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+            const int q = q0 + d;
+            if (q < NQ) {
+                const float4 x4 = xb[d], w4 = wb[d];
+                if (q + D < NQ) xb[d] = xq[q + D], wb[d] = wq[q + D];
+                acc = __fadd_rn(acc, __fmul_rn(x4.x, w4.x));
+                acc = __fadd_rn(acc, __fmul_rn(x4.y, w4.y));
+                acc = __fadd_rn(acc, __fmul_rn(x4.z, w4.z));
+                acc = __fadd_rn(acc, __fmul_rn(x4.w, w4.w));
+            }
+        }
+    }
+    return acc;
+}
+
 // The same dense layer for fewer rows than a tile holds (batch 1 to 3: lower.c's main step,
 // the tiles are its batch alternatives). At batch 1 bnn_dense_tile spends its time issuing
 // instructions, not waiting for memory (ncu, H100: ResNet's 512 -> 1000 head 9.9 us, 5,183
@@ -937,8 +965,8 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
 // arithmetic of its chunks). Here a block stages its BN weight rows whole, with 16-byte copies
 // (K % 4 == 0; else 4-byte ones) requested before the PDL wait, then its items' x rows (or with
 // GS their bits, pooled as bnn_dense_tile pools them), zeros past K up to KP; thread (r, n)
-// then runs its column's chain straight from shared memory, 4 products and 4 sums per two
-// 16-byte loads: the K dependent adds (~4 cycles each) are its latency. Rows are XLD = KP + 4
+// then runs its column's chain straight from shared memory (bnn_chain_dot): the K dependent
+// adds (~4 cycles each) are its latency. Rows are XLD = KP + 4
 // floats apart (16-byte aligned). grid.x = ceil(M / BM), grid.y = ceil(N / BN); BM * BN <= NT.
 template <class F> struct BnnDenseFew {
     static constexpr int KP = (F::K + 3) / 4 * 4, XLD = KP + 4;
@@ -996,17 +1024,69 @@ __device__ __forceinline__ void bnn_dense_few(int m_total, const void *xv, const
     const int r = tid / F::BN, n = tid % F::BN; // this thread's chain, where r < rows
     if (r >= rows || n0 + n >= F::N)
         return;
-    const float4 *xr = (const float4 *)(xs + r * T::XLD), *wr = (const float4 *)(ws + n * T::XLD);
-    float acc = 0.0f;
-#pragma unroll 4
-    for (int q = 0; q < T::KP / 4; ++q) {
-        const float4 x4 = xr[q], w4 = wr[q];
-        acc = __fadd_rn(acc, __fmul_rn(x4.x, w4.x));
-        acc = __fadd_rn(acc, __fmul_rn(x4.y, w4.y));
-        acc = __fadd_rn(acc, __fmul_rn(x4.z, w4.z));
-        acc = __fadd_rn(acc, __fmul_rn(x4.w, w4.w));
-    }
+    const float acc = bnn_chain_dot<T::KP / 4>(0.0f, (const float4 *)(xs + r * T::XLD), (const float4 *)(ws + n * T::XLD));
     y[(bnn_i64)(m0 + r) * F::N + n0 + n] = F::BIAS ? __fadd_rn(b[n0 + n], acc) : acc;
+}
+
+// The same dense layer with few outputs over a long K (a classifier after a flatten: VGG-small's
+// 8192 -> 10), where bnn_dense_tile's chunks of 128 k, two in flight, each waited for its copies
+// (100 us at batch 1 for 8192 dependent adds that take some 17: docs/perf.md stop 33) and
+// bnn_dense_few's rows do not fit in shared memory. A block of NT threads holds BM rows x BN
+// columns of chains (at most 32: one warp adds them), K in chunks of KC = KPT * NT: thread t
+// loads k = t + j * NT (j < KPT) of its rows and columns into registers with coalesced 4-byte
+// loads, the weights' first before the PDL wait; it stores them to shared memory, and while the
+// chain warp adds a chunk from there (bnn_chain_dot), the block's loads of the next one are in
+// flight. Each output stays one chain in the reference's order; k past K reads zeros, and
+// adding a product +0 leaves a sum that starts at +0 as it was (it is never -0). grid.x =
+// ceil(M / BM), grid.y = ceil(N / BN).
+template <class F> struct BnnDenseLong {
+    static constexpr int KC = F::KPT * F::NT, LD = KC + 4, NKC = (F::K + KC - 1) / KC, CH = F::BM * F::BN;
+    static_assert(CH <= 32 && F::NT % 32 == 0, "the chains are one warp's");
+    static_assert((F::BM + F::BN) * LD * 4 == F::SMEM, "the launch's shared memory (lower.c) differs");
+};
+template <class F>
+__device__ __forceinline__ void bnn_dense_long(int m_total, const void *xv, const float *w, const float *b, float *y) {
+    typedef BnnDenseLong<F> T;
+    extern __shared__ __align__(128) unsigned char bnn_dsmem[];
+    float *const xs = (float *)bnn_dsmem, *const ws = xs + F::BM * T::LD; // [BM][LD], [BN][LD]
+    const float *const x = (const float *)xv;
+    const int m0 = blockIdx.x * F::BM, n0 = blockIdx.y * F::BN, tid = threadIdx.x;
+    float xr[F::KPT][F::BM], wr[F::KPT][F::BN];
+    auto load = [&](int k0, bool wts, bool acts) {
+#pragma unroll
+        for (int j = 0; j < F::KPT; ++j) {
+            const int k = k0 + tid + j * F::NT;
+            if (wts)
+#pragma unroll
+                for (int i = 0; i < F::BN; ++i)
+                    wr[j][i] = n0 + i < F::N && k < F::K ? w[(bnn_i64)(n0 + i) * F::K + k] : 0.0f;
+            if (acts)
+#pragma unroll
+                for (int i = 0; i < F::BM; ++i)
+                    xr[j][i] = m0 + i < m_total && k < F::K ? x[(bnn_i64)(m0 + i) * F::K + k] : 0.0f;
+        }
+    };
+    load(0, true, false); // constants: before the wait
+    BNN_PDL_ENTER();
+    load(0, false, true);
+    const int r = tid / F::BN, n = tid % F::BN; // this thread's chain, where tid < CH
+    float acc = 0.0f;
+    for (int kc = 0; kc < T::NKC; ++kc) {
+#pragma unroll
+        for (int j = 0; j < F::KPT; ++j) {
+#pragma unroll
+            for (int i = 0; i < F::BM; ++i) xs[i * T::LD + tid + j * F::NT] = xr[j][i];
+#pragma unroll
+            for (int i = 0; i < F::BN; ++i) ws[i * T::LD + tid + j * F::NT] = wr[j][i];
+        }
+        __syncthreads();
+        if (kc + 1 < T::NKC) load((kc + 1) * T::KC, true, true);
+        if (tid < T::CH)
+            acc = bnn_chain_dot<T::KC / 4>(acc, (const float4 *)(xs + r * T::LD), (const float4 *)(ws + n * T::LD));
+        __syncthreads(); // the chunk's rows are read before the next one is stored
+    }
+    if (tid < T::CH && m0 + r < m_total && n0 + n < F::N)
+        y[(bnn_i64)(m0 + r) * F::N + n0 + n] = F::BIAS ? __fadd_rn(b[n0 + n], acc) : acc;
 }
 
 // ---------------- fp16 tensor-core conv2d
