@@ -217,10 +217,13 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
             char threads[32], minblocks[64];
             snprintf(threads, sizeof threads, "%d", s->threads);
             /* Blocks an SM: where fewer fit sm_80's shared memory (SM80_SMEM_SM, each block 1 KiB
-             * more), its code asks for those (common.cu BNN_ARCH_MINB): more would only cap its
-             * registers (the XNOR stem's 80 spilled 152 bytes on sm_80; 127 do not). */
+             * more), or the kernel asks for fewer there (min_blocks80), its sm_80 code asks for
+             * those (common.cu BNN_ARCH_MINB): more would only cap its registers (the XNOR stem's
+             * 80 spilled 152 bytes on sm_80; 127 do not). */
             int minb = s->min_blocks ? s->min_blocks : s->threads < 512 ? 512 / s->threads : 1;
             int64_t fit80 = SM80_SMEM_SM / (s->smem + 1024);
+            if (s->min_blocks80 && s->min_blocks80 < fit80)
+                fit80 = s->min_blocks80;
             if (fit80 >= 1 && fit80 < minb)
                 snprintf(minblocks, sizeof minblocks, "BNN_ARCH_MINB(%d, %lld)", minb, (long long)fit80);
             else

@@ -33,6 +33,7 @@ typedef struct KernelSpec {
     char *call;          /* FLOAT, FLOAT_TILE: the float_ops.cu call; MLP: the kernel's body (malloc'ed) */
     int threads;         /* FLOAT_TILE, MLP: threads per block (the __launch_bounds__) */
     int min_blocks;      /* FLOAT_TILE: blocks an SM must fit (__launch_bounds__); 0: 512 threads' worth */
+    int min_blocks80;    /* FLOAT_TILE: at most this many in the sm_80 code; 0: as its shared memory fits */
     int64_t smem;        /* FLOAT_TILE: the launch's dynamic shared memory (fewer blocks fit on sm_80) */
     bool waits_itself;   /* FLOAT_TILE: the call makes the PDL wait (BNN_PDL_ENTER), not the glue */
     const char *shared_by; /* the other steps that launch this kernel ("s13_bconv, s21_bconv"):
