@@ -931,29 +931,22 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
 }
 
 // acc + x[k] * w[k] for k < 4 * NQ in order, each product and sum rounded (a dense output's
-// chain), from 16-byte shared-memory loads issued four iterations ahead of their adds: with the
-// loads of an iteration at its start, the chain waited some 30 cycles for them every 16 k
-// (about 9 cycles a k where its adds take 4: docs/perf.md stop 33).
-template <int NQ>
+// chain), from 16-byte shared-memory loads, the loop unrolled U times. Deep, ptxas issues the
+// loads well ahead of their adds: one warp's chain of 8192 k took 5.1-5.4 cycles a k unrolled
+// 128 times (the adds alone 4.2-4.5), 5.8 unrolled 16 or 32 times, 6.4 unrolled 8 times, 6.8
+// with the loads issued four iterations ahead by hand (a probe on an H200, docs/perf.md stop
+// 33). Where the chain runs once a launch (bnn_dense_few), a short body (U 4) is as fast: its
+// code is fetched once, and unrolled 128 times the heads of XNOR and Bi-Real ResNet-18 were
+// 0.1-0.5 % slower at batches 1 to 3.
+template <int NQ, int U>
 __device__ __forceinline__ float bnn_chain_dot(float acc, const float4 *xq, const float4 *wq) {
-    constexpr int D = 4;
-    float4 xb[D], wb[D];
-#pragma unroll
-    for (int d = 0; d < D; ++d)
-        if (d < NQ) xb[d] = xq[d], wb[d] = wq[d];
-    for (int q0 = 0; q0 < NQ; q0 += D) {
-#pragma unroll
-        for (int d = 0; d < D; ++d) {
-            const int q = q0 + d;
-            if (q < NQ) {
-                const float4 x4 = xb[d], w4 = wb[d];
-                if (q + D < NQ) xb[d] = xq[q + D], wb[d] = wq[q + D];
-                acc = __fadd_rn(acc, __fmul_rn(x4.x, w4.x));
-                acc = __fadd_rn(acc, __fmul_rn(x4.y, w4.y));
-                acc = __fadd_rn(acc, __fmul_rn(x4.z, w4.z));
-                acc = __fadd_rn(acc, __fmul_rn(x4.w, w4.w));
-            }
-        }
+#pragma unroll U
+    for (int q = 0; q < NQ; ++q) {
+        const float4 x4 = xq[q], w4 = wq[q];
+        acc = __fadd_rn(acc, __fmul_rn(x4.x, w4.x));
+        acc = __fadd_rn(acc, __fmul_rn(x4.y, w4.y));
+        acc = __fadd_rn(acc, __fmul_rn(x4.z, w4.z));
+        acc = __fadd_rn(acc, __fmul_rn(x4.w, w4.w));
     }
     return acc;
 }
@@ -1024,7 +1017,7 @@ __device__ __forceinline__ void bnn_dense_few(int m_total, const void *xv, const
     const int r = tid / F::BN, n = tid % F::BN; // this thread's chain, where r < rows
     if (r >= rows || n0 + n >= F::N)
         return;
-    const float acc = bnn_chain_dot<T::KP / 4>(0.0f, (const float4 *)(xs + r * T::XLD), (const float4 *)(ws + n * T::XLD));
+    const float acc = bnn_chain_dot<T::KP / 4, 4>(0.0f, (const float4 *)(xs + r * T::XLD), (const float4 *)(ws + n * T::XLD));
     y[(bnn_i64)(m0 + r) * F::N + n0 + n] = F::BIAS ? __fadd_rn(b[n0 + n], acc) : acc;
 }
 
@@ -1082,7 +1075,7 @@ __device__ __forceinline__ void bnn_dense_long(int m_total, const void *xv, cons
         __syncthreads();
         if (kc + 1 < T::NKC) load((kc + 1) * T::KC, true, true);
         if (tid < T::CH)
-            acc = bnn_chain_dot<T::KC / 4>(acc, (const float4 *)(xs + r * T::LD), (const float4 *)(ws + n * T::LD));
+            acc = bnn_chain_dot<T::KC / 4, 128>(acc, (const float4 *)(xs + r * T::LD), (const float4 *)(ws + n * T::LD));
         __syncthreads(); // the chunk's rows are read before the next one is stored
     }
     if (tid < T::CH && m0 + r < m_total && n0 + n < F::N)
