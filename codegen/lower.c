@@ -2084,10 +2084,10 @@ static int lower_cast(Lower *L, const Node *n) {
 #define TILE_STAGE_FLOATS 12288 /* a conv stage's shared memory budget (48 KiB) */
 #define TILE_OPERANDS "(const float *)in, (const float *)w, (const float *)p0, (float *)out"
 
-/* A tiled float step's GPU kernel (float_ops.cu bnn_conv2d_tile / bnn_dense_tile /
- * bnn_conv2d_mma): the config struct `cfg` (its members; the struct is named after the
- * kernel), then a __global__ calling fn<cfg>(total, operands). Arguments as float_kernel's:
- * the six operand slots and total = batch * rows. */
+/* A tiled float step's GPU kernel (float_ops.cu bnn_conv2d_tile / bnn_conv2d_mma /
+ * bnn_dense_tile / bnn_dense_few / bnn_dense_long): the config struct `cfg` (its members; the
+ * struct is named after the kernel), then a __global__ calling fn<cfg>(total, operands).
+ * Arguments as float_kernel's: the six operand slots and total = batch * rows. */
 static void tile_kernel(Lower *L, LStep *st, const char *tag, char *cfg, const char *fn, const char *operands,
                         const BlobGridDim grid[3], int threads, int64_t smem, int64_t rows) {
     name_kernel(L, st, tag);
