@@ -1879,6 +1879,8 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
     for (int i = 4 * W16 + threadIdx.x; i < F::O * FX::K; i += blockDim.x) ws[i] = w32[i];
     bnn_cp_commit();
     BNN_PDL_ENTER();
+    // A tile's window in 16-byte chunks where the image's rows are whole chunks (below)
+    const bool v4 = F::W % 4 == 0 && ((unsigned long long)x & 15) == 0;
     // tiles blockIdx.x, + gridDim.x, ... (the tile: item * MT + mt): the weights staged once
     bool first = true;
     for (bnn_i64 blk = blockIdx.x; blk < (bnn_i64)batch * T::MT; blk += gridDim.x, first = false) {
@@ -1892,7 +1894,6 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
         // Its window, rows [C][SR], in 16-byte chunks where the image's rows are whole chunks:
         // a copy a float with the index arithmetic of each was 60 % of the kernel's instructions
         // (ncu, the w1a2 ResNet's stem at batch 256: docs/perf.md stop 33).
-        const bool v4 = F::W % 4 == 0 && ((unsigned long long)x & 15) == 0; // the same in every block
         const int sh = v4 ? ix0 & 3 : 0;
         if (v4) {
             for (int i = threadIdx.x; i < F::C * T::SR * FX::NCH; i += blockDim.x) { // consecutive threads on a row's chunks
