@@ -98,10 +98,12 @@ template <int MI, int NI> __device__ __forceinline__ void bnn_pt_scale(int (&acc
 // accumulators (sign applied), bipolar correction still to do (apop).
 // apop[row - abase] (abase: 0 for the whole batch's apop, m0 for the tile's own in shared memory).
 // Codes (EPI 2): column c's thresholds at T[(c - cbase) * L + l], its direction at
-// dir[c - cbase]; FLIPPED: as bnn_pt_flip_params leaves them (T ^ flip, dir = flip), else
-// the blob's (dir >= 0 counts v >= t, else v <= t). With flip = 0 or -1 (dir < 0), a code
-// counts (v ^ flip) >= (t ^ flip): ~ reverses the order of two's-complement integers
-// (v <= t == ~v >= ~t), so one comparison serves both directions.
+// dir[c - cbase]; FLIPPED: as bnn_pt_stage_params leaves them (T ^ flip, each column's
+// ascending, dir = flip), else the blob's (dir >= 0 counts v >= t, else v <= t). With flip = 0
+// or -1 (dir < 0), a code counts (v ^ flip) >= (t ^ flip): ~ reverses the order of
+// two's-complement integers (v <= t == ~v >= ~t), so one comparison serves both directions.
+// A count does not depend on the order of its levels, so FLIPPED's sorted three levels of a
+// two-plane code take a search of two comparisons instead of three and their sums.
 template <int MI, int NI, int EPI, int N, int L, int YB, int LDY, bool BIPOLAR, bool FLIPPED>
 __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int m0, int n0, int rw0, int cw0, int M,
                                                 const int *__restrict__ apop, int abase, const int *__restrict__ T,
@@ -176,7 +178,12 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                             if (!ok[u][e]) continue; // columns past N: code 0, zero bits
                             const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e, x = v[u][e] ^ flip[u][e];
                             const unsigned at = 1u << (u * 8 + e);
-                            if (L <= 3) { // the count's two bits as boolean sums (half adders)
+                            if (FLIPPED && L == 3 && YB == 2) { // sorted: the upper half, then one level of it
+                                const bool hi = x >= th[u][e][L == 3 ? 1 : 0];
+                                const bool lo = x >= (hi ? th[u][e][L == 3 ? 2 : 0] : th[u][e][0]);
+                                bits[0] |= (unsigned)lo << (u * 8 + e);
+                                bits[YB > 1 ? 1 : 0] |= (unsigned)hi << (u * 8 + e);
+                            } else if (L <= 3) { // the count's two bits as boolean sums (half adders)
                                 bool s0 = false, s1 = false;
 #pragma unroll
                                 for (int l = 0; l < L; ++l) {
@@ -212,17 +219,29 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
 }
 
 // A tile's thresholds and directions (columns n0 .. n0 + BN, zeros past N) copied into
-// shared memory as bnn_pt_epilogue<FLIPPED> reads them: t ^ flip, flip (0, or -1 where
-// dir < 0). nthreads threads from tid.
+// shared memory as bnn_pt_epilogue<FLIPPED> reads them: t ^ flip, each column's L in ascending
+// order, and flip (0, or -1 where dir < 0). One warp, a column a lane at a time; the sort is a
+// fixed network on registers (L <= BNN_PT_STAGE_T_MAX_L).
 template <int BN, int L, int N>
-__device__ __forceinline__ void bnn_pt_flip_params(int *__restrict__ sT, int *__restrict__ sflip,
-                                                   const int *__restrict__ T, const int *__restrict__ dir, int n0,
-                                                   int tid, int nthreads) {
-    for (int i = tid; i < BN * L; i += nthreads) {
-        const int c = n0 + i / L;
-        sT[i] = c < N ? T[(size_t)n0 * L + i] ^ (dir[c] >= 0 ? 0 : -1) : 0;
+__device__ __forceinline__ void bnn_pt_stage_params(int *__restrict__ sT, int *__restrict__ sflip,
+                                                    const int *__restrict__ T, const int *__restrict__ dir, int n0,
+                                                    int lane) {
+    for (int col = lane; col < BN; col += 32) {
+        const int c = n0 + col, flip = c < N && dir[c] < 0 ? -1 : 0;
+        int t[L];
+#pragma unroll
+        for (int l = 0; l < L; ++l) t[l] = c < N ? T[(size_t)c * L + l] ^ flip : 0;
+#pragma unroll
+        for (int i = 0; i + 1 < L; ++i)
+#pragma unroll
+            for (int j = 0; j + 1 < L - i; ++j) {
+                const int a = t[j], b = t[j + 1];
+                t[j] = min(a, b), t[j + 1] = max(a, b);
+            }
+#pragma unroll
+        for (int l = 0; l < L; ++l) sT[col * L + l] = t[l];
+        sflip[col] = flip;
     }
-    for (int i = tid; i < BN; i += nthreads) sflip[i] = n0 + i < N && dir[n0 + i] < 0 ? -1 : 0;
 }
 
 // Bit output: the words of rows [m0, m0+BM) past the last column tile (W0 = words the column
@@ -368,9 +387,12 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     constexpr unsigned ABYTES = KC * BM * 16, BBYTES = KC * BN * 16, STAGE = ABYTES + BBYTES;
     constexpr bool SELF_POP = PT_APLAIN && PT_WBIPOLAR;  // SELF_POP: the tile's apop after the barriers
     constexpr unsigned ALIGN = PT_APLAIN ? 1024 : 0;    // the swizzled stages' alignment slack
-    // STAGE_T: a tile's thresholds and directions in shared memory, two tiles' buffers
-    constexpr bool STAGE_T = PT_EPI == 2 && L <= BNN_PT_STAGE_T_MAX_L;
-    constexpr unsigned SMEM = S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0) + ALIGN + (STAGE_T ? 2 * BN * (L + 1) * 4 : 0);
+    // STAGE_T: a tile's thresholds and directions in shared memory, two tiles' buffers and
+    // their "full" and "empty" mbarriers (not with PT_NOSTORE, whose consumers skip the
+    // epilogue: the staging warp would wait for buffers never handed back)
+    constexpr bool STAGE_T = PT_EPI == 2 && L <= BNN_PT_STAGE_T_MAX_L && !PT_NOSTORE;
+    constexpr unsigned SMEM =
+        S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0) + ALIGN + (STAGE_T ? 2 * BN * (L + 1) * 4 + 32 : 0);
     static_assert(!PT_APLAIN || KC == 8, "PT_APLAIN: PT_KC 8 (a stage's A rows are the 128 bytes of the swizzle)");
     static_assert(N >= 1 && K >= 1 && XB >= 1 && PT_WB >= 1, "empty GEMM");
     static_assert(!PT_WBIPOLAR || PT_WB == 1, "bipolar weights are one plane (PT_WB 1)");
@@ -390,11 +412,19 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const unsigned full = s0 + S * STAGE, empty = full + 8 * S;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ntn = (N + BN - 1) / BN, ntiles = (M + BM - 1) / BM * ntn;
+    int *const tpop = (int *)(bnn_dsmem + (s0 - sraw) + S * STAGE + 16 * S); // SELF_POP: the tile's apop
+    int *const tsh = tpop + (SELF_POP ? BM : 0); // STAGE_T: [2][BN * L thresholds, then BN directions]
+    const unsigned tfull = bnn_smem(tsh + 2 * BN * (L + 1)), tempty = tfull + 16; // STAGE_T: [2] each
     if (tid == 0) {
         for (int s = 0; s < S; ++s) {
             bnn_mbar_init(full + 8 * s, 1);   // the expect_tx arrival (+ the bytes)
             bnn_mbar_init(empty + 8 * s, NW); // one arrival per consumer warp
         }
+        if (STAGE_T)
+            for (int b = 0; b < 2; ++b) {
+                bnn_mbar_init(tfull + 8 * b, 32);  // every lane of the staging warp
+                bnn_mbar_init(tempty + 8 * b, NW); // one arrival per consumer warp
+            }
         bnn_mbar_init_fence();
     }
     __syncthreads();
@@ -425,6 +455,17 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                     }
                 }
             }
+        } else if (STAGE_T && warp == NW + 1) {
+            // The staging warp: each tile's thresholds, flipped and sorted, into buffer i % 2 while
+            // the consumers run tile i - 1, so that no epilogue waits for global loads.
+            unsigned i = 0;
+            for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x, ++i) {
+                const unsigned b = i & 1;
+                if (i >= 2) bnn_mbar_wait(tempty + 8 * b, ((i >> 1) - 1) & 1);
+                int *const buf = tsh + b * BN * (L + 1);
+                bnn_pt_stage_params<BN, L, N>(buf, buf + BN * L, T, dir, tile % ntn * BN, lane);
+                bnn_mbar_arrive(tfull + 8 * b); // release: the buffer's stores before the arrival
+            }
         }
     } else {
         bnn_setmaxnreg_inc<232>(); // 128 accumulators + the epilogue without spills
@@ -443,9 +484,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             __syncwarp();
             if (lane == 0) bnn_mbar_arrive(empty + 8 * slot);
         };
-        int *const tpop = (int *)(bnn_dsmem + (s0 - sraw) + S * STAGE + 16 * S); // SELF_POP: the tile's apop
-        int *const tsh = tpop + (SELF_POP ? BM : 0); // STAGE_T: [2][BN * L thresholds, then BN directions]
-        unsigned tiles_done = 0;                     // STAGE_T: its parity picks the buffer
+        unsigned tiles_done = 0; // STAGE_T: the staging warp's buffer (tiles_done & 1) and phase
         for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
             const int mt = tile / ntn, nt = tile % ntn;
             int acc[1][32][4];
@@ -507,21 +546,25 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 if (lane < 16) tpop[warp * 16 + lane] = rpop;
                 __syncwarp();
             }
-            // STAGE_T: the consumers copy the column tile's thresholds and directions into shared
-            // memory (the epilogue reads each several times). The buffer of tile i + 2 is
-            // written only after every consumer passed tile i + 1's barrier, after its epilogue i.
+            // STAGE_T: the column tile's thresholds and directions, staged by warp NW + 1 (the
+            // epilogue reads each several times); each consumer warp hands the buffer back
+            // after its epilogue.
             const int *tT = T, *tdir = dir;
+            const unsigned tb = tiles_done & 1;
             if (STAGE_T) {
-                int *const buf = tsh + (tiles_done++ & 1) * BN * (L + 1);
-                bnn_pt_flip_params<BN, L, N>(buf, buf + BN * L, T, dir, nt * BN, tid, NT);
-                bnn_bar_sync(1, NT); // the consumer warps only
-                tT = buf, tdir = buf + BN * L;
+                bnn_mbar_wait(tfull + 8 * tb, (tiles_done >> 1) & 1);
+                __syncwarp(); // the epilogue's shuffles: the warp converged after the spin
+                tT = tsh + tb * BN * (L + 1), tdir = tT + BN * L;
             }
             // Warp w holds rows 16w .. 16w+15 of the tile: the m16n8 layout, MI = 1, NI = 32.
             bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR, STAGE_T>(acc, mt * BM, nt * BN, warp * 16, 0, M,
                                                                            SELF_POP ? tpop : apop, SELF_POP ? mt * BM : 0,
                                                                            tT, tdir, STAGE_T ? nt * BN : 0, Y);
-            if (SELF_POP) __syncwarp(); // every lane read tpop before the next tile writes it
+            if (SELF_POP || STAGE_T) __syncwarp(); // every lane read tpop and the buffer
+            if (STAGE_T) {
+                if (lane == 0) bnn_mbar_arrive(tempty + 8 * tb);
+                ++tiles_done;
+            }
             if (PT_EPI == 2) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
         }
     }
