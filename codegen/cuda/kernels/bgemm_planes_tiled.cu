@@ -92,6 +92,57 @@ template <int MI, int NI> __device__ __forceinline__ void bnn_pt_scale(int (&acc
             for (int e = 0; e < 4; ++e) acc[i][j][e] = (int)((unsigned)acc[i][j][e] * (unsigned)f);
 }
 
+// The code of x over L levels sorted ascending (FLIPPED: flipped as x is), ORed into bits[b]
+// at bit `at` (bit b of the count of levels x reaches): a binary search of S steps, 2^S - 1 >=
+// L, the levels past L reading as never reached. Step b compares x with level
+// pos + 2^b - 1, pos the levels found below it so far, and its outcome is bit b of the count
+// when L = 2^S - 1 (else the count, clamped to L for x = INT_MAX, gives the bits). HOLD: the
+// levels in registers t (LR >= L), the step's level chosen by selects on the earlier
+// outcomes (2^(S-1-b) - 1 of them at step b: 1 for a two-bit code, 4 for three bits);
+// else from shared memory at tcol[j], one load a step.
+template <int L, int LR, int YB, bool HOLD>
+__device__ __forceinline__ void bnn_pt_code_sorted(int x, const int (&t)[LR], const int *__restrict__ tcol,
+                                                   int at, unsigned (&bits)[YB]) {
+    constexpr int S = L >= 8 ? 4 : L >= 4 ? 3 : L >= 2 ? 2 : 1, NC = 1 << (S - 1);
+    constexpr bool FULL = L == (1 << S) - 1;
+    constexpr int NEVER = 0x7fffffff; // a level past L
+    static_assert(L >= 1 && L <= 15 && (!HOLD || LR >= L), "sorted levels: 1 to 15 (HOLD: in registers)");
+    bool p[S];
+    int pos = 0;
+#pragma unroll
+    for (int b = S - 1; b >= 0; --b) {
+        int tb;
+        if (HOLD) {
+            // candidate m: level m * 2^(b+1) + 2^b - 1, taken when the outcomes of steps
+            // b+1 .. S-1 spell m (bit i of m: step b+1+i)
+            int cand[NC];
+#pragma unroll
+            for (int m = 0; m < (1 << (S - 1 - b)); ++m) {
+                const int j = m * (2 << b) + (1 << b) - 1;
+                cand[m] = j < L ? t[j < LR ? j : 0] : NEVER;
+            }
+#pragma unroll
+            for (int i = 0, n = 1 << (S - 1 - b); n > 1; ++i, n >>= 1)
+#pragma unroll
+                for (int m = 0; m < n / 2; ++m) cand[m] = p[b + 1 + i] ? cand[2 * m + 1] : cand[2 * m];
+            tb = cand[0];
+        } else {
+            const int j = pos + (1 << b) - 1;
+            tb = j < L ? tcol[j] : NEVER;
+        }
+        p[b] = x >= tb;
+        pos += p[b] ? 1 << b : 0;
+    }
+    if (FULL) {
+#pragma unroll
+        for (int b = 0; b < (S < YB ? S : YB); ++b) bits[b] |= (unsigned)p[b] << at;
+    } else {
+        const int count = pos < L ? pos : L;
+#pragma unroll
+        for (int b = 0; b < YB; ++b) bits[b] |= (unsigned)((count >> b) & 1) << at;
+    }
+}
+
 // Writes one warp's outputs: acc[mi][ni] is the m16n8 tile at tile rows rw0 + 16mi and
 // columns cw0 + 8ni (the tile starts at row m0, column n0), PTX layout (g = lane>>2,
 // t = lane&3): d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1]; the final
@@ -102,8 +153,9 @@ template <int MI, int NI> __device__ __forceinline__ void bnn_pt_scale(int (&acc
 // ascending, dir = flip), else the blob's (dir >= 0 counts v >= t, else v <= t). With flip = 0
 // or -1 (dir < 0), a code counts (v ^ flip) >= (t ^ flip): ~ reverses the order of
 // two's-complement integers (v <= t == ~v >= ~t), so one comparison serves both directions.
-// A count does not depend on the order of its levels, so FLIPPED's sorted three levels of a
-// two-plane code take a search of two comparisons instead of three and their sums.
+// A count does not depend on the order of its levels, so FLIPPED's sorted levels take a
+// binary search (bnn_pt_code_sorted): a two-bit code two comparisons instead of three and
+// their sums, a four-bit one four instead of fifteen.
 template <int MI, int NI, int EPI, int N, int L, int YB, int LDY, bool BIPOLAR, bool FLIPPED>
 __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int m0, int n0, int rw0, int cw0, int M,
                                                 const int *__restrict__ apop, int abase, const int *__restrict__ T,
@@ -178,11 +230,9 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                             if (!ok[u][e]) continue; // columns past N: code 0, zero bits
                             const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e, x = v[u][e] ^ flip[u][e];
                             const unsigned at = 1u << (u * 8 + e);
-                            if (FLIPPED && L == 3 && YB == 2) { // sorted: the upper half, then one level of it
-                                const bool hi = x >= th[u][e][L == 3 ? 1 : 0];
-                                const bool lo = x >= (hi ? th[u][e][L == 3 ? 2 : 0] : th[u][e][0]);
-                                bits[0] |= (unsigned)lo << (u * 8 + e);
-                                bits[YB > 1 ? 1 : 0] |= (unsigned)hi << (u * 8 + e);
+                            if (FLIPPED) { // sorted levels: a binary search
+                                bnn_pt_code_sorted<FLIPPED ? L : 1, LR, YB, HOLD>(x, th[u][e], T + (c - cbase) * L,
+                                                                                  u * 8 + e, bits);
                             } else if (L <= 3) { // the count's two bits as boolean sums (half adders)
                                 bool s0 = false, s1 = false;
 #pragma unroll
