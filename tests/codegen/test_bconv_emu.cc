@@ -24,6 +24,7 @@
 
 #include "../../codegen/cuda/kernels.h"
 #include "bconv_emu.h"
+#include "emu_test_util.h"
 
 extern "C" {
 alignas(128) unsigned char bnn_dsmem[EMU_DSMEM];
@@ -35,38 +36,6 @@ enum { EPI_I32 = 1, EPI_THRESHOLD = 2, EPI_AFFINE = 3, EPI_CHAIN = 4 }; // BNN_E
 constexpr uint32_t POISON = 0xABABABABu;
 constexpr size_t GUARD = 1024; // words after each output
 
-uint64_t rng_state;
-uint64_t rnd() {
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
-float rnd_float(float lo, float hi) { return lo + (hi - lo) * (float)((rnd() >> 40) * (1.0 / 16777216.0)); }
-float bits_float(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-uint32_t float_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-// One rounding per operation, as __fmul_rn / __fdiv_rn / __fadd_rn.
-float fmul(float a, float b) {
-    volatile float r = a * b;
-    return r;
-}
-float fdiv(float a, float b) {
-    volatile float r = a / b;
-    return r;
-}
-float fadd(float a, float b) {
-    volatile float r = a + b;
-    return r;
-}
 
 // A layer's data at one batch, its reference dots and the expected outputs, shared by the
 // configurations of the case.

@@ -26,6 +26,15 @@
 
 // ---------------------------------------------------------------- mbarrier and bulk copy
 
+// A tensor map (cuTensorMapEncodeTiled's 128 opaque bytes), passed to a kernel by value as a
+// __grid_constant__ parameter so that its address is the one the TMA unit reads.
+struct __align__(64) BnnTensorMap {
+    unsigned long long w[16];
+};
+// BNN_TILED_PTX_EMULATED: tests/codegen/tiled_emu.h supplies this file's PTX wrappers
+// (mbarriers, bulk and tensor copies, 4-byte cp.async, named barriers) to run the kernels as
+// host C++ (test_tiled_emu); NVRTC never defines it.
+#ifndef BNN_TILED_PTX_EMULATED
 __device__ __forceinline__ void bnn_mbar_init(unsigned bar, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
@@ -40,11 +49,6 @@ __device__ __forceinline__ void bnn_mbar_expect_tx(unsigned bar, unsigned bytes)
 __device__ __forceinline__ void bnn_mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-// A tensor map (cuTensorMapEncodeTiled's 128 opaque bytes), passed to a kernel by value as a
-// __grid_constant__ parameter so that its address is the one the TMA unit reads.
-struct __align__(64) BnnTensorMap {
-    unsigned long long w[16];
-};
 // Box (c0, c1, c2) of tensor map *tm into shared memory at dst, completing on bar (the
 // box's bytes, out-of-range elements zero).
 __device__ __forceinline__ void bnn_tma_load_3d(unsigned dst, const BnnTensorMap *tm, int c0, int c1, int c2,
@@ -72,6 +76,7 @@ __device__ __forceinline__ void bnn_bulk_g2s(unsigned dst, const void *src, unsi
                  "l"(src), "r"(bytes), "r"(bar)
                  : "memory");
 }
+#endif
 
 // ---------------------------------------------------------------- compact row tiles
 
@@ -113,6 +118,7 @@ template <int YT, int LDY> __device__ __forceinline__ long long bnn_ybits_at(int
 
 // ---------------------------------------------------------------- epilogue
 
+#ifndef BNN_TILED_PTX_EMULATED
 // 4-byte global->shared copy, asynchronous (cp.async, sm_80+); src_bytes = 0 writes zero.
 __device__ __forceinline__ void bnn_cp4(unsigned dst, const void *src, unsigned src_bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
@@ -121,6 +127,7 @@ __device__ __forceinline__ void bnn_cp4(unsigned dst, const void *src, unsigned 
 __device__ __forceinline__ void bnn_bar_sync(int id, int count) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+#endif
 
 // The per-tile epilogue parameters, staged in shared memory: popc(w) of the BN columns, the
 // two epilogue arrays (THRESHOLD: t, dir; AFFINE: scale, bias bits) and popc(a) of the BM rows,

@@ -1,0 +1,271 @@
+// test_tiled_emu: the pre-tiled bit-GEMM kernels (bgemm_wgmma.cu on wgmma, bgemm_tiled.cu on
+// mma.sync, bgemm_planes_tiled.cu's bit-planes on both) without a GPU, compiled as host C++
+// under the block emulator of tiled_emu.h (tiled_emu_kernels.cc): their producer / consumer
+// pipelines on mbarriers and bulk copies, persistent blocks walking several tiles, every
+// epilogue (int32, threshold bits, affine f32), the compiler's compact row tiles and
+// tile-major bit output, padded LDY; for the bit-planes signed, unsigned and +-1 weights, int32
+// and codes (the staging warp's sorted thresholds and their search on wgmma). Every output word
+// is compared with a plain reference: dot = K - 2 * popc(a XOR w) on the packed rows (not the
+// kernels' AND form), bit = dir >= 0 ? dot >= t : dot <= t, y = dot * scale + bias rounded
+// twice; the planes' integer dot of the codes and the count of the levels it passes. Outputs
+// are poisoned before a launch and a guard after them must stay poisoned. One line per case
+// and run (ok: / FAIL:); exit 1 on any failure.
+//   test_tiled_emu [--sanitized]   --sanitized: one run a case (the ASan / UBSan build, -O0)
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "emu_test_util.h"
+#include "tiled_emu_cases.h"
+
+extern "C" {
+alignas(128) unsigned char bnn_dsmem[EMU_DSMEM];
+}
+
+namespace {
+
+enum { EPI_I32 = 1, EPI_THRESHOLD = 2, EPI_AFFINE = 3 }; // BNN_EPI_* of common.cu
+constexpr uint32_t POISON = 0xABABABABu;
+constexpr size_t GUARD = 256; // words after each output
+
+
+// Launches case s at M rows on min(tiles, grid_cap) blocks (grid_cap 0: one more than tiles)
+// with args (Y set here: poisoned, a guard after it), the kernel's input buffers registered
+// for the copies' checks; then every output word against want and the guard. 0 ok, 1 failed.
+int launch_and_check(const TiledEmuCase &s, int M, int grid_cap, EmuArgs &args,
+                     const std::vector<std::pair<const void *, size_t>> &inputs, unsigned smem,
+                     const std::vector<uint32_t> &want) {
+    std::vector<uint32_t> y(want.size() + GUARD, POISON);
+    args.Y = y.data();
+    args.nb = M;
+    emu_nglobal = 0;
+    for (const auto &in : inputs) {
+        emu_global_base[emu_nglobal] = in.first;
+        emu_global_bytes[emu_nglobal++] = in.second;
+    }
+    const int units = (M + s.bm - 1) / s.bm * ((s.n + s.bn - 1) / s.bn);
+    const unsigned gx = (unsigned)(grid_cap ? std::min(units, grid_cap) : units + 1);
+    char what[160];
+    snprintf(what, sizeof what, "%s M=%d, %u blocks for %d tiles", s.name, M, gx, units);
+    emu_what = what;
+    tiled_emu_reset();
+    const unsigned long long overrun = emu_launch(s.call, args, gx, 1, (unsigned)s.threads, smem);
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < y.size(); i++)
+        if (y[i] != (i < want.size() ? want[i] : POISON) && !bad++) first = i;
+    if (bad || overrun) {
+        printf("FAIL: %s: %zu words wrong (first at %zu: %08x, want %08x), %llu shared bytes past the launch's\n", what,
+               bad, first, y[first], first < want.size() ? want[first] : POISON, overrun);
+        return 1;
+    }
+    printf("ok: %s (%zu words)\n", what, want.size());
+    return 0;
+}
+
+// Random rows of k bits (bits past k zero), `words` 32-bit words a row.
+std::vector<uint32_t> random_rows(int rows, int k, int words) {
+    std::vector<uint32_t> v((size_t)rows * words, 0);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < k; i++)
+            if (rnd() & 1) v[(size_t)r * words + i / 32] |= 1u << (i % 32);
+    return v;
+}
+// The pre-tiled image (tiled_common.cu): chunk c of row r at ((t * TR * NCH) + c * in) * 16 +
+// (r % TR) * 16 bytes, t = r / TR, in = TR or (compact) the rows of the last tile.
+std::vector<uint32_t> tile_rows(const std::vector<uint32_t> &x, int rows, int words, int tr, int nch, bool compact) {
+    const int ntiles = (rows + tr - 1) / tr;
+    std::vector<uint32_t> img(compact ? (size_t)rows * nch * 4 : (size_t)ntiles * tr * nch * 4, 0);
+    for (int r = 0; r < rows; r++) {
+        const int t = r / tr, in = compact ? std::min(tr, rows - t * tr) : tr;
+        for (int c = 0; c < nch; c++)
+            for (int q = 0; q < 4; q++)
+                if (4 * c + q < words)
+                    img[((size_t)t * tr * nch + (size_t)c * in + r % tr) * 4 + q] = x[(size_t)r * words + 4 * c + q];
+    }
+    return img;
+}
+
+// The binary GEMMs at M rows (launch_and_check's grid_cap).
+int run(const TiledEmuCase &s, int M, int grid_cap) {
+    const int N = s.n, K = s.k, kwords = (K + 31) / 32;
+    const int kpad = (K + s.kc * 128 - 1) / (s.kc * 128) * (s.kc * 128), nch = kpad / 128;
+    const std::vector<uint32_t> a = random_rows(M, K, kpad / 32), w = random_rows(N, K, kpad / 32);
+    std::vector<uint32_t> at = tile_rows(a, M, kpad / 32, s.bm, nch, s.compact),
+                          wt = tile_rows(w, N, kpad / 32, s.bn, nch, s.compact);
+    std::vector<int> apop(M), wpop(N), dot((size_t)M * N);
+    for (int m = 0; m < M; m++) {
+        apop[m] = 0;
+        for (int i = 0; i < kwords; i++) apop[m] += __builtin_popcount(a[(size_t)m * (kpad / 32) + i]);
+    }
+    for (int n = 0; n < N; n++) {
+        wpop[n] = 0;
+        for (int i = 0; i < kwords; i++) wpop[n] += __builtin_popcount(w[(size_t)n * (kpad / 32) + i]);
+    }
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            int x = 0;
+            for (int i = 0; i < kwords; i++)
+                x += __builtin_popcount(a[(size_t)m * (kpad / 32) + i] ^ w[(size_t)n * (kpad / 32) + i]);
+            dot[(size_t)m * N + n] = K - 2 * x;
+        }
+    // Parameters: thresholds around the dots' spread, both directions (0 counts as >= 0), one
+    // column past INT_MAX - 2*popc(w) (the fold saturates); affine scale and bias.
+    std::vector<uint32_t> p0(N), p1(N);
+    for (int n = 0; n < N; n++) {
+        if (s.epi == EPI_THRESHOLD) {
+            const int t = n == 7 ? 2147483647 - rnd_int(0, 10) : rnd_int(-60, 60);
+            p0[n] = (uint32_t)t;
+            p1[n] = (uint32_t)rnd_int(-1, 1);
+        } else {
+            p0[n] = float_bits(rnd_float(-2.0f, 2.0f));
+            p1[n] = float_bits(rnd_float(-100.0f, 100.0f));
+        }
+    }
+    const int ldy = s.ldy ? s.ldy : s.epi == EPI_THRESHOLD ? (N + 31) / 32 : N;
+    const size_t ywords = (size_t)M * ldy;
+    std::vector<uint32_t> want(ywords, 0);
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            const int d = dot[(size_t)m * N + n];
+            if (s.epi == EPI_I32) {
+                want[(size_t)m * ldy + n] = (uint32_t)d;
+            } else if (s.epi == EPI_AFFINE) {
+                float sc, bi;
+                memcpy(&sc, &p0[n], 4);
+                memcpy(&bi, &p1[n], 4);
+                want[(size_t)m * ldy + n] = float_bits(fadd(fmul((float)d, sc), bi));
+            } else {
+                const int t = (int)p0[n], dir = (int)p1[n];
+                if (dir >= 0 ? d >= t : d <= t) {
+                    // row-major, or tile-major with a compact last tile (tiled_common.cu bnn_ybits_at)
+                    const int wd = n / 32;
+                    size_t at_w = (size_t)m * ldy + wd;
+                    if (s.ytile) {
+                        const int tt = m / s.ytile, in = std::min(s.ytile, M - tt * s.ytile);
+                        at_w = ((size_t)tt * s.ytile * (ldy / 4) + (size_t)(wd / 4) * in + m % s.ytile) * 4 + wd % 4;
+                    }
+                    want[at_w] |= 1u << (n % 32);
+                }
+            }
+        }
+    if (s.epi != EPI_THRESHOLD) // int32 / f32 rows: columns past N are not written
+        for (int m = 0; m < M; m++)
+            for (int n = N; n < ldy; n++) want[(size_t)m * ldy + n] = POISON;
+
+    EmuArgs args = {};
+    args.X = at.data();
+    args.W = wt.data();
+    args.P = apop.data();
+    args.R = wpop.data();
+    args.ep0 = p0.data();
+    args.ep1 = p1.data();
+    const unsigned smem = (unsigned)(s.stages * s.kc * (s.bm + s.bn) * 16 + 16 * s.stages + (5 * s.bn + s.bm) * 4);
+    return launch_and_check(s, M, grid_cap, args,
+                            {{at.data(), at.size() * 4}, {wt.data(), wt.size() * 4}, {apop.data(), apop.size() * 4},
+                             {wpop.data(), wpop.size() * 4}, {p0.data(), p0.size() * 4}, {p1.data(), p1.size() * 4}},
+                            smem, want);
+}
+
+// The plane-tiled image (tile_layout.h): chunk c of plane p of row r at
+// (((r / TR) * P + p) * NCH + c) * TR * 16 + (r % TR) * 16 bytes; plane p of row r is bit p of
+// its codes.
+std::vector<uint32_t> tile_planes(const std::vector<int> &codes, int rows, int k, int planes, int tr, int nch) {
+    const int ntiles = (rows + tr - 1) / tr;
+    std::vector<uint32_t> img((size_t)ntiles * planes * nch * tr * 4, 0);
+    for (int r = 0; r < rows; r++)
+        for (int p = 0; p < planes; p++)
+            for (int i = 0; i < k; i++)
+                if ((codes[(size_t)r * k + i] >> p) & 1)
+                    img[((((size_t)(r / tr) * planes + p) * nch + i / 128) * tr + r % tr) * 4 + i % 128 / 32] |=
+                        1u << (i % 32);
+    return img;
+}
+
+// bgemm_planes_tiled.cu: acc = the integer dot of the codes (weights two's complement with
+// wsigned, +-1 with bipolar: bit 1 = +1), then int32 out or the next layer's codes as planes:
+// count = sum_l (dir >= 0 ? acc >= T[n][l] : acc <= T[n][l]), Y[M][YB][LDY] words, LDY = N
+// rounded up to 256 bits, bit n of plane b = bit b of count.
+int run_planes(const TiledEmuCase &s, int M, int grid_cap) {
+    const int N = s.n, K = s.k, L = s.levels, YB = s.yb, wbits = s.bipolar ? 1 : s.wb;
+    const int kpad = (K + s.kc * 128 - 1) / (s.kc * 128) * (s.kc * 128), nch = kpad / 128;
+    std::vector<int> xc((size_t)M * K), wc((size_t)N * K), apop(M, 0), acc((size_t)M * N);
+    for (auto &v : xc) v = rnd_int(0, (1 << s.xb) - 1);
+    for (auto &v : wc) v = rnd_int(0, (1 << wbits) - 1);
+    for (int m = 0; m < M; m++)
+        for (int i = 0; i < K; i++) apop[m] += xc[(size_t)m * K + i];
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            long long d = 0;
+            for (int i = 0; i < K; i++) {
+                const int c = wc[(size_t)n * K + i];
+                const int wv = s.bipolar ? 2 * c - 1 : s.wsigned && c >= (1 << (wbits - 1)) ? c - (1 << wbits) : c;
+                d += (long long)xc[(size_t)m * K + i] * wv;
+            }
+            acc[(size_t)m * N + n] = (int)d;
+        }
+    std::vector<uint32_t> at = tile_planes(xc, M, K, s.xb, s.bm, nch), wt = tile_planes(wc, N, K, wbits, s.bn, nch);
+    // Thresholds unsorted with ties, spread over the dots' range; both directions.
+    int lo = acc.empty() ? 0 : acc[0], hi = lo;
+    for (int v : acc) lo = std::min(lo, v), hi = std::max(hi, v);
+    std::vector<int> T((size_t)N * L), dir(N);
+    for (int n = 0; n < N; n++) {
+        dir[n] = rnd_int(-1, 1);
+        for (int l = 0; l < L; l++)
+            T[(size_t)n * L + l] = l && rnd_int(0, 4) == 0 ? T[(size_t)n * L + l - 1] : rnd_int(lo, hi);
+    }
+    const int ldy = s.epi == EPI_THRESHOLD ? (N + 255) / 256 * 8 : N;
+    const size_t ywords = s.epi == EPI_THRESHOLD ? (size_t)M * YB * ldy : (size_t)M * N;
+    std::vector<uint32_t> want(ywords, 0);
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            const int v = acc[(size_t)m * N + n];
+            if (s.epi != EPI_THRESHOLD) {
+                want[(size_t)m * N + n] = (uint32_t)v;
+                continue;
+            }
+            int count = 0;
+            for (int l = 0; l < L; l++) count += dir[n] >= 0 ? v >= T[(size_t)n * L + l] : v <= T[(size_t)n * L + l];
+            for (int b = 0; b < YB; b++)
+                if ((count >> b) & 1) want[((size_t)m * YB + b) * ldy + n / 32] |= 1u << (n % 32);
+        }
+    EmuArgs args = {};
+    args.X = at.data();
+    args.W = wt.data();
+    args.P = apop.data();
+    args.ep0 = T.data();
+    args.ep1 = dir.data();
+    // Shared memory as the kernels compute it (pre-tiled A): stages, their mbarriers, and on
+    // wgmma with 1-15 levels the staged thresholds of two tiles and their four mbarriers.
+    const bool stage_t = s.wgmma && s.epi == EPI_THRESHOLD && L <= 15;
+    const unsigned smem = (unsigned)(s.stages * s.kc * (s.bm + s.bn) * 16 + 16 * s.stages +
+                                     (stage_t ? 2 * s.bn * (L + 1) * 4 + 32 : 0));
+    return launch_and_check(s, M, grid_cap, args,
+                            {{at.data(), at.size() * 4}, {wt.data(), wt.size() * 4}, {apop.data(), apop.size() * 4},
+                             {T.data(), T.size() * 4}, {dir.data(), dir.size() * 4}},
+                            smem, want);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    rng_state = 12345;
+    const bool sanitized = argc > 1 && !strcmp(argv[1], "--sanitized");
+    int failed = 0, runs = 0;
+    for (const TiledEmuCase &s : tiled_emu_cases()) {
+        // M: a partial last row tile on two blocks (each walks several tiles), then one row on
+        // one block more than tiles (the compact tile of one row; a block with no tile).
+        const int m0 = s.m_const ? s.m_const : 300;
+        failed += s.planes ? run_planes(s, m0, 2) : run(s, m0, 2);
+        runs++;
+        if (!sanitized && !s.m_const) {
+            failed += s.planes ? run_planes(s, 1, 0) : run(s, 1, 0);
+            runs++;
+        }
+    }
+    printf("test_tiled_emu: %d of %d runs failed\n", failed, runs);
+    return failed != 0;
+}

@@ -1,0 +1,233 @@
+// tiled_emu.h: the block emulator of bconv_emu.h extended to the pre-tiled bit-GEMM kernels
+// (bgemm_tiled.cu, mma.sync; bgemm_wgmma.cu, wgmma), to run them as host C++ without a GPU
+// (test_tiled_emu). What they need beyond bconv_emu.h, supplied here under the names the
+// kernels call (tiled_common.cu leaves out its own PTX wrappers when BNN_TILED_PTX_EMULATED is
+// defined; bgemm_wgmma.cu leaves out its wgmma wrappers when BNN_BGEMM_WGMMA_ONCE is):
+// - mbarriers, kept beside shared memory by address: init, arrive, arrive.expect_tx, the
+//   transaction bytes of bulk copies, try_wait.parity (the phase of that parity completed);
+//   arrivals past the count, bytes past the expected and a wait longer than EMU_WAIT_S seconds
+//   (a deadlock) fail the run;
+// - cp.async.bulk global -> shared: copied at issue (sources inside the launch's registered
+//   buffers, 16-byte sizes and alignment), then its bytes complete on the mbarrier;
+// - named barriers (bar.sync id, count) among `count` threads;
+// - 4-byte cp.async: lands at issue (zeros for src_bytes 0);
+// - wgmma m64n256k256 .and.popc from shared memory through the two matrix descriptors (no
+//   swizzle, K-major: row r's 16-byte chunk h at start + (r / 8) * SBO + h * LBO + (r % 8) * 16),
+//   each thread computing its own accumulator fragment at issue (the m16n8 layout of its warp's
+//   16 rows, HARDWARE.md); fence, commit, wait and setmaxnreg do nothing. Clusters and tensor
+//   maps are not emulated (a call fails).
+#ifndef BNN_TILED_EMU_H
+#define BNN_TILED_EMU_H
+#include <errno.h>
+#include <time.h>
+
+#include "common_emu.h"
+#include "tiled_emu_cases.h"
+
+enum { EMU_WAIT_S = 20 };
+
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+struct alignas(16) int4 {
+    int x, y, z, w;
+};
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+
+// ---------------------------------------------------------------- mbarriers and named barriers
+struct EmuMbar {
+    unsigned count, pending; // arrivals a phase, still to come in this one
+    unsigned long long tx;   // bulk-copy bytes still to come in this phase
+    unsigned phase;          // phases completed
+    bool live;
+};
+inline EmuMbar emu_mbar[EMU_DSMEM / 8];
+struct EmuNamedBar {
+    unsigned arrived, count;
+    unsigned long long gen;
+};
+inline EmuNamedBar emu_nbar[16];
+inline pthread_mutex_t emu_sync_mu = PTHREAD_MUTEX_INITIALIZER;
+inline pthread_cond_t emu_sync_cv = PTHREAD_COND_INITIALIZER;
+
+// Before a launch: no barrier is live.
+inline void emu_sync_reset() {
+    memset(emu_mbar, 0, sizeof emu_mbar);
+    memset(emu_nbar, 0, sizeof emu_nbar);
+}
+// Waits on the condition (the mutex held); fails after EMU_WAIT_S seconds.
+inline void emu_sync_wait(const timespec &deadline, const char *what, unsigned long long v) {
+    if (pthread_cond_timedwait(&emu_sync_cv, &emu_sync_mu, &deadline) == ETIMEDOUT) {
+        pthread_mutex_unlock(&emu_sync_mu);
+        emu_fail(what, v);
+    }
+}
+inline timespec emu_deadline() {
+    timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += EMU_WAIT_S;
+    return t;
+}
+inline EmuMbar &emu_mbar_at(unsigned bar) {
+    emu_at(bar, 8, 8);
+    return emu_mbar[bar / 8];
+}
+// Completes the phase once its arrivals and bytes are in (the mutex held).
+inline void emu_mbar_settle(EmuMbar &m) {
+    if (m.pending == 0 && m.tx == 0) {
+        m.phase++;
+        m.pending = m.count;
+        pthread_cond_broadcast(&emu_sync_cv);
+    }
+}
+inline void emu_mbar_arrive_held(EmuMbar &m, unsigned bar) {
+    if (!m.live) {
+        pthread_mutex_unlock(&emu_sync_mu);
+        emu_fail("arrival on an mbarrier never initialized", bar);
+    }
+    if (m.pending == 0) {
+        pthread_mutex_unlock(&emu_sync_mu);
+        emu_fail("more arrivals on an mbarrier than its count", bar);
+    }
+    m.pending--;
+    emu_mbar_settle(m);
+}
+inline void bnn_mbar_init(unsigned bar, unsigned count) {
+    EmuMbar &m = emu_mbar_at(bar);
+    if (count == 0) emu_fail("mbarrier count 0", bar);
+    pthread_mutex_lock(&emu_sync_mu);
+    m = EmuMbar{count, count, 0, 0, true};
+    pthread_mutex_unlock(&emu_sync_mu);
+}
+inline void bnn_mbar_init_fence() {}
+inline void bnn_mbar_arrive(unsigned bar) {
+    EmuMbar &m = emu_mbar_at(bar);
+    pthread_mutex_lock(&emu_sync_mu);
+    emu_mbar_arrive_held(m, bar);
+    pthread_mutex_unlock(&emu_sync_mu);
+}
+inline void bnn_mbar_expect_tx(unsigned bar, unsigned bytes) {
+    EmuMbar &m = emu_mbar_at(bar);
+    pthread_mutex_lock(&emu_sync_mu);
+    m.tx += bytes;
+    emu_mbar_arrive_held(m, bar);
+    pthread_mutex_unlock(&emu_sync_mu);
+}
+inline void emu_mbar_complete_tx(unsigned bar, unsigned bytes) {
+    EmuMbar &m = emu_mbar_at(bar);
+    pthread_mutex_lock(&emu_sync_mu);
+    if (!m.live || m.tx < bytes) {
+        pthread_mutex_unlock(&emu_sync_mu);
+        emu_fail("bulk-copy bytes an mbarrier did not expect", bar);
+    }
+    m.tx -= bytes;
+    emu_mbar_settle(m);
+    pthread_mutex_unlock(&emu_sync_mu);
+}
+inline void bnn_mbar_wait(unsigned bar, unsigned parity) {
+    EmuMbar &m = emu_mbar_at(bar);
+    const timespec deadline = emu_deadline();
+    pthread_mutex_lock(&emu_sync_mu);
+    if (!m.live) {
+        pthread_mutex_unlock(&emu_sync_mu);
+        emu_fail("wait on an mbarrier never initialized", bar);
+    }
+    while ((m.phase & 1u) == (parity & 1u)) emu_sync_wait(deadline, "mbarrier wait timed out (a deadlock)", bar);
+    pthread_mutex_unlock(&emu_sync_mu);
+}
+inline void bnn_bar_sync(int id, int count) {
+    if (id < 0 || id > 15 || count <= 0 || count % 32) emu_fail("named barrier id or count", (unsigned long long)id);
+    const timespec deadline = emu_deadline();
+    pthread_mutex_lock(&emu_sync_mu);
+    EmuNamedBar &b = emu_nbar[id];
+    if (b.arrived == 0) b.count = (unsigned)count;
+    if (b.count != (unsigned)count) {
+        pthread_mutex_unlock(&emu_sync_mu);
+        emu_fail("named barrier reached with different counts", (unsigned long long)count);
+    }
+    const unsigned long long gen = b.gen;
+    if (++b.arrived == b.count) {
+        b.arrived = 0;
+        b.gen++;
+        pthread_cond_broadcast(&emu_sync_cv);
+    } else {
+        while (b.gen == gen) emu_sync_wait(deadline, "named barrier timed out (a deadlock)", (unsigned long long)id);
+    }
+    pthread_mutex_unlock(&emu_sync_mu);
+}
+
+// ---------------------------------------------------------------- copies
+inline void emu_check_source(const void *src, size_t bytes, const char *what) {
+    for (int i = 0; i < emu_nglobal; i++) {
+        const unsigned char *b = (const unsigned char *)emu_global_base[i];
+        if ((const unsigned char *)src >= b && (const unsigned char *)src + bytes <= b + emu_global_bytes[i]) return;
+    }
+    emu_fail(what, (uintptr_t)src);
+}
+inline void bnn_bulk_g2s(unsigned dst, const void *src, unsigned bytes, unsigned bar) {
+    if (bytes == 0 || bytes % 16 || (uintptr_t)src % 16) emu_fail("bulk copy size or source alignment", bytes);
+    emu_check_source(src, bytes, "bulk copy source outside the kernel's input buffers");
+    memcpy(emu_at(dst, bytes, 16), src, bytes);
+    emu_mbar_complete_tx(bar, bytes);
+}
+struct BnnTensorMap;
+inline void bnn_tma_load_3d(unsigned, const BnnTensorMap *, int, int, int, unsigned) {
+    emu_fail("tensor-map copies are not emulated", 0);
+}
+inline void bnn_cp4(unsigned dst, const void *src, unsigned src_bytes) {
+    unsigned char *d = emu_at(dst, 4, 4);
+    if (src_bytes == 0) {
+        memset(d, 0, 4);
+        return;
+    }
+    if (src_bytes != 4 || (uintptr_t)src % 4) emu_fail("4-byte cp.async size or source alignment", src_bytes);
+    emu_check_source(src, 4, "cp.async source outside the kernel's input buffers");
+    memcpy(d, src, 4);
+}
+
+// ---------------------------------------------------------------- wgmma (bgemm_wgmma.cu's wrappers)
+#define BNN_BGEMM_WGMMA_ONCE
+inline void bnn_wg_fence() {}
+inline void bnn_wg_commit() {}
+template <int N> inline void bnn_wg_wait() {}
+inline unsigned long long bnn_wg_desc(unsigned saddr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((saddr & 0x3FFFF) >> 4) | (unsigned long long)((lbo & 0x3FFFF) >> 4) << 16 |
+           (unsigned long long)((sbo & 0x3FFFF) >> 4) << 32;
+}
+// The 8 words of row r (a 256-bit K step) of the operand that descriptor desc describes.
+inline void emu_desc_row(unsigned long long desc, int r, unsigned (&v)[8]) {
+    const unsigned start = (unsigned)(desc & 0x3FFF) << 4, lbo = (unsigned)((desc >> 16) & 0x3FFF) << 4,
+                   sbo = (unsigned)((desc >> 32) & 0x3FFF) << 4;
+    for (int h = 0; h < 2; h++)
+        memcpy(&v[4 * h], emu_at(start + (unsigned)(r / 8) * sbo + (unsigned)h * lbo + (unsigned)(r % 8) * 16, 16, 16),
+               16);
+}
+// D(64 x 256) += popc(A(64 x 256 bits) AND B(256 x 256 bits)): this thread's fragment, rows
+// 16 * (warp % 4) + g (+ 8), columns 8j + 2t (+ 1), lane = 4g + t.
+inline void bnn_wgmma_n256(int (&d)[1][32][4], unsigned long long da, unsigned long long db) {
+    const int lane = (int)(threadIdx.x % 32), wi = (int)(threadIdx.x / 32) % 4, g = lane >> 2, t = lane & 3;
+    unsigned a[2][8];
+    for (int h = 0; h < 2; h++) emu_desc_row(da, 16 * wi + g + 8 * h, a[h]);
+    for (int j = 0; j < 32; j++)
+        for (int e = 0; e < 2; e++) {
+            unsigned b[8];
+            emu_desc_row(db, 8 * j + 2 * t + e, b);
+            for (int h = 0; h < 2; h++)
+                for (int w = 0; w < 8; w++) d[0][j][2 * h + e] += __builtin_popcount(a[h][w] & b[w]);
+        }
+}
+inline void bnn_wg_fence_acc(int (&)[1][32][4]) {}
+template <int R> inline void bnn_setmaxnreg_dec() {}
+template <int R> inline void bnn_setmaxnreg_inc() {}
+inline unsigned bnn_cluster_rank() { emu_fail("clusters are not emulated", 0); }
+inline void bnn_cluster_sync() { emu_fail("clusters are not emulated", 0); }
+inline unsigned bnn_mapa(unsigned, unsigned) { emu_fail("clusters are not emulated", 0); }
+inline void bnn_mbar_arrive_cluster(unsigned) { emu_fail("clusters are not emulated", 0); }
+inline void bnn_bulk_g2s_multicast(unsigned, const void *, unsigned, unsigned, unsigned short) {
+    emu_fail("clusters are not emulated", 0);
+}
+
+#endif

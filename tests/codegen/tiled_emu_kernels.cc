@@ -1,0 +1,206 @@
+// tiled_emu_kernels.cc: the kernels of test_tiled_emu, compiled from bgemm_wgmma.cu (wgmma),
+// bgemm_tiled.cu (mma.sync) and bgemm_planes_tiled.cu (bit-planes, both) as host C++ under
+// tiled_emu.h, each registered with its numbers (tiled_emu_cases.h). Small shapes with several
+// row and column tiles, a partial last tile, rings of 2-3 stages that wrap many times, every
+// epilogue, the compiler's compact and tile-major forms, padded LDY, a compiled-in M; for the
+// bit-planes signed, unsigned and +-1 weights, codes of 3 levels (staged and searched), 5, 15.
+#include "tiled_emu.h"
+#define BNN_TILED_PTX_EMULATED
+#include "../../codegen/cuda/kernels/tiled_common.cu"
+
+void tiled_emu_reset() { emu_sync_reset(); }
+
+#define EMU_LAUNCHER(fn)                                                                                               \
+    static void call_##fn(const EmuArgs &a) {                                                                          \
+        fn(a.X, a.W, a.P, (const int *)a.R, a.ep0, a.ep1, a.Y, a.nb);                                                  \
+    }
+
+// wgmma: name, N, K, EPI, KC, STAGES, COMPACT, YTILE, LDY (0: the default), M (0: at run time)
+#define EMU_WGMMA(fn, n_, k_, epi_, kc_, st_, compact_, ytile_, ldy_, m_)                                              \
+    EMU_LAUNCHER(fn)                                                                                                   \
+    static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, 1, epi_, n_, k_, kc_, st_, 128, 256, 384, compact_,    \
+                                                           ytile_, ldy_, m_, 0, 0, 0, 0, 0, 0, 0,       \
+                                                           call_##fn});
+
+#define BW_NAME bw_i32
+#define BW_N 300
+#define BW_K 3000
+#define BW_EPI BNN_EPI_I32
+#define BW_KC 2
+#define BW_STAGES 3
+#include "../../codegen/cuda/kernels/bgemm_wgmma.cu"
+EMU_WGMMA(bw_i32, 300, 3000, BNN_EPI_I32, 2, 3, 0, 0, 0, 0)
+
+#define BW_NAME bw_bits
+#define BW_N 300
+#define BW_K 3000
+#define BW_EPI BNN_EPI_THRESHOLD
+#define BW_KC 2
+#define BW_STAGES 3
+#include "../../codegen/cuda/kernels/bgemm_wgmma.cu"
+EMU_WGMMA(bw_bits, 300, 3000, BNN_EPI_THRESHOLD, 2, 3, 0, 0, 0, 0)
+
+#define BW_NAME bw_affine_m
+#define BW_M 300
+#define BW_N 300
+#define BW_K 1000
+#define BW_EPI BNN_EPI_AFFINE
+#define BW_KC 4
+#define BW_STAGES 2
+#include "../../codegen/cuda/kernels/bgemm_wgmma.cu"
+EMU_WGMMA(bw_affine_m, 300, 1000, BNN_EPI_AFFINE, 4, 2, 0, 0, 0, 300)
+
+#define BW_NAME bw_bits_tiles
+#define BW_N 130
+#define BW_K 700
+#define BW_EPI BNN_EPI_THRESHOLD
+#define BW_KC 2
+#define BW_STAGES 2
+#define BW_COMPACT 1
+#define BW_YTILE 128
+#define BW_LDY 12
+#include "../../codegen/cuda/kernels/bgemm_wgmma.cu"
+EMU_WGMMA(bw_bits_tiles, 130, 700, BNN_EPI_THRESHOLD, 2, 2, 1, 128, 12, 0)
+
+// mma.sync: the same with BM x BN tiles of WM x WN warps
+#define EMU_TILED(fn, n_, k_, epi_, kc_, st_, bm_, bn_, wm_, wn_, compact_, ytile_, ldy_, m_)                          \
+    EMU_LAUNCHER(fn)                                                                                                   \
+    static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, 0, epi_, n_, k_, kc_, st_, bm_, bn_,                   \
+                                                           wm_ * wn_ * 32, compact_, ytile_, ldy_, m_, 0, 0, 0, 0, 0, \
+                                                           0, 0, call_##fn});
+
+#define BT_NAME bt_i32
+#define BT_N 300
+#define BT_K 3000
+#define BT_EPI BNN_EPI_I32
+#define BT_KC 2
+#define BT_STAGES 3
+#include "../../codegen/cuda/kernels/bgemm_tiled.cu"
+EMU_TILED(bt_i32, 300, 3000, BNN_EPI_I32, 2, 3, 128, 256, 2, 4, 0, 0, 0, 0)
+
+#define BT_NAME bt_bits_small
+#define BT_N 300
+#define BT_K 3000
+#define BT_EPI BNN_EPI_THRESHOLD
+#define BT_KC 2
+#define BT_STAGES 3
+#define BT_BM 64
+#define BT_BN 128
+#define BT_WM 1
+#define BT_WN 4
+#include "../../codegen/cuda/kernels/bgemm_tiled.cu"
+EMU_TILED(bt_bits_small, 300, 3000, BNN_EPI_THRESHOLD, 2, 3, 64, 128, 1, 4, 0, 0, 0, 0)
+
+#define BT_NAME bt_affine_m
+#define BT_M 300
+#define BT_N 300
+#define BT_K 1000
+#define BT_EPI BNN_EPI_AFFINE
+#define BT_KC 4
+#define BT_STAGES 2
+#include "../../codegen/cuda/kernels/bgemm_tiled.cu"
+EMU_TILED(bt_affine_m, 300, 1000, BNN_EPI_AFFINE, 4, 2, 128, 256, 2, 4, 0, 0, 0, 300)
+
+#define BT_NAME bt_bits_tiles
+#define BT_N 130
+#define BT_K 700
+#define BT_EPI BNN_EPI_THRESHOLD
+#define BT_KC 2
+#define BT_STAGES 2
+#define BT_COMPACT 1
+#define BT_YTILE 128
+#define BT_LDY 12
+#include "../../codegen/cuda/kernels/bgemm_tiled.cu"
+EMU_TILED(bt_bits_tiles, 130, 700, BNN_EPI_THRESHOLD, 2, 2, 128, 256, 2, 4, 1, 128, 12, 0)
+
+// bit-planes (pre-tiled A): name, wgmma, N, K, XB, WB, WSIGNED, WBIPOLAR, EPI, L, YB
+#define EMU_PLANES(fn, wg_, n_, k_, xb_, wb_, sg_, bp_, epi_, l_, yb_)                                                 \
+    static void call_##fn(const EmuArgs &a) {                                                                          \
+        fn(a.X, a.W, a.P, (const int *)a.ep0, (const int *)a.ep1, a.Y, a.nb);                                          \
+    }                                                                                                                  \
+    static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, wg_, epi_, n_, k_, 2, 3, 128, 256, wg_ ? 384 : 256,   \
+                                                           0, 0, 0, 0, 1, xb_, wb_, sg_, bp_, l_, yb_, call_##fn});
+
+#define PT_NAME pw_w2a2_codes
+#define PT_WGMMA 1
+#define PT_N 300
+#define PT_K 700
+#define PT_XB 2
+#define PT_WB 2
+#define PT_WSIGNED 1
+#define PT_EPI 2
+#define PT_L 3
+#define PT_YB 2
+#define PT_KC 2
+#define PT_STAGES 3
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_PLANES(pw_w2a2_codes, 1, 300, 700, 2, 2, 1, 0, 2, 3, 2)
+
+#define PT_NAME pw_w1a2_bipolar_codes5
+#define PT_WGMMA 1
+#define PT_N 300
+#define PT_K 700
+#define PT_XB 2
+#define PT_WB 1
+#define PT_WBIPOLAR 1
+#define PT_EPI 2
+#define PT_L 5
+#define PT_YB 3
+#define PT_KC 2
+#define PT_STAGES 3
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_PLANES(pw_w1a2_bipolar_codes5, 1, 300, 700, 2, 1, 0, 1, 2, 5, 3)
+
+#define PT_NAME pw_w4a4_codes15
+#define PT_WGMMA 1
+#define PT_N 300
+#define PT_K 300
+#define PT_XB 4
+#define PT_WB 4
+#define PT_WSIGNED 1
+#define PT_EPI 2
+#define PT_L 15
+#define PT_YB 4
+#define PT_KC 2
+#define PT_STAGES 3
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_PLANES(pw_w4a4_codes15, 1, 300, 300, 4, 4, 1, 0, 2, 15, 4)
+
+#define PT_NAME pw_w2a2_unsigned_i32
+#define PT_WGMMA 1
+#define PT_N 300
+#define PT_K 700
+#define PT_XB 2
+#define PT_WB 2
+#define PT_WSIGNED 0
+#define PT_EPI 1
+#define PT_KC 2
+#define PT_STAGES 3
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_PLANES(pw_w2a2_unsigned_i32, 1, 300, 700, 2, 2, 0, 0, 1, 1, 1)
+
+#define PT_NAME pt_w2a2_codes
+#define PT_N 300
+#define PT_K 700
+#define PT_XB 2
+#define PT_WB 2
+#define PT_WSIGNED 1
+#define PT_EPI 2
+#define PT_L 3
+#define PT_YB 2
+#define PT_KC 2
+#define PT_STAGES 3
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_PLANES(pt_w2a2_codes, 0, 300, 700, 2, 2, 1, 0, 2, 3, 2)
+
+#define PT_NAME pt_w1a2_bipolar_i32
+#define PT_N 300
+#define PT_K 700
+#define PT_XB 2
+#define PT_WB 1
+#define PT_WBIPOLAR 1
+#define PT_EPI 1
+#define PT_KC 2
+#define PT_STAGES 3
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_PLANES(pt_w1a2_bipolar_i32, 0, 300, 700, 2, 1, 0, 1, 1, 1, 1)
