@@ -185,6 +185,17 @@ std::vector<uint32_t> tile_planes(const std::vector<int> &codes, int rows, int k
     return img;
 }
 
+// Plain planes (PT_APLAIN): X[M][XB][LDA] words, LDA = K rounded up to 128 bits, in words.
+std::vector<uint32_t> plain_planes(const std::vector<int> &codes, int rows, int k, int planes) {
+    const int lda = (k + 127) / 128 * 4;
+    std::vector<uint32_t> x((size_t)rows * planes * lda, 0);
+    for (int r = 0; r < rows; r++)
+        for (int p = 0; p < planes; p++)
+            for (int i = 0; i < k; i++)
+                if ((codes[(size_t)r * k + i] >> p) & 1) x[((size_t)r * planes + p) * lda + i / 32] |= 1u << (i % 32);
+    return x;
+}
+
 // bgemm_planes_tiled.cu: acc = the integer dot of the codes (weights two's complement with
 // wsigned, +-1 with bipolar: bit 1 = +1), then int32 out or the next layer's codes as planes:
 // count = sum_l (dir >= 0 ? acc >= T[n][l] : acc <= T[n][l]), Y[M][YB][LDY] words, LDY = N
@@ -207,7 +218,8 @@ int run_planes(const TiledEmuCase &s, int M, int grid_cap) {
             }
             acc[(size_t)m * N + n] = (int)d;
         }
-    std::vector<uint32_t> at = tile_planes(xc, M, K, s.xb, s.bm, nch), wt = tile_planes(wc, N, K, wbits, s.bn, nch);
+    std::vector<uint32_t> at = s.aplain ? plain_planes(xc, M, K, s.xb) : tile_planes(xc, M, K, s.xb, s.bm, nch),
+                          wt = tile_planes(wc, N, K, wbits, s.bn, nch);
     // Thresholds unsorted with ties, spread over the dots' range; both directions.
     int lo = acc.empty() ? 0 : acc[0], hi = lo;
     for (int v : acc) lo = std::min(lo, v), hi = std::max(hi, v);
@@ -232,16 +244,28 @@ int run_planes(const TiledEmuCase &s, int M, int grid_cap) {
             for (int b = 0; b < YB; b++)
                 if ((count >> b) & 1) want[((size_t)m * YB + b) * ldy + n / 32] |= 1u << (n % 32);
         }
+    // Plain A on wgmma: the kernel takes the tensor map of X[M][XB][LDA] (box: a stage's
+    // KC * 4 words of 128 rows of one plane, 128-byte swizzle), as the runtime encodes it.
+    const int lda = (K + 127) / 128 * 4;
+    const EmuTensorMap tmap = {at.data(),
+                               {(unsigned long long)lda, (unsigned long long)s.xb, (unsigned long long)M},
+                               {(unsigned long long)lda * 4, (unsigned long long)s.xb * lda * 4},
+                               {(unsigned long long)s.kc * 4, 1, 128},
+                               128};
+    alignas(64) unsigned char tmap_bytes[128] = {0};
+    memcpy(tmap_bytes, &tmap, sizeof tmap);
     EmuArgs args = {};
-    args.X = at.data();
+    args.X = s.aplain && s.wgmma ? (const unsigned *)(const void *)tmap_bytes : at.data();
     args.W = wt.data();
     args.P = apop.data();
     args.ep0 = T.data();
     args.ep1 = dir.data();
-    // Shared memory as the kernels compute it (pre-tiled A): stages, their mbarriers, and on
-    // wgmma with 1-15 levels the staged thresholds of two tiles and their four mbarriers.
+    // Shared memory as the kernels compute it: stages, their mbarriers; plain A with +-1
+    // weights the tile's popc(a); plain A on wgmma 1 KiB of slack to align the swizzled stages;
+    // on wgmma with 1-15 levels the staged thresholds of two tiles and their four mbarriers.
     const bool stage_t = s.wgmma && s.epi == EPI_THRESHOLD && L <= 15;
     const unsigned smem = (unsigned)(s.stages * s.kc * (s.bm + s.bn) * 16 + 16 * s.stages +
+                                     (s.aplain && s.bipolar ? s.bm * 4 : 0) + (s.aplain && s.wgmma ? 1024 : 0) +
                                      (stage_t ? 2 * s.bn * (L + 1) * 4 + 32 : 0));
     return launch_and_check(s, M, grid_cap, args,
                             {{at.data(), at.size() * 4}, {wt.data(), wt.size() * 4}, {apop.data(), apop.size() * 4},

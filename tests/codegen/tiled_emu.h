@@ -14,8 +14,10 @@
 // - wgmma m64n256k256 .and.popc from shared memory through the two matrix descriptors (no
 //   swizzle, K-major: row r's 16-byte chunk h at start + (r / 8) * SBO + h * LBO + (r % 8) * 16),
 //   each thread computing its own accumulator fragment at issue (the m16n8 layout of its warp's
-//   16 rows, HARDWARE.md); fence, commit, wait and setmaxnreg do nothing. Clusters and tensor
-//   maps are not emulated (a call fails).
+//   16 rows, HARDWARE.md), no swizzle or the 128-byte one; fence, commit, wait and setmaxnreg
+//   do nothing. Clusters are not emulated (a call fails);
+// - tensor-map copies (cp.async.bulk.tensor.3d) from the emulator's own EmuTensorMap
+//   (tiled_emu_cases.h) in the map's bytes, zeros past the tensor, the 128-byte swizzle.
 #ifndef BNN_TILED_EMU_H
 #define BNN_TILED_EMU_H
 #include <errno.h>
@@ -51,16 +53,26 @@ struct EmuNamedBar {
 };
 inline EmuNamedBar emu_nbar[16];
 inline pthread_mutex_t emu_sync_mu = PTHREAD_MUTEX_INITIALIZER;
-inline pthread_cond_t emu_sync_cv = PTHREAD_COND_INITIALIZER;
+// Waiters sleep on the condition of their barrier (mbarriers hashed by address, named barriers
+// by id), so that a completion wakes only the threads that wait for it.
+enum { EMU_NCV = 64 };
+inline pthread_cond_t emu_mbar_cv[EMU_NCV], emu_nbar_cv[16];
+inline pthread_once_t emu_cv_once = PTHREAD_ONCE_INIT;
+inline void emu_cv_init() {
+    for (pthread_cond_t &c : emu_mbar_cv) pthread_cond_init(&c, nullptr);
+    for (pthread_cond_t &c : emu_nbar_cv) pthread_cond_init(&c, nullptr);
+}
+inline pthread_cond_t &emu_mbar_cond(unsigned bar) { return emu_mbar_cv[bar / 8 % EMU_NCV]; }
 
 // Before a launch: no barrier is live.
 inline void emu_sync_reset() {
+    pthread_once(&emu_cv_once, emu_cv_init);
     memset(emu_mbar, 0, sizeof emu_mbar);
     memset(emu_nbar, 0, sizeof emu_nbar);
 }
-// Waits on the condition (the mutex held); fails after EMU_WAIT_S seconds.
-inline void emu_sync_wait(const timespec &deadline, const char *what, unsigned long long v) {
-    if (pthread_cond_timedwait(&emu_sync_cv, &emu_sync_mu, &deadline) == ETIMEDOUT) {
+// Waits on condition cv (the mutex held); fails after EMU_WAIT_S seconds.
+inline void emu_sync_wait(pthread_cond_t &cv, const timespec &deadline, const char *what, unsigned long long v) {
+    if (pthread_cond_timedwait(&cv, &emu_sync_mu, &deadline) == ETIMEDOUT) {
         pthread_mutex_unlock(&emu_sync_mu);
         emu_fail(what, v);
     }
@@ -76,11 +88,11 @@ inline EmuMbar &emu_mbar_at(unsigned bar) {
     return emu_mbar[bar / 8];
 }
 // Completes the phase once its arrivals and bytes are in (the mutex held).
-inline void emu_mbar_settle(EmuMbar &m) {
+inline void emu_mbar_settle(EmuMbar &m, unsigned bar) {
     if (m.pending == 0 && m.tx == 0) {
         m.phase++;
         m.pending = m.count;
-        pthread_cond_broadcast(&emu_sync_cv);
+        pthread_cond_broadcast(&emu_mbar_cond(bar));
     }
 }
 inline void emu_mbar_arrive_held(EmuMbar &m, unsigned bar) {
@@ -93,7 +105,7 @@ inline void emu_mbar_arrive_held(EmuMbar &m, unsigned bar) {
         emu_fail("more arrivals on an mbarrier than its count", bar);
     }
     m.pending--;
-    emu_mbar_settle(m);
+    emu_mbar_settle(m, bar);
 }
 inline void bnn_mbar_init(unsigned bar, unsigned count) {
     EmuMbar &m = emu_mbar_at(bar);
@@ -124,7 +136,7 @@ inline void emu_mbar_complete_tx(unsigned bar, unsigned bytes) {
         emu_fail("bulk-copy bytes an mbarrier did not expect", bar);
     }
     m.tx -= bytes;
-    emu_mbar_settle(m);
+    emu_mbar_settle(m, bar);
     pthread_mutex_unlock(&emu_sync_mu);
 }
 inline void bnn_mbar_wait(unsigned bar, unsigned parity) {
@@ -135,7 +147,8 @@ inline void bnn_mbar_wait(unsigned bar, unsigned parity) {
         pthread_mutex_unlock(&emu_sync_mu);
         emu_fail("wait on an mbarrier never initialized", bar);
     }
-    while ((m.phase & 1u) == (parity & 1u)) emu_sync_wait(deadline, "mbarrier wait timed out (a deadlock)", bar);
+    while ((m.phase & 1u) == (parity & 1u))
+        emu_sync_wait(emu_mbar_cond(bar), deadline, "mbarrier wait timed out (a deadlock)", bar);
     pthread_mutex_unlock(&emu_sync_mu);
 }
 inline void bnn_bar_sync(int id, int count) {
@@ -152,9 +165,10 @@ inline void bnn_bar_sync(int id, int count) {
     if (++b.arrived == b.count) {
         b.arrived = 0;
         b.gen++;
-        pthread_cond_broadcast(&emu_sync_cv);
+        pthread_cond_broadcast(&emu_nbar_cv[id]);
     } else {
-        while (b.gen == gen) emu_sync_wait(deadline, "named barrier timed out (a deadlock)", (unsigned long long)id);
+        while (b.gen == gen)
+            emu_sync_wait(emu_nbar_cv[id], deadline, "named barrier timed out (a deadlock)", (unsigned long long)id);
     }
     pthread_mutex_unlock(&emu_sync_mu);
 }
@@ -173,9 +187,33 @@ inline void bnn_bulk_g2s(unsigned dst, const void *src, unsigned bytes, unsigned
     memcpy(emu_at(dst, bytes, 16), src, bytes);
     emu_mbar_complete_tx(bar, bytes);
 }
+// cp.async.bulk.tensor.3d: the box at (c0, c1, c2) of the tensor map (an EmuTensorMap in the
+// 128 bytes), elements past the tensor zero, rows of box[0] elements written one after another
+// (box[1] = 1 here), with the 128-byte swizzle the 16-byte chunk j of a 128-byte row stored at
+// j ^ (address bits 7-9), as the hardware does on the absolute address.
+#define __grid_constant__
 struct BnnTensorMap;
-inline void bnn_tma_load_3d(unsigned, const BnnTensorMap *, int, int, int, unsigned) {
-    emu_fail("tensor-map copies are not emulated", 0);
+inline void bnn_tma_load_3d(unsigned dst, const BnnTensorMap *tmap, int c0, int c1, int c2, unsigned bar) {
+    EmuTensorMap tm;
+    memcpy(&tm, (const void *)tmap, sizeof tm);
+    const unsigned row = (unsigned)tm.box[0] * 4, bytes = row * (unsigned)(tm.box[1] * tm.box[2]);
+    if (tm.box[1] != 1 || (tm.swizzle && (row != 128 || dst % 1024))) emu_fail("tensor map box or swizzle", row);
+    unsigned char *d = emu_at(dst, bytes, 16);
+    for (unsigned long long i2 = 0; i2 < tm.box[2]; i2++)
+        for (unsigned long long i0 = 0; i0 < tm.box[0]; i0++) {
+            const unsigned long long x0 = c0 + i0, x1 = (unsigned long long)c1, x2 = c2 + i2;
+            uint32_t v = 0;
+            if (c0 >= 0 && c1 >= 0 && c2 >= 0 && x0 < tm.dims[0] && x1 < tm.dims[1] && x2 < tm.dims[2]) {
+                const unsigned char *src =
+                    (const unsigned char *)tm.base + x2 * tm.strides[1] + x1 * tm.strides[0] + x0 * 4;
+                emu_check_source(src, 4, "tensor map element outside the kernel's input buffers");
+                memcpy(&v, src, 4);
+            }
+            unsigned off = (unsigned)(i2 * row + i0 * 4);
+            if (tm.swizzle) off ^= ((dst + off) >> 7 & 7) << 4;
+            memcpy(d + off, &v, 4);
+        }
+    emu_mbar_complete_tx(bar, bytes);
 }
 inline void bnn_cp4(unsigned dst, const void *src, unsigned src_bytes) {
     unsigned char *d = emu_at(dst, 4, 4);
@@ -197,13 +235,20 @@ inline unsigned long long bnn_wg_desc(unsigned saddr, unsigned lbo, unsigned sbo
     return (unsigned long long)((saddr & 0x3FFFF) >> 4) | (unsigned long long)((lbo & 0x3FFFF) >> 4) << 16 |
            (unsigned long long)((sbo & 0x3FFFF) >> 4) << 32;
 }
-// The 8 words of row r (a 256-bit K step) of the operand that descriptor desc describes.
+// The 8 words of row r (a 256-bit K step) of the operand that descriptor desc describes: no
+// swizzle, row r's 16-byte chunk h at start + (r / 8) * SBO + h * LBO + (r % 8) * 16; with the
+// 128-byte swizzle (mode 1 in bits 62-63) rows of 128 bytes, chunk h at start + (r / 8) * SBO +
+// (r % 8) * 128 + 16h before the swizzle of its address (bits 4-6 ^= bits 7-9).
 inline void emu_desc_row(unsigned long long desc, int r, unsigned (&v)[8]) {
     const unsigned start = (unsigned)(desc & 0x3FFF) << 4, lbo = (unsigned)((desc >> 16) & 0x3FFF) << 4,
-                   sbo = (unsigned)((desc >> 32) & 0x3FFF) << 4;
-    for (int h = 0; h < 2; h++)
-        memcpy(&v[4 * h], emu_at(start + (unsigned)(r / 8) * sbo + (unsigned)h * lbo + (unsigned)(r % 8) * 16, 16, 16),
-               16);
+                   sbo = (unsigned)((desc >> 32) & 0x3FFF) << 4, mode = (unsigned)(desc >> 62);
+    if (mode > 1) emu_fail("descriptor layout other than none or 128-byte swizzle", mode);
+    for (int h = 0; h < 2; h++) {
+        unsigned a = mode ? start + (unsigned)(r / 8) * sbo + (unsigned)(r % 8) * 128 + 16u * h
+                          : start + (unsigned)(r / 8) * sbo + (unsigned)h * lbo + (unsigned)(r % 8) * 16;
+        if (mode) a ^= (a >> 7 & 7) << 4;
+        memcpy(&v[4 * h], emu_at(a, 16, 16), 16);
+    }
 }
 // D(64 x 256) += popc(A(64 x 256 bits) AND B(256 x 256 bits)): this thread's fragment, rows
 // 16 * (warp % 4) + g (+ 8), columns 8j + 2t (+ 1), lane = 4g + t.

@@ -3,7 +3,9 @@
 // tiled_emu.h, each registered with its numbers (tiled_emu_cases.h). Small shapes with several
 // row and column tiles, a partial last tile, rings of 2-3 stages that wrap many times, every
 // epilogue, the compiler's compact and tile-major forms, padded LDY, a compiled-in M; for the
-// bit-planes signed, unsigned and +-1 weights, codes of 3 levels (staged and searched), 5, 15.
+// bit-planes signed, unsigned and +-1 weights, codes of 3 levels (staged and searched), 5, 15,
+// and plain A (the form bnncc emits): by tensor map into the swizzled stages on wgmma, gathered
+// on mma.sync, with +-1 weights the kernels' own popc(a).
 #include "tiled_emu.h"
 #define BNN_TILED_PTX_EMULATED
 #include "../../codegen/cuda/kernels/tiled_common.cu"
@@ -19,7 +21,7 @@ void tiled_emu_reset() { emu_sync_reset(); }
 #define EMU_WGMMA(fn, n_, k_, epi_, kc_, st_, compact_, ytile_, ldy_, m_)                                              \
     EMU_LAUNCHER(fn)                                                                                                   \
     static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, 1, epi_, n_, k_, kc_, st_, 128, 256, 384, compact_,    \
-                                                           ytile_, ldy_, m_, 0, 0, 0, 0, 0, 0, 0,       \
+                                                           ytile_, ldy_, m_, 0, 0, 0, 0, 0, 0, 0, 0,    \
                                                            call_##fn});
 
 #define BW_NAME bw_i32
@@ -67,7 +69,7 @@ EMU_WGMMA(bw_bits_tiles, 130, 700, BNN_EPI_THRESHOLD, 2, 2, 1, 128, 12, 0)
     EMU_LAUNCHER(fn)                                                                                                   \
     static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, 0, epi_, n_, k_, kc_, st_, bm_, bn_,                   \
                                                            wm_ * wn_ * 32, compact_, ytile_, ldy_, m_, 0, 0, 0, 0, 0, \
-                                                           0, 0, call_##fn});
+                                                           0, 0, 0, call_##fn});
 
 #define BT_NAME bt_i32
 #define BT_N 300
@@ -119,7 +121,7 @@ EMU_TILED(bt_bits_tiles, 130, 700, BNN_EPI_THRESHOLD, 2, 2, 128, 256, 2, 4, 1, 1
         fn(a.X, a.W, a.P, (const int *)a.ep0, (const int *)a.ep1, a.Y, a.nb);                                          \
     }                                                                                                                  \
     static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, wg_, epi_, n_, k_, 2, 3, 128, 256, wg_ ? 384 : 256,   \
-                                                           0, 0, 0, 0, 1, xb_, wb_, sg_, bp_, l_, yb_, call_##fn});
+                                                           0, 0, 0, 0, 1, xb_, wb_, sg_, bp_, l_, yb_, 0, call_##fn});
 
 #define PT_NAME pw_w2a2_codes
 #define PT_WGMMA 1
@@ -204,3 +206,80 @@ EMU_PLANES(pt_w2a2_codes, 0, 300, 700, 2, 2, 1, 0, 2, 3, 2)
 #define PT_STAGES 3
 #include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
 EMU_PLANES(pt_w1a2_bipolar_i32, 0, 300, 700, 2, 1, 0, 1, 1, 1, 1)
+
+// bit-planes, plain A X[M][XB][LDA] (PT_APLAIN 1): name, wgmma, N, K, LDA, XB, WB, WSIGNED,
+// WBIPOLAR, EPI, L, YB, KC, STAGES; wgmma takes X's tensor map (an EmuTensorMap)
+#define EMU_PLANES_PLAIN(fn, wg_, n_, k_, xb_, wb_, sg_, bp_, epi_, l_, yb_, kc_, st_)                                 \
+    static void call_##fn(const EmuArgs &a) {                                                                          \
+        EMU_PLAIN_CALL(fn, a);                                                                                         \
+    }                                                                                                                  \
+    static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, wg_, epi_, n_, k_, kc_, st_, 128, 256,                 \
+                                                           wg_ ? 384 : 256, 0, 0, 0, 0, 1, xb_, wb_, sg_, bp_, l_,     \
+                                                           yb_, 1, call_##fn});
+
+#define EMU_PLAIN_CALL(fn, a)                                                                                          \
+    fn(*(const BnnTensorMap *)a.X, a.W, a.P, (const int *)a.ep0, (const int *)a.ep1, a.Y, a.nb)
+#define PT_NAME pw_w2a2_plain
+#define PT_WGMMA 1
+#define PT_APLAIN 1
+#define PT_LDA 80
+#define PT_N 300
+#define PT_K 2500
+#define PT_XB 2
+#define PT_WB 2
+#define PT_EPI 2
+#define PT_L 3
+#define PT_YB 2
+#define PT_KC 8
+#define PT_STAGES 2
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_PLANES_PLAIN(pw_w2a2_plain, 1, 300, 2500, 2, 2, 1, 0, 2, 3, 2, 8, 2)
+
+#define PT_NAME pw_w1a2_bipolar_plain
+#define PT_WGMMA 1
+#define PT_APLAIN 1
+#define PT_LDA 80
+#define PT_N 300
+#define PT_K 2500
+#define PT_XB 2
+#define PT_WB 1
+#define PT_WBIPOLAR 1
+#define PT_EPI 2
+#define PT_L 3
+#define PT_YB 2
+#define PT_KC 8
+#define PT_STAGES 2
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_PLANES_PLAIN(pw_w1a2_bipolar_plain, 1, 300, 2500, 2, 1, 0, 1, 2, 3, 2, 8, 2)
+#undef EMU_PLAIN_CALL
+
+#define EMU_PLAIN_CALL(fn, a) fn(a.X, a.W, a.P, (const int *)a.ep0, (const int *)a.ep1, a.Y, a.nb)
+#define PT_NAME pt_w2a2_plain
+#define PT_APLAIN 1
+#define PT_LDA 80
+#define PT_N 300
+#define PT_K 2500
+#define PT_XB 2
+#define PT_WB 2
+#define PT_EPI 2
+#define PT_L 3
+#define PT_YB 2
+#define PT_KC 4
+#define PT_STAGES 3
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_PLANES_PLAIN(pt_w2a2_plain, 0, 300, 2500, 2, 2, 1, 0, 2, 3, 2, 4, 3)
+
+#define PT_NAME pt_w1a2_bipolar_plain_i32
+#define PT_APLAIN 1
+#define PT_LDA 80
+#define PT_N 300
+#define PT_K 2500
+#define PT_XB 2
+#define PT_WB 1
+#define PT_WBIPOLAR 1
+#define PT_EPI 1
+#define PT_KC 4
+#define PT_STAGES 3
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_PLANES_PLAIN(pt_w1a2_bipolar_plain_i32, 0, 300, 2500, 2, 1, 0, 1, 1, 1, 1, 4, 3)
+#undef EMU_PLAIN_CALL
