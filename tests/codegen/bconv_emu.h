@@ -229,17 +229,20 @@ inline void emu_land(const EmuCopy &c) {
     memset(d, 0, 16);
     if (c.src_bytes) memcpy(d, c.src, 16);
 }
+// Fails with `what` unless bytes at src lie inside one of the launch's registered buffers.
+inline void emu_check_source(const void *src, size_t bytes, const char *what) {
+    for (int i = 0; i < emu_nglobal; i++) {
+        const unsigned char *b = (const unsigned char *)emu_global_base[i];
+        if ((const unsigned char *)src >= b && (const unsigned char *)src + bytes <= b + emu_global_bytes[i]) return;
+    }
+    emu_fail(what, (uintptr_t)src);
+}
 inline void emu_cp16(unsigned dst, const void *src, unsigned src_bytes) {
     emu_at(dst, 16, 16);
     if (src_bytes != 0 && src_bytes != 16) emu_fail("cp.async src_bytes", src_bytes);
     if (src_bytes) {
         if ((uintptr_t)src % 16) emu_fail("misaligned cp.async source", (uintptr_t)src % 16);
-        bool inside = false;
-        for (int i = 0; i < emu_nglobal; i++) {
-            const unsigned char *b = (const unsigned char *)emu_global_base[i];
-            inside |= (const unsigned char *)src >= b && (const unsigned char *)src + 16 <= b + emu_global_bytes[i];
-        }
-        if (!inside) emu_fail("cp.async source outside the kernel's input buffers", (uintptr_t)src);
+        emu_check_source(src, 16, "cp.async source outside the kernel's input buffers");
     }
     const EmuCopy c = {dst, src_bytes, src, emu_groups};
     if (emu_land_early) {

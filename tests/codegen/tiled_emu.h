@@ -174,13 +174,6 @@ inline void bnn_bar_sync(int id, int count) {
 }
 
 // ---------------------------------------------------------------- copies
-inline void emu_check_source(const void *src, size_t bytes, const char *what) {
-    for (int i = 0; i < emu_nglobal; i++) {
-        const unsigned char *b = (const unsigned char *)emu_global_base[i];
-        if ((const unsigned char *)src >= b && (const unsigned char *)src + bytes <= b + emu_global_bytes[i]) return;
-    }
-    emu_fail(what, (uintptr_t)src);
-}
 inline void bnn_bulk_g2s(unsigned dst, const void *src, unsigned bytes, unsigned bar) {
     if (bytes == 0 || bytes % 16 || (uintptr_t)src % 16) emu_fail("bulk copy size or source alignment", bytes);
     emu_check_source(src, bytes, "bulk copy source outside the kernel's input buffers");
@@ -227,14 +220,12 @@ inline void bnn_cp4(unsigned dst, const void *src, unsigned src_bytes) {
 }
 
 // ---------------------------------------------------------------- wgmma (bgemm_wgmma.cu's wrappers)
+// The file's own bnn_wg_desc (outside its wrappers) encodes the descriptors decoded here; the
+// includer includes bgemm_wgmma.cu before bgemm_planes_tiled.cu, which then uses it.
 #define BNN_BGEMM_WGMMA_ONCE
 inline void bnn_wg_fence() {}
 inline void bnn_wg_commit() {}
 template <int N> inline void bnn_wg_wait() {}
-inline unsigned long long bnn_wg_desc(unsigned saddr, unsigned lbo, unsigned sbo) {
-    return (unsigned long long)((saddr & 0x3FFFF) >> 4) | (unsigned long long)((lbo & 0x3FFFF) >> 4) << 16 |
-           (unsigned long long)((sbo & 0x3FFFF) >> 4) << 32;
-}
 // The 8 words of row r (a 256-bit K step) of the operand that descriptor desc describes: no
 // swizzle, row r's 16-byte chunk h at start + (r / 8) * SBO + h * LBO + (r % 8) * 16; with the
 // 128-byte swizzle (mode 1 in bits 62-63) rows of 128 bytes, chunk h at start + (r / 8) * SBO +

@@ -34,6 +34,14 @@ typedef struct PtSpec {
          .wgmma = true},                                                                                              \
         {.n = 257, .k = 1000, .xb = 3, .wb = 2, .wsigned = 1, .epi = 1, .aplain = true, .wgmma = true}
 
+/* The staged, sorted levels' search on wgmma (bnn_pt_code_sorted): 7 levels in registers, 5
+ * (two missing levels) in registers, 11 (four missing) from shared memory. */
+#define PT_SEARCH_SPECS                                                                                               \
+    {.n = 300, .k = 2500, .xb = 3, .wb = 3, .wsigned = 1, .epi = 2, .l = 7, .yb = 3, .wgmma = true},                 \
+        {.n = 130, .k = 900, .xb = 3, .wb = 2, .wsigned = 1, .epi = 2, .l = 5, .yb = 3, .aplain = true,              \
+         .wgmma = true},                                                                                              \
+        {.n = 70, .k = 600, .xb = 4, .wb = 2, .wsigned = 0, .epi = 2, .l = 11, .yb = 4, .wgmma = true}
+
 static inline void pt_resolve(PtSpec *s) {
     if (s->wgmma) {
         s->bm = BNN_PLANES_TILED_BM;

@@ -41,11 +41,7 @@ static const PtSpec specs[] = {
     {.n = 257, .k = 1000, .xb = 2, .wb = 2, .wsigned = 0, .epi = 1, .kc = 4, .stages = 6, .wgmma = true},
     {.n = 257, .k = 1000, .xb = 8, .wb = 8, .wsigned = 1, .epi = 2, .l = 255, .yb = 8, .wgmma = true},
     {.n = 8192, .k = 8192, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2, .nostore = true, .wgmma = true},
-    /* the staged, sorted levels' search (bnn_pt_code_sorted): 7 levels in registers, 5 (two
-     * missing levels) in registers, 11 (four missing) from shared memory */
-    {.n = 300, .k = 2500, .xb = 3, .wb = 3, .wsigned = 1, .epi = 2, .l = 7, .yb = 3, .wgmma = true},
-    {.n = 130, .k = 900, .xb = 3, .wb = 2, .wsigned = 1, .epi = 2, .l = 5, .yb = 3, .aplain = true, .wgmma = true},
-    {.n = 70, .k = 600, .xb = 4, .wb = 2, .wsigned = 0, .epi = 2, .l = 11, .yb = 4, .wgmma = true},
+    PT_SEARCH_SPECS,
     PT_APLAIN_SPECS,
 };
 enum { NSPECS = sizeof specs / sizeof *specs };

@@ -47,11 +47,7 @@ static const PtSpec specs[] = {
     {.n = 257, .k = 1000, .xb = 8, .wb = 8, .wsigned = 1, .epi = 2, .l = 255, .yb = 8, .wgmma = true},
     {.n = 70, .k = 300, .xb = 4, .wb = 1, .wsigned = 1, .epi = 2, .l = 15, .yb = 4, .kc = 2, .stages = 2, .wgmma = true},
     {.n = 200, .k = 1500, .xb = 3, .wb = 1, .bipolar = 1, .epi = 1, .wgmma = true},
-    /* the staged, sorted levels' search (bnn_pt_code_sorted): 7 levels in registers, 5 (two
-     * missing levels) in registers, 11 (four missing) from shared memory */
-    {.n = 300, .k = 2500, .xb = 3, .wb = 3, .wsigned = 1, .epi = 2, .l = 7, .yb = 3, .wgmma = true},
-    {.n = 130, .k = 900, .xb = 3, .wb = 2, .wsigned = 1, .epi = 2, .l = 5, .yb = 3, .aplain = true, .wgmma = true},
-    {.n = 70, .k = 600, .xb = 4, .wb = 2, .wsigned = 0, .epi = 2, .l = 11, .yb = 4, .wgmma = true},
+    PT_SEARCH_SPECS,
     PT_APLAIN_SPECS,
     /* plain A on wgmma with rings of 3 and 2 stages */
     {.n = 520, .k = 4100, .xb = 2, .wb = 2, .wsigned = 1, .epi = 2, .l = 3, .yb = 2, .stages = 3, .aplain = true,

@@ -247,8 +247,7 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                                 int count = 0;
 #pragma unroll(L <= 8 ? L : 1)
                                 for (int l = 0; l < L; ++l)
-                                    count += x >= (HOLD ? th[u][e][HOLD ? l : 0]
-                                                        : T[(c - cbase) * L + l] ^ (FLIPPED ? 0 : flip[u][e]));
+                                    count += x >= (HOLD ? th[u][e][HOLD ? l : 0] : T[(c - cbase) * L + l] ^ flip[u][e]);
 #pragma unroll
                                 for (int b = 0; b < YB; ++b)
                                     if ((count >> b) & 1) bits[b] |= at;

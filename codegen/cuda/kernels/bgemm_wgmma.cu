@@ -26,18 +26,22 @@
 #error "bgemm_wgmma.cu needs sm_90a (wgmma): compile with --gpu-architecture=sm_90a, or use bgemm_tiled.cu"
 #endif
 
+#ifndef BNN_WG_DESC_ONCE
+#define BNN_WG_DESC_ONCE
+// Matrix descriptor, no swizzle, base offset 0: bits 0-13 address >> 4, 16-29 LBO >> 4,
+// 32-45 SBO >> 4. (Outside the PTX wrappers below, which tests/codegen/tiled_emu.h replaces.)
+__device__ __forceinline__ unsigned long long bnn_wg_desc(unsigned saddr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((saddr & 0x3FFFF) >> 4) | (unsigned long long)((lbo & 0x3FFFF) >> 4) << 16 |
+           (unsigned long long)((sbo & 0x3FFFF) >> 4) << 32;
+}
+#endif
+
 #ifndef BNN_BGEMM_WGMMA_ONCE
 #define BNN_BGEMM_WGMMA_ONCE
 __device__ __forceinline__ void bnn_wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void bnn_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void bnn_wg_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// Matrix descriptor, no swizzle, base offset 0: bits 0-13 address >> 4, 16-29 LBO >> 4,
-// 32-45 SBO >> 4.
-__device__ __forceinline__ unsigned long long bnn_wg_desc(unsigned saddr, unsigned lbo, unsigned sbo) {
-    return (unsigned long long)((saddr & 0x3FFFF) >> 4) | (unsigned long long)((lbo & 0x3FFFF) >> 4) << 16 |
-           (unsigned long long)((sbo & 0x3FFFF) >> 4) << 32;
 }
 #define BNN_WG_R4(j) "+r"(d[0][j][0]), "+r"(d[0][j][1]), "+r"(d[0][j][2]), "+r"(d[0][j][3])
 #define BNN_WG_R32(j)                                                                                              \
