@@ -143,7 +143,7 @@ class Kernel:
             self.bm, self.bn, self.kc, self.stages = 128, 256, kc, stages
             self.threads = 384 if family == 'wgmma' else 256
             self.smem = (self.stages * self.kc * (self.bm + self.bn) * 16 + 16 * self.stages +
-                         (5 * self.bn + self.bm) * 4)
+                         2 * (4 * self.bn + self.bn // 32 + self.bm) * 4 + 32)
         self.name = 'k_%s_%d_%d_%d_%d_%d_%d_%d' % (family, N, K, epi, nostore, self.kc, self.stages, cluster)
         self.fn = None
 

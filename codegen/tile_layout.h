@@ -52,10 +52,12 @@ int bnn_tile_bits(const uint32_t *src, int rows, int k, int ld_words, int tile_r
 void bnn_row_popc_host(const uint32_t *src, int rows, int k, int ld_words, int *out);
 
 /* Dynamic shared memory of a pre-tiled kernel: stages of KC chunks for BM + BN rows, two
- * mbarriers per stage, and the epilogue parameters of one tile (5 ints per column, 1 per row).
- * Above 48 KiB the launcher must raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES. */
+ * mbarriers per stage, and the epilogue parameters of two tiles (4 ints per column, a flip
+ * word per 32 columns, 1 int per row; bgemm_wgmma.cu stages the next tile's beside the
+ * current one's, on two pairs of mbarriers; bgemm_tiled.cu uses one). Above 48 KiB the
+ * launcher must raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES. */
 static inline int bnn_bgemm_tiled_smem(int bm, int bn, int kc, int stages) {
-    return stages * kc * (bm + bn) * 16 + 16 * stages + (5 * bn + bm) * 4;
+    return stages * kc * (bm + bn) * 16 + 16 * stages + 2 * (4 * bn + bn / 32 + bm) * 4 + 32;
 }
 
 /* Threads per block of bgemm_tiled.cu: one warp per warp tile (no producer warp). */
@@ -99,14 +101,17 @@ int bnn_tile_planes(const uint32_t *src, int rows, int planes, int k, size_t row
  * the function's limit): stages of KC chunks for BM + BN rows and two mbarriers per stage;
  * with PT_APLAIN and PT_WBIPOLAR bm * 4 more (the tile's apop); on wgmma with PT_APLAIN 1024
  * (the swizzled stages' alignment), and with a threshold output of at most
- * BNN_PLANES_WGMMA_STAGE_T_MAX_L levels two tiles' thresholds and directions and their four
- * mbarriers. levels: PT_L, 0 for an int32 output. Threads: wm * wn * 32,
+ * BNN_PLANES_WGMMA_STAGE_T_MAX_L levels two tiles' staged thresholds (each column's levels
+ * padded to a power of two minus one, in a power of two of words) and direction words, and
+ * their four mbarriers. levels: PT_L, 0 for an int32 output. Threads: wm * wn * 32,
  * BNN_PLANES_WGMMA_THREADS on wgmma. */
 static inline int bnn_planes_tiled_smem(int bm, int bn, int kc, int stages, int wgmma, int aplain, int bipolar,
                                         int levels) {
     return stages * kc * (bm + bn) * 16 + 16 * stages + (aplain && bipolar ? bm * 4 : 0) +
            (wgmma && aplain ? 1024 : 0) +
-           (wgmma && levels >= 1 && levels <= BNN_PLANES_WGMMA_STAGE_T_MAX_L ? 2 * bn * (levels + 1) * 4 + 32 : 0);
+           (wgmma && levels >= 1 && levels <= BNN_PLANES_WGMMA_STAGE_T_MAX_L
+                ? 2 * (bn * (levels >= 8 ? 16 : levels >= 4 ? 8 : levels >= 2 ? 4 : 2) + bn / 32) * 4 + 32
+                : 0);
 }
 
 #endif

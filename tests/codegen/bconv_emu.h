@@ -7,7 +7,7 @@
 // - the PTX helpers of common.cu (bnn_cp16, bnn_ldsm4, bnn_bmma ...) as the emu_ functions
 //   below: bconv_emu_kernels.cc renames common.cu's own while including it (their asm is then
 //   never used) and maps the names to these, so common.cu and bconv.cu stay as NVRTC sees them.
-// - Warp collectives (ldmatrix, mma.sync, shuffles) publish each lane's operands in a slot of
+// - Warp collectives (ldmatrix, mma.sync, shuffles, ballots) publish each lane's operands in a slot of
 //   its warp and wait at the warp's barrier; slots alternate between two sets, so one barrier
 //   per collective suffices: a set is written again only after the next collective's barrier,
 //   which every lane reaches after reading it. Each slot carries the collective's kind, so
@@ -131,7 +131,7 @@ inline thread_local int emu_set; // the slot set of this lane's next collective
 inline void __syncwarp(unsigned = 0xffffffffu) { pthread_barrier_wait(&emu_warp[threadIdx.x / 32].bar); }
 inline void __syncthreads() { pthread_barrier_wait(&emu_block_bar); }
 
-enum { EMU_LDSM = 1, EMU_MMA, EMU_SHFL };
+enum { EMU_LDSM = 1, EMU_MMA, EMU_SHFL, EMU_VOTE };
 // Publishes this lane's n operand words for a collective of kind `kind` and returns the warp's
 // slots once every lane has published its own.
 inline const unsigned (*emu_exchange(unsigned kind, const unsigned *v, int n))[8] {
@@ -164,6 +164,15 @@ template <class T> inline T __shfl_sync(unsigned, T v, int src_lane) {
     return v;
 }
 
+// Bit l: lane l's predicate (every lane of the warp takes part, as in the kernels).
+inline unsigned __ballot_sync(unsigned, int pred) {
+    const unsigned u = pred != 0;
+    const unsigned(*s)[8] = emu_exchange(EMU_VOTE, &u, 1);
+    unsigned r = 0;
+    for (int l = 0; l < 32; l++) r |= s[l][1] << l;
+    return r;
+}
+
 // ---------------------------------------------------------------- shared memory, PTX helpers
 inline unsigned char *emu_at(unsigned a, unsigned bytes, unsigned align) {
     if (a % align) emu_fail("misaligned shared address", a);
@@ -177,6 +186,9 @@ inline unsigned emu_smem(const void *p) {
     return (unsigned)d;
 }
 inline unsigned emu_dyn_smem_size() { return emu_smem_size; }
+inline void emu_or_if(unsigned &w, unsigned m, bool p) {
+    if (p) w |= m;
+}
 inline void emu_st16(unsigned dst, unsigned x, unsigned y, unsigned z, unsigned w) {
     const unsigned v[4] = {x, y, z, w};
     memcpy(emu_at(dst, 16, 16), v, 16);

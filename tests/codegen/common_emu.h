@@ -20,6 +20,7 @@
 #define bnn_f16x2 bnn_ptx_f16x2
 #define bnn_f16_rest bnn_ptx_f16_rest
 #define bnn_dyn_smem_size bnn_ptx_dyn_smem_size
+#define bnn_or_if bnn_ptx_or_if
 #include "../../codegen/cuda/kernels/common.cu"
 #undef bnn_smem
 #undef bnn_cp16
@@ -33,6 +34,7 @@
 #undef bnn_f16x2
 #undef bnn_f16_rest
 #undef bnn_dyn_smem_size
+#undef bnn_or_if
 #define bnn_smem emu_smem
 #define bnn_cp16 emu_cp16
 #define bnn_cp_commit emu_cp_commit
@@ -45,4 +47,5 @@
 #define bnn_f16x2 emu_f16x2
 #define bnn_f16_rest emu_f16_rest
 #define bnn_dyn_smem_size emu_dyn_smem_size
+#define bnn_or_if emu_or_if
 #endif

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "emu_test_util.h"
+#include "tile_layout.h"
 #include "tiled_emu_cases.h"
 
 extern "C" {
@@ -112,14 +113,17 @@ int run(const TiledEmuCase &s, int M, int grid_cap) {
                 x += __builtin_popcount(a[(size_t)m * (kpad / 32) + i] ^ w[(size_t)n * (kpad / 32) + i]);
             dot[(size_t)m * N + n] = K - 2 * x;
         }
-    // Parameters: thresholds around the dots' spread, both directions (0 counts as >= 0), one
-    // column past INT_MAX - 2*popc(w) (the fold saturates); affine scale and bias.
+    // Parameters: thresholds around the dots' spread, both directions (0 counts as >= 0),
+    // columns 7 and 8 past INT_MAX - 2*popc(w) (the fold saturates: every dot below, or
+    // every dot at most), 11 and 12 near INT_MIN; affine scale and bias.
     std::vector<uint32_t> p0(N), p1(N);
     for (int n = 0; n < N; n++) {
         if (s.epi == EPI_THRESHOLD) {
-            const int t = n == 7 ? 2147483647 - rnd_int(0, 10) : rnd_int(-60, 60);
+            const int t = n == 7 || n == 8     ? 2147483647 - rnd_int(0, 10)
+                          : n == 11 || n == 12 ? (int)(0x80000000u + (unsigned)rnd_int(0, 10))
+                                               : rnd_int(-60, 60);
             p0[n] = (uint32_t)t;
-            p1[n] = (uint32_t)rnd_int(-1, 1);
+            p1[n] = (uint32_t)(n == 7 || n == 11 ? 1 : n == 8 || n == 12 ? -1 : rnd_int(-1, 1));
         } else {
             p0[n] = float_bits(rnd_float(-2.0f, 2.0f));
             p1[n] = float_bits(rnd_float(-100.0f, 100.0f));
@@ -163,7 +167,7 @@ int run(const TiledEmuCase &s, int M, int grid_cap) {
     args.R = wpop.data();
     args.ep0 = p0.data();
     args.ep1 = p1.data();
-    const unsigned smem = (unsigned)(s.stages * s.kc * (s.bm + s.bn) * 16 + 16 * s.stages + (5 * s.bn + s.bm) * 4);
+    const unsigned smem = (unsigned)bnn_bgemm_tiled_smem(s.bm, s.bn, s.kc, s.stages);
     return launch_and_check(s, M, grid_cap, args,
                             {{at.data(), at.size() * 4}, {wt.data(), wt.size() * 4}, {apop.data(), apop.size() * 4},
                              {wpop.data(), wpop.size() * 4}, {p0.data(), p0.size() * 4}, {p1.data(), p1.size() * 4}},
@@ -220,14 +224,20 @@ int run_planes(const TiledEmuCase &s, int M, int grid_cap) {
         }
     std::vector<uint32_t> at = s.aplain ? plain_planes(xc, M, K, s.xb) : tile_planes(xc, M, K, s.xb, s.bm, nch),
                           wt = tile_planes(wc, N, K, wbits, s.bn, nch);
-    // Thresholds unsorted with ties, spread over the dots' range; both directions.
+    // Thresholds unsorted with ties, spread over the dots' range, now and then INT_MIN or
+    // INT_MAX (a level every dot or none reaches, by the direction); both directions.
     int lo = acc.empty() ? 0 : acc[0], hi = lo;
     for (int v : acc) lo = std::min(lo, v), hi = std::max(hi, v);
     std::vector<int> T((size_t)N * L), dir(N);
     for (int n = 0; n < N; n++) {
         dir[n] = rnd_int(-1, 1);
-        for (int l = 0; l < L; l++)
-            T[(size_t)n * L + l] = l && rnd_int(0, 4) == 0 ? T[(size_t)n * L + l - 1] : rnd_int(lo, hi);
+        for (int l = 0; l < L; l++) {
+            const int r = rnd_int(0, 19);
+            T[(size_t)n * L + l] = l && r < 4 ? T[(size_t)n * L + l - 1]
+                                   : r == 4   ? INT32_MIN
+                                   : r == 5   ? INT32_MAX
+                                              : rnd_int(lo, hi);
+        }
     }
     const int ldy = s.epi == EPI_THRESHOLD ? (N + 255) / 256 * 8 : N;
     const size_t ywords = s.epi == EPI_THRESHOLD ? (size_t)M * YB * ldy : (size_t)M * N;
@@ -263,10 +273,8 @@ int run_planes(const TiledEmuCase &s, int M, int grid_cap) {
     // Shared memory as the kernels compute it: stages, their mbarriers; plain A with +-1
     // weights the tile's popc(a); plain A on wgmma 1 KiB of slack to align the swizzled stages;
     // on wgmma with 1-15 levels the staged thresholds of two tiles and their four mbarriers.
-    const bool stage_t = s.wgmma && s.epi == EPI_THRESHOLD && L <= 15;
-    const unsigned smem = (unsigned)(s.stages * s.kc * (s.bm + s.bn) * 16 + 16 * s.stages +
-                                     (s.aplain && s.bipolar ? s.bm * 4 : 0) + (s.aplain && s.wgmma ? 1024 : 0) +
-                                     (stage_t ? 2 * s.bn * (L + 1) * 4 + 32 : 0));
+    const unsigned smem = (unsigned)bnn_planes_tiled_smem(s.bm, s.bn, s.kc, s.stages, s.wgmma, s.aplain, s.bipolar,
+                                                         s.epi == EPI_THRESHOLD ? L : 0);
     return launch_and_check(s, M, grid_cap, args,
                             {{at.data(), at.size() * 4}, {wt.data(), wt.size() * 4}, {apop.data(), apop.size() * 4},
                              {T.data(), T.size() * 4}, {dir.data(), dir.size() * 4}},

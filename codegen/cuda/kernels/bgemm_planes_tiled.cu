@@ -92,22 +92,18 @@ template <int MI, int NI> __device__ __forceinline__ void bnn_pt_scale(int (&acc
             for (int e = 0; e < 4; ++e) acc[i][j][e] = (int)((unsigned)acc[i][j][e] * (unsigned)f);
 }
 
-// The code of x over L levels sorted ascending (FLIPPED: flipped as x is), ORed into bits[b]
-// at bit `at` (bit b of the count of levels x reaches): a binary search of S steps, 2^S - 1 >=
-// L, the levels past L reading as never reached. Step b compares x with level
-// pos + 2^b - 1, pos the levels found below it so far, and its outcome is bit b of the count
-// when L = 2^S - 1 (else the count, clamped to L for x = INT_MAX, gives the bits). HOLD: the
-// levels in registers t (LR >= L), the step's level chosen by selects on the earlier
-// outcomes (2^(S-1-b) - 1 of them at step b: 1 for a two-bit code, 4 for three bits);
-// else from shared memory at tcol[j], one load a step.
-template <int L, int LR, int YB, bool HOLD>
-__device__ __forceinline__ void bnn_pt_code_sorted(int x, const int (&t)[LR], const int *__restrict__ tcol,
-                                                   int at, unsigned (&bits)[YB]) {
-    constexpr int S = L >= 8 ? 4 : L >= 4 ? 3 : L >= 2 ? 2 : 1, NC = 1 << (S - 1);
-    constexpr bool FULL = L == (1 << S) - 1;
-    constexpr int NEVER = 0x7fffffff; // a level past L
-    static_assert(L >= 1 && L <= 15 && (!HOLD || LR >= L), "sorted levels: 1 to 15 (HOLD: in registers)");
-    bool p[S];
+// Steps of the staged levels' binary search: a column's L levels padded to 2^S - 1
+// (bnn_pt_stage_params).
+__host__ __device__ constexpr int bnn_pt_search_steps(int l) { return l >= 8 ? 4 : l >= 4 ? 3 : l >= 2 ? 2 : 1; }
+
+// The code of x over a staged column's 2^S - 1 sorted levels (bnn_pt_stage_params): a binary
+// search of S steps, p[b] = bit b of the count of levels x reaches. Step b compares x with
+// level pos + 2^b - 1, pos the levels found below x so far. HOLD: the levels in registers t,
+// the step's level chosen by selects on the earlier outcomes (2^(S-1-b) - 1 of them at step b:
+// 1 for a two-bit code, 4 for three bits); else from shared memory at tcol[j], one load a step.
+template <int S, bool HOLD>
+__device__ __forceinline__ void bnn_pt_code_sorted(int x, const int *t, const int *__restrict__ tcol, bool (&p)[S]) {
+    static_assert(S >= 1 && S <= 4, "1 to 4 search steps (at most 15 levels)");
     int pos = 0;
 #pragma unroll
     for (int b = S - 1; b >= 0; --b) {
@@ -115,31 +111,19 @@ __device__ __forceinline__ void bnn_pt_code_sorted(int x, const int (&t)[LR], co
         if (HOLD) {
             // candidate m: level m * 2^(b+1) + 2^b - 1, taken when the outcomes of steps
             // b+1 .. S-1 spell m (bit i of m: step b+1+i)
-            int cand[NC];
+            int cand[1 << (S - 1)];
 #pragma unroll
-            for (int m = 0; m < (1 << (S - 1 - b)); ++m) {
-                const int j = m * (2 << b) + (1 << b) - 1;
-                cand[m] = j < L ? t[j < LR ? j : 0] : NEVER;
-            }
+            for (int m = 0; m < (1 << (S - 1 - b)); ++m) cand[m] = t[m * (2 << b) + (1 << b) - 1];
 #pragma unroll
             for (int i = 0, n = 1 << (S - 1 - b); n > 1; ++i, n >>= 1)
 #pragma unroll
                 for (int m = 0; m < n / 2; ++m) cand[m] = p[b + 1 + i] ? cand[2 * m + 1] : cand[2 * m];
             tb = cand[0];
         } else {
-            const int j = pos + (1 << b) - 1;
-            tb = j < L ? tcol[j] : NEVER;
+            tb = tcol[pos + (1 << b) - 1];
         }
         p[b] = x >= tb;
         pos += p[b] ? 1 << b : 0;
-    }
-    if (FULL) {
-#pragma unroll
-        for (int b = 0; b < (S < YB ? S : YB); ++b) bits[b] |= (unsigned)p[b] << at;
-    } else {
-        const int count = pos < L ? pos : L;
-#pragma unroll
-        for (int b = 0; b < YB; ++b) bits[b] |= (unsigned)((count >> b) & 1) << at;
     }
 }
 
@@ -148,23 +132,26 @@ __device__ __forceinline__ void bnn_pt_code_sorted(int x, const int (&t)[LR], co
 // t = lane&3): d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1]; the final
 // accumulators (sign applied), bipolar correction still to do (apop).
 // apop[row - abase] (abase: 0 for the whole batch's apop, m0 for the tile's own in shared memory).
-// Codes (EPI 2): column c's thresholds at T[(c - cbase) * L + l], its direction at
-// dir[c - cbase]; FLIPPED: as bnn_pt_stage_params leaves them (T ^ flip, each column's
-// ascending, dir = flip), else the blob's (dir >= 0 counts v >= t, else v <= t). With flip = 0
-// or -1 (dir < 0), a code counts (v ^ flip) >= (t ^ flip): ~ reverses the order of
-// two's-complement integers (v <= t == ~v >= ~t), so one comparison serves both directions.
-// A count does not depend on the order of its levels, so FLIPPED's sorted levels take a
-// binary search (bnn_pt_code_sorted): a two-bit code two comparisons instead of three and
-// their sums, a four-bit one four instead of fifteen.
-template <int MI, int NI, int EPI, int N, int L, int YB, int LDY, bool BIPOLAR, bool FLIPPED>
+// Codes (EPI 2): STAGED, as bnn_pt_stage_params leaves them: column c's 2^S - 1 sorted levels
+// at T[(c - cbase) * 2^S], the flip words at ((const unsigned *)dir)[(c - cbase) / 32]; a code
+// is the binary search's outcomes (bnn_pt_code_sorted: a two-bit code two comparisons and a
+// select, a four-bit one four comparisons), complemented a word at a time where the column's
+// direction is negative. Else the blob's: column c's L levels at T[c * L + l], its direction
+// at dir[c] (>= 0 counts v >= t, else v <= t); with flip = 0 or -1 (dir < 0) a code counts
+// (v ^ flip) >= (t ^ flip): ~ reverses the order of two's-complement integers.
+// A row's 32-column output word is spread over the 4 lanes t of the row (8 columns each):
+// bnn_quad_or_scatter gives each lane a quarter of the words, whole, to store.
+template <int MI, int NI, int EPI, int N, int L, int YB, int LDY, bool BIPOLAR, bool STAGED>
 __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int m0, int n0, int rw0, int cw0, int M,
                                                 const int *__restrict__ apop, int abase, const int *__restrict__ T,
                                                 const int *__restrict__ dir, int cbase, void *__restrict__ Y) {
     static_assert(NI % 4 == 0, "warp tile width must be a multiple of 32 columns");
     static_assert(EPI == 1 || EPI == 2, "PT_EPI: 1 (int32) or 2 (codes as bit-planes)");
-    // Thresholds held in registers (flipped) when few: each is read for 2 * MI rows.
-    constexpr bool HOLD = L <= 8;
-    constexpr int LR = HOLD ? L : 1;
+    constexpr int SS = bnn_pt_search_steps(L), LF = (1 << SS) - 1; // STAGED: steps, padded levels
+    static_assert(!STAGED || L <= 15, "staged levels: at most 15");
+    // Levels held in registers when few: each is read for 2 * MI rows.
+    constexpr bool HOLD = STAGED ? SS <= 3 : L <= 8;
+    constexpr int LR = HOLD ? (STAGED ? LF : L) : 1;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int fix[MI][2]; // apop of the rows this thread holds (bipolar), else 0
 #pragma unroll
@@ -174,8 +161,45 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
             const int row = m0 + rw0 + mi * 16 + g + 8 * h;
             fix[mi][h] = BIPOLAR && row < M ? apop[row - abase] : 0;
         }
+    if (EPI == 1) {
 #pragma unroll
-    for (int q = 0; q < NI / 4; ++q) { // n8 tiles 4q..4q+3 = output word (n0 + cw0)/32 + q
+        for (int q = 0; q < NI / 4; ++q)
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int row = m0 + rw0 + mi * 16 + g + 8 * h;
+                    if (row >= M) continue;
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t, *a = acc[mi][4 * q + u] + 2 * h;
+                        const int v0 = BIPOLAR ? (int)(2u * (unsigned)a[0] - (unsigned)fix[mi][h]) : a[0];
+                        const int v1 = BIPOLAR ? (int)(2u * (unsigned)a[1] - (unsigned)fix[mi][h]) : a[1];
+                        int *y = (int *)Y + (long long)row * N + c;
+                        if (N % 2 == 0 && c + 1 < N) {
+                            *(int2 *)y = make_int2(v0, v1);
+                        } else {
+                            if (c < N) y[0] = v0;
+                            if (c + 1 < N) y[1] = v1;
+                        }
+                    }
+                }
+        return;
+    }
+    // Partial words: slot ((mi * 2 + h) * YB + b) * NQ + q holds bit b of the codes of row
+    // rw0 + 16mi + g + 8h in word q of the warp's columns, this lane's 8 of its 32 columns
+    // (8u + 2t + e: bit at[u][e]).
+    constexpr int NQ = NI / 4, NS = MI * 2 * YB * NQ;
+    static_assert(NS % 4 == 0, "the reduce-scatter gives each of a row's 4 lanes a quarter of its words");
+    unsigned w[NS], at[4][2];
+#pragma unroll
+    for (int j = 0; j < NS; ++j) w[j] = 0;
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) at[u][e] = 1u << (u * 8 + 2 * t + e);
+#pragma unroll
+    for (int q = 0; q < NQ; ++q) { // n8 tiles 4q..4q+3 = output word (n0 + cw0)/32 + q
         bool ok[4][2];
         int flip[4][2], th[4][2][LR];
 #pragma unroll
@@ -183,113 +207,120 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
                 const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e;
-                ok[u][e] = c < N;
-                flip[u][e] = EPI == 2 && ok[u][e] ? FLIPPED ? dir[c - cbase] : dir[c - cbase] >= 0 ? 0 : -1 : 0;
+                if (STAGED) { // columns past N are staged as codes 0
+                    ok[u][e] = true, flip[u][e] = 0;
+                    const int *tc = T + (c - cbase) * (LF + 1);
+                    if (HOLD && LF == 1) {
+                        th[u][e][0] = tc[0];
+                    } else if (HOLD) {
 #pragma unroll
-                for (int l = 0; l < LR; ++l)
-                    th[u][e][l] = EPI == 2 && HOLD && ok[u][e]
-                                      ? T[(c - cbase) * L + l] ^ (FLIPPED ? 0 : flip[u][e])
-                                      : 0;
+                        for (int k4 = 0; k4 < (LF + 1) / 4; ++k4) {
+                            const int4 v = ((const int4 *)tc)[k4];
+                            const int l4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                            for (int i = 0; i < 4; ++i)
+                                if (4 * k4 + i < LR) th[u][e][4 * k4 + i < LR ? 4 * k4 + i : 0] = l4[i];
+                        }
+                    }
+                } else {
+                    ok[u][e] = c < N;
+                    flip[u][e] = ok[u][e] && dir[c - cbase] < 0 ? -1 : 0;
+#pragma unroll
+                    for (int l = 0; l < LR; ++l) th[u][e][l] = HOLD && ok[u][e] ? T[(c - cbase) * L + l] ^ flip[u][e] : 0;
+                }
             }
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = m0 + rw0 + mi * 16 + g + 8 * h;
-                const bool rok = row < M;
-                int v[4][2];
+            for (int h = 0; h < 2; ++h)
 #pragma unroll
                 for (int u = 0; u < 4; ++u)
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
+                        if (!ok[u][e]) continue; // columns past N: code 0, zero bits
                         const int a = acc[mi][4 * q + u][2 * h + e];
-                        v[u][e] = BIPOLAR ? (int)(2u * (unsigned)a - (unsigned)fix[mi][h]) : a;
-                    }
-                if (EPI == 1) {
-                    if (!rok) continue;
+                        const int v = BIPOLAR ? (int)(2u * (unsigned)a - (unsigned)fix[mi][h]) : a;
+                        const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e, slot = (mi * 2 + h) * YB * NQ + q;
+                        if (STAGED) { // sorted levels: a binary search
+                            bool p[SS];
+                            bnn_pt_code_sorted<SS, HOLD>(v, th[u][e], T + (c - cbase) * (LF + 1), p);
 #pragma unroll
-                    for (int u = 0; u < 4; ++u) {
-                        const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t;
-                        int *y = (int *)Y + (long long)row * N + c;
-                        if (N % 2 == 0 && c + 1 < N) {
-                            *(int2 *)y = make_int2(v[u][0], v[u][1]);
-                        } else {
-                            if (c < N) y[0] = v[u][0];
-                            if (c + 1 < N) y[1] = v[u][1];
-                        }
-                    }
-                } else {
-                    // bits[b]: bit b of each code at bit u*8 + e (moved to u*8 + 2t + e below)
-                    unsigned bits[YB];
+                            for (int b = 0; b < (SS < YB ? SS : YB); ++b)
+                                bnn_or_if(w[slot + b * NQ], at[u][e], p[b]);
+                        } else if (L <= 3) { // the count's two bits as boolean sums (half adders)
+                            const int x = v ^ flip[u][e];
+                            bool s0 = false, s1 = false;
 #pragma unroll
-                    for (int b = 0; b < YB; ++b) bits[b] = 0;
-#pragma unroll
-                    for (int u = 0; u < 4; ++u)
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            if (!ok[u][e]) continue; // columns past N: code 0, zero bits
-                            const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e, x = v[u][e] ^ flip[u][e];
-                            const unsigned at = 1u << (u * 8 + e);
-                            if (FLIPPED) { // sorted levels: a binary search
-                                bnn_pt_code_sorted<FLIPPED ? L : 1, LR, YB, HOLD>(x, th[u][e], T + (c - cbase) * L,
-                                                                                  u * 8 + e, bits);
-                            } else if (L <= 3) { // the count's two bits as boolean sums (half adders)
-                                bool s0 = false, s1 = false;
-#pragma unroll
-                                for (int l = 0; l < L; ++l) {
-                                    const bool p = x >= th[u][e][HOLD ? l : 0];
-                                    s1 = s1 ^ (s0 & p);
-                                    s0 = s0 ^ p;
-                                }
-                                if (s0) bits[0] |= at;
-                                if (YB > 1 && s1) bits[YB > 1 ? 1 : 0] |= at;
-                            } else {
-                                int count = 0;
-#pragma unroll(L <= 8 ? L : 1)
-                                for (int l = 0; l < L; ++l)
-                                    count += x >= (HOLD ? th[u][e][HOLD ? l : 0] : T[(c - cbase) * L + l] ^ flip[u][e]);
-#pragma unroll
-                                for (int b = 0; b < YB; ++b)
-                                    if ((count >> b) & 1) bits[b] |= at;
+                            for (int l = 0; l < L; ++l) {
+                                const bool p = x >= th[u][e][HOLD ? l : 0];
+                                s1 = s1 ^ (s0 & p);
+                                s0 = s0 ^ p;
                             }
-                        }
-                    const int wcol = (n0 + cw0) / 32 + q;
+                            bnn_or_if(w[slot], at[u][e], s0);
+                            if (YB > 1) bnn_or_if(w[slot + (YB > 1 ? NQ : 0)], at[u][e], s1);
+                        } else {
+                            const int x = v ^ flip[u][e];
+                            int count = 0;
+#pragma unroll(L <= 8 ? L : 1)
+                            for (int l = 0; l < L; ++l)
+                                count += x >= (HOLD ? th[u][e][HOLD ? l : 0] : T[(c - cbase) * L + l] ^ flip[u][e]);
 #pragma unroll
-                    for (int b = 0; b < YB; ++b) {
-                        bits[b] <<= 2 * t;
-                        bits[b] |= __shfl_xor_sync(0xffffffffu, bits[b], 1); // the 4 lanes t of row g
-                        bits[b] |= __shfl_xor_sync(0xffffffffu, bits[b], 2);
-                        if (rok && t == (q & 3) && wcol < LDY)
-                            ((unsigned *)Y)[((long long)row * YB + b) * LDY + wcol] = bits[b];
+                            for (int b = 0; b < YB; ++b)
+                                bnn_or_if(w[slot + b * NQ], at[u][e], (count >> b) & 1);
+                        }
                     }
-                }
-            }
+    }
+    unsigned r[NS / 4]; // slot 4i + t, whole
+    bnn_quad_or_scatter(w, r, t);
+#pragma unroll
+    for (int i = 0; i < NS / 4; ++i) {
+        const int j = 4 * i + t, q = j % NQ, b = j / NQ % YB, h = j / (NQ * YB) % 2, mi = j / (NQ * YB * 2);
+        const int row = m0 + rw0 + mi * 16 + g + 8 * h, wcol = (n0 + cw0) / 32 + q;
+        unsigned word = r[i];
+        if (STAGED && b < SS) // a negative direction's code: 2^S - 1 minus the staged levels' count
+            word ^= ((const unsigned *)dir)[(n0 + cw0 - cbase) / 32 + q];
+        if (row < M && wcol < LDY) ((unsigned *)Y)[((long long)row * YB + b) * LDY + wcol] = word;
     }
 }
 
-// A tile's thresholds and directions (columns n0 .. n0 + BN, zeros past N) copied into
-// shared memory as bnn_pt_epilogue<FLIPPED> reads them: t ^ flip, each column's L in ascending
-// order, and flip (0, or -1 where dir < 0). One warp, a column a lane at a time; the sort is a
-// fixed network on registers (L <= BNN_PT_STAGE_T_MAX_L).
+// A tile's thresholds and directions (columns n0 .. n0 + BN) into shared memory as
+// bnn_pt_epilogue<STAGED> reads them, so that every column counts x >= u and S search steps
+// find its code: column col's L levels u at sT[col * 2^S], 2^S - 1 of them (the padding as
+// below), ascending; bit col % 32 of flipw[col / 32] set where the direction is negative. A
+// negative direction counts x <= t = !(x >= t + 1), i.e. its code is L minus the count of
+// u = t + 1; padded with 2^S - 1 - L levels every x reaches (INT_MIN) that is 2^S - 1 minus
+// the count of all of them, the count's S bits complemented. A level t = INT_MAX there, which
+// every x reaches, is u = INT_MAX, which none does: the kernel stages levels only where every
+// count lies below INT_MAX (its XMAX). A direction >= 0 keeps its levels, padded with INT_MAX;
+// columns past N are all INT_MAX (code 0). One warp, a column a lane at a time (BN a multiple
+// of 32: the ballot has every lane); the sort is a fixed network on registers.
 template <int BN, int L, int N>
-__device__ __forceinline__ void bnn_pt_stage_params(int *__restrict__ sT, int *__restrict__ sflip,
+__device__ __forceinline__ void bnn_pt_stage_params(int *__restrict__ sT, unsigned *__restrict__ flipw,
                                                     const int *__restrict__ T, const int *__restrict__ dir, int n0,
                                                     int lane) {
+    constexpr int S = bnn_pt_search_steps(L), LF = (1 << S) - 1;
+    constexpr int NEVER = 0x7fffffff, ALWAYS = -0x7fffffff - 1;
+    static_assert(BN % 32 == 0 && L <= 15, "staged levels: 1 to 15, BN a multiple of 32");
     for (int col = lane; col < BN; col += 32) {
-        const int c = n0 + col, flip = c < N && dir[c] < 0 ? -1 : 0;
-        int t[L];
+        const int c = n0 + col;
+        const bool in = c < N, neg = in && dir[c] < 0;
+        int u[LF];
 #pragma unroll
-        for (int l = 0; l < L; ++l) t[l] = c < N ? T[(size_t)c * L + l] ^ flip : 0;
+        for (int l = 0; l < LF; ++l) {
+            const int tv = l < L && in ? T[(size_t)c * L + (l < L ? l : 0)] : 0;
+            u[l] = l >= L || !in ? (neg ? ALWAYS : NEVER) : !neg ? tv : tv == NEVER ? NEVER : tv + 1;
+        }
 #pragma unroll
-        for (int i = 0; i + 1 < L; ++i)
+        for (int i = 0; i + 1 < LF; ++i)
 #pragma unroll
-            for (int j = 0; j + 1 < L - i; ++j) {
-                const int a = t[j], b = t[j + 1];
-                t[j] = min(a, b), t[j + 1] = max(a, b);
+            for (int j = 0; j + 1 < LF - i; ++j) {
+                const int a = u[j], b = u[j + 1];
+                u[j] = min(a, b), u[j + 1] = max(a, b);
             }
 #pragma unroll
-        for (int l = 0; l < L; ++l) sT[col * L + l] = t[l];
-        sflip[col] = flip;
+        for (int l = 0; l < LF; ++l) sT[col * (LF + 1) + l] = u[l];
+        const unsigned fw = __ballot_sync(0xffffffffu, neg);
+        if (lane == 0) flipw[col / 32] = fw;
     }
 }
 
@@ -438,10 +469,15 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     constexpr unsigned ALIGN = PT_APLAIN ? 1024 : 0;    // the swizzled stages' alignment slack
     // STAGE_T: a tile's thresholds and directions in shared memory, two tiles' buffers and
     // their "full" and "empty" mbarriers (not with PT_NOSTORE, whose consumers skip the
-    // epilogue: the staging warp would wait for buffers never handed back)
-    constexpr bool STAGE_T = PT_EPI == 2 && L <= BNN_PT_STAGE_T_MAX_L && !PT_NOSTORE;
-    constexpr unsigned SMEM =
-        S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0) + ALIGN + (STAGE_T ? 2 * BN * (L + 1) * 4 + 32 : 0);
+    // epilogue: the staging warp would wait for buffers never handed back). Staged levels read
+    // x >= INT_MAX as never reached (bnn_pt_stage_params), so every count must lie below it:
+    // |acc| <= K * (2^XB - 1) * the largest weight magnitude (+-1 weights: 2a - apop).
+    constexpr long long XMAX =
+        (long long)K * ((1 << XB) - 1) * (PT_WBIPOLAR ? 1 : PT_WSIGNED ? 1 << (PT_WB - 1) : (1 << PT_WB) - 1);
+    constexpr bool STAGE_T = PT_EPI == 2 && L <= BNN_PT_STAGE_T_MAX_L && !PT_NOSTORE && XMAX < 0x7fffffffLL;
+    // STAGE_T buffer: BN columns of 2^S levels (bnn_pt_stage_params), then BN / 32 flip words
+    constexpr int TBUF = BN * (1 << bnn_pt_search_steps(L)) + BN / 32;
+    constexpr unsigned SMEM = S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0) + ALIGN + (STAGE_T ? 2 * TBUF * 4 + 32 : 0);
     static_assert(!PT_APLAIN || KC == 8, "PT_APLAIN: PT_KC 8 (a stage's A rows are the 128 bytes of the swizzle)");
     static_assert(N >= 1 && K >= 1 && XB >= 1 && PT_WB >= 1, "empty GEMM");
     static_assert(!PT_WBIPOLAR || PT_WB == 1, "bipolar weights are one plane (PT_WB 1)");
@@ -462,8 +498,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ntn = (N + BN - 1) / BN, ntiles = (M + BM - 1) / BM * ntn;
     int *const tpop = (int *)(bnn_dsmem + (s0 - sraw) + S * STAGE + 16 * S); // SELF_POP: the tile's apop
-    int *const tsh = tpop + (SELF_POP ? BM : 0); // STAGE_T: [2][BN * L thresholds, then BN directions]
-    const unsigned tfull = bnn_smem(tsh + 2 * BN * (L + 1)), tempty = tfull + 16; // STAGE_T: [2] each
+    int *const tsh = tpop + (SELF_POP ? BM : 0); // STAGE_T: [2][TBUF]
+    const unsigned tfull = bnn_smem(tsh + 2 * TBUF), tempty = tfull + 16; // STAGE_T: [2] each
     if (tid == 0) {
         for (int s = 0; s < S; ++s) {
             bnn_mbar_init(full + 8 * s, 1);   // the expect_tx arrival (+ the bytes)
@@ -511,8 +547,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x, ++i) {
                 const unsigned b = i & 1;
                 if (i >= 2) bnn_mbar_wait(tempty + 8 * b, ((i >> 1) - 1) & 1);
-                int *const buf = tsh + b * BN * (L + 1);
-                bnn_pt_stage_params<BN, L, N>(buf, buf + BN * L, T, dir, tile % ntn * BN, lane);
+                int *const buf = tsh + b * TBUF;
+                bnn_pt_stage_params<BN, STAGE_T ? L : 1, N>(buf, (unsigned *)buf + TBUF - BN / 32, T, dir, tile % ntn * BN, lane);
                 bnn_mbar_arrive(tfull + 8 * b); // release: the buffer's stores before the arrival
             }
         }
@@ -603,7 +639,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             if (STAGE_T) {
                 bnn_mbar_wait(tfull + 8 * tb, (tiles_done >> 1) & 1);
                 __syncwarp(); // the epilogue's shuffles: the warp converged after the spin
-                tT = tsh + tb * BN * (L + 1), tdir = tT + BN * L;
+                tT = tsh + tb * TBUF, tdir = tT + TBUF - BN / 32;
             }
             // Warp w holds rows 16w .. 16w+15 of the tile: the m16n8 layout, MI = 1, NI = 32.
             bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR, STAGE_T>(acc, mt * BM, nt * BN, warp * 16, 0, M,

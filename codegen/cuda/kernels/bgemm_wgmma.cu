@@ -175,7 +175,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
     constexpr int BM = 128, BN = 256, KC = BW_KC, S = BW_STAGES, NW = 8, T = NW * 32, CL = BW_CLUSTER;
     constexpr int N = BW_N, K = BW_K, BK = KC * 128, NKT = (K + BK - 1) / BK, NCH = NKT * KC;
     constexpr unsigned ABYTES = KC * BM * 16, BBYTES = KC * BN * 16, STAGE = ABYTES + BBYTES;
-    constexpr unsigned SMEM = S * STAGE + 16 * S + (unsigned)sizeof(BnnTiledParams<BM, BN>);
+    // Two tiles' epilogue parameters, staged a tile ahead by warp NW + 1 on their "full" and
+    // "empty" mbarriers (not with BW_NOSTORE, whose consumers never hand a buffer back).
+    constexpr bool STAGE_P = !BW_NOSTORE;
+    constexpr unsigned PBYTES = (unsigned)sizeof(BnnTiledParams<BM, BN>);
+    constexpr unsigned SMEM = S * STAGE + 16 * S + 2 * PBYTES + 32;
     static_assert(N >= 1 && K >= 1, "empty GEMM");
     static_assert(KC % 2 == 0 && KC >= 2 && KC <= 16, "KC: an even number of 16-byte chunks (k256 steps), <= 16");
     static_assert(S >= 2, "at least 2 stages");
@@ -190,7 +194,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
     extern __shared__ __align__(128) unsigned char bnn_dsmem[];
     if (bnn_dyn_smem_size() < SMEM) __trap(); // launched with too little shared memory
     const unsigned s0 = bnn_smem(bnn_dsmem), full = s0 + S * STAGE, empty = full + 8 * S;
-    BnnTiledParams<BM, BN> *sp = (BnnTiledParams<BM, BN> *)(bnn_dsmem + S * STAGE + 16 * S);
+    // STAGE_P: parameter buffer b at sp[b], its "full" barrier at pfull + 8b, "empty" at pempty + 8b
+    BnnTiledParams<BM, BN> *const sp = (BnnTiledParams<BM, BN> *)(bnn_dsmem + S * STAGE + 16 * S);
+    const unsigned pfull = s0 + S * STAGE + 16 * S + 2 * PBYTES, pempty = pfull + 16;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const unsigned rank = CL > 1 ? bnn_cluster_rank() : 0;
     if (tid == 0) {
@@ -198,6 +204,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
             bnn_mbar_init(full + 8 * s, 1);        // the own producer's expect_tx arrival (+ all bytes)
             bnn_mbar_init(empty + 8 * s, NW * CL); // one arrival per consumer warp of the cluster
         }
+        if (STAGE_P)
+            for (int b = 0; b < 2; ++b) {
+                bnn_mbar_init(pfull + 8 * b, 32);  // every lane of the staging warp
+                bnn_mbar_init(pempty + 8 * b, NW); // one arrival per consumer warp
+            }
         bnn_mbar_init_fence();
     }
     if (CL > 1)
@@ -238,6 +249,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
                     }
                 }
             }
+        } else if (STAGE_P && warp == NW + 1) {
+            // The staging warp: unit i's parameters, folded, into buffer i % 2 while the consumers
+            // run unit i - 1, so that no epilogue waits for loads or for the other warpgroup.
+            unsigned i = 0;
+            for (int u = cid; u < nunits; u += ncl, ++i) {
+                const unsigned b = i & 1;
+                if (i >= 2) bnn_mbar_wait(pempty + 8 * b, ((i >> 1) - 1) & 1);
+                const int mt = (u / ntn) * CL + (int)rank, nt = u % ntn;
+                bnn_tiled_params_stage<BM, BN, BW_EPI, N>(sp + b, mt * BM, nt * BN, M, lane, apop, wpop, ep0, ep1);
+                bnn_mbar_arrive(pfull + 8 * b); // release: the lane's stores before its arrival
+            }
         }
     } else {
         bnn_setmaxnreg_inc<232>(); // 128 accumulators + the epilogue without spills
@@ -259,10 +281,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
                 }
             }
         };
-        for (int u = cid; u < nunits; u += ncl) {
+        unsigned i = 0; // the unit's parameter buffer (i & 1) and phase
+        for (int u = cid; u < nunits; u += ncl, ++i) {
             const int mt = (u / ntn) * CL + (int)rank, nt = u % ntn;
-            if (!BW_NOSTORE)
-                bnn_tiled_params_load<BM, BN, BW_EPI, N>(sp, mt * BM, nt * BN, M, tid, T, apop, wpop, ep0, ep1);
             int acc[1][32][4];
 #pragma unroll
             for (int j = 0; j < 32; ++j) acc[0][j][0] = acc[0][j][1] = acc[0][j][2] = acc[0][j][3] = 0;
@@ -291,16 +312,17 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
                 if (x == 0x7fffffff) ((int *)Y)[0] = x;
                 continue;
             }
-            bnn_cp_wait<0>();
-            bnn_bar_sync(1, T); // the consumers' parameter copies landed (the producer warpgroup is not in it)
-            bnn_tiled_params_fold<BM, BN, BW_EPI, N>(sp, nt * BN, tid, T);
-            bnn_bar_sync(1, T);
-            if (mt < ntm) {     // a cluster partner past the last M tile only helped with the loads
+            const unsigned b = i & 1;
+            bnn_mbar_wait(pfull + 8 * b, (i >> 1) & 1);
+            __syncwarp(); // the epilogue's shuffles: the warp converged after the spin
+            if (mt < ntm) { // a cluster partner past the last M tile only helped with the loads
                 // Warp w of warpgroup wg holds rows 64wg + 16w .. +15: the m16n8 layout, MI = 1, NI = 32.
-                bnn_tiled_epilogue<1, 32, BW_EPI, N, K, BW_LDY, BM, BN, BW_YTILE>(acc, mt * BM, nt * BN, warp * 16, 0, M, sp, Y);
+                bnn_tiled_epilogue<1, 32, BW_EPI, N, K, BW_LDY, BM, BN, BW_YTILE>(acc, mt * BM, nt * BN, warp * 16, 0, M,
+                                                                                 sp + b, Y);
                 bnn_tiled_zero_pad<BW_EPI, N, BN, BW_LDY, BW_YTILE>(Y, mt * BM, BM, M, tid, T, nt);
             }
-            bnn_bar_sync(1, T); // the parameters are not overwritten by the next tile's copies before use
+            __syncwarp(); // every lane read the buffer
+            if (lane == 0) bnn_mbar_arrive(pempty + 8 * b);
         }
     }
     if (CL > 1) bnn_cluster_sync(); // no block exits while its peer may still signal its barriers

@@ -69,6 +69,34 @@ __device__ __forceinline__ void bnn_ldsm4(unsigned a, unsigned &r0, unsigned &r1
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                  : "r"(a));
 }
+// w |= m where p: one predicated OR. (Said in C, the compiler selects m or 0 and ORs that:
+// two instructions a bit in the threshold epilogues that set bits one by one.)
+__device__ __forceinline__ void bnn_or_if(unsigned &w, unsigned m, bool p) {
+    asm("{\n .reg .pred q;\n setp.ne.b32 q, %1, 0;\n @q or.b32 %0, %0, %2;\n}\n" : "+r"(w) : "r"((unsigned)p), "r"(m));
+}
+// The bit epilogues' exchange: in an m16n8 accumulator layout a row's 32-column output word is
+// spread over the 4 lanes t of the row (lane 4g + t). w[j]: this lane's part of word j (NS
+// words, NS a multiple of 4). Two rounds (lanes t ^ 1, then t ^ 2), each lane sending half of
+// what it holds, leave r[i] = word 4i + t ORed over the 4 lanes: each lane stores a quarter
+// of the words, whole (where ORing every word in every lane and storing from one took 2 NS
+// shuffles and NS stores a quarter of the lanes busy).
+template <int NS>
+__device__ __forceinline__ void bnn_quad_or_scatter(const unsigned (&w)[NS], unsigned (&r)[NS / 4], int t) {
+    static_assert(NS % 4 == 0, "a quarter of the words a lane");
+    const bool odd = t & 1, high = t & 2;
+    unsigned r1[NS / 2]; // word 2i + (t & 1), ORed over lanes t and t ^ 1
+#pragma unroll
+    for (int i = 0; i < NS / 2; ++i) {
+        const unsigned keep = odd ? w[2 * i + 1] : w[2 * i], send = odd ? w[2 * i] : w[2 * i + 1];
+        r1[i] = keep | __shfl_xor_sync(0xffffffffu, send, 1);
+    }
+#pragma unroll
+    for (int i = 0; i < NS / 4; ++i) {
+        const unsigned keep = high ? r1[2 * i + 1] : r1[2 * i], send = high ? r1[2 * i] : r1[2 * i + 1];
+        r[i] = keep | __shfl_xor_sync(0xffffffffu, send, 2);
+    }
+}
+
 // The only MMA of the binary path: AND then popcount. Never the XOR form (emulated on Hopper).
 __device__ __forceinline__ void bnn_bmma(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
     asm volatile("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc "

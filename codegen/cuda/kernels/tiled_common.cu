@@ -132,14 +132,17 @@ __device__ __forceinline__ void bnn_bar_sync(int id, int count) {
 // The per-tile epilogue parameters, staged in shared memory: popc(w) of the BN columns, the
 // two epilogue arrays (THRESHOLD: t, dir; AFFINE: scale, bias bits) and popc(a) of the BM rows,
 // copied by cp.async at the start of a tile so that their latency hides behind the tile's main
-// loop; then folded per column into lh (bnn_tiled_params_fold) so that the epilogue reads one
-// 16-byte word per pair of columns: with x = 4*popc(a AND w) + K - 2*popc(a),
-//   THRESHOLD: bit = L <= x <= H with (L, H) = (t + 2*popc(w), INT_MAX) for dir >= 0 and
-//              (INT_MIN, t + 2*popc(w)) for dir < 0 (t + 2*popc(w) saturated to INT_MAX);
-//              (INT_MAX, INT_MIN) past N, never set;
-//   I32, AFFINE: dot = x + L with L = -2*popc(w).
+// loop; then folded per column into u (bnn_tiled_params_fold) so that the epilogue reads one
+// 8-byte word per pair of columns: with x = 4*popc(a AND w) + K - 2*popc(a),
+//   THRESHOLD: bit = (x >= u) XOR the column's bit of flipw: for dir >= 0 u = t + 2*popc(w)
+//              (saturated to INT_MAX), flip 0; for dir < 0 bit = x <= t + 2*popc(w) =
+//              !(x >= that + 1), so u = that + 1 (INT_MAX, which no x reaches, where that is
+//              INT_MAX: -K <= x <= 3K < INT_MAX), flip 1; past N u = INT_MAX, flip 0. One
+//              comparison a bit, and the flips a whole word at a time;
+//   I32, AFFINE: dot = x + u with u = -2*popc(w).
 template <int BM, int BN> struct BnnTiledParams {
-    int lh[2 * BN]; // (L, H) of column c at 2c: first, so 16-byte aligned
+    int u[BN];              // first: 8-byte aligned pairs of columns
+    unsigned flipw[BN / 32]; // THRESHOLD: bit c % 32 of word c / 32, column c's dir < 0
     int wpop[BN], p0[BN], p1[BN], apop[BM];
 };
 template <int BM, int BN, int EPI, int N>
@@ -163,22 +166,57 @@ __device__ __forceinline__ void bnn_tiled_params_load(BnnTiledParams<BM, BN> *sp
     }
     bnn_cp_commit();
 }
+// Column c's folded parameter u and flip (the contract above) from its popc(w) and epilogue words.
+template <int EPI, int N>
+__device__ __forceinline__ int bnn_tiled_fold_column(int c, int wpop, int p0, int p1, bool &flip) {
+    const int w2 = 2 * wpop;
+    flip = EPI == BNN_EPI_THRESHOLD && p1 < 0 && c < N;
+    if (EPI != BNN_EPI_THRESHOLD)
+        return -w2;
+    const long long t = (long long)p0 + w2;
+    const int cs = t > 2147483647LL ? 2147483647 : (int)t;
+    return c >= N ? 2147483647 : !flip ? cs : cs == 2147483647 ? cs : cs + 1;
+}
+
 // After this thread's copies completed and a barrier: fold the columns this thread owns.
+// Every thread of the nthreads (a multiple of 32) calls it: a warp's lanes hold 32 neighbouring
+// columns at each step, whose flips one ballot gathers.
 template <int BM, int BN, int EPI, int N>
 __device__ __forceinline__ void bnn_tiled_params_fold(BnnTiledParams<BM, BN> *sp, int n0, int tid, int nthreads) {
+    static_assert(BN % 32 == 0, "whole flip words");
     for (int i = tid; i < BN; i += nthreads) {
-        const int w2 = 2 * sp->wpop[i];
-        int L = -w2, H = 0;
+        bool flip;
+        sp->u[i] = bnn_tiled_fold_column<EPI, N>(n0 + i, sp->wpop[i], sp->p0[i], sp->p1[i], flip);
         if (EPI == BNN_EPI_THRESHOLD) {
-            const long long c = (long long)sp->p0[i] + w2;
-            const int cs = c > 2147483647LL ? 2147483647 : (int)c;
-            L = sp->p1[i] >= 0 ? cs : (int)0x80000000;
-            H = sp->p1[i] >= 0 ? 2147483647 : cs;
-            if (n0 + i >= N) L = 2147483647, H = (int)0x80000000;
+            const unsigned fw = __ballot_sync(0xffffffffu, flip);
+            if (i % 32 == 0) sp->flipw[i / 32] = fw;
         }
-        sp->lh[2 * i] = L;
-        sp->lh[2 * i + 1] = H;
     }
+}
+
+// The same parameters written by one warp straight from global memory, folded (u, flipw,
+// apop, and AFFINE's p0 / p1; wpop is not kept): the wgmma kernel's staging warp, a tile ahead
+// of the consumers. Columns past N and rows past M read as zeros, as the copies above do.
+template <int BM, int BN, int EPI, int N>
+__device__ __forceinline__ void bnn_tiled_params_stage(BnnTiledParams<BM, BN> *sp, int m0, int n0, int M, int lane,
+                                                       const int *__restrict__ apop, const int *__restrict__ wpop,
+                                                       const void *__restrict__ ep0, const void *__restrict__ ep1) {
+    static_assert(BN % 32 == 0, "whole flip words");
+    for (int i = lane; i < BN; i += 32) {
+        const int c = n0 + i;
+        const bool ok = c < N;
+        const int p0 = EPI != BNN_EPI_I32 && ok ? ((const int *)ep0)[c] : 0;
+        const int p1 = EPI != BNN_EPI_I32 && ok ? ((const int *)ep1)[c] : 0;
+        bool flip;
+        sp->u[i] = bnn_tiled_fold_column<EPI, N>(c, ok ? wpop[c] : 0, p0, p1, flip);
+        if (EPI == BNN_EPI_AFFINE)
+            sp->p0[i] = p0, sp->p1[i] = p1;
+        if (EPI == BNN_EPI_THRESHOLD) {
+            const unsigned fw = __ballot_sync(0xffffffffu, flip);
+            if (lane == 0) sp->flipw[i / 32] = fw;
+        }
+    }
+    for (int i = lane; i < BM; i += 32) sp->apop[i] = m0 + i < M ? apop[m0 + i] : 0;
 }
 
 // Writes one warp's outputs. acc[mi][ni] is the m16n8 tile at rows rw0 + 16mi and columns
@@ -195,42 +233,44 @@ __device__ __forceinline__ void bnn_tiled_epilogue(const int (&acc)[MI][NI][4], 
     static_assert(NI % 4 == 0, "warp tile width must be a multiple of 32 columns");
     static_assert(EPI == BNN_EPI_THRESHOLD ? LDY * 32 >= N : LDY >= N, "output row stride LDY too small for N");
     static_assert(EPI == BNN_EPI_I32 || EPI == BNN_EPI_THRESHOLD || EPI == BNN_EPI_AFFINE, "unknown epilogue");
+    static_assert(K < (1 << 29), "x <= 3K below INT_MAX (the folded levels' never)");
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int ra[MI][2]; // K - 2*popc(a) of the rows this thread holds
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
         for (int h = 0; h < 2; ++h) ra[mi][h] = K - 2 * sp->apop[rw0 + mi * 16 + g + 8 * h];
+    // EPI_THRESHOLD: slot (mi * 2 + h) * NQ + q holds this lane's 8 bits of word q of row
+    // rw0 + 16mi + g + 8h (columns 8u + 2t + e at bit 8u + 2t + e), stored by bnn_quad_or_scatter
+    constexpr int NQ = NI / 4, NS = EPI == BNN_EPI_THRESHOLD ? MI * 2 * NQ : 4;
+    unsigned w[NS];
 #pragma unroll
-    for (int q = 0; q < NI / 4; ++q) { // n8 tiles 4q..4q+3 = output word (n0 + cw0)/32 + q
-        int4 lh[4];                     // (L, H) of columns 2t, 2t+1 of each n8 tile
+    for (int j = 0; j < NS; ++j) w[j] = 0;
 #pragma unroll
-        for (int u = 0; u < 4; ++u) lh[u] = *(const int4 *)&sp->lh[2 * (cw0 + (4 * q + u) * 8 + 2 * t)];
+    for (int q = 0; q < NQ; ++q) { // n8 tiles 4q..4q+3 = output word (n0 + cw0)/32 + q
+        int2 cu[4]; // u of columns 2t, 2t+1 of each n8 tile
+#pragma unroll
+        for (int u = 0; u < 4; ++u) cu[u] = *(const int2 *)&sp->u[cw0 + (4 * q + u) * 8 + 2 * t];
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int row = m0 + rw0 + mi * 16 + g + 8 * h;
-                const bool rok = row < M;
                 if (EPI == BNN_EPI_THRESHOLD) {
-                    unsigned bits = 0;
+                    unsigned &bits = w[EPI == BNN_EPI_THRESHOLD ? (mi * 2 + h) * NQ + q : 0];
 #pragma unroll
                     for (int u = 0; u < 4; ++u) {
                         const int x0 = 4 * acc[mi][4 * q + u][2 * h] + ra[mi][h];
                         const int x1 = 4 * acc[mi][4 * q + u][2 * h + 1] + ra[mi][h];
-                        if (x0 >= lh[u].x && x0 <= lh[u].y) bits |= 1u << (u * 8 + 2 * t);
-                        if (x1 >= lh[u].z && x1 <= lh[u].w) bits |= 2u << (u * 8 + 2 * t);
+                        bnn_or_if(bits, 1u << (u * 8 + 2 * t), x0 >= cu[u].x);
+                        bnn_or_if(bits, 2u << (u * 8 + 2 * t), x1 >= cu[u].y);
                     }
-                    bits |= __shfl_xor_sync(0xffffffffu, bits, 1); // the 4 lanes t of row g
-                    bits |= __shfl_xor_sync(0xffffffffu, bits, 2);
-                    const int wcol = (n0 + cw0) / 32 + q;
-                    if (rok && t == (q & 3) && wcol < LDY) ((unsigned *)Y)[bnn_ybits_at<YT, LDY>(row, wcol, M)] = bits;
-                } else if (rok) {
+                } else if (row < M) {
 #pragma unroll
                     for (int u = 0; u < 4; ++u) {
                         const int cl = cw0 + (4 * q + u) * 8 + 2 * t, c = n0 + cl;
-                        const int d0 = 4 * acc[mi][4 * q + u][2 * h] + ra[mi][h] + lh[u].x;
-                        const int d1 = 4 * acc[mi][4 * q + u][2 * h + 1] + ra[mi][h] + lh[u].z;
+                        const int d0 = 4 * acc[mi][4 * q + u][2 * h] + ra[mi][h] + cu[u].x;
+                        const int d1 = 4 * acc[mi][4 * q + u][2 * h + 1] + ra[mi][h] + cu[u].y;
                         if (EPI == BNN_EPI_I32) {
                             int *y = (int *)Y + (long long)row * LDY + c;
                             if (LDY % 2 == 0 && c + 1 < N) {
@@ -255,6 +295,17 @@ __device__ __forceinline__ void bnn_tiled_epilogue(const int (&acc)[MI][NI][4], 
                     }
                 }
             }
+    }
+    if (EPI == BNN_EPI_THRESHOLD) {
+        unsigned r[NS / 4]; // word 4i + t, whole
+        bnn_quad_or_scatter(w, r, t);
+#pragma unroll
+        for (int i = 0; i < NS / 4; ++i) {
+            const int j = 4 * i + t, q = j % NQ, h = j / NQ % 2, mi = j / (NQ * 2);
+            const int row = m0 + rw0 + mi * 16 + g + 8 * h, wcol = (n0 + cw0) / 32 + q;
+            if (row < M && wcol < LDY) // the flips of the word's columns, then the word
+                ((unsigned *)Y)[bnn_ybits_at<YT, LDY>(row, wcol, M)] = r[i] ^ sp->flipw[cw0 / 32 + q];
+        }
     }
 }
 
