@@ -153,6 +153,11 @@ typedef enum {
  * the step as if it were not there. Only on a batch alternative, which may then start at the
  * same batch as the alternative before it and replaces that one on sm_90a. */
 #define BLOB_STEP_SM90A 32u
+/* The step's kernel is persistent: its blocks walk its tiles with a stride of gridDim.x, one
+ * block an SM, so the GPU launches min(grid x, its SM count) blocks in x (the grid stays the
+ * kernel's upper bound: a block a tile). Each block then loads its next tile's operands during
+ * the epilogue of the last one, and no SM waits for a last, partial round of whole blocks. */
+#define BLOB_STEP_PERSISTENT 64u
 #define BLOB_STEP_BESIDE_SHIFT 16
 #define BLOB_STEP_BESIDE_MAX 255u
 /* The fork of step i with these flags where it is BESIDE (i - D), else -1. */

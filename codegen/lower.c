@@ -755,13 +755,15 @@ static int lower_bgemm_tiled(Lower *L, const Node *n, const Value *t, const Valu
                                (long long)(owords ? owords : o), pre, pre, (long long)out_tile);
     free_epilogue(&e);
     /* Persistent blocks: one per output tile at least (ntn column tiles x ceil(batch/128) row
-     * tiles <= ntn + ceil(batch*ntn/128)); the surplus returns at once. */
+     * tiles <= ntn + ceil(batch*ntn/128)), the surplus returning at once; BLOB_STEP_PERSISTENT
+     * caps them at the GPU's SMs, each walking several tiles. */
     uint32_t ntn = (uint32_t)((o + BNN_TILED_BN - 1) / BNN_TILED_BN);
     BlobGridDim grid[3] = {{ntn, ntn, BNN_TILED_BM}, {1, 0, 1}, {1, 0, 1}};
     uint32_t block[3] = {wg ? BNN_WGMMA_THREADS : (uint32_t)bnn_bgemm_tiled_threads(BNN_TILED_WM, BNN_TILED_WN), 1,
                          1};
     blob_step_set_kernel(&st->s, st->k.name, grid, block,
                          (uint32_t)bnn_bgemm_tiled_smem(BNN_TILED_BM, BNN_TILED_BN, BNN_TILED_KC, BNN_TILED_STAGES));
+    st->s.flags |= BLOB_STEP_PERSISTENT; /* the runtime launches one block an SM at most */
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_X1, 0);
@@ -3842,7 +3844,9 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
                                     (long long)yb, (long long)ld, wgmma);
         if (wgmma) /* the kernel is in the sm_90a CUBIN only */
             alt->s.flags |= BLOB_STEP_SM90A;
-        /* persistent blocks, one an output tile at least: ntn column tiles x ceil(batch/128) rows */
+        /* persistent blocks, one an output tile at least (ntn column tiles x ceil(batch/128)
+         * rows), at most one an SM (BLOB_STEP_PERSISTENT) */
+        alt->s.flags |= BLOB_STEP_PERSISTENT;
         BlobGridDim grid[3] = {{ntn, ntn, BNN_PLANES_TILED_BM}, {1, 0, 1}, {1, 0, 1}};
         uint32_t block[3] = {
             wgmma ? BNN_PLANES_WGMMA_THREADS : (uint32_t)(BNN_PLANES_TILED_WM * BNN_PLANES_TILED_WN * 32), 1, 1};
@@ -4975,9 +4979,10 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                 snprintf(beside, sizeof beside, ", beside steps %d-%d%s", fork, first - 1,
                          (st->s.flags & BLOB_STEP_BESIDE_SWAP) ? ", which go to the side stream" : "");
             }
-            buf_printf(o->report, "plan: step %d %s%s%s%s%s%s: %.*s\n", i, blob_step_name(st->s.kind),
-                       st->s.kernel[0] ? " (kernel " : "", st->s.kernel, alt, beside, st->s.kernel[0] ? ")" : "",
-                       (int)strcspn(ir, "\n"), ir);
+            buf_printf(o->report, "plan: step %d %s%s%s%s%s%s%s: %.*s\n", i, blob_step_name(st->s.kind),
+                       st->s.kernel[0] ? " (kernel " : "", st->s.kernel, alt, beside,
+                       (st->s.flags & BLOB_STEP_PERSISTENT) ? ", persistent: a block an SM" : "",
+                       st->s.kernel[0] ? ")" : "", (int)strcspn(ir, "\n"), ir);
         }
         if (o->ntargets)
             buf_printf(o->report, "codegen: %d distinct kernels emitted for the %d GPU kernel steps (steps "

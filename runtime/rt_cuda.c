@@ -31,6 +31,7 @@ enum {
     CUDA_ERROR_NOT_FOUND = 500,
     ATTR_CC_MAJOR = 75, /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
     ATTR_CC_MINOR = 76,
+    ATTR_SM_COUNT = 16, /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
     FUNC_ATTR_MAX_DYNAMIC_SHARED = 8, /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
     STREAM_NON_BLOCKING = 1,
     EVENT_DISABLE_TIMING = 2,
@@ -126,6 +127,7 @@ struct RtCuda {
      * and later, cuLaunchKernelEx present, BNN_NO_PDL unset): docs/runtime.md. */
     bool pdl;
     bool sm90a; /* the sm_90a CUBIN is loaded: steps flagged BLOB_STEP_SM90A run (gpu_runs) */
+    int sm_count; /* the GPU's SMs: a BLOB_STEP_PERSISTENT step's blocks at most (launch_grid_x) */
     int omit; /* a step the graphs leave out (bnn_session_set_graph_omit), or -1 */
     /* One graph per batch size (and omitted step), captured on first use (a list: few are used). */
     struct {
@@ -226,6 +228,15 @@ static uint64_t grid_dim(const BlobStep *s, int d, int batch) {
     return g->base + ((uint64_t)batch * g->per_batch + g->div - 1) / g->div;
 }
 
+/* The blocks in x a launch of step s gets: its grid, or for a persistent kernel (its blocks
+ * walk the tiles, one block an SM) at most the GPU's SMs. */
+static unsigned launch_grid_x(const RtCuda *c, const BlobStep *s, int batch) {
+    uint64_t x = grid_dim(s, 0, batch);
+    if ((s->flags & BLOB_STEP_PERSISTENT) && c->sm_count > 0 && x > (uint64_t)c->sm_count)
+        x = (uint64_t)c->sm_count;
+    return (unsigned)x;
+}
+
 /* Whether this GPU has step s at all: not a CPU-only step, nor an sm_90a-only one elsewhere. */
 static bool gpu_runs(const BlobStep *s, bool sm90a) {
     return !(s->flags & BLOB_STEP_CPU_ONLY) && (sm90a || !(s->flags & BLOB_STEP_SM90A));
@@ -296,6 +307,7 @@ static bnn_status open_device(bnn_session *s, RtCuda *c, int *major, int *minor,
     CU_TRY(c, c->api.DeviceGet(&c->dev, 0), "cuDeviceGet");
     CU_TRY(c, c->api.DeviceGetAttribute(major, ATTR_CC_MAJOR, c->dev), "cuDeviceGetAttribute");
     CU_TRY(c, c->api.DeviceGetAttribute(minor, ATTR_CC_MINOR, c->dev), "cuDeviceGetAttribute");
+    CU_TRY(c, c->api.DeviceGetAttribute(&c->sm_count, ATTR_SM_COUNT, c->dev), "cuDeviceGetAttribute");
     if (c->api.DeviceGetName(name, name_len, c->dev) != CUDA_SUCCESS)
         snprintf(name, (size_t)name_len, "GPU 0");
     (void)s;
@@ -514,7 +526,7 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain
     CUresult r;
     if (c->pdl && !plain && (st->flags & BLOB_STEP_PDL)) {
         CuLaunchAttribute attr = {.id = LAUNCH_ATTR_PROGRAMMATIC, .value.programmatic = 1};
-        CuLaunchConfig cfg = {.grid = {(unsigned)grid_dim(st, 0, batch), (unsigned)grid_dim(st, 1, batch),
+        CuLaunchConfig cfg = {.grid = {launch_grid_x(c, st, batch), (unsigned)grid_dim(st, 1, batch),
                                        (unsigned)grid_dim(st, 2, batch)},
                               .block = {st->block[0], st->block[1], st->block[2]},
                               .smem = st->smem,
@@ -523,7 +535,7 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain
                               .nattrs = 1};
         r = c->api.LaunchKernelEx(&cfg, c->funcs[i], params, NULL);
     } else {
-        r = c->api.LaunchKernel(c->funcs[i], (unsigned)grid_dim(st, 0, batch), (unsigned)grid_dim(st, 1, batch),
+        r = c->api.LaunchKernel(c->funcs[i], launch_grid_x(c, st, batch), (unsigned)grid_dim(st, 1, batch),
                                 (unsigned)grid_dim(st, 2, batch), st->block[0], st->block[1], st->block[2],
                                 st->smem, stream, params, NULL);
     }

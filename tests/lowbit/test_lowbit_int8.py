@@ -98,10 +98,10 @@ def compile_blob(tmp, model, mode, targets, extra=()):
 
 def qgemm_alts(report):
     """The qgemm batch alternatives in a --report's plan lines, in order: (step, kernel kind,
-    from batch, main step, sm_90a only)."""
+    from batch, main step, sm_90a only). Each must be persistent (a block an SM)."""
     return [(int(a), k, int(b), int(m), bool(f)) for a, k, b, m, f in re.findall(
         r"plan: step (\d+) qgemm \(kernel s\d+_(qgemm_tiled|qgemm_wgmma), the GPU's from batch (\d+) "
-        r"instead of step (\d+)'s( on sm_90a)?\)", report)]
+        r"instead of step (\d+)'s( on sm_90a)?, persistent: a block an SM\)", report)]
 
 
 def check_alts(alts, layers, targets):
