@@ -13,7 +13,9 @@
 #      bnnrun --profile 10 gives each qgemm step's time, printed as effective POPS (2*M*N*K of
 #      the wMaN layer over the step's time).
 #   3. PyTorch fp16 `a @ w.t()` (nn.Linear's form) and int8 `torch._int_mm` (B column-major) of
-#      each layer's shape, random operands, median of 50 after warm-up, CUDA events.
+#      each layer's shape, random operands, timed as gemm_peer.py does (bench/timing.py: calls
+#      back to back in a CUDA graph, the median of 20 replays; until stop 36 one call between
+#      events, about 9 % slower at 8192^3 than this).
 # WIDTHS="8192" (or "4096") runs part 1 or 2 alone (with the PyTorch layers of that width).
 # Work files under /tmp/lowbit_planes (LOWBIT_DIR); the checks and the table print last, and
 # are kept in $OUT where it is set (the device tool's folder), line by line as they come.
@@ -85,17 +87,14 @@ PY
         rm -f "$W"/${m}_*.bin "$W/$m.bnn"
     done
 done
-WIDTHS="$WIDTHS" python3 - <<'PY' >> "$table"
+WIDTHS="$WIDTHS" BENCH_DIR="$(cd "$(dirname "$0")" && pwd)" python3 - <<'PY' >> "$table"
 import os
+import sys
 import torch
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from timing import time_ms  # the benchmarks' one timer: calls back to back in a CUDA graph
 def med(f):
-    for _ in range(10):
-        f()
-    torch.cuda.synchronize()
-    e0, e1, ts = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True), []
-    for _ in range(50):
-        e0.record(); f(); e1.record(); torch.cuda.synchronize(); ts.append(e0.elapsed_time(e1))
-    return sorted(ts)[25]
+    return time_ms(f, 20)
 for m, k in ((1024, 4096), (512, 4096), (256, 4096), (64, 4096), (8192, 8192)):
     if str(k) not in os.environ["WIDTHS"].split():
         continue
