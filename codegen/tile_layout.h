@@ -102,7 +102,8 @@ int bnn_tile_planes(const uint32_t *src, int rows, int planes, int k, size_t row
  * with PT_APLAIN and PT_WBIPOLAR bm * 4 more (the tile's apop); on wgmma with PT_APLAIN 1024
  * (the swizzled stages' alignment), and with a threshold output of at most
  * BNN_PLANES_WGMMA_STAGE_T_MAX_L levels two tiles' staged thresholds (each column's levels
- * padded to a power of two minus one, in a power of two of words) and direction words, and
+ * padded to a power of two minus one, in a power of two of words: the kernel's
+ * bnn_pt_search_steps) and direction words, and
  * their four mbarriers. levels: PT_L, 0 for an int32 output. Threads: wm * wn * 32,
  * BNN_PLANES_WGMMA_THREADS on wgmma. */
 static inline int bnn_planes_tiled_smem(int bm, int bn, int kc, int stages, int wgmma, int aplain, int bipolar,

@@ -524,10 +524,11 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain
         }
     }
     CUresult r;
+    const unsigned gx = launch_grid_x(c, st, batch), gy = (unsigned)grid_dim(st, 1, batch),
+                   gz = (unsigned)grid_dim(st, 2, batch);
     if (c->pdl && !plain && (st->flags & BLOB_STEP_PDL)) {
         CuLaunchAttribute attr = {.id = LAUNCH_ATTR_PROGRAMMATIC, .value.programmatic = 1};
-        CuLaunchConfig cfg = {.grid = {launch_grid_x(c, st, batch), (unsigned)grid_dim(st, 1, batch),
-                                       (unsigned)grid_dim(st, 2, batch)},
+        CuLaunchConfig cfg = {.grid = {gx, gy, gz},
                               .block = {st->block[0], st->block[1], st->block[2]},
                               .smem = st->smem,
                               .stream = stream,
@@ -535,9 +536,8 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain
                               .nattrs = 1};
         r = c->api.LaunchKernelEx(&cfg, c->funcs[i], params, NULL);
     } else {
-        r = c->api.LaunchKernel(c->funcs[i], launch_grid_x(c, st, batch), (unsigned)grid_dim(st, 1, batch),
-                                (unsigned)grid_dim(st, 2, batch), st->block[0], st->block[1], st->block[2],
-                                st->smem, stream, params, NULL);
+        r = c->api.LaunchKernel(c->funcs[i], gx, gy, gz, st->block[0], st->block[1], st->block[2], st->smem, stream,
+                                params, NULL);
     }
     if (r != CUDA_SUCCESS) {
         char what[160];

@@ -308,7 +308,7 @@ __device__ __forceinline__ void bnn_pt_stage_params(int *__restrict__ sT, unsign
 #pragma unroll
         for (int l = 0; l < LF; ++l) {
             const int tv = l < L && in ? T[(size_t)c * L + (l < L ? l : 0)] : 0;
-            u[l] = l >= L || !in ? (neg ? ALWAYS : NEVER) : !neg ? tv : tv == NEVER ? NEVER : tv + 1;
+            u[l] = l >= L || !in ? (neg ? ALWAYS : NEVER) : !neg ? tv : bnn_le_as_ge(tv);
         }
 #pragma unroll
         for (int i = 0; i + 1 < LF; ++i)
@@ -499,17 +499,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const int ntn = (N + BN - 1) / BN, ntiles = (M + BM - 1) / BM * ntn;
     int *const tpop = (int *)(bnn_dsmem + (s0 - sraw) + S * STAGE + 16 * S); // SELF_POP: the tile's apop
     int *const tsh = tpop + (SELF_POP ? BM : 0); // STAGE_T: [2][TBUF]
-    const unsigned tfull = bnn_smem(tsh + 2 * TBUF), tempty = tfull + 16; // STAGE_T: [2] each
+    const unsigned tbars = bnn_smem(tsh + 2 * TBUF); // STAGE_T: the buffers' hand-off (bnn_handoff_init)
     if (tid == 0) {
         for (int s = 0; s < S; ++s) {
             bnn_mbar_init(full + 8 * s, 1);   // the expect_tx arrival (+ the bytes)
             bnn_mbar_init(empty + 8 * s, NW); // one arrival per consumer warp
         }
         if (STAGE_T)
-            for (int b = 0; b < 2; ++b) {
-                bnn_mbar_init(tfull + 8 * b, 32);  // every lane of the staging warp
-                bnn_mbar_init(tempty + 8 * b, NW); // one arrival per consumer warp
-            }
+            bnn_handoff_init(tbars, NW);
         bnn_mbar_init_fence();
     }
     __syncthreads();
@@ -541,15 +538,15 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 }
             }
         } else if (STAGE_T && warp == NW + 1) {
-            // The staging warp: each tile's thresholds, flipped and sorted, into buffer i % 2 while
-            // the consumers run tile i - 1, so that no epilogue waits for global loads.
+            // The staging warp: each tile's thresholds, in one orientation, padded and sorted, into
+            // buffer i % 2 while the consumers run tile i - 1, so that no epilogue waits for global
+            // loads.
             unsigned i = 0;
             for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x, ++i) {
-                const unsigned b = i & 1;
-                if (i >= 2) bnn_mbar_wait(tempty + 8 * b, ((i >> 1) - 1) & 1);
-                int *const buf = tsh + b * TBUF;
+                bnn_handoff_wait_empty(tbars, i);
+                int *const buf = tsh + (i & 1) * TBUF;
                 bnn_pt_stage_params<BN, STAGE_T ? L : 1, N>(buf, (unsigned *)buf + TBUF - BN / 32, T, dir, tile % ntn * BN, lane);
-                bnn_mbar_arrive(tfull + 8 * b); // release: the buffer's stores before the arrival
+                bnn_handoff_fill(tbars, i);
             }
         }
     } else {
@@ -635,21 +632,18 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             // epilogue reads each several times); each consumer warp hands the buffer back
             // after its epilogue.
             const int *tT = T, *tdir = dir;
-            const unsigned tb = tiles_done & 1;
             if (STAGE_T) {
-                bnn_mbar_wait(tfull + 8 * tb, (tiles_done >> 1) & 1);
-                __syncwarp(); // the epilogue's shuffles: the warp converged after the spin
-                tT = tsh + tb * TBUF, tdir = tT + TBUF - BN / 32;
+                bnn_handoff_wait_full(tbars, tiles_done);
+                tT = tsh + (tiles_done & 1) * TBUF, tdir = tT + TBUF - BN / 32;
             }
             // Warp w holds rows 16w .. 16w+15 of the tile: the m16n8 layout, MI = 1, NI = 32.
             bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR, STAGE_T>(acc, mt * BM, nt * BN, warp * 16, 0, M,
                                                                            SELF_POP ? tpop : apop, SELF_POP ? mt * BM : 0,
                                                                            tT, tdir, STAGE_T ? nt * BN : 0, Y);
-            if (SELF_POP || STAGE_T) __syncwarp(); // every lane read tpop and the buffer
-            if (STAGE_T) {
-                if (lane == 0) bnn_mbar_arrive(tempty + 8 * tb);
-                ++tiles_done;
-            }
+            if (STAGE_T) // every lane read the buffer (and tpop)
+                bnn_handoff_release(tbars, tiles_done++, lane);
+            else if (SELF_POP)
+                __syncwarp(); // every lane read tpop
             if (PT_EPI == 2) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
         }
     }

@@ -194,9 +194,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
     extern __shared__ __align__(128) unsigned char bnn_dsmem[];
     if (bnn_dyn_smem_size() < SMEM) __trap(); // launched with too little shared memory
     const unsigned s0 = bnn_smem(bnn_dsmem), full = s0 + S * STAGE, empty = full + 8 * S;
-    // STAGE_P: parameter buffer b at sp[b], its "full" barrier at pfull + 8b, "empty" at pempty + 8b
+    // STAGE_P: parameter buffer b at sp[b], their hand-off mbarriers at pbars (bnn_handoff_init)
     BnnTiledParams<BM, BN> *const sp = (BnnTiledParams<BM, BN> *)(bnn_dsmem + S * STAGE + 16 * S);
-    const unsigned pfull = s0 + S * STAGE + 16 * S + 2 * PBYTES, pempty = pfull + 16;
+    const unsigned pbars = s0 + S * STAGE + 16 * S + 2 * PBYTES;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const unsigned rank = CL > 1 ? bnn_cluster_rank() : 0;
     if (tid == 0) {
@@ -205,10 +205,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
             bnn_mbar_init(empty + 8 * s, NW * CL); // one arrival per consumer warp of the cluster
         }
         if (STAGE_P)
-            for (int b = 0; b < 2; ++b) {
-                bnn_mbar_init(pfull + 8 * b, 32);  // every lane of the staging warp
-                bnn_mbar_init(pempty + 8 * b, NW); // one arrival per consumer warp
-            }
+            bnn_handoff_init(pbars, NW);
         bnn_mbar_init_fence();
     }
     if (CL > 1)
@@ -254,11 +251,11 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
             // run unit i - 1, so that no epilogue waits for loads or for the other warpgroup.
             unsigned i = 0;
             for (int u = cid; u < nunits; u += ncl, ++i) {
-                const unsigned b = i & 1;
-                if (i >= 2) bnn_mbar_wait(pempty + 8 * b, ((i >> 1) - 1) & 1);
+                bnn_handoff_wait_empty(pbars, i);
                 const int mt = (u / ntn) * CL + (int)rank, nt = u % ntn;
-                bnn_tiled_params_stage<BM, BN, BW_EPI, N>(sp + b, mt * BM, nt * BN, M, lane, apop, wpop, ep0, ep1);
-                bnn_mbar_arrive(pfull + 8 * b); // release: the lane's stores before its arrival
+                bnn_tiled_params_stage<BM, BN, BW_EPI, N>(sp + (i & 1), mt * BM, nt * BN, M, lane, apop, wpop, ep0,
+                                                          ep1);
+                bnn_handoff_fill(pbars, i);
             }
         }
     } else {
@@ -312,17 +309,14 @@ extern "C" __global__ void __launch_bounds__(384, 1) BW_CLUSTER_ATTR
                 if (x == 0x7fffffff) ((int *)Y)[0] = x;
                 continue;
             }
-            const unsigned b = i & 1;
-            bnn_mbar_wait(pfull + 8 * b, (i >> 1) & 1);
-            __syncwarp(); // the epilogue's shuffles: the warp converged after the spin
+            bnn_handoff_wait_full(pbars, i);
             if (mt < ntm) { // a cluster partner past the last M tile only helped with the loads
                 // Warp w of warpgroup wg holds rows 64wg + 16w .. +15: the m16n8 layout, MI = 1, NI = 32.
                 bnn_tiled_epilogue<1, 32, BW_EPI, N, K, BW_LDY, BM, BN, BW_YTILE>(acc, mt * BM, nt * BN, warp * 16, 0, M,
-                                                                                 sp + b, Y);
+                                                                                 sp + (i & 1), Y);
                 bnn_tiled_zero_pad<BW_EPI, N, BN, BW_LDY, BW_YTILE>(Y, mt * BM, BM, M, tid, T, nt);
             }
-            __syncwarp(); // every lane read the buffer
-            if (lane == 0) bnn_mbar_arrive(pempty + 8 * b);
+            bnn_handoff_release(pbars, i, lane);
         }
     }
     if (CL > 1) bnn_cluster_sync(); // no block exits while its peer may still signal its barriers

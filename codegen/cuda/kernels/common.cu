@@ -69,6 +69,10 @@ __device__ __forceinline__ void bnn_ldsm4(unsigned a, unsigned &r0, unsigned &r1
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                  : "r"(a));
 }
+// The threshold epilogues count every level in one orientation, x >= u: a level `x <= t` is
+// !(x >= u) with u = t + 1, or with u = INT_MAX for t = INT_MAX, which needs every x below
+// INT_MAX (each caller's bound on its counts).
+__device__ __forceinline__ int bnn_le_as_ge(int t) { return t == 2147483647 ? t : t + 1; }
 // w |= m where p: one predicated OR. (Said in C, the compiler selects m or 0 and ORs that:
 // two instructions a bit in the threshold epilogues that set bits one by one.)
 __device__ __forceinline__ void bnn_or_if(unsigned &w, unsigned m, bool p) {

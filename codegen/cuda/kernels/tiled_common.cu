@@ -78,6 +78,34 @@ __device__ __forceinline__ void bnn_bulk_g2s(unsigned dst, const void *src, unsi
 }
 #endif
 
+// A tile's epilogue parameters handed from one staging warp to the consumer warps a tile
+// ahead: tile i in buffer i & 1 of two, each with a "full" mbarrier (32 arrivals, one a lane of
+// the staging warp: an arrival releases the lane's stores) and an "empty" one (one arrival a
+// consumer warp). bars: full[0], full[1], empty[0], empty[1], 8 bytes each.
+__device__ __forceinline__ void bnn_handoff_init(unsigned bars, unsigned consumer_warps) {
+    for (int b = 0; b < 2; ++b) {
+        bnn_mbar_init(bars + 8 * b, 32);
+        bnn_mbar_init(bars + 16 + 8 * b, consumer_warps);
+    }
+}
+// Staging warp, every lane: before writing tile i's buffer, wait until the consumers gave
+// back tile i - 2's.
+__device__ __forceinline__ void bnn_handoff_wait_empty(unsigned bars, unsigned i) {
+    if (i >= 2) bnn_mbar_wait(bars + 16 + 8 * (i & 1), ((i >> 1) - 1) & 1);
+}
+// Staging warp, every lane, after its stores to tile i's buffer.
+__device__ __forceinline__ void bnn_handoff_fill(unsigned bars, unsigned i) { bnn_mbar_arrive(bars + 8 * (i & 1)); }
+// Consumer warp: until tile i's buffer is full (converged after the spin, for the shuffles).
+__device__ __forceinline__ void bnn_handoff_wait_full(unsigned bars, unsigned i) {
+    bnn_mbar_wait(bars + 8 * (i & 1), (i >> 1) & 1);
+    __syncwarp();
+}
+// Consumer warp, once every lane has read tile i's buffer: give it back.
+__device__ __forceinline__ void bnn_handoff_release(unsigned bars, unsigned i, int lane) {
+    __syncwarp();
+    if (lane == 0) bnn_mbar_arrive(bars + 16 + 8 * (i & 1));
+}
+
 // ---------------------------------------------------------------- compact row tiles
 
 // Compact row tiles (BT_COMPACT / BW_COMPACT 1: the compiler's tile-major formats k128 / k256,
@@ -175,7 +203,7 @@ __device__ __forceinline__ int bnn_tiled_fold_column(int c, int wpop, int p0, in
         return -w2;
     const long long t = (long long)p0 + w2;
     const int cs = t > 2147483647LL ? 2147483647 : (int)t;
-    return c >= N ? 2147483647 : !flip ? cs : cs == 2147483647 ? cs : cs + 1;
+    return c >= N ? 2147483647 : !flip ? cs : bnn_le_as_ge(cs);
 }
 
 // After this thread's copies completed and a barrier: fold the columns this thread owns.
