@@ -8,11 +8,19 @@
 // Structure: persistent blocks of WM*WN warps walk the output tiles; an S-stage ring of shared
 // memory holds K stages (KC 16-byte chunks of BM A rows and BN W rows: two bulk copies on the
 // stage's "full" mbarrier). Every warp waits on "full", runs ldmatrix + mma.sync over the
-// stage and arrives on the stage's "empty" mbarrier; thread 0 then waits on "empty" and
-// refills the slot with the stage S ahead, which may be the next tile's, so the next tile's
-// first stages load during this tile's last stages and epilogue. No producer warp: a 9th warp
+// stage and arrives on the stage's "empty" mbarrier; lane 0 of warp (stage mod NW) then waits
+// on "empty" and refills the slot with the stage S ahead, which may be the next tile's, so the
+// next tile's first stages load during this tile's last stages and epilogue. The refilling warp
+// turns over so that each warp waits for the others at one stage in NW: with thread 0 doing
+// every refill, warp 0 waited at every stage and the main loop ran at 7.7 POPS, 8.0-8.1 with the
+// turns (8192^3, H200, docs/perf.md stop 37). No producer warp: a 9th warp
 // would cap registers at 168 per thread (3 warps on one SM sub-partition), too few for the
 // 128 accumulators of a 64x64 warp tile plus double-buffered fragments.
+// Epilogue parameters: copied at a tile's start into one of two buffers (by the tile's parity)
+// and folded in the middle of its main loop (stage KF), between two barriers there, where the
+// fold's instructions issue beside the queued MMAs; the epilogue then starts right after the
+// last MMA with no barrier. A buffer is written again two tiles later, after every thread has
+// passed the next tile's fold barriers, so after every thread's epilogue that read it.
 // The whole #define contract is in docs/kernels.md; each inclusion defines one kernel named
 // BT_NAME and #undefs its BT_* macros at the end.
 #ifndef BNN_TILED_COMMON_CU
@@ -76,12 +84,14 @@ extern "C" __global__ void __launch_bounds__(BT_WM *BT_WN * 32, 1)
     constexpr int NW = WM * WN, T = NW * 32, WTM = BM / WM, WTN = BN / WN, MI = WTM / 16, NI = WTN / 8;
     constexpr int N = BT_N, K = BT_K, BK = KC * 128, NKT = (K + BK - 1) / BK, NCH = NKT * KC;
     constexpr unsigned ABYTES = KC * BM * 16, BBYTES = KC * BN * 16, STAGE = ABYTES + BBYTES;
-    constexpr unsigned SMEM = S * STAGE + 16 * S + (unsigned)sizeof(BnnTiledParams<BM, BN>);
+    constexpr unsigned SMEM = S * STAGE + 16 * S + 2 * (unsigned)sizeof(BnnTiledParams<BM, BN>);
+    constexpr int KF = NKT / 2; // the stage after whose MMAs the parameters are folded
     static_assert(N >= 1 && K >= 1, "empty GEMM");
     static_assert(KC % 2 == 0 && KC >= 2 && KC <= 16, "KC: an even number of 16-byte chunks (k256 steps), <= 16");
     static_assert(S >= 2, "at least 2 stages");
     static_assert(WTM % 16 == 0 && WTN % 32 == 0 && BM == WTM * WM && BN == WTN * WN, "warp tile");
     static_assert(SMEM <= 232448, "stages do not fit in 227 KiB of shared memory");
+    static_assert(sizeof(BnnTiledParams<BM, BN>) % 8 == 0, "the second parameter buffer's u pairs 8-byte aligned");
     static_assert(BT_YTILE == 0 || (BT_YTILE == BM && BT_EPI == BNN_EPI_THRESHOLD), "tile-major bits: BM-row tiles");
 #ifdef BT_M
     const int M = BT_M;
@@ -96,7 +106,7 @@ extern "C" __global__ void __launch_bounds__(BT_WM *BT_WN * 32, 1)
     const int ntn = (N + BN - 1) / BN, ntiles = (M + BM - 1) / BM * ntn;
     const unsigned total = (int)blockIdx.x < ntiles ? (ntiles - blockIdx.x + gridDim.x - 1) / gridDim.x * NKT : 0;
     // Stage g of this block's sequence (its tiles blockIdx.x + i*gridDim.x, NKT stages each)
-    // into slot g % S; thread 0 only.
+    // into slot g % S; one thread.
     auto produce = [&](unsigned g) {
         if (g >= total) return;
         const int tile = blockIdx.x + (int)(g / NKT) * gridDim.x, kt = g % NKT;
@@ -119,10 +129,11 @@ extern "C" __global__ void __launch_bounds__(BT_WM *BT_WN * 32, 1)
 
     const int wm = warp % WM, wn = warp / WM;
     unsigned it = 0;
-    for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+    for (int tile = blockIdx.x, parity = 0; tile < ntiles; tile += gridDim.x, parity ^= 1) {
         const int mt = tile / ntn, nt = tile % ntn;
+        BnnTiledParams<BM, BN> *const tp = sp + parity;
         if (!BT_NOSTORE)
-            bnn_tiled_params_load<BM, BN, BT_EPI, N>(sp, mt * BM, nt * BN, M, tid, T, apop, wpop, ep0, ep1);
+            bnn_tiled_params_load<BM, BN, BT_EPI, N>(tp, mt * BM, nt * BN, M, tid, T, apop, wpop, ep0, ep1);
         int acc[MI][NI][4];
 #pragma unroll
         for (int i = 0; i < MI; ++i)
@@ -131,7 +142,7 @@ extern "C" __global__ void __launch_bounds__(BT_WM *BT_WN * 32, 1)
         for (int kt = 0; kt < NKT; ++kt, ++it) {
             const unsigned slot = it % S, sa = s0 + slot * STAGE, sb = sa + ABYTES;
             bnn_mbar_wait(full + 8 * slot, (it / S) & 1);
-            __syncwarp(); // ldmatrix and mma.sync are .aligned: reconverge after the spin (and thread 0's refill)
+            __syncwarp(); // ldmatrix and mma.sync are .aligned: reconverge after the spin (and a lane's refill)
 #pragma unroll
             for (int ks = 0; ks < KC / 2; ++ks) {
                 unsigned a[MI][4], b[NI][2];
@@ -152,9 +163,15 @@ extern "C" __global__ void __launch_bounds__(BT_WM *BT_WN * 32, 1)
             }
             __syncwarp(); // every lane's ldmatrix of this stage is done before the slot is released
             if (lane == 0) bnn_mbar_arrive(empty + 8 * slot);
-            if (tid == 0) { // refill the slot once every warp released it
+            if (lane == 0 && warp == (int)(it % NW)) { // refill the slot once every warp released it
                 bnn_mbar_wait(empty + 8 * slot, (it / S) & 1);
                 produce(it + S);
+            }
+            if (!BT_NOSTORE && kt == KF) {
+                bnn_cp_wait<0>();
+                bnn_bar_sync(1, T); // everyone's parameter copies landed
+                bnn_tiled_params_fold<BM, BN, BT_EPI, N>(tp, nt * BN, tid, T);
+                bnn_bar_sync(1, T); // folded before any warp's epilogue
             }
         }
         if (BT_NOSTORE) { // timing aid: keeps the main loop alive without the epilogue's stores
@@ -166,13 +183,8 @@ extern "C" __global__ void __launch_bounds__(BT_WM *BT_WN * 32, 1)
             if (x == 0x7fffffff) ((int *)Y)[0] = x;
             continue;
         }
-        bnn_cp_wait<0>();
-        bnn_bar_sync(1, T); // everyone's parameter copies landed
-        bnn_tiled_params_fold<BM, BN, BT_EPI, N>(sp, nt * BN, tid, T);
-        bnn_bar_sync(1, T);
-        bnn_tiled_epilogue<MI, NI, BT_EPI, N, K, BT_LDY, BM, BN, BT_YTILE>(acc, mt * BM, nt * BN, wm * WTM, wn * WTN, M, sp, Y);
+        bnn_tiled_epilogue<MI, NI, BT_EPI, N, K, BT_LDY, BM, BN, BT_YTILE>(acc, mt * BM, nt * BN, wm * WTM, wn * WTN, M, tp, Y);
         bnn_tiled_zero_pad<BT_EPI, N, BN, BT_LDY, BT_YTILE>(Y, mt * BM, BM, M, tid, T, nt);
-        bnn_bar_sync(1, T); // the parameters are not overwritten by the next tile's copies before use
     }
 }
 #undef BT_NAME
