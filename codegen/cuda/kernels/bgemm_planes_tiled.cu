@@ -24,17 +24,17 @@
 // as bit-planes, count = sum_l (dir[n] >= 0 ? acc >= T[n][l] : acc <= T[n][l]) over PT_L
 // levels, Y[M][PT_YB][LDY] words, bit n of plane b = bit b of count, LDY = N rounded up to
 // 256 bits (padding words zero), exactly bgemm_planes.cu's A operand.
-// sm_90+: cp.async.bulk on mbarriers, thread 0 refilling (bgemm_tiled.cu's scheme). sm_80:
-// the same main loop fed by 16-byte cp.async copies of the same image (a program for sm_80
-// leaves out tiled_common.cu, which is sm_90+ only). PT_WGMMA 1 (sm_90a): the same schedule
-// on bgemm_wgmma.cu's wgmma loop (empty when compiled for another target). PT_APLAIN 1 (the
-// form bnncc emits for a qgemm step, on both): A is not pre-tiled but bgemm_planes.cu's plain
-// planes, X[M][PT_XB][PT_LDA] words (a quantize's or the previous qgemm's output as it is),
-// loaded into shared memory by the kernel (mma.sync: gathered into the same stage image with
-// 16-byte cp.async by every thread, the sm_80 pipeline on every architecture; wgmma: one TMA
-// copy a stage from a tensor map, 128-byte swizzled rows), and with PT_WBIPOLAR the kernel
-// counts apop itself (apop unused). Each inclusion defines one kernel
-// PT_NAME and #undefs its PT_* macros at the end; docs/kernels.md has the contract.
+// sm_90+: cp.async.bulk on mbarriers, a lane of each warp in turn refilling (bgemm_tiled.cu's
+// scheme). sm_80: the same main loop fed by 16-byte cp.async copies of the same image (a
+// program for sm_80 leaves out tiled_common.cu, which is sm_90+ only). PT_WGMMA 1 (sm_90a): the
+// same schedule on bgemm_wgmma.cu's wgmma loop (empty when compiled for another target).
+// PT_APLAIN 1 (the form bnncc emits for a qgemm step, on both): A is not pre-tiled but
+// bgemm_planes.cu's plain planes, X[M][PT_XB][PT_LDA] words (a quantize's or the previous
+// qgemm's output as it is), loaded into shared memory by the kernel (mma.sync: gathered into
+// the same stage image with 16-byte cp.async by every thread, the sm_80 pipeline on every
+// architecture; wgmma: one TMA copy a stage from a tensor map, 128-byte swizzled rows), and
+// with PT_WBIPOLAR the kernel counts apop itself (apop unused). Each inclusion defines one
+// kernel PT_NAME and #undefs its PT_* macros at the end; docs/kernels.md has the contract.
 #ifndef BNN_COMMON_CU
 #include "common.cu"
 #endif
@@ -703,7 +703,8 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
         gb = (const char *)Wt + (((size_t)nt * WB + q) * NCH + (size_t)kt * KC) * BN * 16;
     };
 #if __CUDA_ARCH__ >= 900 && !PT_APLAIN
-    // Thread 0 fills slot g % S with two bulk copies completing on its "full" mbarrier.
+    // One thread fills slot g % S with two bulk copies completing on its "full" mbarrier: thread
+    // 0 the first S, then lane 0 of warp (g - S) mod NW (bgemm_tiled.cu's turns).
     const unsigned full = s0 + S * STAGE, empty = full + 8 * S;
     auto produce = [&](unsigned g) {
         if (g >= total) return;
@@ -810,7 +811,7 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
 #if __CUDA_ARCH__ >= 900 && !PT_APLAIN
                 __syncwarp(); // every lane's ldmatrix of this stage is done before the slot is released
                 if (lane == 0) bnn_mbar_arrive(empty + 8 * slot);
-                if (tid == 0) { // refill the slot once every warp released it
+                if (lane == 0 && warp == (int)(it % NW)) { // refill once every warp released it; the warps take turns
                     bnn_mbar_wait(empty + 8 * slot, (it / S) & 1);
                     produce(it + S);
                 }
