@@ -22,7 +22,6 @@ wider ones. --device cpu checks the script on a machine without a GPU (CPU-path 
 """
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -33,8 +32,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "lowbit"))
 import qconv_models  # noqa: E402
 
+sys.path.insert(0, HERE)
+from ab_blobs import profile  # noqa: E402  (bnnrun --profile's table)
+
 PUBLISHED_POPS = 0.4
 DEFAULT_SHAPES = "64,64,56,3,1/128,128,28,3,1/256,256,14,3,1/512,512,7,3,1/256,256,28,3,1/512,512,14,3,1"
+
+
+def out_hw(hw, k, s):
+    """The output's height and width: padding k // 2 on each side."""
+    return (hw + 2 * (k // 2) - k) // s + 1
 
 
 def layer_model(c, o, hw, k, s, wbits, abits, seed):
@@ -43,9 +50,8 @@ def layer_model(c, o, hw, k, s, wbits, abits, seed):
     y = qconv_models.block(n, x, c, o, k, wbits, abits, stride=s, pad=k // 2)
     # A small classifier reads the codes (flatten, dense to 10): with the quant's float as the
     # graph's output, bnncc would keep the conv float, since nothing would read its codes.
-    oh = (hw + 2 * (k // 2) - k) // s + 1
     f = n.node("Flatten", [y], axis=1)
-    return n.model((c, hw, hw), n.dense(f, o * oh * oh, 10, wbits))
+    return n.model((c, hw, hw), n.dense(f, o * out_hw(hw, k, s) ** 2, 10, wbits))
 
 
 def run(cmd):
@@ -57,18 +63,17 @@ def run(cmd):
 
 
 def qconv_step_ms(profile_out):
-    """The median ms of the profile's first qconv step, the layer timed (bnnrun --profile's table:
-    index, kind, kernel, ms)."""
-    for line in profile_out.splitlines():
-        m = re.search(r"^\s*(?:\S+ profile:)?\s*\d+\s+qconv\s+\S+\s+([0-9.]+)\s", line)
-        if m:
-            return float(m.group(1))
+    """The median ms of the profile's first qconv step (kernel sN_qconv), the layer timed."""
+    steps, _ = profile(profile_out)
+    for i in sorted(steps):
+        kernel, ms = steps[i]
+        if kernel.endswith("_qconv"):
+            return ms
     raise SystemExit("qconv_bench: no qconv step in bnnrun --profile's output:\n" + profile_out)
 
 
 def torch_conv_ms(c, o, hw, k, s, batch, reps):
     import torch
-    sys.path.insert(0, HERE)
     from timing import time_ms
     torch.backends.cudnn.benchmark = True
     conv = torch.nn.Conv2d(c, o, k, stride=s, padding=k // 2, bias=False).cuda().half()
@@ -113,8 +118,7 @@ def main():
         run([bnnrun, blob, "--device", "cpu", "--input", small, "--output", ys[0]])
         run([bnnrun, blob, "--device", a.device, "--input", small, "--output", ys[1]])
         same = np.array_equal(np.load(ys[0]), np.load(ys[1]))
-        oh = (hw + 2 * (k // 2) - k) // s + 1
-        ops = 2.0 * a.batch * oh * oh * o * c * k * k
+        ops = 2.0 * a.batch * out_hw(hw, k, s) ** 2 * o * c * k * k
         ms = None
         if same:
             ms = qconv_step_ms(run([bnnrun, blob, "--device", a.device, "--input", xin, "--batch", str(a.batch),

@@ -53,8 +53,9 @@ void bnn_row_popc_host(const uint32_t *src, int rows, int k, int ld_words, int *
 
 /* Dynamic shared memory of a pre-tiled kernel: stages of KC chunks for BM + BN rows, two
  * mbarriers per stage, and the epilogue parameters of two tiles (4 ints per column, a flip
- * word per 32 columns, 1 int per row; bgemm_wgmma.cu stages the next tile's beside the
- * current one's, on two pairs of mbarriers; bgemm_tiled.cu uses one). Above 48 KiB the
+ * word per 32 columns, 1 int per row: bgemm_wgmma.cu stages the next tile's beside the
+ * current one's, on two pairs of mbarriers, and bgemm_tiled.cu alternates between them by a
+ * tile's parity; the 32 bytes of mbarriers only bgemm_wgmma.cu uses). Above 48 KiB the
  * launcher must raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES. */
 static inline int bnn_bgemm_tiled_smem(int bm, int bn, int kc, int stages) {
     return stages * kc * (bm + bn) * 16 + 16 * stages + 2 * (4 * bn + bn / 32 + bm) * 4 + 32;

@@ -91,7 +91,6 @@ extern "C" __global__ void __launch_bounds__(BT_WM *BT_WN * 32, 1)
     static_assert(S >= 2, "at least 2 stages");
     static_assert(WTM % 16 == 0 && WTN % 32 == 0 && BM == WTM * WM && BN == WTN * WN, "warp tile");
     static_assert(SMEM <= 232448, "stages do not fit in 227 KiB of shared memory");
-    static_assert(sizeof(BnnTiledParams<BM, BN>) % 8 == 0, "the second parameter buffer's u pairs 8-byte aligned");
     static_assert(BT_YTILE == 0 || (BT_YTILE == BM && BT_EPI == BNN_EPI_THRESHOLD), "tile-major bits: BM-row tiles");
 #ifdef BT_M
     const int M = BT_M;

@@ -169,6 +169,9 @@ __device__ __forceinline__ void bnn_bar_sync(int id, int count) {
 //              comparison a bit, and the flips a whole word at a time;
 //   I32, AFFINE: dot = x + u with u = -2*popc(w).
 template <int BM, int BN> struct BnnTiledParams {
+    // Both kernels keep two of these back to back: an even number of words each, so that the
+    // second's u pairs are 8-byte aligned too.
+    static_assert((BN / 32 + BM) % 2 == 0, "an odd number of words: the second buffer's u misaligned");
     int u[BN];              // first: 8-byte aligned pairs of columns
     unsigned flipw[BN / 32]; // THRESHOLD: bit c % 32 of word c / 32, column c's dir < 0
     int wpop[BN], p0[BN], p1[BN], apop[BM];
