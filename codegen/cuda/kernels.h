@@ -252,7 +252,7 @@ static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, 
                                  int xb, int wb, int res) {
     int she = kh == 1 ? 1 : sh, swe = kw == 1 ? 1 : sw;
     int ccr = (c + 127) / 128, hh = (th - 1) * she + (kh - 1) * dh + 1, hwd = (tw - 1) * swe + (kw - 1) * dw + 1;
-    int hws = she == 1 ? bnn_halo_ws(hwd, tw * swe) : hwd, nhp = hh * hws;
+    int hws = tw % 8 == 0 && swe == 1 ? hwd : she == 1 ? bnn_halo_ws(hwd, tw * swe) : hwd, nhp = hh * hws;
     return wb * kh * kw * ccr * 32 * wn * 16 + 2 * xb * ccr * nhp * 16 + 16 + 4 * nhp + 4 * th * tw +
            (res ? wn * th * tw * 33 * 4 : 0);
 }
@@ -304,7 +304,9 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
  * tile (docs/perf.md stop 31): 3x3 layers of at most 64 output pixels (7x7) gain 2-25 % on 8x8
  * tiles, of at most 256 (14x14) 3-35 % on 8x16; at 28x28 a chain that writes its f32 value
  * gains 6-24 % on 8x16, a threshold layer or a chain of codes alone gains 12-23 % at 16 and
- * loses up to 31 % at 256 (so the rule's tile again from 64); the 1x1 stride-2 downsample (f32
+ * loses up to 31 % at 256 (so the rule's tile again from 64 for such a chain; a threshold layer,
+ * since its codes are counted in the fragment layout, gains 22 % on 8x16 at 256 at stride 1 and
+ * 5 % at stride 2: bnncc --tune and bench/qconv_bench.py, docs/perf.md stop 38); the 1x1 stride-2 downsample (f32
  * only) into 28x28 loses 1-5 % at 16 and 64 and gains 37 % at 256, into 14x14 it loses 15-22 %
  * up to 64; at 56x56 the threshold layers gain 2-13 % on 8x8, the chains nothing. A tile less
  * than half full of real pixels is not taken. chain: a qconv2d_chain; f32: it writes its f32
@@ -325,7 +327,7 @@ static inline int bnn_qhalo_batch_alts(int oh, int ow, int o, int kh, int kw, in
         tile[n] = 0, from[n++] = 64;
     else if (p <= 1024 && !one) {
         tile[n] = 0, from[n++] = 16;
-        if (!(chain && f32))
+        if (chain && !f32)
             tile[n] = -1, from[n++] = 64;
     } else if (p > 1024 && !one && !chain)
         tile[n] = 1, from[n++] = 16;

@@ -49,6 +49,7 @@ __device__ __forceinline__ void bnn_qc_mma(int *d, unsigned a0, unsigned a1, uns
 // The halo kernel's shared-memory operations (common.cu's, in a form the C emulator can stand
 // in for): shared addresses are 32-bit, as in common.cu.
 #define BNN_QC_DSMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#define BNN_QC_ALIGN16 __align__(16)
 #define bnn_qh_smem(p) bnn_smem(p)
 #define bnn_qh_smem_size() bnn_dyn_smem_size()
 #define bnn_qh_commit() bnn_cp_commit()
@@ -71,6 +72,9 @@ __device__ __forceinline__ void bnn_qh_ld16(unsigned a, unsigned *v) {
     v[0] = r[0], v[1] = r[1], v[2] = r[2], v[3] = r[3];
 }
 __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm4(a, r[0], r[1], r[2], r[3]); }
+#endif
+#ifndef BNN_QC_ALIGN16 // (the warp emulator's static arrays)
+#define BNN_QC_ALIGN16
 #endif
 #ifndef QC_CAT // a name of this inclusion's kernel: QC_CAT(QC_NAME, row) = <name>_row
 #define QC_CAT_(a, b) a##_##b
@@ -188,25 +192,29 @@ BNN_QC_FN void QC_CAT(QC_NAME, zero)(int pos[][QC_MI][4][4], int neg[][QC_MI][4]
                     neg[p][mi][j][i] = 0;
 }
 
-// Combine the plane pairs of m16 tile mi: acc = sum_s 2^s pos[s] - sum_p 2^(p + WB - 1) neg[p]
-// (bipolar planes count twice), into tile[16][33] (row, channel of the warp's 32).
+// The plane pairs of fragment (mi, j, i) combined: sum_s 2^s pos[s] - sum_p 2^(p + WB - 1) neg[p]
+// (bipolar planes count twice; their row term is the caller's).
+BNN_QC_FN int QC_CAT(QC_NAME, acc_at)(int pos[][QC_MI][4][4], int neg[][QC_MI][4][4], int mi, int j, int i) {
+    int v = 0;
+    for (int s = 0; s < QC_NPOS; s++)
+        v += pos[s][mi][j][i] << s;
+#if QC_NEG
+    for (int p = 0; p < QC_XB; p++)
+        v -= neg[p][mi][j][i] << (p + QC_WB - 1);
+#else
+    (void)neg;
+#endif
+    return QC_WBIPOLAR ? 2 * v : v;
+}
+
+// Combine the plane pairs of m16 tile mi into tile[16][33] (row, channel of the warp's 32).
 BNN_QC_FN void QC_CAT(QC_NAME, combine)(int pos[][QC_MI][4][4], int neg[][QC_MI][4][4], int mi, int lane,
                                         int (*tile)[33]) {
     const int g = lane >> 2, t = lane & 3;
     for (int j = 0; j < 4; j++) {
         int acc[4];
-        for (int i = 0; i < 4; i++) {
-            int v = 0;
-            for (int s = 0; s < QC_NPOS; s++)
-                v += pos[s][mi][j][i] << s;
-#if QC_NEG
-            for (int p = 0; p < QC_XB; p++)
-                v -= neg[p][mi][j][i] << (p + QC_WB - 1);
-#else
-            (void)neg;
-#endif
-            acc[i] = QC_WBIPOLAR ? 2 * v : v;
-        }
+        for (int i = 0; i < 4; i++)
+            acc[i] = QC_CAT(QC_NAME, acc_at)(pos, neg, mi, j, i);
         // d0 = D[g][2t], d1 = D[g][2t+1], d2 = D[g+8][2t], d3 = D[g+8][2t+1] per n8 tile.
         tile[g][8 * j + 2 * t] = acc[0];
         tile[g][8 * j + 2 * t + 1] = acc[1];
@@ -376,8 +384,13 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #define QC_HH ((QC_TH - 1) * QC_SHE + (QC_KH - 1) * QC_DH + 1)
 #define QC_HWD ((QC_TW - 1) * QC_SWE + (QC_KW - 1) * QC_DW + 1)
 // Row stride in slots: with unit stride in the halo, congruent to TW*SWE mod 8, so that the 8
-// rows an ldmatrix reads lie in 8 bank groups (bconv.cu's bnn_halo_ws).
-#define QC_HWS (QC_SHE == 1 ? QC_HWD + ((QC_TW * QC_SWE - QC_HWD) % 8 + 8) % 8 : QC_HWD)
+// rows an ldmatrix reads lie in 8 bank groups (bconv.cu's bnn_halo_ws); no padding where a
+// tile row holds whole 8-row matrices (TW a multiple of 8, unit stride along it): their 8 rows
+// are 8 consecutive slots of one halo row. (The padding of 8x8 tiles was 60 % of each halo, and
+// kept the w1a2 ResNet's 7x7 layers at two blocks an SM.)
+#define QC_HWS (QC_TW % 8 == 0 && QC_SWE == 1 ? QC_HWD                                             \
+                : QC_SHE == 1                  ? QC_HWD + ((QC_TW * QC_SWE - QC_HWD) % 8 + 8) % 8 \
+                                               : QC_HWD)
 #define QC_NHP (QC_HH * QC_HWS)
 #define QC_TX ((QC_OW + QC_TW - 1) / QC_TW)
 #define QC_TYX ((QC_OH + QC_TH - 1) / QC_TH * QC_TX)
@@ -392,27 +405,39 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #if QC_BM % (16 * QC_WM) != 0 || QC_MI < 1 || QC_LDW == 3
 #error "qconv.cu: QC_TH * QC_TW must be a multiple of 16 * QC_WM"
 #endif
+// Epi 2 with at most 3 levels (codes of up to 2 bits: w1a2, w2a2, binary outputs): the levels
+// are counted where the MMA left the sums, and a row's code words put together by shuffles
+// (codes_frag), not through the warp's tile and a ballot a row and plane (that path was two
+// thirds of the instructions of the w1a2 ResNet's 56x56 threshold layer: ncu, docs/perf.md).
+#define QC_FRAGL (QC_EPI == 2 && QC_L <= 3)
 
 // The halo of tile `tl` into the buffer at shared address dst: one cp.async per (plane, pixel,
 // chunk) inside the image, pad_code's words (real channel bits where its bit p is set) outside.
 BNN_QC_FN void QC_CAT(QC_NAME, halo)(const unsigned *X, int tl, unsigned dst, int tid) {
     const int n = tl / QC_TYX, ih0 = tl % QC_TYX / QC_TX * QC_TH * QC_SH - QC_PT;
     const int iw0 = tl % QC_TX * QC_TW * QC_SW - QC_PL;
-    for (int i = tid; i < QC_XB * QC_CCR * QC_HH * QC_HWD; i += QC_NT) {
-        const int cc = i % QC_CCR, px = i / QC_CCR % (QC_HH * QC_HWD), p = i / QC_CCR / (QC_HH * QC_HWD);
+    // A thread a pixel, its geometry once for all its planes and chunks (the index arithmetic
+    // per copy was most of this function's instructions).
+    for (int px = tid; px < QC_HH * QC_HWD; px += QC_NT) {
         const int hy = px / QC_HWD, hx = px % QC_HWD, ih = ih0 + hy * QC_FH, iw = iw0 + hx * QC_FW;
-        const unsigned d = dst + ((p * QC_CCR + cc) * QC_NHP + hy * QC_HWS + hx) * 16;
-        if (ih >= 0 && ih < QC_H && iw >= 0 && iw < QC_W) {
-            const unsigned *src = X + ((long long)n * QC_XB + p) * QC_PLANE + ((long long)ih * QC_W + iw) * QC_LDW + 4 * cc;
-            bnn_qh_cp(d, src, QC_LDW >= 4 ? 16 : 4 * QC_LDW, QC_LDW >= 4 ? 16u : 4u * QC_LDW);
-        } else {
-            unsigned w[4];
-            for (int k = 0; k < 4; k++) {
-                const int bits = QC_C - 32 * (4 * cc + k);
-                w[k] = !((QC_PAD_CODE >> p) & 1) || bits <= 0 ? 0u : bits >= 32 ? 0xffffffffu : (1u << bits) - 1u;
+        const bool in = ih >= 0 && ih < QC_H && iw >= 0 && iw < QC_W;
+        const unsigned *src = X + (long long)n * QC_XB * QC_PLANE + ((long long)ih * QC_W + iw) * QC_LDW;
+        const unsigned d = dst + (hy * QC_HWS + hx) * 16;
+        for (int p = 0; p < QC_XB; p++)
+            for (int cc = 0; cc < QC_CCR; cc++) {
+                const unsigned dc = d + (p * QC_CCR + cc) * QC_NHP * 16;
+                if (in) {
+                    bnn_qh_cp(dc, src + (long long)p * QC_PLANE + 4 * cc, QC_LDW >= 4 ? 16 : 4 * QC_LDW,
+                              QC_LDW >= 4 ? 16u : 4u * QC_LDW);
+                } else {
+                    unsigned w[4];
+                    for (int k = 0; k < 4; k++) {
+                        const int bits = QC_C - 32 * (4 * cc + k);
+                        w[k] = !((QC_PAD_CODE >> p) & 1) || bits <= 0 ? 0u : bits >= 32 ? 0xffffffffu : (1u << bits) - 1u;
+                    }
+                    bnn_qh_st16(dc, w[0], w[1], w[2], w[3]);
+                }
             }
-            bnn_qh_st16(d, w[0], w[1], w[2], w[3]);
-        }
     }
 }
 
@@ -481,6 +506,21 @@ BNN_QC_FN void QC_CAT(QC_NAME, chains16)(int (*t)[33], const int *rowpop16, cons
 }
 #endif
 
+// Word `word` (channels n0..n0+31) of pixel `cell` of image n's code plane b; the last column
+// block also zeroes the pixel's padding words (the next K's zero bits) and, at the last pixel,
+// the plane's tail.
+BNN_QC_FN void QC_CAT(QC_NAME, code_store)(unsigned word, int n, int b, long long cell, int n0, void *Y) {
+    unsigned *yplane = (unsigned *)Y + ((long long)n * QC_YB + b) * QC_YPLANE;
+    yplane[cell * QC_LDY + n0 / 32] = word;
+    if (n0 + 32 >= QC_O) {
+        for (int w = n0 / 32 + 1; w < QC_LDY; w++)
+            yplane[cell * QC_LDY + w] = 0u;
+        if (cell == QC_CELLS - 1)
+            for (long long w = (long long)QC_CELLS * QC_LDY; w < QC_YPLANE; w++)
+                yplane[w] = 0u;
+    }
+}
+
 // The codes of the warp's 16 tile rows rl0.. (cnt[r]: channel n0 + lane's code of row r, 0 past
 // QC_O) as the next layer's image planes: a ballot a row and plane, lane r keeping row r's word,
 // then one store a plane by the lanes whose rows lie inside the output (16 stores by lane 0
@@ -498,25 +538,109 @@ BNN_QC_FN void QC_CAT(QC_NAME, codes16)(const int *cnt, int n, int oh0, int ow0,
             const unsigned w = __ballot_sync(0xffffffffu, (cnt[r] >> b) & 1);
             word = lane == r ? w : word;
         }
-        unsigned *yplane = (unsigned *)Y + ((long long)n * QC_YB + b) * QC_YPLANE;
-        if (live) {
-            yplane[cell * QC_LDY + n0 / 32] = word;
-            if (n0 + 32 >= QC_O) {
-                for (int w = n0 / 32 + 1; w < QC_LDY; w++)
-                    yplane[cell * QC_LDY + w] = 0u;
-                if (cell == QC_CELLS - 1)
-                    for (long long w = (long long)QC_CELLS * QC_LDY; w < QC_YPLANE; w++)
-                        yplane[w] = 0u;
-            }
-        }
+        if (live)
+            QC_CAT(QC_NAME, code_store)(word, n, b, cell, n0, Y);
     }
 }
+
+#if QC_FRAGL
+// The block's channels' levels for codes_frag, thr[channel][4]: levels 0..QC_L-1 as t ^ m
+// (level_mask's fold) in increasing order (a count is the same for any order), [3] the mask m;
+// INT_MAX for a missing level and past QC_O, where no sum reaches it (a count of 0 there, as
+// level_count gives).
+BNN_QC_FN void QC_CAT(QC_NAME, frag_levels)(const int *T, const int *dir, int (*thr)[4], int o0, int tid) {
+    for (int i = tid; i < QC_BN; i += QC_NT) {
+        const int o = o0 + i, m = o < QC_O && __ldg(dir + o) < 0 ? -1 : 0;
+        int t[3];
+        for (int l = 0; l < 3; l++)
+            t[l] = o < QC_O && l < QC_L ? __ldg(T + o * QC_L + l) ^ m : 0x7fffffff;
+        for (int a = 0; a < 2; a++) // sorted, so that a code's high bit is the middle test
+            for (int b = 0; b < 2 - a; b++)
+                if (t[b] > t[b + 1]) {
+                    const int x = t[b];
+                    t[b] = t[b + 1], t[b + 1] = x;
+                }
+        for (int l = 0; l < 3; l++)
+            thr[i][l] = t[l];
+        thr[i][3] = m;
+    }
+}
+
+// The codes of m16 tile mi (tile rows rl0..; rowpop16 their bipolar terms; thr the warp's 32
+// channels' levels) as the next layer's image planes, straight from the accumulators: lane
+// (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 of channels 8j + 2t + e (j < 4, e < 2).
+// With at most 3 levels, sorted, a code's bits are the parity of its level tests and the middle
+// test; each set bit is one OR of a constant into a word a row and plane (bit 8j + e, shifted by
+// 2t at the end); the row's 4 lanes then OR their words together (two shuffles). Lane (g, t)
+// stores plane bb + t / 2 of row g + 8 (t % 2): two planes of 16 rows an instruction.
+BNN_QC_FN void QC_CAT(QC_NAME, codes_frag)(int pos[][QC_MI][4][4], int neg[][QC_MI][4][4], int mi,
+                                           const int *rowpop16, int (*thr)[4], int n, int oh0, int ow0,
+                                           int rl0, int n0, int lane, void *Y) {
+    const int g = lane >> 2, t = lane & 3;
+    const int rp0 = QC_WBIPOLAR ? rowpop16[g] : 0, rp1 = QC_WBIPOLAR ? rowpop16[g + 8] : 0;
+    unsigned word[QC_YB][2]; // (planes past the second stay zero: a count of at most 3)
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int b = 0; b < QC_YB; b++)
+        word[b][0] = word[b][1] = 0u;
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int j = 0; j < 4; j++)
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+        for (int e = 0; e < 2; e++) {
+            int th[4];
+            for (int l = 0; l < 4; l++)
+                th[l] = thr[8 * j + 2 * t + e][l];
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+            for (int h = 0; h < 2; h++) {
+                const int v = (QC_CAT(QC_NAME, acc_at)(pos, neg, mi, j, 2 * h + e) - (h ? rp1 : rp0)) ^ th[3];
+                // Levels sorted (frag_levels): c2 implies c1 implies c0, so count = c0 + c1 + c2
+                // has bit 1 = c1 and bit 0 = c0 ^ c1 ^ c2.
+                const bool c0 = v >= th[0], c1 = QC_L > 1 && v >= th[1], c2 = QC_L > 2 && v >= th[2];
+                if (c0 ^ c1 ^ c2)
+                    word[0][h] |= 1u << (8 * j + e);
+                if (QC_YB > 1 && c1)
+                    word[QC_YB > 1 ? 1 : 0][h] |= 1u << (8 * j + e);
+            }
+        }
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int b = 0; b < QC_YB; b++)
+        for (int h = 0; h < 2; h++) {
+            word[b][h] <<= 2 * t;
+            word[b][h] |= __shfl_xor_sync(0xffffffffu, word[b][h], 1);
+            word[b][h] |= __shfl_xor_sync(0xffffffffu, word[b][h], 2);
+        }
+    const int rl = rl0 + g + 8 * (t & 1), oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
+    const long long cell = (long long)oh * QC_OW + ow;
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int bb = 0; bb < QC_YB; bb += 2) {
+        const int b = bb + (t >> 1), b1 = bb + 1 < QC_YB ? bb + 1 : bb; // (constant indices: registers)
+        const unsigned w = t == 0 ? word[bb][0] : t == 1 ? word[bb][1] : t == 2 ? word[b1][0] : word[b1][1];
+        if (b < QC_YB && oh < QC_OH && ow < QC_OW)
+            QC_CAT(QC_NAME, code_store)(w, n, b, cell, n0, Y);
+    }
+}
+#endif
 
 BNN_QC_LINKAGE __global__ void __launch_bounds__(QC_NT, QC_MINB)
 QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, QC_EPARAMS) {
     BNN_PDL_ENTER();
     BNN_QC_DSMEM(qc_dsmem);
+#if QC_FRAGL
+    __shared__ BNN_QC_ALIGN16 int thr[QC_BN][4]; // codes_frag's levels
+#else
     __shared__ int tile[QC_WM * QC_WN][16][33];
+#endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp % QC_WM, wn = warp / QC_WM;
     const int ntiles = M / QC_CELLS * QC_TYX, n0 = blockIdx.x * QC_BN + wn * 32; // the warp's channels
 #if QC_EPI == 3
@@ -528,6 +652,8 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         cy[k] = QC_DIV >> k & 1 ? __frcp_rn(ca[k]) : 0.0f;
         cfast = cfast && (!(QC_DIV >> k & 1) || n0 + lane >= QC_O || bnn_div_fast_ok(ca[k]));
     }
+#elif QC_FRAGL
+    QC_CAT(QC_NAME, frag_levels)(T, dir, thr, blockIdx.x * QC_BN, tid); // read after the first tile's barriers
 #elif QC_EPI == 2
     int th[QC_NTR]; // this lane's channel's levels, for every tile
     const int tmask = QC_CAT(QC_NAME, level_mask)(dir, n0 + lane, th, T);
@@ -652,6 +778,10 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #endif
         for (int mi = 0; mi < QC_MI; mi++) {
             const int rl0 = wm * (QC_MI * 16) + mi * 16; // the m16 tile's first row in the tile
+#if QC_FRAGL
+            if (n0 < QC_O)
+                QC_CAT(QC_NAME, codes_frag)(pos, neg, mi, rowpop + rl0, thr + wn * 32, n, oh0, ow0, rl0, n0, lane, Y);
+#else
             BNN_QC_UNROLL
             for (int m2 = 0; m2 < QC_MI; m2++)
                 if (m2 == mi) QC_CAT(QC_NAME, combine)(pos, neg, m2, lane, tile[warp]);
@@ -710,6 +840,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
                 __syncwarp();
             }
 #endif
+#endif // QC_FRAGL
         }
         __syncthreads(); // the halo, hpop and rowpop are free for the next tile
     }
@@ -899,4 +1030,5 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_HSMEM
 #undef QC_RSZ
 #undef QC_TREG
+#undef QC_FRAGL
 #undef QC_NTR
