@@ -1,6 +1,6 @@
 // bconv_emu.h: a block emulator to run bconv.cu's halo-tile kernel (BC_HALO 1) as host C++
-// without a GPU (test_bconv_emu). Each CUDA thread of a block is a POSIX thread; the blocks of a
-// launch run one after another on the same threads. What the kernel needs of CUDA:
+// without a GPU (test_bconv_emu). Each CUDA thread of a block is a fiber (tests/emu/emu_fiber.h);
+// the blocks of a launch run one after another on the same fibers. What the kernel needs of CUDA:
 // - the keywords defined away, the built-ins it calls (__popc, __funnelshift_l, __ldg, __fmul_rn
 //   / __fadd_rn / __fdiv_rn / __fmaf_rn rounded on their own through volatile, int2 / float2 / float4 with the GPU's 8- and 16-byte
 //   alignment, so UBSan checks the kernel's vector stores);
@@ -25,8 +25,6 @@
 //   the guard must be unchanged (the kernel also writes through plain pointers).
 #ifndef BNN_BCONV_EMU_H
 #define BNN_BCONV_EMU_H
-#include <pthread.h>
-
 #include <math.h>
 
 #include <cstddef>
@@ -35,6 +33,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include "emu_fiber.h"
 
 enum { EMU_MAXW = 16, EMU_DSMEM = 232448, EMU_MAXCP = 4096 };
 
@@ -45,8 +45,7 @@ extern unsigned char bnn_dsmem[]; // EMU_DSMEM bytes, 128-aligned: the running b
 struct EmuDim {
     unsigned x, y, z;
 };
-inline thread_local EmuDim threadIdx;
-inline EmuDim blockIdx, gridDim, blockDim;
+inline EmuDim threadIdx, blockIdx, gridDim, blockDim; // threadIdx: the running fiber's
 inline const char *emu_what = "";         // the running case, for emu_fail
 inline unsigned emu_smem_size;            // the launch's dynamic shared memory
 inline bool emu_land_early;               // this block's copies land at issue
@@ -121,26 +120,37 @@ inline size_t __cvta_generic_to_shared(const void *p) { return (size_t)p; } // o
 
 // ---------------------------------------------------------------- warps and barriers
 struct EmuWarp {
-    pthread_barrier_t bar;
+    EmuFiberBarrier bar;
     unsigned slot[2][32][8]; // [set][lane]: word 0 the collective's kind, then its operands
 };
 inline EmuWarp emu_warp[EMU_MAXW];
-inline pthread_barrier_t emu_block_bar;
-inline thread_local int emu_set; // the slot set of this lane's next collective
+inline EmuFiberBarrier emu_block_bar;
 
-inline void __syncwarp(unsigned = 0xffffffffu) { pthread_barrier_wait(&emu_warp[threadIdx.x / 32].bar); }
-inline void __syncthreads() { pthread_barrier_wait(&emu_block_bar); }
+// A thread's own state: the slot set of its next collective, its queued copies (EmuCopy below).
+struct EmuCopy {
+    unsigned dst, src_bytes;
+    const void *src;
+    int group;
+};
+struct EmuLane {
+    int set, ncp, groups;
+    EmuCopy cp[EMU_MAXCP];
+};
+inline EmuLane *emu_lanes, *emu_lane; // every thread's; the running one's
+
+inline void __syncwarp(unsigned = 0xffffffffu) { emu_fiber_barrier_wait(&emu_warp[threadIdx.x / 32].bar); }
+inline void __syncthreads() { emu_fiber_barrier_wait(&emu_block_bar); }
 
 enum { EMU_LDSM = 1, EMU_MMA, EMU_SHFL, EMU_VOTE };
 // Publishes this lane's n operand words for a collective of kind `kind` and returns the warp's
 // slots once every lane has published its own.
 inline const unsigned (*emu_exchange(unsigned kind, const unsigned *v, int n))[8] {
     EmuWarp &w = emu_warp[threadIdx.x / 32];
-    unsigned(*s)[8] = w.slot[emu_set];
-    emu_set ^= 1;
+    unsigned(*s)[8] = w.slot[emu_lane->set];
+    emu_lane->set ^= 1;
     s[threadIdx.x % 32][0] = kind;
     memcpy(&s[threadIdx.x % 32][1], v, 4 * (size_t)n);
-    pthread_barrier_wait(&w.bar);
+    emu_fiber_barrier_wait(&w.bar);
     for (int l = 0; l < 32; l++)
         if (s[l][0] != kind) emu_fail("the lanes of a warp reached different collectives", (unsigned long long)l);
     return s;
@@ -229,13 +239,6 @@ inline void emu_bmma(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned 
 }
 
 // cp.async.cg 16 bytes; src_bytes 0 writes zeros and reads nothing.
-struct EmuCopy {
-    unsigned dst, src_bytes;
-    const void *src;
-    int group;
-};
-inline thread_local EmuCopy emu_cp[EMU_MAXCP];
-inline thread_local int emu_ncp, emu_groups;
 inline void emu_land(const EmuCopy &c) {
     unsigned char *d = emu_at(c.dst, 16, 16);
     memset(d, 0, 16);
@@ -256,24 +259,25 @@ inline void emu_cp16(unsigned dst, const void *src, unsigned src_bytes) {
         if ((uintptr_t)src % 16) emu_fail("misaligned cp.async source", (uintptr_t)src % 16);
         emu_check_source(src, 16, "cp.async source outside the kernel's input buffers");
     }
-    const EmuCopy c = {dst, src_bytes, src, emu_groups};
+    const EmuCopy c = {dst, src_bytes, src, emu_lane->groups};
     if (emu_land_early) {
         emu_land(c);
         return;
     }
-    if (emu_ncp == EMU_MAXCP) emu_fail("too many cp.async in flight", EMU_MAXCP);
-    emu_cp[emu_ncp++] = c;
+    if (emu_lane->ncp == EMU_MAXCP) emu_fail("too many cp.async in flight", EMU_MAXCP);
+    emu_lane->cp[emu_lane->ncp++] = c;
 }
-inline void emu_cp_commit() { emu_groups++; }
+inline void emu_cp_commit() { emu_lane->groups++; }
 // cp.async.wait_group n: the copies of all but the n most recent committed groups land.
 inline void emu_cp_wait_n(int n) {
     int k = 0;
-    for (int i = 0; i < emu_ncp; i++)
-        if (emu_cp[i].group < emu_groups - n)
-            emu_land(emu_cp[i]);
+    EmuLane &t = *emu_lane;
+    for (int i = 0; i < t.ncp; i++)
+        if (t.cp[i].group < t.groups - n)
+            emu_land(t.cp[i]);
         else
-            emu_cp[k++] = emu_cp[i];
-    emu_ncp = k;
+            t.cp[k++] = t.cp[i];
+    t.ncp = k;
 }
 template <int N> inline void emu_cp_wait() { emu_cp_wait_n(N); }
 
@@ -323,9 +327,8 @@ inline unsigned char emu_pattern(unsigned i, unsigned block) {
     return (unsigned char)((i * 0x9E3779B1u + block * 0x85EBCA6Bu) >> 13);
 }
 
-inline void *emu_thread(void *arg) {
+inline void emu_thread(unsigned tid, void *arg) {
     EmuLaunch *L = (EmuLaunch *)arg;
-    const unsigned tid = threadIdx.x;
     for (unsigned by = 0; by < L->gy; by++)
         for (unsigned bx = 0; bx < L->gx; bx++) {
             const unsigned block = by * L->gx + bx;
@@ -335,8 +338,7 @@ inline void *emu_thread(void *arg) {
                 for (unsigned i = 0; i < L->guard_end; i++) bnn_dsmem[i] = emu_pattern(i, block);
             }
             __syncthreads();
-            emu_set = 0;
-            emu_ncp = emu_groups = 0;
+            emu_lane->set = emu_lane->ncp = emu_lane->groups = 0;
             L->call(*L->args);
             emu_cp_wait_n(0);
             __syncthreads();
@@ -345,17 +347,11 @@ inline void *emu_thread(void *arg) {
                     L->smem_overrun += bnn_dsmem[i] != emu_pattern(i, block);
             __syncthreads();
         }
-    return nullptr;
 }
 
-struct EmuThreadArg {
-    EmuLaunch *L;
-    unsigned tid;
-};
-inline void *emu_thread_start(void *p) {
-    EmuThreadArg *a = (EmuThreadArg *)p;
-    threadIdx = EmuDim{a->tid, 0, 0};
-    return emu_thread(a->L);
+inline void emu_resume(unsigned tid) {
+    threadIdx = EmuDim{tid, 0, 0};
+    emu_lane = &emu_lanes[tid];
 }
 
 // Runs `call` on a grid (gx, gy) of blocks of `threads` threads with `smem` bytes of dynamic
@@ -363,26 +359,16 @@ inline void *emu_thread_start(void *p) {
 inline unsigned long long emu_launch(EmuCall call, const EmuArgs &args, unsigned gx, unsigned gy, unsigned threads,
                                      unsigned smem) {
     if (threads % 32 || threads / 32 > EMU_MAXW || smem > EMU_DSMEM) emu_fail("launch configuration", threads);
+    if (!emu_lanes && !(emu_lanes = (EmuLane *)calloc(EMU_MAXW * 32, sizeof(EmuLane))))
+        emu_fail("out of memory", EMU_MAXW * 32);
     const unsigned guard_end = smem + 4096 < (unsigned)EMU_DSMEM ? smem + 4096 : (unsigned)EMU_DSMEM;
     EmuLaunch L = {call, &args, gx, gy, threads, smem, guard_end, 0};
     emu_smem_size = smem;
     gridDim = EmuDim{gx, gy, 1};
     blockDim = EmuDim{threads, 1, 1};
-    for (unsigned w = 0; w < threads / 32; w++) pthread_barrier_init(&emu_warp[w].bar, nullptr, 32);
-    pthread_barrier_init(&emu_block_bar, nullptr, threads);
-    pthread_t th[EMU_MAXW * 32];
-    EmuThreadArg ta[EMU_MAXW * 32];
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 1u << 20); // many threads; the kernel's frame is small
-    for (unsigned t = 0; t < threads; t++) {
-        ta[t] = EmuThreadArg{&L, t};
-        if (pthread_create(&th[t], &attr, emu_thread_start, &ta[t])) emu_fail("pthread_create", t);
-    }
-    for (unsigned t = 0; t < threads; t++) pthread_join(th[t], nullptr);
-    pthread_attr_destroy(&attr);
-    for (unsigned w = 0; w < threads / 32; w++) pthread_barrier_destroy(&emu_warp[w].bar);
-    pthread_barrier_destroy(&emu_block_bar);
+    for (unsigned w = 0; w < threads / 32; w++) emu_fiber_barrier_init(&emu_warp[w].bar, 32);
+    emu_fiber_barrier_init(&emu_block_bar, threads);
+    emu_fibers_run(threads, emu_thread, &L, emu_resume);
     return L.smem_overrun;
 }
 #endif

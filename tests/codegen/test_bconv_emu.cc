@@ -11,7 +11,7 @@
 // The popc(w) prefix table P is computed here and checked against common.cu's bnn_conv_wprefix.
 // One line per case and configuration (ok: / FAIL:); exit 1 on any failure.
 //   test_bconv_emu [--sanitized] [ID...]   --sanitized: the first run of each case only (the
-//   ASan / UBSan build, -O0); IDs: only the cases whose id contains one of them.
+//   ASan / UBSan build); IDs: only the cases whose id contains one of them.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -10,7 +10,7 @@
 // twice; the planes' integer dot of the codes and the count of the levels it passes. Outputs
 // are poisoned before a launch and a guard after them must stay poisoned. One line per case
 // and run (ok: / FAIL:); exit 1 on any failure.
-//   test_tiled_emu [--sanitized]   --sanitized: one run a case (the ASan / UBSan build, -O0)
+//   test_tiled_emu [--sanitized]   --sanitized: one run a case (the ASan / UBSan build)
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>

@@ -5,8 +5,8 @@
 // defined; bgemm_wgmma.cu leaves out its wgmma wrappers when BNN_BGEMM_WGMMA_ONCE is):
 // - mbarriers, kept beside shared memory by address: init, arrive, arrive.expect_tx, the
 //   transaction bytes of bulk copies, try_wait.parity (the phase of that parity completed);
-//   arrivals past the count, bytes past the expected and a wait longer than EMU_WAIT_S seconds
-//   (a deadlock) fail the run;
+//   arrivals past the count, bytes past the expected and a wait no thread can end (a deadlock,
+//   tests/emu/emu_fiber.h) fail the run;
 // - cp.async.bulk global -> shared: copied at issue (sources inside the launch's registered
 //   buffers, 16-byte sizes and alignment), then its bytes complete on the mbarrier;
 // - named barriers (bar.sync id, count) among `count` threads;
@@ -20,13 +20,8 @@
 //   (tiled_emu_cases.h) in the map's bytes, zeros past the tensor, the 128-byte swizzle.
 #ifndef BNN_TILED_EMU_H
 #define BNN_TILED_EMU_H
-#include <errno.h>
-#include <time.h>
-
 #include "common_emu.h"
 #include "tiled_emu_cases.h"
-
-enum { EMU_WAIT_S = 20 };
 
 struct alignas(16) uint4 {
     unsigned x, y, z, w;
@@ -52,125 +47,83 @@ struct EmuNamedBar {
     unsigned long long gen;
 };
 inline EmuNamedBar emu_nbar[16];
-inline pthread_mutex_t emu_sync_mu = PTHREAD_MUTEX_INITIALIZER;
-// Waiters sleep on the condition of their barrier (mbarriers hashed by address, named barriers
-// by id), so that a completion wakes only the threads that wait for it.
-enum { EMU_NCV = 64 };
-inline pthread_cond_t emu_mbar_cv[EMU_NCV], emu_nbar_cv[16];
-inline pthread_once_t emu_cv_once = PTHREAD_ONCE_INIT;
-inline void emu_cv_init() {
-    for (pthread_cond_t &c : emu_mbar_cv) pthread_cond_init(&c, nullptr);
-    for (pthread_cond_t &c : emu_nbar_cv) pthread_cond_init(&c, nullptr);
-}
-inline pthread_cond_t &emu_mbar_cond(unsigned bar) { return emu_mbar_cv[bar / 8 % EMU_NCV]; }
 
 // Before a launch: no barrier is live.
 inline void emu_sync_reset() {
-    pthread_once(&emu_cv_once, emu_cv_init);
     memset(emu_mbar, 0, sizeof emu_mbar);
     memset(emu_nbar, 0, sizeof emu_nbar);
-}
-// Waits on condition cv (the mutex held); fails after EMU_WAIT_S seconds.
-inline void emu_sync_wait(pthread_cond_t &cv, const timespec &deadline, const char *what, unsigned long long v) {
-    if (pthread_cond_timedwait(&cv, &emu_sync_mu, &deadline) == ETIMEDOUT) {
-        pthread_mutex_unlock(&emu_sync_mu);
-        emu_fail(what, v);
-    }
-}
-inline timespec emu_deadline() {
-    timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_sec += EMU_WAIT_S;
-    return t;
 }
 inline EmuMbar &emu_mbar_at(unsigned bar) {
     emu_at(bar, 8, 8);
     return emu_mbar[bar / 8];
 }
-// Completes the phase once its arrivals and bytes are in (the mutex held).
-inline void emu_mbar_settle(EmuMbar &m, unsigned bar) {
+// Completes the phase once its arrivals and bytes are in.
+inline void emu_mbar_settle(EmuMbar &m) {
     if (m.pending == 0 && m.tx == 0) {
         m.phase++;
         m.pending = m.count;
-        pthread_cond_broadcast(&emu_mbar_cond(bar));
     }
 }
-inline void emu_mbar_arrive_held(EmuMbar &m, unsigned bar) {
-    if (!m.live) {
-        pthread_mutex_unlock(&emu_sync_mu);
-        emu_fail("arrival on an mbarrier never initialized", bar);
-    }
-    if (m.pending == 0) {
-        pthread_mutex_unlock(&emu_sync_mu);
-        emu_fail("more arrivals on an mbarrier than its count", bar);
-    }
+inline void emu_mbar_arrive_on(EmuMbar &m, unsigned bar) {
+    if (!m.live) emu_fail("arrival on an mbarrier never initialized", bar);
+    if (m.pending == 0) emu_fail("more arrivals on an mbarrier than its count", bar);
     m.pending--;
-    emu_mbar_settle(m, bar);
+    emu_mbar_settle(m);
 }
 inline void bnn_mbar_init(unsigned bar, unsigned count) {
     EmuMbar &m = emu_mbar_at(bar);
     if (count == 0) emu_fail("mbarrier count 0", bar);
-    pthread_mutex_lock(&emu_sync_mu);
     m = EmuMbar{count, count, 0, 0, true};
-    pthread_mutex_unlock(&emu_sync_mu);
 }
 inline void bnn_mbar_init_fence() {}
-inline void bnn_mbar_arrive(unsigned bar) {
-    EmuMbar &m = emu_mbar_at(bar);
-    pthread_mutex_lock(&emu_sync_mu);
-    emu_mbar_arrive_held(m, bar);
-    pthread_mutex_unlock(&emu_sync_mu);
-}
+inline void bnn_mbar_arrive(unsigned bar) { emu_mbar_arrive_on(emu_mbar_at(bar), bar); }
 inline void bnn_mbar_expect_tx(unsigned bar, unsigned bytes) {
     EmuMbar &m = emu_mbar_at(bar);
-    pthread_mutex_lock(&emu_sync_mu);
     m.tx += bytes;
-    emu_mbar_arrive_held(m, bar);
-    pthread_mutex_unlock(&emu_sync_mu);
+    emu_mbar_arrive_on(m, bar);
 }
 inline void emu_mbar_complete_tx(unsigned bar, unsigned bytes) {
     EmuMbar &m = emu_mbar_at(bar);
-    pthread_mutex_lock(&emu_sync_mu);
-    if (!m.live || m.tx < bytes) {
-        pthread_mutex_unlock(&emu_sync_mu);
-        emu_fail("bulk-copy bytes an mbarrier did not expect", bar);
-    }
+    if (!m.live || m.tx < bytes) emu_fail("bulk-copy bytes an mbarrier did not expect", bar);
     m.tx -= bytes;
-    emu_mbar_settle(m, bar);
-    pthread_mutex_unlock(&emu_sync_mu);
+    emu_mbar_settle(m);
+}
+// try_wait.parity in a loop: returns once the phase of that parity has completed; the fibers
+// abort the run if no thread can complete it (a deadlock).
+struct EmuMbarWait {
+    const EmuMbar *m;
+    unsigned parity;
+};
+inline int emu_mbar_passed(const void *arg) {
+    const EmuMbarWait *w = (const EmuMbarWait *)arg;
+    return (w->m->phase & 1u) != (w->parity & 1u);
 }
 inline void bnn_mbar_wait(unsigned bar, unsigned parity) {
     EmuMbar &m = emu_mbar_at(bar);
-    const timespec deadline = emu_deadline();
-    pthread_mutex_lock(&emu_sync_mu);
-    if (!m.live) {
-        pthread_mutex_unlock(&emu_sync_mu);
-        emu_fail("wait on an mbarrier never initialized", bar);
-    }
-    while ((m.phase & 1u) == (parity & 1u))
-        emu_sync_wait(emu_mbar_cond(bar), deadline, "mbarrier wait timed out (a deadlock)", bar);
-    pthread_mutex_unlock(&emu_sync_mu);
+    if (!m.live) emu_fail("wait on an mbarrier never initialized", bar);
+    const EmuMbarWait w = {&m, parity};
+    emu_fiber_wait_until(emu_mbar_passed, &w, "an mbarrier wait");
+}
+// bar.sync id, count: the count-th arrival at barrier id releases the others.
+struct EmuNamedWait {
+    const EmuNamedBar *b;
+    unsigned long long gen;
+};
+inline int emu_nbar_passed(const void *arg) {
+    const EmuNamedWait *w = (const EmuNamedWait *)arg;
+    return w->b->gen != w->gen;
 }
 inline void bnn_bar_sync(int id, int count) {
     if (id < 0 || id > 15 || count <= 0 || count % 32) emu_fail("named barrier id or count", (unsigned long long)id);
-    const timespec deadline = emu_deadline();
-    pthread_mutex_lock(&emu_sync_mu);
     EmuNamedBar &b = emu_nbar[id];
     if (b.arrived == 0) b.count = (unsigned)count;
-    if (b.count != (unsigned)count) {
-        pthread_mutex_unlock(&emu_sync_mu);
-        emu_fail("named barrier reached with different counts", (unsigned long long)count);
-    }
-    const unsigned long long gen = b.gen;
+    if (b.count != (unsigned)count) emu_fail("named barrier reached with different counts", (unsigned long long)count);
+    const EmuNamedWait w = {&b, b.gen};
     if (++b.arrived == b.count) {
         b.arrived = 0;
         b.gen++;
-        pthread_cond_broadcast(&emu_nbar_cv[id]);
-    } else {
-        while (b.gen == gen)
-            emu_sync_wait(emu_nbar_cv[id], deadline, "named barrier timed out (a deadlock)", (unsigned long long)id);
     }
-    pthread_mutex_unlock(&emu_sync_mu);
+    emu_fiber_wait_until(emu_nbar_passed, &w, "a named barrier");
 }
 
 // ---------------------------------------------------------------- copies

@@ -1,22 +1,21 @@
 // float_tiles_emu.cc: the tiled float kernels of codegen/cuda/kernels/float_ops.cu
 // (bnn_conv2d_tile, bnn_dense_tile, bnn_dense_few, bnn_dense_long) run without a GPU, driven by
 // float_tiles_emu.py. The
-// kernel templates are compiled as host C++ under a block emulator: one std::thread per CUDA
-// thread, __syncthreads as a std::barrier, cp.async as a plain copy (so it checks indexing,
+// kernel templates are compiled as host C++ under a block emulator: one fiber per CUDA thread
+// (tests/emu/emu_fiber.h), __syncthreads as the fibers' barrier, cp.async as a plain copy (so it checks indexing,
 // tiling, staging and the float sequence, not the asynchrony: the GPU run does that), then
 // every output is compared bit for bit with a plain loop in the reference order
 // (ir/interp.c, runtime/rt_cpu.c); and bnn_pool (max and average pools over f32), bnn_pack and
 // bnn_quantize_image on fixed shapes. float_tiles_emu.py writes tile.inc (the kernels' source)
 // and cfgs.inc (bnncc's config structs for a set of models, and run_all).
-#include <atomic>
-#include <barrier>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <thread>
 #include <vector>
+
+#include "emu_fiber.h"
 
 #define __device__
 #define __forceinline__ inline
@@ -25,10 +24,9 @@
 struct Dim {
     unsigned x, y, z;
 };
-static thread_local Dim threadIdx;
-static Dim blockIdx, gridDim;
-static std::barrier<> *block_barrier;
-static inline void __syncthreads() { block_barrier->arrive_and_wait(); }
+static Dim threadIdx, blockIdx, gridDim; // threadIdx: the running fiber's
+static EmuFiberBarrier block_barrier;
+static inline void __syncthreads() { emu_fiber_barrier_wait(&block_barrier); }
 [[noreturn]] static inline void __trap() { fprintf(stderr, "float_tiles_emu: __trap (a bad launch)\n"), abort(); }
 // volatile: each product and sum rounded to float on its own, never contracted
 static inline float __fmul_rn(float a, float b) {
@@ -64,12 +62,10 @@ struct float4 {
 static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 typedef long long bnn_i64;
 alignas(128) unsigned char bnn_dsmem[1 << 22]; // the dynamic shared memory of the running block
-static std::atomic<size_t> smem_end;           // one past the highest byte a copy wrote
+static size_t smem_end;                        // one past the highest byte a copy wrote
 static inline void bnn_cp4(float *dst, const float *src, bool ok) {
     const size_t end = (size_t)((unsigned char *)dst - bnn_dsmem) + 4;
-    size_t seen = smem_end.load();
-    while (end > seen && !smem_end.compare_exchange_weak(seen, end)) {
-    }
+    if (end > smem_end) smem_end = end;
     if (ok)
         memcpy(dst, src, 4); // bytes: the pooled dense copies bits this way
     else
@@ -80,9 +76,7 @@ static inline void bnn_cp4(float *dst, const float *src, bool ok) {
 static inline unsigned bnn_smem(const void *p) { return (unsigned)((const unsigned char *)p - bnn_dsmem); }
 static inline void bnn_cp16(unsigned dst, const void *src, unsigned src_bytes) {
     const size_t end = (size_t)dst + 16;
-    size_t seen = smem_end.load();
-    while (end > seen && !smem_end.compare_exchange_weak(seen, end)) {
-    }
+    if (end > smem_end) smem_end = end;
     memset(bnn_dsmem + dst, 0, 16);
     memcpy(bnn_dsmem + dst, src, src_bytes);
 }
@@ -91,20 +85,15 @@ template <int N> static inline void bnn_cp_wait() {}
 #include "tile.inc"
 #include "ref_conv.h"
 
+static void resume(unsigned tid) { threadIdx = {tid, 0, 0}; }
+template <class Fn> static void run_thread(unsigned, void *fn) { (*(Fn *)fn)(); }
 template <class Fn> static void launch(unsigned grid_x, unsigned grid_y, int threads, Fn fn) {
     gridDim = {grid_x, grid_y, 1};
     for (unsigned by = 0; by < grid_y; by++)
         for (unsigned bx = 0; bx < grid_x; bx++) {
             blockIdx = {bx, by, 0};
-            std::barrier<> b(threads);
-            block_barrier = &b;
-            std::vector<std::thread> ts;
-            for (int t = 0; t < threads; t++)
-                ts.emplace_back([&fn, t] {
-                    threadIdx = {(unsigned)t, 0, 0};
-                    fn();
-                });
-            for (auto &t : ts) t.join();
+            emu_fiber_barrier_init(&block_barrier, (unsigned)threads);
+            emu_fibers_run((unsigned)threads, run_thread<Fn>, &fn, resume);
         }
 }
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The fused MLP kernels (codegen/cuda/kernels/mlp_fused.cu) without a GPU: bnncc's generated
-kernel compiled as host C++ (one std::thread per CUDA thread, barriers for __syncthreads and
-__ballot_sync, cp.async as a copy), fed the blob's WEIGHTS window and the same inputs as
+kernel compiled as host C++ (one fiber per CUDA thread, tests/emu/emu_fiber.h; barriers for
+__syncthreads and __ballot_sync, cp.async as a copy), fed the blob's WEIGHTS window and the same inputs as
 `bnnrun --device cpu`, whose output it must equal bit for bit: TFC_1W1A, tests/text/mlp.bnn,
 tests/passes/mlp_bn.bnn at -O3 and -O0 (float steps and a pack between layers), and the e2e
 models of test_e2e.py's mlp_models (shared and global weights), at batch 1, 3 and 21 (21: one
-block striding over the batch). Exit 77 (skipped) without a C++20 compiler.
+block striding over the batch). Exit 77 (skipped) without a C++ compiler.
 
     mlp_fused_emu.py [MODEL [OPT]]"""
 import os
@@ -28,18 +28,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_e2e  # noqa: E402  (the blob's sections and steps, mlp_models)
 
 SHIM = r'''
-#include <barrier>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cstdint>
-#include <thread>
 #include <vector>
-#include <memory>
+#include "emu_fiber.h"
 struct uint4 { unsigned x, y, z, w; };
 struct D3 { unsigned x, y, z; };
-static thread_local D3 threadIdx, blockIdx;
-static D3 blockDim, gridDim;
+static D3 threadIdx, blockIdx, blockDim, gridDim; // threadIdx: the running fiber's
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -53,17 +50,16 @@ static inline float __fmul_rn(float a, float b) { volatile float r = a * b; retu
 static inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
 static inline float __fdiv_rn(float a, float b) { volatile float r = a / b; return r; }
 static inline float __int2float_rn(int a) { return (float)a; }
-static std::unique_ptr<std::barrier<>> block_bar;
-static std::vector<std::unique_ptr<std::barrier<>>> warp_bar;
+static EmuFiberBarrier block_bar, warp_bar[8];
 static bool votes[32][32];
-static inline void __syncthreads() { block_bar->arrive_and_wait(); }
+static inline void __syncthreads() { emu_fiber_barrier_wait(&block_bar); }
 static inline unsigned __ballot_sync(unsigned, bool bit) {
     int w = threadIdx.x / 32, l = threadIdx.x % 32;
     votes[w][l] = bit;
-    warp_bar[w]->arrive_and_wait();
+    emu_fiber_barrier_wait(&warp_bar[w]);
     unsigned r = 0;
     for (int i = 0; i < 32; i++) r |= (unsigned)votes[w][i] << i;
-    warp_bar[w]->arrive_and_wait();
+    emu_fiber_barrier_wait(&warp_bar[w]);
     return r;
 }
 static inline uintptr_t bnn_smem(const void *p) { return (uintptr_t)p; }
@@ -73,6 +69,12 @@ template <int N> static inline void bnn_cp_wait() {}
 static uint4 *emu_smem;
 '''
 MAIN = r'''
+struct Launch { const unsigned char *x; unsigned char *y; const unsigned char *w; int batch; };
+static void resume(unsigned tid) { threadIdx = {tid, 0, 0}; }
+static void run_thread(unsigned, void *arg) {
+    const Launch *l = (const Launch *)arg;
+    KERNEL(l->x, l->y, l->w, l->batch);
+}
 int main(int argc, char **argv) {
     int batch = atoi(argv[1]);
     FILE *f = fopen(argv[2], "rb"); fseek(f, 0, SEEK_END); long nx = ftell(f); rewind(f);
@@ -86,15 +88,12 @@ int main(int argc, char **argv) {
     emu_smem = sm.data();
     blockDim = {256, 1, 1};
     gridDim = {argc > 7 ? (unsigned)atoi(argv[7]) : (unsigned)((batch + 7) / 8), 1, 1};
+    Launch l = {x.data(), y.data(), w.data(), batch};
     for (unsigned b = 0; b < gridDim.x; b++) {
-        block_bar.reset(new std::barrier<>(256));
-        warp_bar.clear();
-        for (int i = 0; i < 8; i++) warp_bar.emplace_back(new std::barrier<>(32));
-        std::vector<std::thread> ts;
-        for (unsigned t = 0; t < 256; t++)
-            ts.emplace_back([&, t, b] { threadIdx = {t, 0, 0}; blockIdx = {b, 0, 0};
-                                        KERNEL(x.data(), y.data(), w.data(), batch); });
-        for (auto &t : ts) t.join();
+        blockIdx = {b, 0, 0};
+        emu_fiber_barrier_init(&block_bar, 256);
+        for (int i = 0; i < 8; i++) emu_fiber_barrier_init(&warp_bar[i], 32);
+        emu_fibers_run(256, run_thread, &l, resume);
     }
     f = fopen(argv[5], "wb"); fwrite(y.data(), 1, ny, f); fclose(f);
 }
@@ -121,8 +120,8 @@ def check(model, opt, tmp):
     with open(tmp + "/emu.cpp", "w") as f:
         f.write(SHIM + fused + glue + "#define KERNEL " + name + "\n" + MAIN)
     exe = tmp + "/emu"
-    subprocess.run([CXX, "-std=c++20", "-O1", "-ffp-contract=off", "-w", "-pthread", tmp + "/emu.cpp", "-o", exe],
-                   check=True)
+    subprocess.run([CXX, "-std=c++20", "-O1", "-ffp-contract=off", "-w", "-I", test_e2e.EMU_FIBER, tmp + "/emu.cpp",
+                    os.path.join(test_e2e.EMU_FIBER, "emu_fiber.c"), "-o", exe], check=True)
     wlo, wbytes = slots[3][2], slots[3][3]
     with open(tmp + "/w.bin", "wb") as f:
         f.write(b[woff + wlo:woff + wlo + wbytes])
@@ -154,12 +153,6 @@ def main():
         print(f"skipped: no {CXX}")
         sys.exit(77)
     with tempfile.TemporaryDirectory() as tmp:
-        probe = os.path.join(tmp, "probe.cpp")
-        with open(probe, "w") as f:
-            f.write("#include <barrier>\nint main() { std::barrier<> b(1); b.arrive_and_wait(); }\n")
-        if subprocess.run([CXX, "-std=c++20", "-pthread", probe, "-o", probe + ".x"], capture_output=True).returncode:
-            print(f"skipped: {CXX} has no C++20 <barrier>")
-            sys.exit(77)
         if len(sys.argv) > 1:
             cases = [(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "-O3")]
         else:

@@ -69,18 +69,20 @@ def float_ops_parts(*spans):
     return "".join(src[src.index(a):src.index(b)] for a, b in spans)
 
 
+EMU_FIBER = os.path.join(SRC, "tests", "emu")
+
+
 def run_emulator(cxx, source, tmp, opt, args=(), includes=()):
-    """Compiles an emulator test's host C++ source (C++20, no contracted float operations, the
-    generated .inc files from tmp), runs it with args, prints its output and exits with its
-    status; exit 77 (skipped) where the compiler has no C++20 <barrier> or no _Float16."""
+    """Compiles an emulator test's host C++ source with the fibers that run its threads
+    (tests/emu/emu_fiber.c; C++20, no contracted float operations, the generated .inc files from
+    tmp), runs it with args, prints its output and exits with its status; exit 77 (skipped)
+    where the compiler has no _Float16."""
     exe = os.path.join(tmp, "emu")
-    p = subprocess.run([cxx, "-std=c++20", *opt, "-ffp-contract=off", "-Wno-unknown-pragmas", "-pthread", "-I", tmp,
-                        *(f for d in includes for f in ("-I", d)), source, "-o", exe],
+    p = subprocess.run([cxx, "-std=c++20", *opt, "-ffp-contract=off", "-Wno-unknown-pragmas", "-I", tmp,
+                        *(f for d in (*includes, EMU_FIBER) for f in ("-I", d)), source,
+                        os.path.join(EMU_FIBER, "emu_fiber.c"), "-o", exe],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode:
-        if "barrier" in p.stderr and "No such file" in p.stderr:
-            print(f"skipped: {cxx} has no C++20 <barrier>")
-            sys.exit(77)
         if "_Float16" in p.stderr and "not supported" in p.stderr:
             print(f"skipped: {cxx} has no _Float16")
             sys.exit(77)

@@ -1,11 +1,10 @@
 /* test_planes_emu: bgemm_planes.cu run without a GPU. The kernel file is compiled as C with a
- * warp emulator: 32 POSIX threads per block stand for the lanes, the warp primitives
+ * warp emulator: 32 fibers per block stand for the lanes (tests/emu/emu_fiber.h), the warp primitives
  * (__syncwarp, __ballot_sync, __shfl_xor_sync) meet at a barrier, and mma.sync m16n8k256
  * .and.popc is computed from the lanes' fragments with the register layout HARDWARE.md verified
  * on the hardware. The outputs must equal the runtime's CPU bit-plane GEMM word for word, which
  * checks the kernel's indexing, plane combination and epilogues (not the PTX: see
  * test_planes_nvrtc and, on a GPU, test_planes_gpu). */
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* test_q8_emu: qgemm_s8.cu (the low-bit GEMM on int8 codes) run without a GPU. The kernel file
- * is compiled as C under a block emulator: 256 POSIX threads stand for a block's threads,
+ * is compiled as C under a block emulator: 256 fibers (tests/emu/emu_fiber.h) stand for a block's threads,
  * __syncthreads meets at a barrier, cp.async is an immediate copy (zero-filled past M and N),
  * and mma.sync m16n8k32 .s8 / .u8 is computed from the 32 lanes' fragments of each warp with
  * the PTX ISA's register layout (the same word layout HARDWARE.md verified for m16n8k256 b1).
@@ -8,7 +8,6 @@
  * test_qsteps): all three epilogues, planes and bytes out, 1 and 8 bits, odd N and K, one and
  * many K stages, batch 1, 3, 67 and 130. This checks the kernel's tiling, staging ring and
  * epilogues, not the PTX (test_planes_nvrtc, and on a GPU test_lowbit_int8.py --device gpu). */
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +17,7 @@
 
 #include "../check.h"
 #include "blob.h"
+#include "emu_fiber.h"
 #include "rt.h"
 
 /* ---------------------------------------------------------------- the block emulator */
@@ -25,9 +25,8 @@
 typedef struct EmuDim {
     unsigned x, y, z;
 } EmuDim;
-static _Thread_local EmuDim threadIdx;
-static EmuDim blockIdx;
-static pthread_barrier_t block_bar;
+static EmuDim threadIdx, blockIdx; /* threadIdx: the running fiber's */
+static EmuFiberBarrier block_bar;
 static unsigned emu_frag[256][6]; /* a0..a3, b0, b1 of each thread */
 
 #define __global__
@@ -37,7 +36,7 @@ static unsigned emu_frag[256][6]; /* a0..a3, b0, b1 of each thread */
 #define __restrict__ restrict
 #define __shared__ static
 #define __align__(n) _Alignas(n)
-#define __syncthreads() pthread_barrier_wait(&block_bar)
+#define __syncthreads() emu_fiber_barrier_wait(&block_bar)
 
 #define BNN_Q8_ONCE
 #define BNN_Q8_LINKAGE static
@@ -57,7 +56,7 @@ static void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
     unsigned tid = threadIdx.x, w0 = tid & ~31u;
     unsigned f[6] = {a0, a1, a2, a3, b0, b1};
     memcpy(emu_frag[tid], f, sizeof f);
-    pthread_barrier_wait(&block_bar);
+    emu_fiber_barrier_wait(&block_bar);
     int A[16][32], B[8][32];
     for (int l = 0; l < 32; l++) {
         int g = l >> 2, t = l & 3;
@@ -74,7 +73,7 @@ static void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
             B[g][16 + 4 * t + i] = (int8_t)((r[5] >> sh) & 0xffu);
         }
     }
-    pthread_barrier_wait(&block_bar);
+    emu_fiber_barrier_wait(&block_bar);
     int g = (int)(tid & 31) >> 2, t = (int)tid & 3;
     int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
     for (int i = 0; i < 4; i++)
@@ -157,30 +156,24 @@ typedef struct Launch {
     int M;
     const int *T, *dir;
     void *Y;
-    unsigned tid;
 } Launch;
 
-static void *run_thread(void *arg) {
+static void resume(unsigned tid) { threadIdx.x = tid; }
+
+static void run_thread(unsigned tid, void *arg) {
+    (void)tid;
     Launch *l = arg;
-    threadIdx.x = l->tid;
     l->fn(l->A, l->W, l->M, l->T, l->dir, l->Y);
-    return NULL;
 }
 
 static void launch(Q8Kernel fn, unsigned gx, unsigned gy, const unsigned char *A, const signed char *W, int M,
                    const int *T, const int *dir, void *Y) {
+    Launch l = {fn, A, W, M, T, dir, Y};
     for (unsigned by = 0; by < gy; by++)
         for (unsigned bx = 0; bx < gx; bx++) {
             blockIdx.x = bx;
             blockIdx.y = by;
-            pthread_t th[256];
-            Launch ls[256];
-            for (unsigned i = 0; i < 256; i++) {
-                ls[i] = (Launch){fn, A, W, M, T, dir, Y, i};
-                pthread_create(&th[i], NULL, run_thread, &ls[i]);
-            }
-            for (int i = 0; i < 256; i++)
-                pthread_join(th[i], NULL);
+            emu_fibers_run(256, run_thread, &l, resume);
         }
 }
 
@@ -233,11 +226,10 @@ static void check_spec(const Spec *s, int M) {
 }
 
 int main(void) {
-    pthread_barrier_init(&block_bar, NULL, 256);
+    emu_fiber_barrier_init(&block_bar, 256);
     static const int Ms[] = {1, 3, 67, 130};
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
         for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++)
             check_spec(&specs[i], Ms[m]);
-    pthread_barrier_destroy(&block_bar);
     return check_report("test_q8_emu");
 }

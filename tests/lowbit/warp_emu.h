@@ -1,6 +1,6 @@
 /* warp_emu.h: a block emulator to run the bit-plane kernel files (bgemm_planes.cu, qconv.cu)
- * as C without a GPU. A block of up to EMU_MAXW warps is that many POSIX threads; the warp
- * primitives (__syncwarp, __ballot_sync, __shfl_xor_sync, ldmatrix, mma.sync) meet at their
+ * as C without a GPU. The threads of a block of up to EMU_MAXW warps are fibers
+ * (tests/emu/emu_fiber.h); the warp primitives (__syncwarp, __ballot_sync, __shfl_xor_sync, ldmatrix, mma.sync) meet at their
  * warp's barrier, __syncthreads at the block's. mma.sync m16n8k256 .and.popc (emu_mma) is
  * computed from the lanes' fragments with the register layout HARDWARE.md verified on the
  * hardware; ldmatrix .x4 (bnn_qh_ldsm4) hands lane l word l%4 of row l/4 of matrix j, whose
@@ -10,19 +10,19 @@
  * emu_dsmem, checked for bounds and alignment. Include once per test, before the kernel files. */
 #ifndef BNN_WARP_EMU_H
 #define BNN_WARP_EMU_H
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "emu_fiber.h"
 
 enum { EMU_MAXW = 16, EMU_DSMEM = 232448, EMU_MAXCP = 4096 };
 
 typedef struct EmuDim {
     unsigned x, y, z;
 } EmuDim;
-static _Thread_local EmuDim threadIdx;
-static EmuDim blockIdx, gridDim;
-static pthread_barrier_t emu_wbar[EMU_MAXW], emu_bbar;
+static EmuDim threadIdx, blockIdx, gridDim; /* threadIdx: the running fiber's */
+static EmuFiberBarrier emu_wbar[EMU_MAXW], emu_bbar;
 static unsigned emu_u[EMU_MAXW][32];
 static int emu_i[EMU_MAXW][32];
 static unsigned emu_frag[EMU_MAXW][32][6]; /* a0..a3, b0, b1 of each lane */
@@ -43,9 +43,9 @@ static void emu_fail(const char *what, unsigned v) {
     fprintf(stderr, "warp_emu: %s (%u), thread %u of block (%u, %u)\n", what, v, threadIdx.x, blockIdx.x, blockIdx.y);
     abort();
 }
-static void emu_sync(void) { pthread_barrier_wait(&emu_wbar[threadIdx.x / 32]); }
+static void emu_sync(void) { emu_fiber_barrier_wait(&emu_wbar[threadIdx.x / 32]); }
 #define __syncwarp() emu_sync()
-#define __syncthreads() pthread_barrier_wait(&emu_bbar)
+#define __syncthreads() emu_fiber_barrier_wait(&emu_bbar)
 
 static unsigned __ballot_sync(unsigned mask, int pred) {
     (void)mask;
@@ -130,8 +130,12 @@ typedef struct EmuCopy {
     const void *src;
     int group;
 } EmuCopy;
-static _Thread_local EmuCopy emu_cp[EMU_MAXCP];
-static _Thread_local int emu_ncp, emu_groups;
+/* Each thread's queued copies and committed groups; emu_lane is the running thread's. */
+typedef struct EmuLane {
+    EmuCopy cp[EMU_MAXCP];
+    int ncp, groups;
+} EmuLane;
+static EmuLane *emu_lanes, *emu_lane;
 static inline void bnn_qh_cp(unsigned dst, const void *src, int size, unsigned src_bytes) {
     if (size != 4 && size != 8 && size != 16)
         emu_fail("cp.async size", (unsigned)size);
@@ -140,72 +144,67 @@ static inline void bnn_qh_cp(unsigned dst, const void *src, int size, unsigned s
     if ((size_t)src % (size_t)size)
         emu_fail("misaligned cp.async source", (unsigned)((size_t)src % 16));
     emu_at(dst, (unsigned)size, (unsigned)size);
-    if (emu_ncp == EMU_MAXCP)
+    if (emu_lane->ncp == EMU_MAXCP)
         emu_fail("too many cp.async in flight", EMU_MAXCP);
-    emu_cp[emu_ncp++] = (EmuCopy){dst, (unsigned)size, src_bytes, src, emu_groups};
+    emu_lane->cp[emu_lane->ncp++] = (EmuCopy){dst, (unsigned)size, src_bytes, src, emu_lane->groups};
 }
-static inline void bnn_qh_commit(void) { emu_groups++; }
+static inline void bnn_qh_commit(void) { emu_lane->groups++; }
 /* cp.async.wait_group n: the copies of all but the n most recent committed groups land. */
 static inline void emu_cp_wait(int n) {
     int k = 0;
-    for (int i = 0; i < emu_ncp; i++) {
-        EmuCopy c = emu_cp[i];
-        if (c.group < emu_groups - n) {
+    for (int i = 0; i < emu_lane->ncp; i++) {
+        EmuCopy c = emu_lane->cp[i];
+        if (c.group < emu_lane->groups - n) {
             unsigned char *d = emu_at(c.dst, c.size, c.size);
             memset(d, 0, c.size);
             if (c.src_bytes)
                 memcpy(d, c.src, c.src_bytes);
         } else {
-            emu_cp[k++] = c;
+            emu_lane->cp[k++] = c;
         }
     }
-    emu_ncp = k;
+    emu_lane->ncp = k;
 }
 #define bnn_qh_wait1() emu_cp_wait(1)
 #define bnn_qh_wait2() emu_cp_wait(2)
 
 /* One launch: grid (gx, gy), `threads` threads a block (a multiple of 32), `smem` bytes of
  * dynamic shared memory; body(ctx) runs the kernel in every thread, blocks one after another. */
-typedef struct EmuThread {
+typedef struct EmuBody {
     void (*body)(void *);
     void *ctx;
-    unsigned tid;
-} EmuThread;
+} EmuBody;
 
-static void *emu_run_thread(void *arg) {
-    EmuThread *t = arg;
-    threadIdx.x = t->tid;
-    emu_ncp = emu_groups = 0;
-    t->body(t->ctx);
+static void emu_resume(unsigned tid) {
+    threadIdx.x = tid;
+    emu_lane = &emu_lanes[tid];
+}
+
+static void emu_run_thread(unsigned tid, void *arg) {
+    EmuBody *b = arg;
+    emu_lanes[tid].ncp = emu_lanes[tid].groups = 0;
+    b->body(b->ctx);
     emu_cp_wait(0);
-    return NULL;
 }
 
 static void emu_launch_body(void (*body)(void *), void *ctx, unsigned gx, unsigned gy, unsigned threads,
                             unsigned smem) {
     if (threads % 32 || threads / 32 > EMU_MAXW || smem > EMU_DSMEM)
         emu_fail("launch configuration", threads);
+    if (!emu_lanes && !(emu_lanes = calloc(EMU_MAXW * 32, sizeof *emu_lanes)))
+        emu_fail("out of memory", EMU_MAXW * 32);
     for (unsigned w = 0; w < threads / 32; w++)
-        pthread_barrier_init(&emu_wbar[w], NULL, 32);
-    pthread_barrier_init(&emu_bbar, NULL, threads);
+        emu_fiber_barrier_init(&emu_wbar[w], 32);
+    emu_fiber_barrier_init(&emu_bbar, threads);
     emu_dsmem_size = smem;
     gridDim = (EmuDim){gx, gy, 1};
+    EmuBody b = {body, ctx};
     for (unsigned by = 0; by < gy; by++)
         for (unsigned bx = 0; bx < gx; bx++) {
             blockIdx = (EmuDim){bx, by, 0};
             memset(emu_dsmem, 0xa5, sizeof emu_dsmem);
-            pthread_t th[EMU_MAXW * 32];
-            EmuThread ts[EMU_MAXW * 32];
-            for (unsigned l = 0; l < threads; l++) {
-                ts[l] = (EmuThread){body, ctx, l};
-                pthread_create(&th[l], NULL, emu_run_thread, &ts[l]);
-            }
-            for (unsigned l = 0; l < threads; l++)
-                pthread_join(th[l], NULL);
+            emu_fibers_run(threads, emu_run_thread, &b, emu_resume);
         }
-    for (unsigned w = 0; w < threads / 32; w++)
-        pthread_barrier_destroy(&emu_wbar[w]);
-    pthread_barrier_destroy(&emu_bbar);
 }
 
 /* The bit-plane kernels' signature (A or X, W, rows, T, dir, Y) and one launch of one: grid
