@@ -1,5 +1,6 @@
 /* emu_fiber.c: the fibers of emu_fiber.h. On x86-64 a switch is a few instructions of its own
- * (the System V callee-saved registers and the stack pointer); elsewhere it is ucontext's.
+ * (the System V callee-saved registers and the stack pointer); elsewhere, or with
+ * EMU_FIBER_UCONTEXT defined (test_emu_fiber_ucontext), it is ucontext's.
  * Valid C and C++: the emulators that tests compile with a C++ compiler compile it with them. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -24,7 +25,11 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(EMU_FIBER_UCONTEXT)
+#define EMU_FIBER_X86 1
+#endif
+
+#ifdef EMU_FIBER_X86
 /* emu_switch(save, load): pushes the callee-saved registers, stores the stack pointer in *save,
  * takes load as the stack pointer and pops that context's registers and return address. */
 __asm__(".text\n"
@@ -106,7 +111,7 @@ static void to_main(void) {
 #ifdef EMU_ASAN
     __sanitizer_start_switch_fiber(f->done ? NULL : &f->fake_stack, main_stack_bottom, main_stack_size);
 #endif
-#if defined(__x86_64__)
+#ifdef EMU_FIBER_X86
     emu_switch(&f->ctx, main_ctx);
 #else
     swapcontext(&f->ctx, &main_ctx);
@@ -136,7 +141,7 @@ static void fiber_entry(void) {
 
 static void start(Fiber *f) {
     unsigned char *top = stack_of(f) + EMU_FIBER_STACK;
-#if defined(__x86_64__)
+#ifdef EMU_FIBER_X86
     /* What emu_switch pops: six registers, then fiber_entry as the return address, above which
      * a zero return address leaves the stack as a call would (rsp + 8 a multiple of 16). */
     void **sp = (void **)top;
@@ -180,7 +185,7 @@ void emu_fibers_run(unsigned n, void (*body)(unsigned, void *), void *arg, void 
 #ifdef EMU_ASAN
             __sanitizer_start_switch_fiber(&main_fake_stack, f->stack, EMU_FIBER_STACK);
 #endif
-#if defined(__x86_64__)
+#ifdef EMU_FIBER_X86
             emu_switch(&main_ctx, f->ctx);
 #else
             swapcontext(&main_ctx, &f->ctx);
