@@ -4,7 +4,9 @@ bnnrun --device cpu), against the reference interpreter on the ONNX model (bnnru
 --reference): every output bit-identical. TFC_1W2A and TFC_2W2A on the 10,000 MNIST test
 images (accuracy printed), unsw_nb15 and kwsmlp on random inputs in their valid range, at
 batch 1 and 3 too; two of them at -O1 as well (qdense and its threshold unfused). With GPU targets (the default
-sm_90a,sm_80) each compiles too: NVRTC builds the quantize and bit-plane GEMM kernels. Skips (77) without ../shared."""
+sm_90a,sm_80) each compiles too: NVRTC builds the quantize and bit-plane GEMM kernels. Skips (77) without ../shared.
+--sanitized (the ASan / UBSan build): a tenth of the inputs (the first 1,000 MNIST images),
+the reference interpreter on 10,000 images being most of that run; the plain build checks all."""
 import gzip
 import os
 import subprocess
@@ -77,25 +79,27 @@ def main():
     if not os.path.exists(os.path.join(SHARED, "models", "qonnx", "TFC_1W2A.onnx")):
         print("../shared not available: skipped")
         sys.exit(77)
+    part = 10 if "--sanitized" in sys.argv[1:] else 1
     mnist = os.path.join(SHARED, "data", "mnist")
     images = read_idx(os.path.join(mnist, "t10k-images-idx3-ubyte.gz"))
     labels = read_idx(os.path.join(mnist, "t10k-labels-idx1-ubyte.gz")).astype(np.int64)
     x = images.reshape(-1, 1, 28, 28).astype(np.float32) * np.float32(1.0 / 255.0)
+    x, labels = x[:len(x) // part], labels[:len(x) // part]
     rng = np.random.default_rng(2026)
     with tempfile.TemporaryDirectory() as tmp:
         check(tmp, "TFC_1W2A.onnx", x, labels)
         check(tmp, "TFC_2W2A.onnx", x, labels)
         # UNSW-NB15 features are bipolar bits (the model maps x to (x + 1) / 2).
         check(tmp, "unsw_nb15-mlp-w2a2.onnx",
-              np.where(rng.integers(0, 2, size=(5000, 600)) == 1, 1.0, -1.0).astype(np.float32))
+              np.where(rng.integers(0, 2, size=(5000 // part, 600)) == 1, 1.0, -1.0).astype(np.float32))
         # KWS features: the 8-bit input quant (scale 0.83) covers about +-105.
-        kws = rng.uniform(-110, 110, size=(5000, 1, 10, 49)).astype(np.float32)
+        kws = rng.uniform(-110, 110, size=(5000 // part, 1, 10, 49)).astype(np.float32)
         kws[::4] = np.round(kws[::4] * 2) / 2  # ties of the input quant's rounding
         check(tmp, "kwsmlp_w3a3.onnx", kws)
         # -O1 leaves qdense and its multi-level threshold unfused: the lowering fuses them.
-        check(tmp, "TFC_2W2A.onnx", x[:2000], labels[:2000], "-O1")
+        check(tmp, "TFC_2W2A.onnx", x[:2000 // part], labels[:2000 // part], "-O1")
         check(tmp, "unsw_nb15-mlp-w2a2.onnx",
-              np.where(rng.integers(0, 2, size=(1000, 600)) == 1, 1.0, -1.0).astype(np.float32),
+              np.where(rng.integers(0, 2, size=(1000 // part, 600)) == 1, 1.0, -1.0).astype(np.float32),
               level="-O1")
     for f in failures:
         print("FAIL:", f)

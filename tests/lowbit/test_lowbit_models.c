@@ -2,7 +2,9 @@
  * quantized float path) and -O3 (qdense over integer codes) on the reference interpreter:
  * TFC_1W2A and TFC_2W2A on the 10,000 MNIST test images (identical outputs, accuracy printed),
  * unsw_nb15-mlp-w2a2 and kwsmlp_w3a3 on random inputs in their valid range (identical
- * outputs). Skips (77) without ../shared. */
+ * outputs). Skips (77) without ../shared. --sanitized (the ASan / UBSan build): the first 1,000
+ * MNIST images, the outputs compared but the accuracy not (the interpreter on 10,000 images
+ * twice was most of that run; the plain build checks the accuracy on all of them). */
 #include <limits.h>
 
 #include "../passes/harness.h"
@@ -83,6 +85,8 @@ static bool same_bits(const Graph *a, const Graph *b, const Tensor *in, Tensor *
     return same;
 }
 
+static bool sanitized;
+
 static void check_tfc(const char *rel, double published) {
     const char *path = shared_path(rel);
     if (!path) {
@@ -108,6 +112,8 @@ static void check_tfc(const char *rel, double published) {
     if (img && lab && n == nl && item == 784) {
         int64_t correct = 0, differ = 0;
         const int64_t chunk = 1000;
+        if (sanitized)
+            n = chunk;
         for (int64_t b0 = 0; b0 < n; b0 += chunk) {
             int64_t B = n - b0 < chunk ? n - b0 : chunk;
             int64_t d[4] = {B, 1, 28, 28};
@@ -134,7 +140,7 @@ static void check_tfc(const char *rel, double published) {
         printf("%s: accuracy %.2f %% on %lld MNIST test images (published %.2f %%), -O0 and "
                "-O3 outputs bit-identical\n",
                rel, acc, (long long)n, published);
-        CHECK_MSG(fabs(acc - published) < 1.0, "%s: accuracy %.2f %%", rel, acc);
+        CHECK_MSG(sanitized || fabs(acc - published) < 1.0, "%s: accuracy %.2f %%", rel, acc);
     }
     free(img);
     free(lab);
@@ -158,7 +164,7 @@ static void check_random(const char *rel, float (*gen)(Rng *r), int min_qdense) 
     int nq = count_ops(g3, OP_QDENSE);
     CHECK_MSG(nq >= min_qdense, "%s: %d qdense\n%s", rel, nq, report.data ? report.data : "");
     Rng r = rng_seed(2026);
-    int64_t differ = 0, B = 2000;
+    int64_t differ = 0, B = sanitized ? 200 : 2000;
     for (int t = 0; t < 3; t++) {
         Type ty = g0->inputs[0]->type;
         ty.dim[0] = B;
@@ -186,7 +192,8 @@ static float gen_kws(Rng *r) {
     return rng_int(r, 0, 3) == 0 ? (float)rng_int(r, -110, 110) * 0.5f : rng_float(r, -110, 110);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    sanitized = argc > 1 && strcmp(argv[1], "--sanitized") == 0;
     if (!shared_path("models/qonnx/TFC_1W2A.onnx")) {
         printf("../shared not available: skipped\n");
         return 77;
