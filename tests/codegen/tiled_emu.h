@@ -42,11 +42,7 @@ struct EmuMbar {
     bool live;
 };
 inline EmuMbar emu_mbar[EMU_DSMEM / 8];
-struct EmuNamedBar {
-    unsigned arrived, count;
-    unsigned long long gen;
-};
-inline EmuNamedBar emu_nbar[16];
+inline EmuFiberBarrier emu_nbar[16]; // named barriers: the count their first arrival gives
 
 // Before a launch: no barrier is live.
 inline void emu_sync_reset() {
@@ -105,25 +101,12 @@ inline void bnn_mbar_wait(unsigned bar, unsigned parity) {
     emu_fiber_wait_until(emu_mbar_passed, &w, "an mbarrier wait");
 }
 // bar.sync id, count: the count-th arrival at barrier id releases the others.
-struct EmuNamedWait {
-    const EmuNamedBar *b;
-    unsigned long long gen;
-};
-inline int emu_nbar_passed(const void *arg) {
-    const EmuNamedWait *w = (const EmuNamedWait *)arg;
-    return w->b->gen != w->gen;
-}
 inline void bnn_bar_sync(int id, int count) {
     if (id < 0 || id > 15 || count <= 0 || count % 32) emu_fail("named barrier id or count", (unsigned long long)id);
-    EmuNamedBar &b = emu_nbar[id];
+    EmuFiberBarrier &b = emu_nbar[id];
     if (b.arrived == 0) b.count = (unsigned)count;
     if (b.count != (unsigned)count) emu_fail("named barrier reached with different counts", (unsigned long long)count);
-    const EmuNamedWait w = {&b, b.gen};
-    if (++b.arrived == b.count) {
-        b.arrived = 0;
-        b.gen++;
-    }
-    emu_fiber_wait_until(emu_nbar_passed, &w, "a named barrier");
+    emu_fiber_barrier_wait(&b);
 }
 
 // ---------------------------------------------------------------- copies
