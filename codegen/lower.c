@@ -59,6 +59,7 @@ typedef struct Lower {
     bool qconv_direct; /* CodegenOptions.qconv_direct: no halo-tile qconv kernels */
     int nexact_bit_convs; /* conv2d_chains on it that write exact bits (lower_conv2d_bits) */
     int nres_thresholds;  /* bconv chains become thresholds by a residual of bits (lower_bconv) */
+    int nresd;            /* 1x1 downsample convs computed inside the conv that adds them (lower_bconv) */
     bool batch_alts;      /* steps may get a batch alternative (new_batch_alt; tunable_alts) */
     int nbatch_alts;      /* how many did, for --report */
     int nbeside_runs;     /* runs of steps beside others (mark_beside_runs), for --report */
@@ -1568,6 +1569,272 @@ static bool residual_thresholds(const BlobBconvParams *bp, const float *chain, i
     return ok;
 }
 
+/* The halo kernel's view of a bconv step's layer (bconv_halo_variant). */
+static HaloLayer bconv_halo_layer(const BlobBconvParams *bp) {
+    return (HaloLayer){.c = (int)bp->c, .oh = (int)bp->oh, .ow = (int)bp->ow, .o = (int)bp->o, .kh = (int)bp->kh,
+                       .kw = (int)bp->kw, .sh = (int)bp->stride_h, .sw = (int)bp->stride_w, .dh = (int)bp->dil_h,
+                       .dw = (int)bp->dil_w, .pool = bp->pool != 0,
+                       .classes = bnn_corr_classes((int)bp->h, (int)bp->w, (int)bp->kh, (int)bp->kw,
+                                                   (int)bp->stride_h, (int)bp->stride_w, (int)bp->pad_top,
+                                                   (int)bp->pad_left, (int)bp->dil_h, (int)bp->dil_w, (int)bp->oh,
+                                                   (int)bp->ow, bp->pad_value > 0)};
+}
+
+/* A bconv kernel's layer defines (bconv.cu's contract), BC_NAME first: epi its BC_EPI, ldy BC_LDY. */
+static char *bconv_defines(const char *name, const BlobBconvParams *bp, const char *epi, int64_t ldy) {
+    return str_printf(
+        "#define BC_NAME %s\n#define BC_C %lld\n#define BC_H %lld\n#define BC_W %lld\n#define BC_O %lld\n"
+        "#define BC_KH %lld\n#define BC_KW %lld\n#define BC_SH %lld\n#define BC_SW %lld\n"
+        "#define BC_PT %lld\n#define BC_PL %lld\n#define BC_PB %lld\n#define BC_PR %lld\n"
+        "#define BC_DH %lld\n#define BC_DW %lld\n#define BC_PAD_ONE %d\n#define BC_POOL %d\n"
+        "#define BC_CWP %lld\n#define BC_EPI %s\n#define BC_LDY %lld\n",
+        name, (long long)bp->c, (long long)bp->h, (long long)bp->w, (long long)bp->o, (long long)bp->kh,
+        (long long)bp->kw, (long long)bp->stride_h, (long long)bp->stride_w, (long long)bp->pad_top,
+        (long long)bp->pad_left, (long long)bp->pad_bottom, (long long)bp->pad_right, (long long)bp->dil_h,
+        (long long)bp->dil_w, bp->pad_value > 0, (int)bp->pool, (long long)bp->words, epi, (long long)ldy);
+}
+
+/* A bconv chain that writes only bits and adds, as an f32 residual, the value of a 1x1
+ * convolution over bits (an XNOR ResNet's downsample: a bconv2d_chain D whose float value only
+ * this conv reads) is, per channel, a threshold on its dot2 for each value of D's dot1: both
+ * chains are the CPU path's float operations, monotone in their dots, and dot1 in [-K1, K1]
+ * takes K1 + 1 values. So the GPU computes dot1 in this conv's own kernel (an MMA a k256 step of
+ * D's input at the pixel, bconv.cu BC_RESD) and looks its threshold up: D's kernel, its f32
+ * tensor and the chain's float ops leave the GPU (XNOR ResNet-18: three downsample kernels and
+ * their 100 MB a batch of 256 at 28x28). The CPU path runs both steps as before. */
+typedef struct ResdFusion {
+    int dstep;            /* D's step: CPU-only from here on */
+    int x1;               /* D's input, its arena buffer */
+    BlobBconvParams dp;   /* D's parameters */
+    BlobRef w1;           /* D's weights [O][dp.words] (blob_weights_data: valid until the next add) */
+    int32_t *pw;          /* popc of each of its rows */
+    int32_t *dir;         /* [O]: 1 where the bits rise with dot2, -1 where they fall */
+    int16_t *t;           /* [O][K1 + 1]: the threshold on dot2 where (dot1 + K1) / 2 = j */
+} ResdFusion;
+
+static void free_resd(ResdFusion *f) {
+    free(f->pw), free(f->dir), free(f->t);
+    f->pw = f->dir = NULL, f->t = NULL;
+}
+
+/* The thresholds of ResdFusion.t for a chain bp over dot2 in [-k, k] (the CPU step's
+ * parameters, its residual D's value) and D's chain dp over dot1 in [-k1, k1]. Each channel's
+ * chain without the residual must be finite and monotone over every dot2 (checked, all 2k + 1),
+ * and D's value finite at every dot1: then chain + r, rounded, is monotone in dot2 and never
+ * NaN, so its bits (v >= 0) are a step, which a bisection finds with the CPU path's own
+ * function. False otherwise: the steps stay as they are. */
+static bool resd_thresholds(const BlobBconvParams *bp, const float *chain, int64_t k, const BlobBconvParams *dp,
+                            const float *dchain, int64_t k1, int32_t *dir, int16_t *t) {
+    if (k + 1 > INT16_MAX)
+        return false;
+    BlobBconvParams plain = *bp;
+    plain.epi_residual = 0;
+    float *v = xmalloc((size_t)(2 * k + 1) * sizeof *v);
+    bool ok = true;
+    for (int64_t o = 0; o < bp->o && ok; o++) {
+        bool up = true, down = true;
+        for (int64_t i = 0; i <= 2 * k && ok; i++) {
+            v[i] = blob_bconv_chain_value(&plain, chain, o, i - k, 0.0f);
+            ok = isfinite(v[i]);
+            if (ok && i > 0)
+                up = up && v[i - 1] <= v[i], down = down && v[i - 1] >= v[i];
+        }
+        ok = ok && (up || down);
+        dir[o] = up ? 1 : -1;
+        for (int64_t j = 0; j <= k1 && ok; j++) {
+            float r = blob_bconv_chain_value(dp, dchain, o, 2 * j - k1, 0.0f);
+            ok = isfinite(r);
+            /* rising: the first dot2 whose bit is 1 (dot2 >= t); falling: the first whose bit
+             * is 0, less one (dot2 <= t); 2k + 1 past the end */
+            int64_t lo = 0, hi = 2 * k + 1;
+            while (ok && lo < hi) {
+                int64_t mid = (lo + hi) / 2;
+                bool bit = blob_bconv_chain_value(bp, chain, o, mid - k, r) >= 0.0f;
+                if (bit == up)
+                    hi = mid;
+                else
+                    lo = mid + 1;
+            }
+            t[o * (k1 + 1) + j] = (int16_t)(up ? lo - k : lo - 1 - k);
+        }
+    }
+    free(v);
+    return ok;
+}
+
+/* The arena buffer's index of value v, or -1. */
+static int value_buf(const Lower *L, const Value *v) { return v->kind == VAL_CONST ? -1 : L->vbuf[v->id]; }
+
+/* Whether bconv2d_chain n (its epilogue e, parameters bp, fan-in k) takes its residual's 1x1
+ * convolution into its GPU kernel (ResdFusion above); f filled when it does. */
+static bool resd_match(Lower *L, const Node *n, const Epilogue *e, const BlobBconvParams *bp, int64_t k,
+                       ResdFusion *f) {
+    memset(f, 0, sizeof *f);
+    const Value *r = e->residual;
+    const Node *d = r ? r->def : NULL;
+    if (!L->min_sm || !d || d->op != OP_BCONV2D_CHAIN || only_user(L->g, r) != n || value_buf(L, r) < 0)
+        return false;
+    for (int i = 0; i < d->nout; i++)
+        if (d->out[i] != r && (count_uses(L->g, d->out[i]) || is_output(L->g, d->out[i])))
+            return false;
+    int ds = -1;
+    for (int s = L->nsteps - 1; s >= 0 && ds < 0; s--)
+        if (L->steps[s].buf[BLOB_SLOT_OUT] == value_buf(L, r))
+            ds = s;
+    if (ds < 0)
+        return false;
+    const LStep *st = &L->steps[ds];
+    const BlobBconvParams *dp = &st->s.bconv;
+    if (st->s.kind != BLOB_STEP_BCONV || st->s.epilogue != BLOB_EPI_AFFINE || !dp->epi_stages || dp->epi_residual ||
+        dp->kh != 1 || dp->kw != 1 || dp->pad_top || dp->pad_left || dp->pad_bottom || dp->pad_right || dp->pool ||
+        dp->out_layout != BLOB_LAYOUT_CS || dp->out_words || dp->o != bp->o || dp->oh != bp->oh || dp->ow != bp->ow ||
+        dp->words % 4 || st->s.slot[BLOB_SLOT_X1].space != BLOB_SPACE_NONE || st->buf[BLOB_SLOT_IN] < 0 ||
+        (ds + 1 < L->nsteps && (L->steps[ds + 1].s.flags & BLOB_STEP_BATCH_ALT)))
+        return false;
+    f->dstep = ds;
+    f->x1 = st->buf[BLOB_SLOT_IN];
+    f->dp = *dp;
+    f->w1 = st->s.slot[BLOB_SLOT_W];
+    const uint32_t *w1 = blob_weights_data(L->w, f->w1);
+    const float *dchain = blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P0]);
+    f->pw = xmalloc((size_t)bp->o * sizeof *f->pw);
+    f->dir = xmalloc((size_t)bp->o * sizeof *f->dir);
+    f->t = xmalloc((size_t)(bp->o * (dp->c + 1)) * sizeof *f->t);
+    for (int64_t o = 0; o < bp->o; o++) {
+        f->pw[o] = 0;
+        for (int64_t q = 0; q < dp->words; q++)
+            f->pw[o] += __builtin_popcount(w1[o * dp->words + q]);
+    }
+    if (!resd_thresholds(bp, e->chain, k, dp, dchain, dp->c, f->dir, f->t)) {
+        free_resd(f);
+        return false;
+    }
+    return true;
+}
+
+/* Drops the tunable layer of step s (a step whose kernel went away). */
+static void drop_tunable(Lower *L, int s) {
+    for (int i = 0; i < L->ntunables; i++)
+        if (L->tunables[i].step == s) {
+            CodegenTunable *t = &L->tunables[i];
+            L->ntuned -= t->chosen > 0;
+            for (int c = 0; c < t->ncandidates; c++)
+                free(t->candidate[c]);
+            free(t->layer), free(t->signature);
+            memmove(t, t + 1, (size_t)(L->ntunables - i - 1) * sizeof *t);
+            L->ntunables--;
+            return;
+        }
+}
+
+/* Bytes a block of bn channels copies for BC_RESD (bconv.cu RSZ): its int16 threshold rows,
+ * 16-byte aligned, then its channels' bases. */
+static int64_t resd_block_bytes(int64_t bn, int64_t k1) { return (bn * (k1 + 1) * 2 + 15) / 16 * 16 + bn * 4; }
+
+/* Step st's kernel as the halo bconv with BC_RESD in tile hc (set_halo_kernel's part for it):
+ * defines, launch (the threshold rows on top of the tile's shared memory) and x0: the blocks'
+ * correction tables with t = 0 (U = corr - [dir < 0]), then each block's threshold rows and
+ * bases, then each block's B fragments of D's weights (bconv.cu's order: n8 tile ni = 4q + u,
+ * k256 step ch, lane 4g + t: words 8ch + t and 8ch + 4 + t of channel 32q + 8(g / 2) + 2u +
+ * g % 2, bnn_halo_brow's). */
+static void set_resd_kernel(Lower *L, LStep *st, const char *body, const BnnHaloCfg *hc, const BlobBconvParams *bp,
+                            BlobRef pre, int classes, const ResdFusion *f) {
+    const int64_t O = bp->o, bn = hc->bn, k1 = f->dp.c, nbx = (O + bn - 1) / bn, cwp1 = f->dp.words;
+    const int64_t rch = (cwp1 + 7) / 8, ni = bn / 8, rsz = resd_block_bytes(bn, k1);
+    BnnHaloCfg h = *hc;
+    h.smem += (int)rsz;
+    free(st->k.defines);
+    st->k.defines = str_printf("#define BC_NAME %s\n%s#define BC_HALO 1\n#define BC_TH %d\n#define BC_TW %d\n"
+                               "#define BC_BN %d\n#define BC_WM %d\n#define BC_WN %d\n#define BC_MINB %d\n",
+                               st->k.name, body, h.th, h.tw, h.bn, h.wm, h.wn, h.minb);
+    set_halo_launch(st, &h, O);
+    size_t nt = (size_t)(nbx * (classes + 1) * bn), nr = (size_t)(nbx * rsz / 4), nw = (size_t)(nbx * ni * rch * 64);
+    int32_t *x = xcalloc(nt + nr + nw, 4);
+    int32_t *zero = xcalloc((size_t)O, 4);
+    bnn_halo_tables((int)bp->c, (int)bp->h, (int)bp->w, (int)O, (int)bp->kh, (int)bp->kw, (int)bp->stride_h,
+                    (int)bp->stride_w, (int)bp->pad_top, (int)bp->pad_left, (int)bp->dil_h, (int)bp->dil_w,
+                    (int)bp->oh, (int)bp->ow, bp->pad_value > 0, (int)bn, blob_weights_data(L->w, pre), zero,
+                    f->dir, 0, x);
+    free(zero);
+    const uint32_t *w1 = blob_weights_data(L->w, f->w1);
+    for (int64_t bx = 0; bx < nbx; bx++) {
+        unsigned char *blk = (unsigned char *)(x + nt) + bx * rsz;
+        int16_t *tj = (int16_t *)blk;
+        int32_t *tb = (int32_t *)(blk + rsz - bn * 4);
+        for (int64_t cl = 0; cl < bn; cl++) {
+            int64_t c = bx * bn + cl;
+            for (int64_t j = 0; c < O && j <= k1; j++)
+                tj[cl * (k1 + 1) + j] = f->t[c * (k1 + 1) + j];
+            tb[cl] = (int32_t)(cl * (k1 + 1) + k1 - (c < O ? f->pw[c] : 0));
+        }
+        uint32_t *fr = (uint32_t *)(x + nt + nr) + bx * ni * rch * 64;
+        for (int64_t nt8 = 0; nt8 < ni; nt8++)
+            for (int64_t ch = 0; ch < rch; ch++)
+                for (int lane = 0; lane < 32; lane++) {
+                    int g = lane >> 2, tq = lane & 3;
+                    int64_t c = bx * bn + 32 * (nt8 / 4) + 8 * (g >> 1) + 2 * (nt8 % 4) + (g & 1);
+                    for (int hf = 0; hf < 2; hf++) {
+                        int64_t wd = 8 * ch + 4 * hf + tq;
+                        fr[((nt8 * rch + ch) * 32 + lane) * 2 + hf] = c < O && wd < cwp1 ? w1[c * cwp1 + wd] : 0u;
+                    }
+                }
+    }
+    st->s.slot[BLOB_SLOT_X0] = put_weights(L, x, (nt + nr + nw) * 4);
+    free(x);
+}
+
+/* The GPU's step of a bconv chain that takes its residual's 1x1 convolution in (resd_match):
+ * D's step becomes CPU-only (its tunable entry goes), and a kernel step after the CPU's chain
+ * step (also CPU-only) runs the halo bconv as a threshold with BC_RESD: in = this conv's input,
+ * in2 = D's, out = the bits, w, p0 = zero thresholds, p1 = dir, x0 = set_resd_kernel's tables;
+ * with the threshold layers' batch alternative where its shared memory fits. */
+static int lower_bconv_resd(Lower *L, const Node *n, const BlobBconvParams *bp, const ResdFusion *f, int in, int out,
+                            BlobRef wref, BlobRef pref) {
+    const int64_t O = bp->o, k1 = f->dp.c;
+    make_cpu_only(&L->steps[f->dstep]);
+    drop_tunable(L, f->dstep);
+    L->nresd++;
+    LStep *st = new_step(L, BLOB_STEP_KERNEL);
+    use_arena(L, st, BLOB_SLOT_IN, in);
+    use_arena(L, st, BLOB_SLOT_IN2, f->x1);
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.slot[BLOB_SLOT_W] = wref;
+    int32_t *zero = xcalloc((size_t)O, 4);
+    st->s.slot[BLOB_SLOT_P0] = put_weights(L, zero, (size_t)O * 4);
+    st->s.slot[BLOB_SLOT_P1] = put_weights(L, f->dir, (size_t)O * 4);
+    free(zero);
+    name_kernel(L, st, "bconv");
+    st->k.family = KERNEL_BCONV;
+    char *head = bconv_defines(st->k.name, bp, "BNN_EPI_THRESHOLD", bp->out_words);
+    st->k.defines = str_printf("%s#define BC_RESD %lld\n#define BC_RESD_H %lld\n#define BC_RESD_W %lld\n"
+                               "#define BC_RESD_SH %lld\n#define BC_RESD_SW %lld\n#define BC_RESD_CWP %lld\n",
+                               head, (long long)k1, (long long)f->dp.h, (long long)f->dp.w, (long long)f->dp.stride_h,
+                               (long long)f->dp.stride_w, (long long)f->dp.words);
+    free(head);
+    HaloLayer hl = bconv_halo_layer(bp);
+    BnnHaloCfg hc, ha;
+    int ncand = 0;
+    if (choose_halo(L, st, BNN_HALO_VARIANTS, bconv_halo_variant, &hl, &hc, &ncand) != 0 ||
+        hc.smem + resd_block_bytes(hc.bn, k1) > BNN_HALO_SMEM_MAX) /* a tuned tile too large: the rule's */
+        bconv_halo_variant(0, &hl, &hc);
+    char *body = xstrdup(strchr(st->k.defines, '\n') + 1);
+    set_resd_kernel(L, st, body, &hc, bp, pref, hl.classes, f);
+    add_family_args(st, 1, BLOB_SLOT_IN2);
+    /* The alternative: 4x8 x 64 of 4 warps at BC_MINB 3 (168 registers); the threshold layers'
+     * 8 warps at BC_MINB 2 (128) spill with dot1's accumulators besides the dot's. */
+    if (tunable_alts(L, n, ncand) && bconv_halo_variant(HALO_ALT_FALLBACK, &hl, &ha) == 0 &&
+        ha.smem + resd_block_bytes(ha.bn, k1) <= BNN_HALO_SMEM_MAX) {
+        int si = (int)(st - L->steps);
+        LStep *alt = new_batch_alt(L, si, HALO_ALT_BATCH);
+        name_kernel(L, alt, "bconv");
+        alt->k.family = KERNEL_BCONV;
+        set_resd_kernel(L, alt, body, &ha, bp, pref, hl.classes, f);
+        add_family_args(alt, 1, BLOB_SLOT_IN2);
+    }
+    free(body);
+    return 0;
+}
+
 static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir) {
     const Value *x = n->in[0], *w = n->in[1];
     if (w->kind != VAL_CONST)
@@ -1687,6 +1954,18 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
             res_t = res_dir = NULL;
         }
     }
+    /* An f32 residual from a 1x1 downsample conv: its dot inside this conv's GPU kernel
+     * (resd_match), where the rule's halo tile and the threshold rows fit in shared memory. */
+    ResdFusion rf;
+    BnnHaloCfg rule;
+    const HaloLayer rl = bconv_halo_layer(&bp);
+    bool resd = chain && !e.need_f32 && e.bits && e.residual && !res_words && !pool && !fallback && rest_from < 0 &&
+                pad_value == 0 && bconv_halo_variant(0, &rl, &rule) == 0 &&
+                resd_match(L, n, &e, &bp, C * KH * KW, &rf);
+    if (resd && rule.smem + resd_block_bytes(rule.bn, rf.dp.c) > BNN_HALO_SMEM_MAX) {
+        free_resd(&rf);
+        resd = false;
+    }
     int64_t pix = pool ? OH / 2 * (OW / 2) * 4 : OH * OW;
     /* The CPU's step (for bits and chains, also the GPU's). */
     LStep *st = new_step(L, BLOB_STEP_BCONV);
@@ -1708,6 +1987,12 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     }
     free_epilogue(&e);
     st->s.bconv = bp;
+    if (resd) { /* the CPU runs the chain, the GPU lower_bconv_resd's kernel */
+        st->s.flags |= BLOB_STEP_CPU_ONLY;
+        int r = lower_bconv_resd(L, n, &bp, &rf, in, out, wref, pref);
+        free_resd(&rf);
+        return r ? r : lower_chain_rest(L, n, out, &n->out[0]->type, rest_from, true, pack_bits);
+    }
     BlobRef ep0 = st->s.slot[BLOB_SLOT_P0], ep1 = st->s.slot[BLOB_SLOT_P1];
     int scratch = -1;
     if (!bits && !chain) { /* I32 */
@@ -1723,16 +2008,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     }
     name_kernel(L, st, "bconv");
     st->k.family = KERNEL_BCONV;
-    st->k.defines = str_printf(
-        "#define BC_NAME %s\n#define BC_C %lld\n#define BC_H %lld\n#define BC_W %lld\n#define BC_O %lld\n"
-        "#define BC_KH %lld\n#define BC_KW %lld\n#define BC_SH %lld\n#define BC_SW %lld\n"
-        "#define BC_PT %lld\n#define BC_PL %lld\n#define BC_PB %lld\n#define BC_PR %lld\n"
-        "#define BC_DH %lld\n#define BC_DW %lld\n#define BC_PAD_ONE %d\n#define BC_POOL %d\n"
-        "#define BC_CWP %lld\n#define BC_EPI %s\n#define BC_LDY %lld\n",
-        st->k.name, (long long)C, (long long)H, (long long)W, (long long)O, (long long)KH, (long long)KW,
-        (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3],
-        (long long)d[0], (long long)d[1], pad_value > 0, pool_mode, (long long)cwp, epi_macro(&e),
-        (long long)(bits ? owords : O));
+    st->k.defines = bconv_defines(st->k.name, &bp, epi_macro(&e), bits ? owords : O);
     if (bp.epi_residual && !chain) {
         char *head = st->k.defines;
         st->k.defines = str_printf("%s#define BC_RESW %lld\n", head, (long long)res_words);
@@ -1750,10 +2026,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
      * (bnn_halo_variant 0, kernels.h) or the one bnncc --tune chose (choose_halo); else the
      * implicit GEMM's default tile. */
     BnnHaloCfg hc;
-    HaloLayer hl = {.c = (int)C, .oh = (int)OH, .ow = (int)OW, .o = (int)O, .kh = (int)KH, .kw = (int)KW,
-                    .sh = (int)s[0], .sw = (int)s[1], .dh = (int)d[0], .dw = (int)d[1], .pool = pool,
-                    .classes = bnn_corr_classes((int)H, (int)W, (int)KH, (int)KW, (int)s[0], (int)s[1], (int)p[0],
-                                                (int)p[1], (int)d[0], (int)d[1], (int)OH, (int)OW, pad_value > 0)};
+    HaloLayer hl = bconv_halo_layer(&bp);
     char *halo_body = NULL; /* the layer's defines after BC_NAME, for a batch alternative too */
     int resw = bp.epi_residual && !chain ? (int)res_words : 0; /* BC_RESW of a threshold */
     int ncand = 0;
@@ -5008,6 +5281,11 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             buf_printf(o->report, "codegen: %d binary convolutions with a shortcut of bits compare their dot with "
                                   "two integer thresholds a channel (their float chains run at compile time)\n",
                        L.nres_thresholds);
+        if (L.nresd)
+            buf_printf(o->report, "codegen: %d binary convolutions compute the 1x1 downsample convolution they add "
+                                  "inside their GPU kernel and compare their dot with a threshold for each of its "
+                                  "dots (its own step and f32 output are CPU-only)\n",
+                       L.nresd);
         if (L.nqgemm_int8 + L.nqgemm_planes)
             buf_printf(o->report, "codegen: low-bit dense layers: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
                                   "(bgemm_planes.cu)%s\n",

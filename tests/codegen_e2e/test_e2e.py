@@ -201,10 +201,12 @@ def run_pair(tmp, blob, model, xs, nout, device, tag):
     return [np.load(o) for o in outs], [np.load(r) for r in refs], None
 
 
-def check_report_line(model, tmp, text, count, prefix="codegen: "):
-    """bnncc -O3 --report on model: its `PREFIX N ...text...` line says count (no line: 0)."""
+def check_report_line(model, tmp, text, count, prefix="codegen: ", target="cpu"):
+    """bnncc -O3 --report on model (--target=TARGET; None: the default GPU targets): its `PREFIX N
+    ...text...` line says count (no line: 0)."""
     name = os.path.basename(model)
-    p = run([BNNCC, "-O3", "--target=cpu", "--report", model, "-o", os.path.join(tmp, name + ".report.bin")])
+    p = run([BNNCC, "-O3"] + ([f"--target={target}"] if target else []) + ["--report", model, "-o",
+            os.path.join(tmp, name + f".report_{target}.bin")])
     if p.returncode:
         return fail(f"{name}: bnncc --report failed: {p.stderr.strip()}")
     got = [int(l.split()[1]) for l in p.stderr.splitlines() if l.startswith(prefix) and text in l]
@@ -754,18 +756,22 @@ def residual_models(tmp, rng):
         models[name] = (c, f"(%x: f32{t})", [("bn3", "f32[N,5,4,4]"), ("g", f"f32[N,{ch},1,1]")], b)
     # XNOR's downsample block: the block's first conv (3x3, stride 2, 40 -> 64 channels, a
     # threshold) and the 1x1 stride-2 downsample conv (a float chain) read the same bits, the
-    # second conv adds the downsample's value: bnncc lets the GPU run the two side by side
-    # (BLOB_STEP_BESIDE, the cheaper downsample on the side stream).
-    c = bits_const("w1", (64, 40, 3, 3), rng) + bn("bn1", 64) + bits_const("wd", (64, 40, 1, 1), rng) + bn("bnd", 64)
-    c += bits_const("w2", (64, 64, 3, 3), rng) + bn("bn2", 64)
-    b = "    %a0 = b1[N,40,8,8] binarize %x {zero=1}\n"
-    b += conv("c1", "a0", "w1", 64, 4, s=2) + cast_bn("bn1", "c1", 64, 4)
-    b += "    %a1 = b1[N,64,4,4] binarize %bn1 {zero=1}\n"
-    b += conv("cd", "a0", "wd", 64, 4, s=2, p=0) + cast_bn("bnd", "cd", 64, 4)
-    b += conv("c2", "a1", "w2", 64, 4) + cast_bn("bn2", "c2", 64, 4)
-    b += "    %s2 = f32[N,64,4,4] add %bn2, %bnd\n    %a2 = b1[N,64,4,4] binarize %s2 {zero=1}\n"
-    b += "    %r2 = f32[N,64,4,4] cast %a2 {to=f32}\n    %g = f32[N,64,1,1] globalavgpool %r2\n"
-    models["resid_xnor_down"] = (c, "(%x: f32[N,40,8,8])", [("g", "f32[N,64,1,1]")], b)
+    # second conv adds the downsample's value. On a GPU target bnncc computes the downsample's
+    # dot inside the second conv's kernel (BC_RESD: a threshold for each of its dots); where the
+    # downsample's value is read elsewhere too (_out: a graph output), it lets the GPU run the
+    # two side by side instead (BLOB_STEP_BESIDE, the cheaper downsample on the side stream).
+    for name, outs in (("resid_xnor_down", [("g", "f32[N,64,1,1]")]),
+                       ("resid_xnor_down_out", [("g", "f32[N,64,1,1]"), ("bnd", "f32[N,64,4,4]")])):
+        c = bits_const("w1", (64, 40, 3, 3), rng) + bn("bn1", 64) + bits_const("wd", (64, 40, 1, 1), rng)
+        c += bn("bnd", 64) + bits_const("w2", (64, 64, 3, 3), rng) + bn("bn2", 64)
+        b = "    %a0 = b1[N,40,8,8] binarize %x {zero=1}\n"
+        b += conv("c1", "a0", "w1", 64, 4, s=2) + cast_bn("bn1", "c1", 64, 4)
+        b += "    %a1 = b1[N,64,4,4] binarize %bn1 {zero=1}\n"
+        b += conv("cd", "a0", "wd", 64, 4, s=2, p=0) + cast_bn("bnd", "cd", 64, 4)
+        b += conv("c2", "a1", "w2", 64, 4) + cast_bn("bn2", "c2", 64, 4)
+        b += "    %s2 = f32[N,64,4,4] add %bn2, %bnd\n    %a2 = b1[N,64,4,4] binarize %s2 {zero=1}\n"
+        b += "    %r2 = f32[N,64,4,4] cast %a2 {to=f32}\n    %g = f32[N,64,1,1] globalavgpool %r2\n"
+        models[name] = (c, "(%x: f32[N,40,8,8])", outs, b)
     # The residual computed after the convolution (no buffer yet when it is lowered): the
     # chain stops before the add, which stays an add step.
     c = bits_const("w1", (5, 5, 3, 3), rng) + bn("bn1", 5)
@@ -1029,10 +1035,17 @@ def main():
         jobs += [lambda m=m: check_report_line(m, tmp, "global average pools read their b1 input", 1, "cleanup: ")
                  for m in residual_models(tmp, np.random.default_rng(88))
                  if "resid_xnor" in os.path.basename(m) and "down" not in os.path.basename(m)]
-        # The downsample block's two convs, side by side on the GPU; no other block has a pair.
+        # The downsample block's two convs: on a GPU target the downsample inside the second conv
+        # (BC_RESD), or, where its value has another reader, side by side with the first; no
+        # other block has a pair. (A CPU target plans the pair beside each other, and no fusion.)
         jobs += [lambda m=m: check_report_line(m, tmp, "runs of steps may run on the GPU beside",
                                                1 if "xnor_down" in m else 0)
                  for m in residual_models(tmp, np.random.default_rng(88)) if not a.only or a.only in m]
+        jobs += [lambda m=m, k=k, t=t: check_report_line(m, tmp, t, k, target=None)
+                 for m in residual_models(tmp, np.random.default_rng(88)) if "xnor_down" in m and
+                 (not a.only or a.only in m)
+                 for k, t in (((0 if "out" in m else 1), "compute the 1x1 downsample convolution"),
+                              ((1 if "out" in m else 0), "runs of steps may run on the GPU beside"))]
         # XNOR-Net's stem (a batch-norm after the pool) writes its bits too, unless a zero gamma
         # after the pool could hide a NaN from the pool of bits.
         jobs += [lambda m=m: check_report_line(m, tmp, "float convolutions write their bits",

@@ -177,6 +177,12 @@ template <int TH, int TW, int OH, int OW, bool POOL> struct BnnHaloRows {
 // dot the same and keeps U small); a column past N gets U = -2^30 with dir >= 0: bit 0.
 // RESW (the thresholds' row 1 where the residual bit is 1): x1 = x + D, D = U1 - U0 per column
 // (the class cancels), and each bit taken from x or x1 by the residual byte.
+// RESD (a threshold by a residual dot, BC_RESD > 0): the threshold depends on a second dot of
+// the same output pixel, dot1 of a 1x1 convolution over K1 = BC_RESD channels (an XNOR ResNet's
+// downsample, whose float value only this conv adds), through a row of K1 + 1 thresholds a
+// channel in shared memory, int16 T[c][(dot1 + K1) / 2] (bnncc: resd_thresholds in lower.c).
+// U then holds corr - [dir < 0] alone (t = 0), and the kernel folds the threshold into the
+// accumulator before this epilogue (bnn_resd_fold), which then reads acc as 4*acc - T.
 
 // B row (within the block's BN) of block channel cl: cl = 8t + 2u + j is column 2t + j of n8
 // tile u of its 32-channel group.
@@ -200,7 +206,8 @@ template <class E, int C, int KK, int N, int BN, int RESW> struct BnnHaloBits {
 // One tile's bits (MI m16 tiles of rows, 4*NQ n8 tiles): tile row rl is output pixel (oh0, ow0)
 // + bnn_tile_rc(rl) of image n. u: the table (shared memory), pos0 / pos1: positive() of
 // threshold rows 0 / 1, R: the residual bits (RESW words a pixel). Y: LDY words a pixel.
-template <class B, class E, int TH, int TW, int OH, int OW, int N, int BN, int LDY, int RESW, int MI>
+// RESD: acc holds 4*acc - T (bnn_resd_fold).
+template <class B, class E, int TH, int TW, int OH, int OW, int N, int BN, int LDY, int RESW, bool RESD, int MI>
 __device__ __forceinline__ void bnn_halo_bits(const int (&acc)[MI][4 * B::NQ][4], const int *rowpop, const int *u,
                                               int n, int oh0, int ow0, int n0, const unsigned (&pos0)[B::NQ],
                                               const unsigned (&pos1)[B::NQ], unsigned *__restrict__ Y,
@@ -236,7 +243,8 @@ __device__ __forceinline__ void bnn_halo_bits(const int (&acc)[MI][4 * B::NQ][4]
                 unsigned s0 = 0, s1 = 0; // bit k: the sign of channel 8t + k's x (x1)
 #pragma unroll
                 for (int k = 7; k >= 0; --k) {
-                    const int x = 4 * acc[mi][4 * q + (k >> 1)][2 * h + (k & 1)] + ra + uv[k];
+                    const int a = acc[mi][4 * q + (k >> 1)][2 * h + (k & 1)];
+                    const int x = (RESD ? a : 4 * a) + ra + uv[k];
                     s0 = __funnelshift_l((unsigned)x, s0, 1);
                     if (RESW) s1 = __funnelshift_l((unsigned)(x + dv[k]), s1, 1);
                 }
@@ -252,6 +260,42 @@ __device__ __forceinline__ void bnn_halo_bits(const int (&acc)[MI][4 * B::NQ][4]
             if (LDY > W0 && (int)blockIdx.x == NBX - 1 && rok)
                 for (int wd = W0 + t; wd < LDY; wd += 4) Y[row * LDY + wd] = 0u;
         }
+}
+// RESD: dot1 of each accumulator's pixel and channel by MMAs over a1 (the tile rows' words of R
+// at the 1x1 conv's pixels, RCH k256 steps) and the block's B fragments w1f (bnncc-made, in
+// bnn_halo_brow's order: n8 tile ni, step ch, lane: 2 words), one n8 tile at a time, and its
+// threshold folded in: acc = 4*acc - T[tb[c] + 2*and - popc(a1)], tb[c] the channel's row offset
+// in tj plus K1 - popc(w1_c), so the index is the row's plus (dot1 + K1) / 2. One n8 tile's
+// dot1 at a time keeps the registers of a second set of accumulators free.
+template <int MI, int NI, int RCH>
+__device__ __forceinline__ void bnn_resd_fold(int (&acc)[MI][NI][4], const unsigned (&a1)[RCH][MI][4],
+                                              const unsigned *__restrict__ w1f, const short *tj, const int *tb) {
+    const int lane = threadIdx.x & 31, t = lane & 3;
+    int tbv[NI / 4][8]; // tb of the lane's channels 32q + 8t + k
+#pragma unroll
+    for (int q = 0; q < NI / 4; ++q) {
+        bnn_ld16(bnn_smem(tb + 32 * q + 8 * t), *(unsigned(*)[4])tbv[q]);
+        bnn_ld16(bnn_smem(tb + 32 * q + 8 * t + 4), *(unsigned(*)[4])(tbv[q] + 4));
+    }
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+        int pa[4] = {0, 0, 0, 0}; // popc(a1) of rows g (pa[0]) and g + 8 (pa[2])
+#pragma unroll
+        for (int ch = 0; ch < RCH; ++ch) bnn_bmma(pa, a1[ch][mi], 0xffffffffu, 0xffffffffu);
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) {
+            int d[4] = {0, 0, 0, 0};
+#pragma unroll
+            for (int ch = 0; ch < RCH; ++ch) {
+                const unsigned *f = w1f + ((ni * RCH + ch) * 32 + lane) * 2;
+                bnn_bmma(d, a1[ch][mi], f[0], f[1]);
+            }
+            // accumulator r: row g + 8 (r >> 1), channel 32 (ni / 4) + 8t + 2 (ni % 4) + (r & 1)
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+                acc[mi][ni][r] = 4 * acc[mi][ni][r] - tj[tbv[ni >> 2][2 * (ni & 3) + (r & 1)] + 2 * d[r] - pa[r & 2]];
+        }
+    }
 }
 #endif
 
@@ -319,6 +363,9 @@ __device__ __forceinline__ void bnn_halo_bits(const int (&acc)[MI][4 * B::NQ][4]
 #ifndef BC_RESW // > 0: the residual is NHWC-packed bits (+-1), BC_RESW words a pixel
 #define BC_RESW 0
 #endif
+#ifndef BC_RESD // > 0: a threshold by a residual dot (halo bits only): the 1x1 conv's K1 = BC_RESD
+#define BC_RESD 0  // channels over R (BC_RESD_H x BC_RESD_W pixels of BC_RESD_CWP words, strides
+#endif             // BC_RESD_SH, BC_RESD_SW; BnnHaloBits above)
 #ifndef BC_F32
 #define BC_F32 1
 #endif
@@ -373,6 +420,9 @@ __device__ __forceinline__ void bnn_halo_bits(const int (&acc)[MI][4 * B::NQ][4]
 #if BC_EPI == BNN_EPI_CHAIN && BC_POOL
 #error "bconv.cu: the float chain has no fused pooling"
 #endif
+#if BC_RESD > 0 && !(BC_HALO && BC_EPI == BNN_EPI_THRESHOLD && !BC_POOL && BC_RESW == 0)
+#error "bconv.cu: BC_RESD is the halo kernel's threshold without a pool or BC_RESW"
+#endif
 // The halo kernel's threshold without a pool takes its own epilogue (BnnHaloBits, bnn_halo_bits)
 // instead: B rows permuted, a table of U, the lane's byte of signs. #undef'd with the rest.
 #define BC_HALO_BITS (BC_EPI == BNN_EPI_THRESHOLD && !BC_POOL)
@@ -407,7 +457,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
             const void *__restrict__ ep0, const void *__restrict__ ep1, void *__restrict__ Y,
 #if BC_EPI == BNN_EPI_CHAIN
             void *__restrict__ Yb,
-#elif BC_RESW > 0
+#elif BC_RESW > 0 || BC_RESD > 0
             const void *__restrict__ R,
 #endif
             int nb_rt) {
@@ -417,6 +467,19 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     constexpr int OW = (W + BC_PL + BC_PR - DW * (KW - 1) - 1) / SW + 1;
     constexpr int LDW = BC_LDW;
     constexpr bool ONE = BC_PAD_ONE != 0, POOL = BC_POOL != 0;
+    // RESD: the residual dot's 1x1 conv over R (K1 channels, RCWP words a pixel, RCH k256 steps)
+    // and, after each block's correction table in P, the blocks' threshold rows and bases (RSZ
+    // bytes each), then the blocks' B fragments of its weights (bnncc's resd_tables).
+    constexpr int RK = BC_RESD;
+#if BC_RESD > 0
+    constexpr int RH = BC_RESD_H, RW = BC_RESD_W, RSH = BC_RESD_SH, RSW = BC_RESD_SW, RCWP = BC_RESD_CWP;
+    static_assert(BC_HALO_BITS && BC_RESW == 0 && RCWP % 4 == 0 && RCWP * 32 >= RK, "BC_RESD");
+    static_assert((OH - 1) * RSH < RH && (OW - 1) * RSW < RW, "BC_RESD: the 1x1 conv's output is this conv's");
+#else
+    constexpr int RCWP = 4;
+#endif
+    constexpr int RCH = (RCWP + 7) / 8;
+    constexpr unsigned RSZ = RK ? (BC_BN * (RK + 1) * 2 + 15) / 16 * 16 + BC_BN * 4 : 0;
     constexpr int TH = BC_TH, TW = BC_TW, BM = TH * TW, BN = BC_BN, NW = BC_WM, T = NW * 32;
     static_assert(BC_WN == 1, "BC_HALO: BC_WM warps of one column each (BC_WN 1)");
     typedef BnnTile<BM, BN, 1, 1, 8, 2> Cfg; // one warp's tile, as the epilogue sees it
@@ -433,7 +496,8 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     constexpr bool BITS = BC_HALO_BITS;
     typedef BnnHaloBits<E, C, KH * KW, O, BN, BC_RESW> HB;
     constexpr unsigned BSZ = NIT * BN * 16, ASZ = CCR * NHP * 16, WSZ = 2 * ASZ + 4 * BM, TSZ = (E::ENTRIES + BN) * 4;
-    constexpr unsigned SMEM = BSZ + 16 + NW * WSZ + TSZ;
+    constexpr unsigned SMEM = BSZ + 16 + NW * WSZ + TSZ + RSZ;
+    constexpr int NBX = (O + BN - 1) / BN;
     static_assert(CWP % 4 == 0 && CWP * 32 >= C, "BC_CWP: a multiple of 4 words holding C bits");
     static_assert(LDW % 4 == 0 && LDW >= KH * KW * CWP, "BC_LDW");
     static_assert(OH >= 1 && OW >= 1, "empty output");
@@ -469,6 +533,13 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     int *corr = (int *)(bnn_dsmem + BSZ + 16 + NW * WSZ);
     for (int i = tid; i < (int)TSZ / 16; i += T)
         bnn_cp16(sB + BSZ + 16 + NW * WSZ + i * 16, P + (long long)blockIdx.x * (TSZ / 4) + i * 4, 16);
+    for (int i = tid; i < (int)RSZ / 16; i += T) // RESD: the block's threshold rows and bases
+        bnn_cp16(sB + BSZ + 16 + NW * WSZ + TSZ + i * 16, P + NBX * (TSZ / 4) + (long long)blockIdx.x * (RSZ / 4) + i * 4,
+                 16);
+    const short *tj = (const short *)(bnn_dsmem + BSZ + 16 + NW * WSZ + TSZ);
+    const int *tb = (const int *)(bnn_dsmem + BSZ + 16 + NW * WSZ + TSZ + (RSZ - BN * 4));
+    const unsigned *w1f = (const unsigned *)(P + NBX * (TSZ / 4) + NBX * (RSZ / 4)) + blockIdx.x * (NI * RCH * 64);
+    (void)tj, (void)tb, (void)w1f;
     auto load_halo = [&](int t, unsigned dst) { // tile t's halo, by this warp's lanes
         const int n = t / TYX, ih0 = t % TYX / TX * TH * SH - PT, iw0 = t % TX * TW * SW - PL;
         for (int i = lane; i < HH * HWD * CCR; i += 32) {
@@ -518,6 +589,24 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
         bnn_cp_wait<1>();
         __syncwarp(); // every lane's copies of this tile's halo are in
 
+        // RESD: this tile's rows of R at the 1x1 conv's pixels as A fragments (row g, g + 8 of
+        // each m16 tile; words t, 4 + t of each 8-word k256 step), loaded under the main loop.
+        unsigned a1[RK ? RCH : 1][MI][4];
+#if BC_RESD > 0
+#pragma unroll
+        for (int ch = 0; ch < RCH; ++ch)
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    int th, tw;
+                    bnn_tile_rc<TH, TW, false>(mi * 16 + (lane >> 2) + 8 * (r & 1), th, tw);
+                    const int oh = oh0 + th, ow = ow0 + tw, wd = 8 * ch + 4 * (r >> 1) + (lane & 3);
+                    a1[ch][mi][r] = oh < OH && ow < OW && wd < RCWP
+                                        ? ((const unsigned *)R)[(((long long)n * RH + oh * RSH) * RW + ow * RSW) * RCWP + wd]
+                                        : 0u;
+                }
+#endif
         int acc[MI][NI][4], pacc[MI][4];
 #pragma unroll
         for (int i = 0; i < MI; ++i) {
@@ -550,6 +639,9 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
                 for (int ni = 0; ni < NI; ++ni) bnn_bmma(acc[mi][ni], a[mi], b[ni][0], b[ni][1]);
             }
         }
+#if BC_RESD > 0
+        bnn_resd_fold<MI, NI, RCH>(acc, a1, w1f, tj, tb);
+#endif
         if ((lane & 3) == 0) // popc(a): every column of pacc holds it; rows g and g + 8
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi) {
@@ -559,12 +651,12 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
         __syncwarp();
         if (t + tstep >= NMT) bnn_pdl_trigger(); // this warp's last tile: its epilogue next
 #if BC_HALO_BITS
-        bnn_halo_bits<HB, E, TH, TW, OH, OW, O, BN, BC_LDY, BC_RESW, MI>(acc, rowpop, corr, n, oh0, ow0, n0, pos0, pos1,
-                                                                          (unsigned *)Y,
+        bnn_halo_bits<HB, E, TH, TW, OH, OW, O, BN, BC_LDY, BC_RESW, (RK > 0), MI>(acc, rowpop, corr, n, oh0, ow0, n0,
+                                                                                    pos0, pos1, (unsigned *)Y,
 #if BC_RESW > 0
-                                                                          (const unsigned *)R
+                                                                                    (const unsigned *)R
 #else
-                                                                          nullptr
+                                                                                    nullptr
 #endif
         );
 #else
@@ -684,6 +776,12 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
 #undef BC_DIV
 #undef BC_RES
 #undef BC_RESW
+#undef BC_RESD
+#undef BC_RESD_H
+#undef BC_RESD_W
+#undef BC_RESD_SH
+#undef BC_RESD_SW
+#undef BC_RESD_CWP
 #undef BC_F32
 #undef BC_LDB
 #undef BC_BM
