@@ -1727,9 +1727,9 @@ static void drop_tunable(Lower *L, int s) {
         }
 }
 
-/* Bytes a block of bn channels copies for BC_RESD (bconv.cu RSZ): its int16 threshold rows,
- * 16-byte aligned, then its channels' bases. */
-static int64_t resd_block_bytes(int64_t bn, int64_t k1) { return (bn * (k1 + 1) * 2 + 15) / 16 * 16 + bn * 4; }
+/* Bytes a block of bn channels copies for BC_RESD (bconv.cu RSZ): its int16 threshold rows of
+ * bnn_resd_row(k1) entries, then its channels' bases. */
+static int64_t resd_block_bytes(int64_t bn, int64_t k1) { return bn * bnn_resd_row((int)k1) * 2 + bn * 4; }
 
 /* Step st's kernel as the halo bconv with BC_RESD in tile hc (set_halo_kernel's part for it):
  * defines, launch (the threshold rows on top of the tile's shared memory) and x0: the blocks'
@@ -1740,7 +1740,7 @@ static int64_t resd_block_bytes(int64_t bn, int64_t k1) { return (bn * (k1 + 1) 
 static void set_resd_kernel(Lower *L, LStep *st, const char *body, const BnnHaloCfg *hc, const BlobBconvParams *bp,
                             BlobRef pre, int classes, const ResdFusion *f) {
     const int64_t O = bp->o, bn = hc->bn, k1 = f->dp.c, nbx = (O + bn - 1) / bn, cwp1 = f->dp.words;
-    const int64_t rch = (cwp1 + 7) / 8, ni = bn / 8, rsz = resd_block_bytes(bn, k1);
+    const int64_t rch = (cwp1 + 7) / 8, ni = bn / 8, rsz = resd_block_bytes(bn, k1), row = bnn_resd_row((int)k1);
     BnnHaloCfg h = *hc;
     h.smem += (int)rsz;
     free(st->k.defines);
@@ -1764,8 +1764,8 @@ static void set_resd_kernel(Lower *L, LStep *st, const char *body, const BnnHalo
         for (int64_t cl = 0; cl < bn; cl++) {
             int64_t c = bx * bn + cl;
             for (int64_t j = 0; c < O && j <= k1; j++)
-                tj[cl * (k1 + 1) + j] = f->t[c * (k1 + 1) + j];
-            tb[cl] = (int32_t)(cl * (k1 + 1) + k1 - (c < O ? f->pw[c] : 0));
+                tj[cl * row + j] = f->t[c * (k1 + 1) + j];
+            tb[cl] = (int32_t)(cl * row + k1 - (c < O ? f->pw[c] : 0));
         }
         uint32_t *fr = (uint32_t *)(x + nt + nr) + bx * ni * rch * 64;
         for (int64_t nt8 = 0; nt8 < ni; nt8++)

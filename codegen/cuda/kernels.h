@@ -114,6 +114,10 @@ static inline void bnn_halo_tables(int c, int h, int w, int o, int kh, int kw, i
             }
 }
 
+/* A channel's row of BC_RESD thresholds in int16 entries (bconv.cu bnn_resd_row): k1 + 1
+ * rounded up to 2 mod 8, so that rows 8 channels apart start 8 banks apart. */
+static inline int bnn_resd_row(int k1) { return (k1 + 1 + 5) / 8 * 8 + 2; }
+
 /* The halo-tile bconv (BC_HALO, bconv.cu): the weight slice, a zero line, per warp (nw of them)
  * two halos of its TH x TW tile and the popc(a) of its rows, and the correction table
  * (classes entries per column, bnn_corr_classes, and one more row: the bit epilogue's

@@ -244,13 +244,19 @@ def model_kernels(name, path, tmp, k):
     return out
 
 
+def resd_row(k1):
+    """int16 entries of a channel's threshold row (kernels.h bnn_resd_row): K1 + 1 rounded up to
+    2 mod 8."""
+    return (k1 + 1 + 5) // 8 * 8 + 2
+
+
 def x0_parts(K):
     """Byte offsets in x0 (lower.c set_resd_kernel): the correction tables, then each column
-    block's int16 threshold rows [BN][K1 + 1] (16-byte aligned) and int32 bases [BN], then each
-    block's B fragments of D's weights."""
+    block's int16 threshold rows [BN][resd_row(K1)] and int32 bases [BN], then each block's B
+    fragments of D's weights."""
     bn, k1, o = K.cfg["BN"], K.d["c"], K.c2["o"]
     nbx, rch = (o + bn - 1) // bn, (K.d["words"] + 7) // 8
-    rsz = (bn * (k1 + 1) * 2 + 15) // 16 * 16 + bn * 4
+    rsz = bn * resd_row(k1) * 2 + bn * 4
     frag = nbx * (bn // 8) * rch * 64 * 4
     nt = K.x0.nbytes - nbx * rsz - frag
     return nt, rsz, nt + nbx * rsz
@@ -450,7 +456,7 @@ def self_check(K, runner, rng):
         dot2 = bconv_dot(x, K.c2w, K.c2)
 
     def row(c):  # c's threshold row: T[j] where (dot1 + K1) / 2 = j
-        at = (nt + c // bn * rsz) // 2 + c % bn * (k1 + 1)
+        at = (nt + c // bn * rsz) // 2 + c % bn * resd_row(k1)
         return K.x0.view("<i2")[at:at + k1 + 1]
 
     def flips(c, t):  # whether threshold t on c's dot2 at the pixel gives the other bit
@@ -470,7 +476,7 @@ def self_check(K, runner, rng):
     t = (d2 + 1 if bit else d2) if up else (d2 - 1 if bit else d2)
     mutants = []
     x0 = K.x0.copy()
-    x0.view("<i2")[(nt + bx * rsz) // 2 + cl * (k1 + 1) + j] = t
+    x0.view("<i2")[(nt + bx * rsz) // 2 + cl * resd_row(k1) + j] = t
     mutants.append((f"T[{c}][{j}] {row(c)[j]} -> {t}", {"x0": x0}))
     x0 = K.x0.copy()
     x0.view("<i4")[(nt + bx * rsz + rsz - bn * 4) // 4 + cl] += moves[0]

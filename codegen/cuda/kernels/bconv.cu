@@ -261,6 +261,11 @@ __device__ __forceinline__ void bnn_halo_bits(const int (&acc)[MI][4 * B::NQ][4]
                 for (int wd = W0 + t; wd < LDY; wd += 4) Y[row * LDY + wd] = 0u;
         }
 }
+// RESD: a channel's row of thresholds in int16 entries, K1 + 1 rounded up to 2 mod 8: 4 bytes
+// past a multiple of 16, so that the rows of channels 8 apart, which a lookup's lanes read at
+// once (8 pixels each, their entries near the row's middle), start 8 banks apart (kernels.h
+// bnn_resd_row mirrors it).
+__host__ __device__ constexpr int bnn_resd_row(int k1) { return (k1 + 1 + 5) / 8 * 8 + 2; }
 // RESD: dot1 of each accumulator's pixel and channel by MMAs over a1 (the tile rows' words of R
 // at the 1x1 conv's pixels, RCH k256 steps) and the block's B fragments w1f (bnncc-made, in
 // bnn_halo_brow's order: n8 tile ni, step ch, lane: 2 words), one n8 tile at a time, and its
@@ -479,7 +484,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     constexpr int RCWP = 4;
 #endif
     constexpr int RCH = (RCWP + 7) / 8;
-    constexpr unsigned RSZ = RK ? (BC_BN * (RK + 1) * 2 + 15) / 16 * 16 + BC_BN * 4 : 0;
+    constexpr unsigned RSZ = RK ? BC_BN * bnn_resd_row(RK) * 2 + BC_BN * 4 : 0;
     constexpr int TH = BC_TH, TW = BC_TW, BM = TH * TW, BN = BC_BN, NW = BC_WM, T = NW * 32;
     static_assert(BC_WN == 1, "BC_HALO: BC_WM warps of one column each (BC_WN 1)");
     typedef BnnTile<BM, BN, 1, 1, 8, 2> Cfg; // one warp's tile, as the epilogue sees it
