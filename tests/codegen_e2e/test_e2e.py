@@ -205,8 +205,9 @@ def check_report_line(model, tmp, text, count, prefix="codegen: ", target="cpu")
     """bnncc -O3 --report on model (--target=TARGET; None: the default GPU targets): its `PREFIX N
     ...text...` line says count (no line: 0)."""
     name = os.path.basename(model)
-    p = run([BNNCC, "-O3"] + ([f"--target={target}"] if target else []) + ["--report", model, "-o",
-            os.path.join(tmp, name + f".report_{target}.bin")])
+    fd, out = tempfile.mkstemp(suffix=".report.bin", dir=tmp)  # its own file: checks of one model run side by side
+    os.close(fd)
+    p = run([BNNCC, "-O3"] + ([f"--target={target}"] if target else []) + ["--report", model, "-o", out])
     if p.returncode:
         return fail(f"{name}: bnncc --report failed: {p.stderr.strip()}")
     got = [int(l.split()[1]) for l in p.stderr.splitlines() if l.startswith(prefix) and text in l]
