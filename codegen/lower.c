@@ -3202,9 +3202,9 @@ static int lower_conv2d_bits(Lower *L, const Node *n, BlobConv2dParams cp, const
             st->s.slot[BLOB_SLOT_P0] = put_weights(L, and_mask, (size_t)cp.out_words * 4);
         free(and_mask);
         st->s.pool = pp;
-        float_kernel(L, st, "maxpool", pp.oh * pp.ow * words,
-                     str_printf("bnn_bitpool<%lld, %lld>(item, j, (const unsigned *)in, (unsigned *)out, "
-                                "(const unsigned *)p0, %lld, 1, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld)",
+        float_kernel(L, st, "maxpool", pp.oh * pp.ow,
+                     str_printf("bnn_bitpool<%lld, %lld, %lld, 1, %lld>(item, j, (const unsigned *)in, (unsigned *)out, "
+                                "(const unsigned *)p0, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld)",
                                 (long long)pp.kh, (long long)pp.kw, (long long)pp.words, (long long)words,
                                 (long long)pp.h, (long long)pp.w, (long long)pp.stride_h, (long long)pp.stride_w,
                                 (long long)pp.pad_top, (long long)pp.pad_left, (long long)pp.oh, (long long)pp.ow));

@@ -23,9 +23,6 @@
 #include "common_emu.h"
 #include "tiled_emu_cases.h"
 
-struct alignas(16) uint4 {
-    unsigned x, y, z, w;
-};
 struct alignas(16) int4 {
     int x, y, z, w;
 };

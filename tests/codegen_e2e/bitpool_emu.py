@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bnn_bitpool and bnn_codepool (codegen/cuda/kernels/float_ops.cu: the max-pools of NHWC-packed
 bits and of codes a stem's outputs go through) without a GPU: the device function compiled as
-host C++ and called for every output word j of every item, as the launch does, on random words,
+host C++ and called for every work item j of every item, as the launch does (bnn_bitpool: an
+output pixel, its 16-byte loads and stores where its records allow them), on random words,
 NaN flags and AND masks (docs/blob-format.md "maxpool" with words > 0); every output word must
 equal numpy's reading of the format: the OR of the window's real pixels' words, the AND for the
 channels of the mask, 0 where a pixel of the window has its NaN flag, 0 past `words`.
@@ -24,7 +25,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.environ.get("BNN_SOURCE_ROOT", os.path.join(HERE, "..", ".."))
 
 # (batch, words, nan flags, out_words, h, w, kh, kw, stride, pad, mask)
-CASES = [(2, 1, 1, 1, 9, 7, 3, 3, 2, 1, "random"),
+# (the XNOR stem's: 2 words and their flags, 16-byte records, into 8-word pixels: 16-byte loads
+# and stores; 4 words without flags likewise)
+CASES = [(2, 2, 1, 8, 12, 11, 3, 3, 2, 1, "random"),
+         (1, 4, 0, 4, 7, 6, 3, 3, 2, 1, "random"),
+         (2, 1, 1, 1, 9, 7, 3, 3, 2, 1, "random"),
          (3, 2, 1, 3, 6, 6, 2, 2, 2, 0, "random"),
          (1, 3, 0, 3, 5, 8, 3, 2, 1, 1, "all"),
          (2, 1, 0, 2, 4, 4, 3, 3, 1, 1, None),
@@ -38,7 +43,7 @@ CODE_CASES = [(2, 16, 2, 9, 7, 3, 3, 2, 1, 0, 0.25, 0.0, True),
               (2, 40, 2, 11, 5, 3, 3, 2, 1, -2, 0.3, -0.5, True)]
 
 
-def device_function(src, name="bnn_bitpool", template="template <int KH, int KW>"):
+def device_function(src, name="bnn_bitpool", template="template <int KH, int KW, int WORDS, int NANF, int OUTW>"):
     start = src.index(f"{template}\n__device__ __forceinline__ void {name}(")
     end = src.index("\n}\n", start) + 3
     return src[start:end]
@@ -175,15 +180,17 @@ def main():
 typedef long long bnn_i64;
 #define __device__
 #define __forceinline__ inline
+struct alignas(16) uint4 {{ unsigned x, y, z, w; }};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {{ return uint4{{x, y, z, w}}; }}
 {fn}
-static const unsigned X[] = {{{arr(x)}}};
+alignas(16) static const unsigned X[] = {{{arr(x)}}};
 static const unsigned M[] = {{{arr(mask)}}};
-static unsigned Y[{n * oh * ow * out_words}];
+alignas(16) static unsigned Y[{n * oh * ow * out_words}];
 int main() {{
     for (bnn_i64 item = 0; item < {n}; item++)
-        for (int j = 0; j < {oh * ow * out_words}; j++)
-            bnn_bitpool<{kh}, {kw}>(item, j, X, Y, {"M" if mode else "nullptr"}, {words}, {nan}, {out_words}, {h},
-                                    {w}, {s}, {s}, {p}, {p}, {oh}, {ow});
+        for (int j = 0; j < {oh * ow}; j++)  // a thread an output pixel
+            bnn_bitpool<{kh}, {kw}, {words}, {nan}, {out_words}>(item, j, X, Y, {"M" if mode else "nullptr"}, {h},
+                                                                  {w}, {s}, {s}, {p}, {p}, {oh}, {ow});
     for (unsigned v : Y) std::printf("%u\\n", v);
 }}
 """

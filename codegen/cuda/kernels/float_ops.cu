@@ -144,40 +144,67 @@ __device__ __forceinline__ void bnn_pool(bnn_i64 item, int j, const float *x, fl
     y[j] = acc;
 }
 
-// Max-pool of NHWC-packed bits (maxpool with words > 0): thread j is output word j % out_words
-// of pixel j / out_words, the OR of the window's real pixels (the max of +-1 values), 0 where
-// one has its NaN flag (nan: `words` flag words after each pixel's bits); words past the
-// input's `words` are zero.
-// The OR of the window's bits, the AND for the channels set in and_mask (null: none), 0 where
-// a pixel of the window has its NaN flag (rt_cpu.c run_bit_pool).
-// KH, KW constants, as bnn_pool's: every tap's loads are issued before the first OR waits on
-// one (with loops bounded by the image, a 3x3 window's rows went one after the other).
-template <int KH, int KW>
+// Max-pool of NHWC-packed bits (maxpool with words > 0): thread j is output pixel j, all of its
+// OUTW words: per channel word the OR of the window's real pixels (the max of +-1 values), the
+// AND for the channels set in and_mask (null: none), 0 where a pixel of the window has its NaN
+// flag (NANF: WORDS flag words after each pixel's WORDS words of bits); words past WORDS are zero
+// (rt_cpu.c run_bit_pool). A tap's WORDS * (1 + NANF) words are one record, read by 16-byte
+// loads where it is a multiple of 4 words, and the pixel's words are written the same way: a
+// thread a word, the first form, left the pad words' threads (6 of 8 for 64 channels in 256-bit
+// pixels) idle and read 4 bytes a load (XNOR ResNet-18's stem pool at batch 256: docs/perf.md
+// stop 40). KH, KW constants, as bnn_pool's: every tap's loads are issued before the first OR
+// waits on one (with loops bounded by the image, a 3x3 window's rows went one after the other).
+template <int KH, int KW, int WORDS, int NANF, int OUTW>
 __device__ __forceinline__ void bnn_bitpool(bnn_i64 item, int j, const unsigned *x, unsigned *y,
-                                            const unsigned *and_mask, int words, int nan, int out_words, int h,
-                                            int w, int sh, int sw, int pt, int pl, int oh, int ow) {
-    const int px_words = words * (1 + nan);
-    x += item * h * w * px_words;
-    y += item * oh * ow * out_words;
-    const int wi = j % out_words, px = j / out_words, oy = px / ow, ox = px % ow;
-    const int y0 = oy * sh - pt, x0 = ox * sw - pl;
-    unsigned any = 0, all = ~0u, nans = 0;
-    if (wi < words) {
+                                            const unsigned *and_mask, int h, int w, int sh, int sw, int pt, int pl,
+                                            int oh, int ow) {
+    constexpr int PXW = WORDS * (1 + NANF);
+    static_assert(WORDS >= 1 && WORDS <= OUTW, "bnn_bitpool: words");
+    x += item * h * w * PXW;
+    y += (item * oh * ow + j) * OUTW;
+    const int oy = j / ow, ox = j % ow, y0 = oy * sh - pt, x0 = ox * sw - pl;
+    unsigned any[WORDS], all[WORDS], nans[WORDS];
+#pragma unroll
+    for (int i = 0; i < WORDS; ++i) any[i] = 0u, all[i] = ~0u, nans[i] = 0u;
 #pragma unroll(KH * KW <= 64 ? KH : 1)
-        for (int ky = 0; ky < KH; ++ky)
+    for (int ky = 0; ky < KH; ++ky)
 #pragma unroll(KH * KW <= 64 ? KW : 1)
-            for (int kx = 0; kx < KW; ++kx) {
-                const int iy = y0 + ky, ix = x0 + kx;
-                if ((unsigned)iy >= (unsigned)h || (unsigned)ix >= (unsigned)w) continue;
-                const unsigned *t = x + (iy * w + ix) * px_words + wi;
-                const unsigned v = t[0];
-                any |= v;
-                all &= v;
-                if (nan) nans |= t[words];
+        for (int kx = 0; kx < KW; ++kx) {
+            const int iy = y0 + ky, ix = x0 + kx;
+            if ((unsigned)iy >= (unsigned)h || (unsigned)ix >= (unsigned)w) continue;
+            const unsigned *t = x + ((bnn_i64)iy * w + ix) * PXW;
+            unsigned v[PXW];
+            if constexpr (PXW % 4 == 0) {
+#pragma unroll
+                for (int i = 0; i < PXW; i += 4) {
+                    const uint4 q = *(const uint4 *)(t + i);
+                    v[i] = q.x, v[i + 1] = q.y, v[i + 2] = q.z, v[i + 3] = q.w;
+                }
+            } else {
+#pragma unroll
+                for (int i = 0; i < PXW; ++i) v[i] = t[i];
             }
+#pragma unroll
+            for (int i = 0; i < WORDS; ++i) {
+                any[i] |= v[i];
+                all[i] &= v[i];
+                if (NANF) nans[i] |= v[NANF ? WORDS + i : i];
+            }
+        }
+    unsigned o[OUTW];
+#pragma unroll
+    for (int i = 0; i < OUTW; ++i) {
+        const int k = i < WORDS ? i : 0;
+        const unsigned m = and_mask && i < WORDS ? and_mask[i] : 0u;
+        o[i] = i < WORDS ? ((any[k] & ~m) | (all[k] & m)) & ~nans[k] : 0u;
     }
-    const unsigned m = and_mask && wi < words ? and_mask[wi] : 0u;
-    y[j] = wi < words ? ((any & ~m) | (all & m)) & ~nans : 0u;
+    if constexpr (OUTW % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < OUTW; i += 4) *(uint4 *)(y + i) = make_uint4(o[i], o[i + 1], o[i + 2], o[i + 3]);
+    } else {
+#pragma unroll
+        for (int i = 0; i < OUTW; ++i) y[i] = o[i];
+    }
 }
 
 // A max-pool of codes (a conv2d step's with levels: QP planes of `words` words a pixel, then the
