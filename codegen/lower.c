@@ -1515,30 +1515,6 @@ static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
     blob_step_set_kernel(&st->s, st->k.name, grid, block, (uint32_t)hc->smem);
 }
 
-/* A bconv step (named already) as the halo kernel in the tile hc: its defines (BC_NAME, body: the
- * layer's, then the tile's), its launch, and in slot x0, its P, the tables of its column blocks
- * (kernels.h bnn_halo_tables) from the popc(w) prefix table pre. A threshold without a pool takes
- * its own bit epilogue (bconv.cu BC_HALO_BITS): its tables hold the thresholds too (ep0, ep1 of
- * st: [1 + (resw > 0)][O] each). */
-static void set_halo_kernel(Lower *L, LStep *st, const char *body, const BnnHaloCfg *hc, const BlobBconvParams *bp,
-                            BlobRef pre, int classes, int resw) {
-    free(st->k.defines);
-    st->k.defines = str_printf("#define BC_NAME %s\n%s#define BC_HALO 1\n#define BC_TH %d\n#define BC_TW %d\n"
-                               "#define BC_BN %d\n#define BC_WM %d\n#define BC_WN %d\n#define BC_MINB %d\n",
-                               st->k.name, body, hc->th, hc->tw, hc->bn, hc->wm, hc->wn, hc->minb);
-    set_halo_launch(st, hc, bp->o);
-    size_t n = (size_t)((bp->o + hc->bn - 1) / hc->bn) * (size_t)((classes + 1) * hc->bn);
-    bool own_bits = st->s.epilogue == BLOB_EPI_THRESHOLD && !bp->pool;
-    int *t = xmalloc(n * 4);
-    bnn_halo_tables((int)bp->c, (int)bp->h, (int)bp->w, (int)bp->o, (int)bp->kh, (int)bp->kw, (int)bp->stride_h,
-                    (int)bp->stride_w, (int)bp->pad_top, (int)bp->pad_left, (int)bp->dil_h, (int)bp->dil_w,
-                    (int)bp->oh, (int)bp->ow, bp->pad_value > 0, hc->bn, blob_weights_data(L->w, pre),
-                    own_bits ? blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P0]) : NULL,
-                    own_bits ? blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P1]) : NULL, resw, t);
-    st->s.slot[BLOB_SLOT_X0] = put_weights(L, t, n * 4);
-    free(t);
-}
-
 /* conv2d over b1 x b1 (bconv2d, bconv2d_chain, or conv2d with its threshold / cast) -> a bconv
  * step. A bconv2d_chain's float chain (chain_epilogue: stages, a residual add, the bits) runs in
  * the same step, f32 written NCHW and bits NHWC by CPU and GPU alike; a conv2d's cast is a
@@ -1731,16 +1707,20 @@ static void drop_tunable(Lower *L, int s) {
  * bnn_resd_row(k1) entries, then its channels' bases. */
 static int64_t resd_block_bytes(int64_t bn, int64_t k1) { return bn * bnn_resd_row((int)k1) * 2 + bn * 4; }
 
-/* Step st's kernel as the halo bconv with BC_RESD in tile hc (set_halo_kernel's part for it):
- * defines, launch (the threshold rows on top of the tile's shared memory) and x0: the blocks'
- * correction tables with t = 0 (U = corr - [dir < 0]), then each block's threshold rows and
- * bases, then each block's B fragments of D's weights (bconv.cu's order: n8 tile ni = 4q + u,
- * k256 step ch, lane 4g + t: words 8ch + t and 8ch + 4 + t of channel 32q + 8(g / 2) + 2u +
- * g % 2, bnn_halo_brow's). */
-static void set_resd_kernel(Lower *L, LStep *st, const char *body, const BnnHaloCfg *hc, const BlobBconvParams *bp,
-                            BlobRef pre, int classes, const ResdFusion *f) {
-    const int64_t O = bp->o, bn = hc->bn, k1 = f->dp.c, nbx = (O + bn - 1) / bn, cwp1 = f->dp.words;
-    const int64_t rch = (cwp1 + 7) / 8, ni = bn / 8, rsz = resd_block_bytes(bn, k1), row = bnn_resd_row((int)k1);
+/* A bconv step (named already) as the halo kernel in the tile hc: its defines (BC_NAME, body: the
+ * layer's, then the tile's), its launch, and in slot x0, its P, the tables of its column blocks
+ * (kernels.h bnn_halo_tables) from the popc(w) prefix table pre. A threshold without a pool takes
+ * its own bit epilogue (bconv.cu BC_HALO_BITS): its tables hold the thresholds too (ep0, ep1 of
+ * st: [1 + (resw > 0)][O] each). With f (BC_RESD: lower_bconv_resd's kernel step, thresholds 0
+ * in ep0, so U = corr - [dir < 0]) the threshold rows go on top of the tile's shared memory, and
+ * after the tables come each block's threshold rows and bases, then each block's B fragments of
+ * D's weights (bconv.cu's order: n8 tile ni = 4q + u, k256 step ch, lane 4g + t: words 8ch + t
+ * and 8ch + 4 + t of channel 32q + 8(g / 2) + 2u + g % 2, bnn_halo_brow's). */
+static void set_halo_kernel(Lower *L, LStep *st, const char *body, const BnnHaloCfg *hc, const BlobBconvParams *bp,
+                            BlobRef pre, int classes, int resw, const ResdFusion *f) {
+    const int64_t O = bp->o, bn = hc->bn, nbx = (O + bn - 1) / bn;
+    const int64_t k1 = f ? f->dp.c : 0, cwp1 = f ? f->dp.words : 0, rch = (cwp1 + 7) / 8, ni = bn / 8;
+    const int64_t rsz = f ? resd_block_bytes(bn, k1) : 0, row = f ? bnn_resd_row((int)k1) : 0;
     BnnHaloCfg h = *hc;
     h.smem += (int)rsz;
     free(st->k.defines);
@@ -1748,16 +1728,16 @@ static void set_resd_kernel(Lower *L, LStep *st, const char *body, const BnnHalo
                                "#define BC_BN %d\n#define BC_WM %d\n#define BC_WN %d\n#define BC_MINB %d\n",
                                st->k.name, body, h.th, h.tw, h.bn, h.wm, h.wn, h.minb);
     set_halo_launch(st, &h, O);
-    size_t nt = (size_t)(nbx * (classes + 1) * bn), nr = (size_t)(nbx * rsz / 4), nw = (size_t)(nbx * ni * rch * 64);
+    size_t nt = (size_t)(nbx * (classes + 1) * bn), nr = (size_t)(nbx * rsz / 4), nw = f ? (size_t)(nbx * ni * rch * 64) : 0;
+    bool own_bits = f || (st->s.epilogue == BLOB_EPI_THRESHOLD && !bp->pool);
     int32_t *x = xcalloc(nt + nr + nw, 4);
-    int32_t *zero = xcalloc((size_t)O, 4);
     bnn_halo_tables((int)bp->c, (int)bp->h, (int)bp->w, (int)O, (int)bp->kh, (int)bp->kw, (int)bp->stride_h,
                     (int)bp->stride_w, (int)bp->pad_top, (int)bp->pad_left, (int)bp->dil_h, (int)bp->dil_w,
-                    (int)bp->oh, (int)bp->ow, bp->pad_value > 0, (int)bn, blob_weights_data(L->w, pre), zero,
-                    f->dir, 0, x);
-    free(zero);
-    const uint32_t *w1 = blob_weights_data(L->w, f->w1);
-    for (int64_t bx = 0; bx < nbx; bx++) {
+                    (int)bp->oh, (int)bp->ow, bp->pad_value > 0, (int)bn, blob_weights_data(L->w, pre),
+                    own_bits ? blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P0]) : NULL,
+                    own_bits ? blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P1]) : NULL, resw, x);
+    const uint32_t *w1 = f ? blob_weights_data(L->w, f->w1) : NULL;
+    for (int64_t bx = 0; f && bx < nbx; bx++) {
         unsigned char *blk = (unsigned char *)(x + nt) + bx * rsz;
         int16_t *tj = (int16_t *)blk;
         int32_t *tb = (int32_t *)(blk + rsz - bn * 4);
@@ -1786,7 +1766,7 @@ static void set_resd_kernel(Lower *L, LStep *st, const char *body, const BnnHalo
 /* The GPU's step of a bconv chain that takes its residual's 1x1 convolution in (resd_match):
  * D's step becomes CPU-only (its tunable entry goes), and a kernel step after the CPU's chain
  * step (also CPU-only) runs the halo bconv as a threshold with BC_RESD: in = this conv's input,
- * in2 = D's, out = the bits, w, p0 = zero thresholds, p1 = dir, x0 = set_resd_kernel's tables;
+ * in2 = D's, out = the bits, w, p0 = zero thresholds, p1 = dir, x0 = set_halo_kernel's tables;
  * with the threshold layers' batch alternative where its shared memory fits. */
 static int lower_bconv_resd(Lower *L, const Node *n, const BlobBconvParams *bp, const ResdFusion *f, int in, int out,
                             BlobRef wref, BlobRef pref) {
@@ -1818,7 +1798,7 @@ static int lower_bconv_resd(Lower *L, const Node *n, const BlobBconvParams *bp, 
         hc.smem + resd_block_bytes(hc.bn, k1) > BNN_HALO_SMEM_MAX) /* a tuned tile too large: the rule's */
         bconv_halo_variant(0, &hl, &hc);
     char *body = xstrdup(strchr(st->k.defines, '\n') + 1);
-    set_resd_kernel(L, st, body, &hc, bp, pref, hl.classes, f);
+    set_halo_kernel(L, st, body, &hc, bp, pref, hl.classes, 0, f);
     add_family_args(st, 1, BLOB_SLOT_IN2);
     /* The alternative: 4x8 x 64 of 4 warps at BC_MINB 3 (168 registers); the threshold layers'
      * 8 warps at BC_MINB 2 (128) spill with dot1's accumulators besides the dot's. */
@@ -1828,7 +1808,7 @@ static int lower_bconv_resd(Lower *L, const Node *n, const BlobBconvParams *bp, 
         LStep *alt = new_batch_alt(L, si, HALO_ALT_BATCH);
         name_kernel(L, alt, "bconv");
         alt->k.family = KERNEL_BCONV;
-        set_resd_kernel(L, alt, body, &ha, bp, pref, hl.classes, f);
+        set_halo_kernel(L, alt, body, &ha, bp, pref, hl.classes, 0, f);
         add_family_args(alt, 1, BLOB_SLOT_IN2);
     }
     free(body);
@@ -2032,7 +2012,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
     int ncand = 0;
     if (choose_halo(L, st, BNN_HALO_VARIANTS, bconv_halo_variant, &hl, &hc, &ncand) == 0) {
         halo_body = xstrdup(strchr(st->k.defines, '\n') + 1);
-        set_halo_kernel(L, st, halo_body, &hc, &bp, pref, hl.classes, resw);
+        set_halo_kernel(L, st, halo_body, &hc, &bp, pref, hl.classes, resw, NULL);
     } else {
         BlobGridDim grid[3] = {{(uint32_t)((O + BNN_BCONV_BN - 1) / BNN_BCONV_BN), 0, 1},
                                {0, (uint32_t)pix, BNN_BCONV_BM}, {1, 0, 1}};
@@ -2057,7 +2037,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
         st = &L->steps[si];
         name_kernel(L, alt, "bconv");
         alt->k.family = KERNEL_BCONV;
-        set_halo_kernel(L, alt, halo_body, &ha, &bp, pref, hl.classes, resw);
+        set_halo_kernel(L, alt, halo_body, &ha, &bp, pref, hl.classes, resw, NULL);
         add_family_args(alt, 1, bp.epi_residual ? BLOB_SLOT_IN2 : -1);
     }
     free(halo_body);

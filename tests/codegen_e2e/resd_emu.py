@@ -251,7 +251,7 @@ def resd_row(k1):
 
 
 def x0_parts(K):
-    """Byte offsets in x0 (lower.c set_resd_kernel): the correction tables, then each column
+    """Byte offsets in x0 (lower.c set_halo_kernel): the correction tables, then each column
     block's int16 threshold rows [BN][resd_row(K1)] and int32 bases [BN], then each block's B
     fragments of D's weights."""
     bn, k1, o = K.cfg["BN"], K.d["c"], K.c2["o"]

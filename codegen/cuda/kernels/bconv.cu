@@ -474,7 +474,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     constexpr bool ONE = BC_PAD_ONE != 0, POOL = BC_POOL != 0;
     // RESD: the residual dot's 1x1 conv over R (K1 channels, RCWP words a pixel, RCH k256 steps)
     // and, after each block's correction table in P, the blocks' threshold rows and bases (RSZ
-    // bytes each), then the blocks' B fragments of its weights (lower.c set_resd_kernel).
+    // bytes each), then the blocks' B fragments of its weights (lower.c set_halo_kernel).
     constexpr int RK = BC_RESD;
 #if BC_RESD > 0
     constexpr int RH = BC_RESD_H, RW = BC_RESD_W, RSH = BC_RESD_SH, RSW = BC_RESD_SW, RCWP = BC_RESD_CWP;
