@@ -516,6 +516,39 @@ enum {
     BLOB_QCHAIN_WORDS
 };
 #define BLOB_QCONV_EPI_CHAIN 3
+/* The float chain of qconv epi 3 (descriptor d, stages ep of an o_count-channel layer) for
+ * channel o on the exact accumulator acc, r its residual: each stage v * a (v / a where its DIV
+ * bit) + b, then a relu where its RELU bit; the residual on its side; the relu after it; each
+ * operation rounded on its own. *q: the quantizer's level (NaN for a NaN value) where d has
+ * QUANT. The CPU path runs it, and the compiler bisects its codes for the thresholds by a
+ * residual code (lower.c): one definition. */
+static inline float blob_qconv_chain_value(const int32_t *d, const float *ep, int64_t o_count, int64_t o,
+                                           int64_t acc, float r, float *q) {
+    float v = (float)acc;
+    for (int32_t k = 0; k < d[BLOB_QCHAIN_STAGES]; k++) {
+        float a = ep[2 * k * o_count + o], b = ep[(2 * k + 1) * o_count + o];
+        float t = (d[BLOB_QCHAIN_DIV] >> k) & 1 ? v / a : v * a;
+        v = t + b;
+        if ((d[BLOB_QCHAIN_RELU] >> k) & 1)
+            v = v < 0.0f ? 0.0f : v;
+    }
+    if (d[BLOB_QCHAIN_RESIDUAL] == 1)
+        v = v + r;
+    else if (d[BLOB_QCHAIN_RESIDUAL] == 2)
+        v = r + v;
+    if (d[BLOB_QCHAIN_OUT_RELU])
+        v = v < 0.0f ? 0.0f : v;
+    *q = 0.0f;
+    if (d[BLOB_QCHAIN_QUANT]) {
+        float scale, zeropt;
+        uint32_t sb = (uint32_t)d[BLOB_QCHAIN_SCALE], zb = (uint32_t)d[BLOB_QCHAIN_ZEROPT];
+        memcpy(&scale, &sb, 4);
+        memcpy(&zeropt, &zb, 4);
+        *q = blob_quantize(v, scale, zeropt, (float)d[BLOB_QCHAIN_LO], (float)d[BLOB_QCHAIN_HI],
+                           d[BLOB_QCHAIN_ROUNDING]);
+    }
+    return v;
+}
 /* Words of an image plane (quantize with spatial > 0, qconv): pixels * ldw rounded up to 8. */
 static inline int64_t blob_image_plane_words(int64_t pixels, int64_t ldw) { return (pixels * ldw + 7) / 8 * 8; }
 /* Rounding modes of BlobQuantizeParams (docs/ir.md quant). */

@@ -60,6 +60,10 @@ typedef struct Lower {
     int nexact_bit_convs; /* conv2d_chains on it that write exact bits (lower_conv2d_bits) */
     int nres_thresholds;  /* bconv chains become thresholds by a residual of bits (lower_bconv) */
     int nresd;            /* 1x1 downsample convs computed inside the conv that adds them (lower_bconv) */
+    bool *rcode;          /* per node index: a qconv2d_chain that reads its residual as codes (plan_rcode) */
+    bool *no_rcode_src;   /* per node index: a conv2d_chain that did not write a pool of codes */
+    bool stem_codes;      /* the conv2d_chain being lowered wrote a pool of codes (lower_conv2d_codes) */
+    int nrcode;           /* qconv2d_chains whose GPU kernel thresholds by a residual code */
     bool batch_alts;      /* steps may get a batch alternative (new_batch_alt; tunable_alts) */
     int nbatch_alts;      /* how many did, for --report */
     int nbeside_runs;     /* runs of steps beside others (mark_beside_runs), for --report */
@@ -1482,7 +1486,7 @@ typedef struct HaloLayer {
     int c, oh, ow, o, kh, kw, sh, sw, dh, dw;
     int pool, classes;    /* bconv */
     int xb, wb, nacc;     /* qconv */
-    int res;              /* qconv: a chain with a residual (its shared memory holds them) */
+    int resw;             /* qconv: residual words a tile row in its shared memory (bnn_qhalo_smem) */
 } HaloLayer;
 
 static int bconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
@@ -1494,7 +1498,7 @@ static int bconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
 static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
     const HaloLayer *h = ctx;
     return bnn_qhalo_variant(v, h->c, h->oh, h->ow, h->o, h->kh, h->kw, h->sh, h->sw, h->dh, h->dw, h->xb, h->wb,
-                             h->nacc, h->res, cfg);
+                             h->nacc, h->resw, cfg);
 }
 
 /* A threshold halo bconv's batch alternative (new_batch_alt): bnn_halo_variants[4], 4x8 pixels
@@ -3258,6 +3262,9 @@ static bool quant_float_of_code(const Node *n, const BlobQuantizeParams *qp) {
  * through the quant (quant_float_of_code), the staged-window kernel takes the conv, and every
  * level is a threshold of the sum. Returns 1 if it did, 0 if the separate steps must, -1 on an
  * error. */
+static bool gpu_reads_float(const Lower *L, const Value *v);
+static bool gpu_writes_nan_flags(const Lower *L, const Value *v);
+
 static int lower_conv2d_codes(Lower *L, const Node *n, BlobConv2dParams cp, const float *w, const Value *b) {
     const Value *x = n->in[0], *y = n->out[0], *codes = n->out[1], *chain = n->in[2];
     int64_t S = chain->type.dim[0], o = cp.o;
@@ -3323,11 +3330,17 @@ static int lower_conv2d_codes(Lower *L, const Node *n, BlobConv2dParams cp, cons
     if (want_f32)
         use_arena(L, st, BLOB_SLOT_X0, def_buf(L, y));
     st->s.pool = pp;
+    L->stem_codes = true;
+    /* x0 on the GPU: the float where a GPU kernel reads it, else the NaN flags where a layer
+     * reads the codes for the float (plan_rcode keeps the two apart), else nothing */
+    const bool gpu_f32 = want_f32 && gpu_reads_float(L, y), nan_flags = want_f32 && gpu_writes_nan_flags(L, y);
     float_kernel(L, st, "maxpool", plane,
                  str_printf("bnn_codepool<%lld, %lld, %lld>(item, j, (const unsigned *)in, (unsigned *)out, "
-                            "(float *)x0, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
+                            "%s, %s, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
                             "%uu, %uu)",
-                            (long long)pp.kh, (long long)pp.kw, (long long)planes, (long long)pp.c,
+                            (long long)pp.kh, (long long)pp.kw, (long long)planes,
+                            gpu_f32 ? "(float *)x0" : "(float *)0", nan_flags ? "(unsigned *)x0" : "(unsigned *)0",
+                            (long long)pp.c,
                             (long long)pp.words, (long long)plane, (long long)pp.h, (long long)pp.w,
                             (long long)pp.stride_h, (long long)pp.stride_w, (long long)pp.pad_top,
                             (long long)pp.pad_left, (long long)pp.oh, (long long)pp.ow, (long long)q.lo,
@@ -3793,6 +3806,283 @@ static int64_t weight_planes(const int8_t *u, int64_t n, bool *wsigned, bool *bi
 
 static int weight_bit(int8_t u, int64_t q, bool bipolar) { return bipolar ? u > 0 : ((uint8_t)u >> q) & 1; }
 
+/* ---------------------------------------------------------------- residuals read as codes */
+
+/* A qconv2d_chain whose residual is the dequantized float of another layer's codes (a ResNet
+ * block's second conv adding the block input) computes, per element, a monotone function of its
+ * accumulator v for each of the few values the residual can take. So its GPU kernel reads the
+ * residual's codes (2 bits an element, not 32) and compares v with thresholds picked by the
+ * residual's code, and the residual's producer writes no float on the GPU where nothing else
+ * reads it (docs/codegen.md "Residuals read as codes", docs/kernels.md "Thresholds by a
+ * residual code"). The CPU path runs the float chains as before: their steps become CPU-only.
+ * Residual codes of at most RCODE_MAX_PLANES planes (a residual's 4 values: 16 bytes of levels a
+ * channel and value in the kernel's shared memory). */
+enum { RCODE_MAX_PLANES = 2 };
+
+/* Whether chain node n's stage constants are finite with no factor or divisor 0, and its
+ * quantizer's scale finite and positive, its zero point finite: each operation of its chain is
+ * then monotone in v and gives no NaN from a non-NaN value. */
+static bool qchain_clean(const Node *n) {
+    const Value *chain = n->in[2];
+    if (chain->kind != VAL_CONST || chain->type.rank != 3)
+        return false;
+    int64_t S = chain->type.dim[0], O = chain->type.dim[2];
+    const float *k = chain->data;
+    for (int64_t st = 0; st < S; st++)
+        for (int64_t o = 0; o < O; o++) {
+            float a = k[2 * st * O + o], b = k[(2 * st + 1) * O + o];
+            if (!isfinite(a) || a == 0.0f || !isfinite(b))
+                return false;
+        }
+    float scale = attr_float(n, "quant_scale", 1.0f), zero = attr_float(n, "quant_zero", 0.0f);
+    return isfinite(scale) && scale > 0.0f && isfinite(zero);
+}
+
+/* The largest |accumulator| of qconv2d_chain n's output channel o: sum |w| times the largest
+ * input code. */
+static int64_t qchain_acc_bound(const Node *n, int64_t o) {
+    const Value *w = n->in[1];
+    int64_t k = w->type.dim[1] * w->type.dim[2] * w->type.dim[3], a = 0;
+    const int8_t *u = (const int8_t *)w->data + o * k;
+    for (int64_t i = 0; i < k; i++)
+        a += u[i] < 0 ? -u[i] : u[i];
+    return a * ((1ll << image_code_planes(n->in[0])) - 1);
+}
+
+/* An upper bound of |v| after qconv2d_chain n's stages, over every accumulator it can produce. */
+static double qchain_stage_bound(const Node *n) {
+    const Value *chain = n->in[2];
+    int64_t S = chain->type.dim[0], O = chain->type.dim[2], div[CHAIN_MAX_STAGES] = {0};
+    attr_ints(n, "div", div, (int)S, 0, NULL);
+    const float *k = chain->data;
+    double most = 0.0;
+    for (int64_t o = 0; o < O; o++) {
+        double b = (double)qchain_acc_bound(n, o);
+        for (int64_t st = 0; st < S; st++) {
+            double a = fabs((double)k[2 * st * O + o]);
+            b = (div[st] ? b / a : b * a) * (1.0 + 1e-6) + fabs((double)k[(2 * st + 1) * O + o]);
+        }
+        most = b > most ? b : most;
+    }
+    return most;
+}
+
+/* Whether value v may be NaN where a qconv2d_chain adds it: only the float of a qconv2d_chain
+ * whose constants are clean, whose stages stay far from infinity and whose own residual is never
+ * NaN is known not to be (the stem's float is NaN for NaN inputs). */
+static bool value_may_be_nan(const Lower *L, const Value *v) {
+    const Node *d = v->kind == VAL_NODE ? v->def : NULL;
+    if (!d || d->op != OP_QCONV2D_CHAIN || v->def_index != 0 || !qchain_clean(d) || !(qchain_stage_bound(d) < 1e30))
+        return true;
+    return d->nin == 4 && value_may_be_nan(L, d->in[3]);
+}
+
+/* The float of code c of a quantizer: ((c + lo) - zeropt) * scale, each operation rounded as the
+ * dequantizing kernels round it. */
+static float rcode_float(const BlobQuantizeParams *q, int64_t c) {
+    float scale, zero;
+    uint32_t sb = (uint32_t)q->scale_bits, zb = (uint32_t)q->zeropt_bits;
+    memcpy(&scale, &sb, 4);
+    memcpy(&zero, &zb, 4);
+    float level = (float)(c + q->lo), t = level - zero;
+    return t * scale;
+}
+
+/* The layer whose codes hold residual r, where a qconv2d_chain can read them instead of r: r is
+ * the dequantized float of a qconv2d_chain or of a conv2d_chain that writes a pool of codes (the
+ * stem's), whose codes a qconv reads as image planes, with at most RCODE_MAX_PLANES planes and a
+ * finite float for every code; else NULL. */
+static const Node *rcode_source(const Lower *L, const Value *r) {
+    const Node *d = r->kind == VAL_NODE ? r->def : NULL;
+    if (!d || r->def_index != 0 || (d->op != OP_QCONV2D_CHAIN && d->op != OP_CONV2D_CHAIN) || d->nout < 2 ||
+        !get_attr(d, "quant_bits") || !attr_int(d, "dequant", 0) || count_uses(L->g, d->out[1]) == 0 ||
+        !is_image_codes(d->out[1]) || code_planes(d->out[1]) > RCODE_MAX_PLANES || L->no_rcode_src[node_index(L->g, d)])
+        return NULL;
+    BlobQuantizeParams q = chain_quantizer(d, 0);
+    for (int64_t c = 0; c <= q.hi - q.lo; c++)
+        if (!isfinite(rcode_float(&q, c)))
+            return NULL;
+    return d;
+}
+
+/* The halo kernel's layer of qconv node n with resw residual words a tile row. */
+static HaloLayer qconv_halo_layer(const Node *n, int resw) {
+    const Value *x = n->in[0], *w = n->in[1], *y = n->out[0];
+    int64_t s[2], d[2], p[4], O = w->type.dim[0], taps = w->type.dim[2] * w->type.dim[3];
+    conv_geometry(n, s, d, p);
+    bool wsigned, bipolar;
+    int64_t wb = weight_planes(w->data, O * x->type.dim[1] * taps, &wsigned, &bipolar);
+    int64_t xb = image_code_planes(x), nacc = wsigned && !bipolar ? xb + wb - 2 + xb : xb + wb - 1;
+    HaloLayer hl = {.c = (int)x->type.dim[1], .oh = (int)y->type.dim[2], .ow = (int)y->type.dim[3], .o = (int)O,
+                    .kh = (int)w->type.dim[2], .kw = (int)w->type.dim[3], .sh = (int)s[0], .sw = (int)s[1],
+                    .dh = (int)d[0], .dw = (int)d[1], .xb = (int)xb, .wb = (int)wb, .nacc = (int)nacc, .resw = resw};
+    return hl;
+}
+
+/* Whether qconv2d_chain n could read its residual as codes, by itself: a GPU target and the halo
+ * kernel, at most 3 levels out (the kernel's codes in the fragment layout), clean constants, its
+ * codes read by qconvs only, its float no graph output, a residual of its own shape from
+ * rcode_source, and the kernel's shared memory. */
+static bool rcode_local_ok(Lower *L, const Node *n) {
+    if (!L->min_sm || L->qconv_direct || n->dead || n->op != OP_QCONV2D_CHAIN || n->nin != 4 || n->nout < 2 ||
+        !get_attr(n, "quant_bits") || attr_int(n, "groups", 1) != 1 || n->in[1]->kind != VAL_CONST ||
+        n->in[2]->kind != VAL_CONST || !is_image_codes(n->in[0]) || is_output(L->g, n->out[0]) ||
+        is_output(L->g, n->out[1]) || count_uses(L->g, n->out[1]) == 0)
+        return false;
+    BlobQuantizeParams q = chain_quantizer(n, 0);
+    if (q.hi - q.lo > 3 || !qchain_clean(n) || !(qchain_stage_bound(n) < 1e30))
+        return false;
+    for (int64_t o = 0; o < n->in[1]->type.dim[0]; o++) /* levels as int16 (rcode_levels) */
+        if (qchain_acc_bound(n, o) > INT16_MAX - 2)
+            return false;
+    for (int i = 0; i < L->g->nnodes; i++) {
+        const Node *u = L->g->nodes[i];
+        for (int j = 0; !u->dead && j < u->nin; j++)
+            if (u->in[j] == n->out[1] && !((u->op == OP_QCONV2D || u->op == OP_QCONV2D_CHAIN) && j == 0))
+                return false;
+    }
+    const Type *rt = &n->in[3]->type, *yt = &n->out[0]->type;
+    if (rt->rank != 4 || yt->rank != 4)
+        return false;
+    for (int i = 1; i < 4; i++)
+        if (rt->dim[i] != yt->dim[i])
+            return false;
+    HaloLayer hl = qconv_halo_layer(n, RCODE_MAX_PLANES + 1);
+    BnnHaloCfg hc;
+    return qconv_halo_variant(0, &hl, &hc) == 0 && rcode_source(L, n->in[3]) != NULL;
+}
+
+/* Whether qconv2d_chain u reads v as its residual and nothing else, and reads it as codes. */
+static bool rcode_reader(const Lower *L, const Node *u, const Value *v) {
+    if (u->dead || u->op != OP_QCONV2D_CHAIN || u->nin != 4 || u->in[3] != v || !L->rcode[node_index(L->g, u)])
+        return false;
+    for (int j = 0; j < 3; j++)
+        if (u->in[j] == v)
+            return false;
+    return true;
+}
+
+/* Whether a GPU kernel reads value v as a float: it is a graph output, or a reader of it does
+ * not read it as codes. */
+static bool gpu_reads_float(const Lower *L, const Value *v) {
+    if (is_output(L->g, v))
+        return true;
+    for (int i = 0; i < L->g->nnodes; i++) {
+        const Node *u = L->g->nodes[i];
+        for (int j = 0; !u->dead && j < u->nin; j++)
+            if (u->in[j] == v && !rcode_reader(L, u, v))
+                return true;
+    }
+    return false;
+}
+
+/* Whether the GPU writes value v's NaN flags (in its f32 buffer, which then holds no floats on
+ * the GPU): v may be NaN and a reader reads it as codes. */
+static bool gpu_writes_nan_flags(const Lower *L, const Value *v) {
+    if (!value_may_be_nan(L, v))
+        return false;
+    for (int i = 0; i < L->g->nnodes; i++)
+        if (rcode_reader(L, L->g->nodes[i], v))
+            return true;
+    return false;
+}
+
+/* L->rcode: the largest set of qconv2d_chains that read their residual as codes such that each
+ * is rcode_local_ok, every reader of its float reads it as codes too (no GPU kernel writes the
+ * float), and where its residual may be NaN, the residual's producer writes the NaN flags (the
+ * stem's pool of codes, or a layer of the set) and nothing on the GPU reads that float (the flags
+ * take its buffer). Run before lowering, and again when a conv2d_chain wrote no pool of codes. */
+static void plan_rcode(Lower *L) {
+    const Graph *g = L->g;
+    for (int i = 0; i < g->nnodes; i++)
+        L->rcode[i] = rcode_local_ok(L, g->nodes[i]);
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = 0; i < g->nnodes; i++) {
+            const Node *n = g->nodes[i];
+            if (!L->rcode[i])
+                continue;
+            const Value *r = n->in[3];
+            const Node *src = rcode_source(L, r);
+            bool ok = src && !gpu_reads_float(L, n->out[0]);
+            if (ok && value_may_be_nan(L, r))
+                ok = (src->op == OP_CONV2D_CHAIN || L->rcode[node_index(L->g, src)]) && !gpu_reads_float(L, r);
+            if (!ok) {
+                L->rcode[i] = false;
+                changed = true;
+            }
+        }
+    }
+}
+
+/* Whether qconv2d_chain n's codes rise with its accumulator in channel o (else they fall): the
+ * sign of the product of its stage factors (each operation of a clean chain is monotone: a
+ * factor or divisor below 0 turns it, the adds, relus and the quantizer keep it). */
+static bool qchain_rises(const Node *n, int64_t o) {
+    const Value *chain = n->in[2];
+    int64_t S = chain->type.dim[0], O = chain->type.dim[2];
+    bool up = true;
+    for (int64_t st = 0; st < S; st++)
+        up = up == (((const float *)chain->data)[2 * st * O + o] > 0.0f);
+    return up;
+}
+
+/* The thresholds by a residual code of qconv2d_chain n (its chain descriptor d and stages ep, O
+ * channels; the residual's quantizer rq, at most 4 codes) as qconv.cu's QC_RCODE reads them, T
+ * [O][8]: the channel's fold mask (0 where its codes rise with the accumulator v, count = #{l: v
+ * >= t_l}; -1 where they fall, t_l the largest v of a code >= l, folded ~t_l), then for level l
+ * = 1..3 the int16 t_l of residual codes 0 | 1 << 16 and 2 | 3 << 16 (32767: never reached).
+ * Found by bisection with the CPU path's own chain function (blob_qconv_chain_value): with clean
+ * constants (qchain_clean) and a finite residual each operation is monotone in v, so each code is
+ * a step of v (checked at both ends of v's range). NULL where a level falls outside int16
+ * (rcode_local_ok keeps the accumulators within it) or the ends disagree with qchain_rises. */
+static int32_t *rcode_levels(const Node *n, const int32_t *d, const float *ep, int64_t O, const BlobQuantizeParams *rq) {
+    const int64_t levels = d[BLOB_QCHAIN_HI] - d[BLOB_QCHAIN_LO];
+    const float lo = (float)d[BLOB_QCHAIN_LO];
+    int32_t *T = xcalloc((size_t)(O * 8), 4);
+    for (int64_t o = 0; o < O; o++) {
+        const int64_t a = qchain_acc_bound(n, o);
+        const bool up = qchain_rises(n, o);
+        T[o * 8] = up ? 0 : -1;
+        for (int64_t rc = 0; rc < 4; rc++) {
+            int64_t c = rc > rq->hi - rq->lo ? rq->hi - rq->lo : rc; /* (a code the residual never has) */
+            float r = rcode_float(rq, c), q;
+            blob_qconv_chain_value(d, ep, O, o, -a, r, &q);
+            int64_t first = (int64_t)(q - lo);
+            blob_qconv_chain_value(d, ep, O, o, a, r, &q);
+            int64_t last = (int64_t)(q - lo);
+            if (up ? last < first : last > first) {
+                free(T);
+                return NULL;
+            }
+            for (int64_t l = 1; l <= 3; l++) {
+                int64_t t = INT16_MAX;
+                if (l <= levels) {
+                    /* up: the first v in [-a, a + 1) whose code is >= l (a + 1: none); down: the
+                     * first whose code is < l, less one (a: all of them), folded */
+                    int64_t b0 = -a, b1 = a + 1;
+                    while (b0 < b1) {
+                        int64_t mid = b0 + (b1 - b0) / 2;
+                        blob_qconv_chain_value(d, ep, O, o, mid, r, &q);
+                        bool reached = (int64_t)(q - lo) >= l;
+                        if (reached == up)
+                            b1 = mid;
+                        else
+                            b0 = mid + 1;
+                    }
+                    t = up ? b0 : -(b0 - 1) - 1;
+                }
+                if (t < INT16_MIN || t > INT16_MAX) {
+                    free(T);
+                    return NULL;
+                }
+                T[o * 8 + 2 * l - 1 + rc / 2] |= (int32_t)((uint32_t)(uint16_t)(int16_t)t << (16 * (rc % 2)));
+            }
+        }
+    }
+    return T;
+}
+
 /* Bit-planes or int8 codes (docs/codegen.md "Bit-planes or int8"). A qdense over xb-bit codes
  * and wb-bit weights costs xb*wb binary MMAs as bit-planes, one int8 MMA of the same work at
  * 1/8 of the b1 rate (HARDWARE.md: 10.3 vs 1.3 POPS with mma.sync, 15.7 vs 1.96 with wgmma):
@@ -4240,7 +4530,7 @@ static int lower_qdense(Lower *L, const Node *n) {
  * as image planes where a qconv2d reads them. Sets qp's yb and ldy; the outputs' buffers in
  * *f32_buf and *codes_buf (-1: not written); the kernel's #defines appended to defs. */
 static int lower_qconv_chain(Lower *L, const Node *n, LStep *st, BlobQconvParams *qp, int *f32_buf,
-                             int *codes_buf, Buf *defs) {
+                             int *codes_buf, Buf *defs, int32_t d[BLOB_QCHAIN_WORDS]) {
     const Value *y = n->out[0], *codes = n->out[1], *chain = n->in[2];
     int64_t O = qp->o, S = chain->type.dim[0], div[CHAIN_MAX_STAGES] = {0}, relu[CHAIN_MAX_STAGES] = {0};
     attr_ints(n, "div", div, (int)S, 0, NULL);
@@ -4250,7 +4540,7 @@ static int lower_qconv_chain(Lower *L, const Node *n, LStep *st, BlobQconvParams
     if (want_codes && image_codes_readers_ok(L, codes))
         return -1;
     bool want_f32 = !want_codes || count_uses(L->g, y) > 0 || is_output(L->g, y);
-    int32_t d[BLOB_QCHAIN_WORDS] = {0};
+    memset(d, 0, BLOB_QCHAIN_WORDS * sizeof *d);
     d[BLOB_QCHAIN_STAGES] = (int32_t)S;
     for (int64_t k = 0; k < S; k++) {
         d[BLOB_QCHAIN_DIV] |= (int32_t)(div[k] != 0) << k;
@@ -4273,7 +4563,7 @@ static int lower_qconv_chain(Lower *L, const Node *n, LStep *st, BlobQconvParams
         qp->ldy = image_ldw(O);
     }
     st->s.slot[BLOB_SLOT_P0] = put_weights(L, chain->data, (size_t)(2 * S * O) * 4);
-    st->s.slot[BLOB_SLOT_P1] = put_weights(L, d, sizeof d);
+    st->s.slot[BLOB_SLOT_P1] = put_weights(L, d, BLOB_QCHAIN_WORDS * sizeof *d);
     if (n->nin == 4)
         use_arena(L, st, BLOB_SLOT_IN2, buf_of(L, n->in[3]));
     *f32_buf = want_f32 ? def_buf(L, y) : -1;
@@ -4306,10 +4596,11 @@ static void set_qconv_halo(LStep *st, const char *body, const BnnHaloCfg *hc, in
 
 /* What a qconv kernel's arguments depend on: (X, W, rows, T, dir, Y), or for the chain (X, W,
  * rows, EP, R, Yf, Y), a null for R without a residual, for Yf or Y where that output is not
- * written (Y in the f32 output's slot when it is the only one). */
+ * written (Y in the f32 output's slot when it is the only one), and for Yf where the step writes
+ * the f32 for the CPU path only (gpu_f32 false: no GPU kernel reads it, plan_rcode). */
 typedef struct QconvArgs {
     int64_t rows; /* GEMM rows a batch item: its output pixels */
-    bool chain, res, f32, codes;
+    bool chain, res, f32, codes, gpu_f32;
 } QconvArgs;
 
 static void add_qconv_args(LStep *st, const QconvArgs *a) {
@@ -4321,13 +4612,108 @@ static void add_qconv_args(LStep *st, const QconvArgs *a) {
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, a->rows);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_P0, 0);
-    int slots[3] = {a->res ? BLOB_SLOT_IN2 : -1, a->f32 ? BLOB_SLOT_OUT : -1,
+    int slots[3] = {a->res ? BLOB_SLOT_IN2 : -1, a->f32 && a->gpu_f32 ? BLOB_SLOT_OUT : -1,
                     !a->codes ? -1 : a->f32 ? BLOB_SLOT_X1 : BLOB_SLOT_OUT};
     for (int i = 0; i < 3; i++)
         if (slots[i] >= 0)
             blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slots[i], 0);
         else
             blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
+}
+
+/* A qconv kernel's defines for the layer qp (kernel name, geometry, planes, epilogue), then tail. */
+static char *qconv_defines(const char *name, const BlobQconvParams *qp, const char *tail) {
+    const bool planes = qp->epi == 2 || qp->yb > 0, chain = qp->epi == BLOB_QCONV_EPI_CHAIN;
+    return str_printf(
+        "#define QC_NAME %s\n#define QC_C %lld\n#define QC_H %lld\n#define QC_W %lld\n#define QC_O %lld\n"
+        "#define QC_KH %lld\n#define QC_KW %lld\n#define QC_SH %lld\n#define QC_SW %lld\n#define QC_PT %lld\n"
+        "#define QC_PL %lld\n#define QC_DH %lld\n#define QC_DW %lld\n#define QC_OH %lld\n#define QC_OW %lld\n"
+        "#define QC_XB %lld\n#define QC_WB %lld\n#define QC_WSIGNED %d\n#define QC_WBIPOLAR %d\n"
+        "#define QC_PAD_CODE %lld\n#define QC_EPI %lld\n#define QC_L %lld\n#define QC_YB %lld\n"
+        "#define QC_LDW %lld\n#define QC_LDY %lld\n%s",
+        name, (long long)qp->c, (long long)qp->h, (long long)qp->w, (long long)qp->o, (long long)qp->kh,
+        (long long)qp->kw, (long long)qp->stride_h, (long long)qp->stride_w, (long long)qp->pad_top,
+        (long long)qp->pad_left, (long long)qp->dil_h, (long long)qp->dil_w, (long long)qp->oh, (long long)qp->ow,
+        (long long)qp->xb, (long long)qp->wb, qp->wsigned ? 1 : 0, qp->bipolar ? 1 : 0, (long long)qp->pad_code,
+        (long long)qp->epi, (long long)(qp->epi == 2 ? qp->levels : 1),
+        (long long)(planes ? qp->yb : chain ? 0 : 1), (long long)qp->ldw, (long long)(planes ? qp->ldy : 1),
+        tail ? tail : "");
+}
+
+/* The GPU's step of qconv2d_chain n that reads its residual as codes (L->rcode; its chain step,
+ * index cs, is CPU-only): the halo kernel with thresholds by a residual code (qconv.cu QC_RCODE):
+ * in = the input codes, in2 = the residual's codes, out = the codes (the chain step's buffer), w
+ * = its weights, p0 = rcode_levels' table, x0 = the residual's f32 buffer holding its NaN flags
+ * (where it may be NaN), x1 = this layer's f32 buffer for its own (where it may be NaN and is
+ * read as codes); arguments (X, W, rows, T, R, RN, Y, YN). With the threshold layers' batch
+ * alternatives. */
+static int lower_qconv_rcode(Lower *L, const Node *n, int cs, const BlobQconvParams *cp, const int32_t *d,
+                             int codes_buf, int f32_buf) {
+    const Value *r = n->in[3];
+    const Node *src = rcode_source(L, r);
+    const BlobQuantizeParams rq = chain_quantizer(src, 0);
+    const int64_t O = cp->o, rxb = code_planes(src->out[1]);
+    const bool rnan = value_may_be_nan(L, r), ynan = gpu_writes_nan_flags(L, n->out[0]);
+    int32_t *t = rcode_levels(n, d, n->in[2]->data, O, &rq);
+    if (!t)
+        return fail_node(L, "internal: a chain that reads its residual as codes is not monotone");
+    BlobRef tref = put_weights(L, t, (size_t)(O * 8) * 4);
+    free(t);
+    BlobQconvParams qp = *cp;
+    qp.epi = 2;
+    qp.levels = d[BLOB_QCHAIN_HI] - d[BLOB_QCHAIN_LO];
+    LStep *st = new_step(L, BLOB_STEP_KERNEL);
+    const LStep *c = &L->steps[cs];
+    use_arena(L, st, BLOB_SLOT_IN, c->buf[BLOB_SLOT_IN]);
+    use_arena(L, st, BLOB_SLOT_IN2, value_buf(L, src->out[1]));
+    use_arena(L, st, BLOB_SLOT_OUT, codes_buf);
+    st->s.slot[BLOB_SLOT_W] = c->s.slot[BLOB_SLOT_W];
+    st->s.slot[BLOB_SLOT_P0] = tref;
+    if (rnan)
+        use_arena(L, st, BLOB_SLOT_X0, value_buf(L, r));
+    if (ynan)
+        use_arena(L, st, BLOB_SLOT_X1, f32_buf);
+    name_kernel(L, st, "qconv");
+    st->k.family = KERNEL_QCONV;
+    char *tail = str_printf("#define QC_RCODE %lld\n#define QC_RNAN %d\n#define QC_YNAN %d\n", (long long)rxb,
+                            rnan ? 1 : 0, ynan ? 1 : 0);
+    st->k.defines = qconv_defines(st->k.name, &qp, tail);
+    free(tail);
+    HaloLayer hl = qconv_halo_layer(n, (int)rxb + rnan);
+    BnnHaloCfg hc;
+    int ncand = 0;
+    if (choose_halo(L, st, BNN_QHALO_VARIANTS, qconv_halo_variant, &hl, &hc, &ncand) != 0)
+        return fail_node(L, "internal: no halo tile for a qconv that reads its residual as codes");
+    char *body = xstrdup(strchr(st->k.defines, '\n') + 1);
+    set_qconv_halo(st, body, &hc, O);
+    L->nrcode++;
+    BnnQhaloAlt alts[2];
+    int si = (int)(st - L->steps);
+    const int nalt = tunable_alts(L, n, ncand) ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, 0, 0, alts) : 0;
+    for (int i = -1, prev = 0; i < nalt; i++) {
+        LStep *k = &L->steps[si];
+        if (i >= 0) {
+            BnnHaloCfg ha;
+            if (alts[i].variant == prev || qconv_halo_variant(alts[i].variant, &hl, &ha) != 0)
+                continue;
+            prev = alts[i].variant;
+            k = new_batch_alt(L, si, (uint32_t)alts[i].from);
+            name_kernel(L, k, "qconv");
+            k->k.family = KERNEL_QCONV;
+            set_qconv_halo(k, body, &ha, O);
+        }
+        static const int ptr[8] = {BLOB_SLOT_IN, BLOB_SLOT_W, -1, BLOB_SLOT_P0, BLOB_SLOT_IN2, BLOB_SLOT_X0,
+                                   BLOB_SLOT_OUT, BLOB_SLOT_X1};
+        for (int a = 0; a < 8; a++)
+            if (a == 2)
+                blob_step_add_arg(&k->s, BLOB_ARG_BATCH, 0, qp.oh * qp.ow);
+            else if (k->s.slot[ptr[a]].space != BLOB_SPACE_NONE)
+                blob_step_add_arg(&k->s, BLOB_ARG_PTR, (uint32_t)ptr[a], 0);
+            else
+                blob_step_add_arg(&k->s, BLOB_ARG_I64, 0, 0);
+    }
+    free(body);
+    return 0;
 }
 
 /* qconv2d (qconv2d_chain): one qconv step over image planes (docs/codegen.md). Weights
@@ -4373,9 +4759,10 @@ static int lower_qconv(Lower *L, const Node *n) {
     LStep *st = new_step(L, BLOB_STEP_QCONV);
     int out, f32_buf = -1, codes_buf = -1;
     Buf chain_defs = {0};
+    int32_t desc[BLOB_QCHAIN_WORDS];
     if (chain) {
         qp.epi = BLOB_QCONV_EPI_CHAIN;
-        if (lower_qconv_chain(L, n, st, &qp, &f32_buf, &codes_buf, &chain_defs)) {
+        if (lower_qconv_chain(L, n, st, &qp, &f32_buf, &codes_buf, &chain_defs, desc)) {
             L->nsteps--;
             free(chain_defs.data);
             return -1;
@@ -4404,22 +4791,14 @@ static int lower_qconv(Lower *L, const Node *n) {
     if (!chain)
         put_code_thresholds(L, st, &ce, O);
     st->s.qconv = qp;
+    if (chain && L->rcode[L->node_index]) { /* the CPU runs the chain, the GPU lower_qconv_rcode's kernel */
+        free(chain_defs.data);
+        make_cpu_only(st);
+        return lower_qconv_rcode(L, n, (int)(st - L->steps), &qp, desc, codes_buf, f32_buf);
+    }
     name_kernel(L, st, "qconv");
     st->k.family = KERNEL_QCONV;
-    bool planes = qp.epi == 2 || qp.yb > 0;
-    st->k.defines = str_printf(
-        "#define QC_NAME %s\n#define QC_C %lld\n#define QC_H %lld\n#define QC_W %lld\n#define QC_O %lld\n"
-        "#define QC_KH %lld\n#define QC_KW %lld\n#define QC_SH %lld\n#define QC_SW %lld\n#define QC_PT %lld\n"
-        "#define QC_PL %lld\n#define QC_DH %lld\n#define QC_DW %lld\n#define QC_OH %lld\n#define QC_OW %lld\n"
-        "#define QC_XB %lld\n#define QC_WB %lld\n#define QC_WSIGNED %d\n#define QC_WBIPOLAR %d\n"
-        "#define QC_PAD_CODE %lld\n#define QC_EPI %lld\n#define QC_L %lld\n#define QC_YB %lld\n"
-        "#define QC_LDW %lld\n#define QC_LDY %lld\n%s",
-        st->k.name, (long long)C, (long long)H, (long long)W, (long long)O, (long long)KH, (long long)KW,
-        (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1], (long long)d[0], (long long)d[1],
-        (long long)OH, (long long)OW, (long long)xb, (long long)qp.wb, wsigned ? 1 : 0, bipolar ? 1 : 0,
-        (long long)qp.pad_code, (long long)qp.epi, (long long)(qp.epi == 2 ? qp.levels : 1),
-        (long long)(planes ? qp.yb : chain ? 0 : 1), (long long)ldw, (long long)(planes ? qp.ldy : 1),
-        chain_defs.data ? chain_defs.data : "");
+    st->k.defines = qconv_defines(st->k.name, &qp, chain_defs.data);
     free(chain_defs.data);
     /* The halo-tile kernel (qconv.cu QC_HALO) wherever its shared memory fits, its tile the
      * rule's (bnn_qhalo_variant 0, kernels.h) or the one bnncc --tune chose (choose_halo); else
@@ -4429,7 +4808,7 @@ static int lower_qconv(Lower *L, const Node *n) {
     int nacc = (int)(qp.wsigned && !qp.bipolar ? qp.xb + qp.wb - 2 + qp.xb : qp.xb + qp.wb - 1);
     HaloLayer hl = {.c = (int)C, .oh = (int)OH, .ow = (int)OW, .o = (int)O, .kh = (int)KH, .kw = (int)KW,
                     .sh = (int)s[0], .sw = (int)s[1], .dh = (int)d[0], .dw = (int)d[1], .xb = (int)xb,
-                    .wb = (int)qp.wb, .nacc = nacc, .res = chain && n->nin == 4};
+                    .wb = (int)qp.wb, .nacc = nacc, .resw = chain && n->nin == 4 ? 33 : 0};
     int ncand = 0;
     char *halo_body = NULL; /* the layer's defines after QC_NAME, for a batch alternative too */
     if (!L->qconv_direct && choose_halo(L, st, BNN_QHALO_VARIANTS, qconv_halo_variant, &hl, &hc, &ncand) == 0) {
@@ -4441,7 +4820,7 @@ static int lower_qconv(Lower *L, const Node *n) {
         blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
     }
     const QconvArgs qa = {.rows = OH * OW, .chain = chain, .res = n->nin == 4, .f32 = f32_buf >= 0,
-                          .codes = codes_buf >= 0};
+                          .codes = codes_buf >= 0, .gpu_f32 = f32_buf >= 0 && gpu_reads_float(L, y)};
     add_qconv_args(st, &qa);
     /* The tiles of larger batches (bnn_qhalo_batch_alts): each a batch alternative where it is
      * not the candidate before it (at first the rule's, candidate 0). */
@@ -4472,7 +4851,15 @@ static int lower_node(Lower *L, const Node *n) {
     case OP_BCONV2D: return lower_bconv(L, n, n->in[2], n->in[3]);
     case OP_BCONV2D_CHAIN: return lower_bconv(L, n, NULL, NULL);
     case OP_BDENSE_CHAIN: return lower_bgemm(L, n, NULL, NULL);
-    case OP_CONV2D_CHAIN: return lower_conv2d_f32(L, n);
+    case OP_CONV2D_CHAIN: {
+        L->stem_codes = false;
+        int rc = lower_conv2d_f32(L, n);
+        if (rc == 0 && !L->stem_codes) { /* its float's readers read no codes for it (plan_rcode) */
+            L->no_rcode_src[L->node_index] = true;
+            plan_rcode(L);
+        }
+        return rc;
+    }
     case OP_DENSE:
         if (n->in[0]->type.dtype == TY_B1 && n->in[1]->type.dtype == TY_B1)
             return lower_bgemm(L, n, NULL, NULL);
@@ -4713,6 +5100,8 @@ static void free_lower(Lower *L) {
     free(L->bufs);
     free(L->vbuf);
     free(L->done);
+    free(L->rcode);
+    free(L->no_rcode_src);
     free(L->ir_lines);
     free(L->ir_text);
     if (L->w)
@@ -4768,6 +5157,9 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     for (int i = 0; i < g->nvalues; i++)
         L->vbuf[i] = -1;
     L->done = xcalloc((size_t)g->nnodes + 1, sizeof *L->done);
+    L->rcode = xcalloc((size_t)g->nnodes + 1, sizeof *L->rcode);
+    L->no_rcode_src = xcalloc((size_t)g->nnodes + 1, sizeof *L->no_rcode_src);
+    plan_rcode(L);
     split_ir_lines(L);
     int64_t dims[BLOB_MAX_RANK];
     int *in_buf = xmalloc((size_t)(g->ninputs + 1) * sizeof *in_buf);
@@ -5266,6 +5658,11 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                                   "inside their GPU kernel and compare their dot with a threshold for each of its "
                                   "dots (its own step and f32 output are CPU-only)\n",
                        L.nresd);
+        if (L.nrcode)
+            buf_printf(o->report, "codegen: %d low-bit convolutions read their residual as its codes in their GPU kernel "
+                                  "and compare their sum with levels picked by it (their float chains and the "
+                                  "residual's float are CPU-only)\n",
+                       L.nrcode);
         if (L.nqgemm_int8 + L.nqgemm_planes)
             buf_printf(o->report, "codegen: low-bit dense layers: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
                                   "(bgemm_planes.cu)%s\n",

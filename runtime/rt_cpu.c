@@ -925,7 +925,7 @@ static void run_qconv_chain(const Ctx *c) {
     const int32_t *d = slot_ptr(c, BLOB_SLOT_P1, 0);
     int64_t cells = p->oh * p->ow, plane = blob_image_plane_words(cells, p->ldy);
     float scale = bits_to_float((uint32_t)d[BLOB_QCHAIN_SCALE]), zeropt = bits_to_float((uint32_t)d[BLOB_QCHAIN_ZEROPT]);
-    float lo = (float)d[BLOB_QCHAIN_LO], hi = (float)d[BLOB_QCHAIN_HI];
+    float lo = (float)d[BLOB_QCHAIN_LO];
     int32_t res = d[BLOB_QCHAIN_RESIDUAL], f32 = d[BLOB_QCHAIN_F32];
     int64_t u0, u1;
     my_units(c, c->batch * cells, &u0, &u1);
@@ -942,26 +942,7 @@ static void run_qconv_chain(const Ctx *c) {
                 qconv_accs(p, x, w, cell / p->ow, cell % p->ow, o,
                            p->o - o < QCONV_CHANNELS ? p->o - o : QCONV_CHANNELS, accs);
             int64_t at = o * cells + cell;
-            float v = (float)accs[o % QCONV_CHANNELS];
-            for (int32_t k = 0; k < d[BLOB_QCHAIN_STAGES]; k++) {
-                float a = ep[2 * k * p->o + o], b = ep[(2 * k + 1) * p->o + o];
-                if (d[BLOB_QCHAIN_DIV] >> k & 1)
-                    v = v / a;
-                else
-                    v = v * a;
-                v = v + b;
-                if (d[BLOB_QCHAIN_RELU] >> k & 1)
-                    v = v < 0.0f ? 0.0f : v;
-            }
-            if (res == 1)
-                v = v + r[at];
-            else if (res == 2)
-                v = r[at] + v;
-            if (d[BLOB_QCHAIN_OUT_RELU])
-                v = v < 0.0f ? 0.0f : v;
-            float q = 0.0f;
-            if (d[BLOB_QCHAIN_QUANT])
-                q = blob_quantize(v, scale, zeropt, lo, hi, d[BLOB_QCHAIN_ROUNDING]);
+            float q, v = blob_qconv_chain_value(d, ep, p->o, o, accs[o % QCONV_CHANNELS], res ? r[at] : 0.0f, &q);
             if (yf)
                 yf[at] = f32 == 2 ? (q - zeropt) * scale : v;
             uint32_t n = isnan(q) || !yq ? 0u : (uint32_t)(int64_t)(q - lo);

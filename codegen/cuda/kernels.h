@@ -250,15 +250,15 @@ static inline int bnn_halo_choose(int c, int oh, int ow, int o, int kh, int kw, 
 /* The halo-tile qconv (QC_HALO 1, qconv.cu): a block's dynamic shared memory (QC_HSMEM), which
  * it checks on entry: the weight slice (wb planes x KH*KW taps x ceil(C/128) 16-byte chunks x
  * 32*wn rows), two halos of xb planes (HH rows of HWS slots per chunk), a zero line, the
- * popcount of each halo slot and of each tile row, and with res (a chain with a residual) each
- * warp's residuals, 33 words a tile row. */
+ * popcount of each halo slot and of each tile row, and each warp's staged residual, resw words a
+ * tile row (0 without one; 33 for a chain's f32 residual; QC_RW for a residual read as codes). */
 static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, int dw, int th, int tw, int wn,
-                                 int xb, int wb, int res) {
+                                 int xb, int wb, int resw) {
     int she = kh == 1 ? 1 : sh, swe = kw == 1 ? 1 : sw;
     int ccr = (c + 127) / 128, hh = (th - 1) * she + (kh - 1) * dh + 1, hwd = (tw - 1) * swe + (kw - 1) * dw + 1;
     int hws = tw % 8 == 0 && swe == 1 ? hwd : she == 1 ? bnn_halo_ws(hwd, tw * swe) : hwd, nhp = hh * hws;
     return wb * kh * kw * ccr * 32 * wn * 16 + 2 * xb * ccr * nhp * 16 + 16 + 4 * nhp + 4 * th * tw +
-           (res ? wn * th * tw * 33 * 4 : 0);
+           wn * th * tw * resw * 4;
 }
 
 /* The halo qconv's configuration (QC_TH, QC_TW, QC_WM, QC_WN, QC_MINB in cfg->th, tw, wm, wn,
@@ -276,7 +276,7 @@ static inline int bnn_qhalo_rule_tile(int oh, int ow, int o) {
     return bnn_halo_pick(oh, ow, (o + bn - 1) / bn, 66);
 }
 static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh,
-                                    int dw, int xb, int wb, int nacc, int res, BnnHaloCfg *cfg) {
+                                    int dw, int xb, int wb, int nacc, int resw, BnnHaloCfg *cfg) {
     int bn = o <= 32 ? 32 : 64, tile = bnn_qhalo_rule_tile(oh, ow, o);
     if (v < 0 || v >= BNN_QHALO_VARIANTS)
         return -1;
@@ -290,7 +290,7 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
     for (; bn >= 32; bn -= 32) {
         cfg->bn = bn;
         cfg->wn = bn / 32;
-        cfg->smem = bnn_qhalo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, cfg->wn, xb, wb, res);
+        cfg->smem = bnn_qhalo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, cfg->wn, xb, wb, resw);
         if (cfg->smem <= BNN_HALO_SMEM_MAX)
             break;
     }
@@ -349,8 +349,8 @@ static inline int bnn_qhalo_batch_alts(int oh, int ow, int o, int kh, int kw, in
 }
 
 static inline int bnn_qhalo_choose(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh, int dw,
-                                   int xb, int wb, int nacc, int res, BnnHaloCfg *cfg) {
-    return bnn_qhalo_variant(0, c, oh, ow, o, kh, kw, sh, sw, dh, dw, xb, wb, nacc, res, cfg);
+                                   int xb, int wb, int nacc, int resw, BnnHaloCfg *cfg) {
+    return bnn_qhalo_variant(0, c, oh, ow, o, kh, kw, sh, sw, dh, dw, xb, wb, nacc, resw, cfg);
 }
 
 /* Threads per block of a tile: one warp per (WM x WN) warp tile. */

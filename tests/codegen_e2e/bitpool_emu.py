@@ -40,7 +40,8 @@ CASES = [(2, 2, 1, 8, 12, 11, 3, 3, 2, 1, "random"),
 CODE_CASES = [(2, 16, 2, 9, 7, 3, 3, 2, 1, 0, 0.25, 0.0, True),
               (3, 70, 3, 6, 6, 2, 2, 2, 0, -4, 0.125, 1.0, True),
               (1, 64, 1, 5, 8, 3, 2, 1, 1, 0, 0.5, 0.0, False),
-              (2, 40, 2, 11, 5, 3, 3, 2, 1, -2, 0.3, -0.5, True)]
+              (2, 40, 2, 11, 5, 3, 3, 2, 1, -2, 0.3, -0.5, True),
+              (2, 70, 2, 7, 9, 3, 3, 2, 1, 0, 0.5, 0.0, False)]
 
 
 def device_function(src, name="bnn_bitpool", template="template <int KH, int KW, int WORDS, int NANF, int OUTW>"):
@@ -59,6 +60,7 @@ def code_reference(x, c, planes, words, oh, ow, kh, kw, s, p, lo, scale, zero):
     n, h, w, _ = x.shape
     S, plane = oh * ow, (oh * ow * words + 7) // 8 * 8
     y, f = np.zeros((n, planes, plane), np.uint32), np.zeros((n, c, S), np.float32)
+    nf = np.zeros((n, c * S), np.uint32)  # the NaN flags at item stride c * S words
     for b in range(n):
         for oy in range(oh):
             for ox in range(ow):
@@ -70,10 +72,11 @@ def code_reference(x, c, planes, words, oh, ow, kh, kw, s, p, lo, scale, zero):
                     codes = [sum(((int(px[q * words + wi]) >> bit) & 1) << q for q in range(planes)) for px in win]
                     nan = any((int(px[planes * words + wi]) >> bit) & 1 for px in win)
                     best = 0 if nan else max(codes)
+                    nf[b, (oy * ow + ox) * words + wi] |= np.uint32(int(nan) << bit)
                     for q in range(planes):
                         y[b, q, (oy * ow + ox) * words + wi] |= np.uint32(((best >> q) & 1) << bit)
                     f[b, ch, oy * ow + ox] = np.nan if nan else (np.float32(best + lo) - np.float32(zero)) * np.float32(scale)
-    return y, f
+    return y, f, nf
 
 
 def code_cases(cxx, src, rng, tmp):
@@ -103,14 +106,17 @@ static float __fmul_rn(float a, float b) {{ volatile float r = a * b; return r; 
 static const unsigned X[] = {{{arr(x)}}};
 static unsigned Y[{n * planes * plane}];
 static float F[{n * c * S}];
+static unsigned N[{n * c * S}];
 int main() {{
     for (unsigned &v : Y) v = 0xdeadbeefu; // the tail words too must be written
     for (bnn_i64 item = 0; item < {n}; item++)
         for (int j = 0; j < {plane}; j++)
-            bnn_codepool<{kh}, {kw}, {planes}>(item, j, X, Y, {"F" if f32 else "nullptr"}, {c}, {words}, {plane}, {h}, {w},
+            bnn_codepool<{kh}, {kw}, {planes}>(item, j, X, Y, {"F" if f32 else "nullptr"}, {"nullptr" if f32 else "N"},
+                                              {c}, {words}, {plane}, {h}, {w},
                                               {s}, {s}, {p}, {p}, {oh}, {ow}, {lo}, {sb}u, {zb}u);
     for (unsigned v : Y) std::printf("%u\\n", v);
     for (float v : F) {{ unsigned u; std::memcpy(&u, &v, 4); std::printf("%u\\n", v != v ? 0x7fc00000u : u); }}
+    for (unsigned v : N) std::printf("%u\\n", v);
 }}
 """
         cc, exe = os.path.join(tmp, f"code{ci}.cc"), os.path.join(tmp, f"code{ci}")
@@ -121,18 +127,21 @@ int main() {{
             sys.exit(f"FAIL: compiling code case {ci}:\n{r.stderr[-2000:]}")
         got = np.array([int(v) for v in subprocess.run([exe], capture_output=True, text=True,
                                                        check=True).stdout.split()], np.uint64).astype(np.uint32)
-        want_y, want_f = code_reference(x, c, planes, words, oh, ow, kh, kw, s, p, lo, scale, zero)
-        gy, gf = got[:n * planes * plane], got[n * planes * plane:]
+        want_y, want_f, want_n = code_reference(x, c, planes, words, oh, ow, kh, kw, s, p, lo, scale, zero)
+        gy, gf = got[:n * planes * plane], got[n * planes * plane:n * planes * plane + n * c * S]
+        gn = got[n * planes * plane + n * c * S:]
         fbits = np.where(np.isnan(want_f), np.float32(np.nan), want_f).astype(np.float32).view(np.uint32)
         fbits = np.where(np.isnan(want_f), np.uint32(0x7fc00000), fbits)
-        ok = np.array_equal(gy, want_y.reshape(-1)) and (not f32 or np.array_equal(gf, fbits.reshape(-1)))
+        # without the float: the NaN flags (the words of real pixels; the rest of N stays 0)
+        ok = np.array_equal(gy, want_y.reshape(-1)) and (not f32 or np.array_equal(gf, fbits.reshape(-1))) and \
+            (f32 or (np.array_equal(gn, want_n.reshape(-1)) and want_n.any()))
         if not ok:
             bad = np.nonzero(gy != want_y.reshape(-1))[0]
             badf = np.nonzero(gf != fbits.reshape(-1))[0] if f32 else []
             print(f"  planes differ at {bad[:5]}, floats at {badf[:5]}"
                   f"{f' ({gf[badf[0]]:08x}, want {fbits.reshape(-1)[badf[0]]:08x})' if len(badf) else ''}")
         print(f"{'ok' if ok else 'FAIL'}: codes {ci}: {n}x{h}x{w}, {c} channels, {planes} planes, {kh}x{kw}/{s} pad {p}"
-              f"{', float out' if f32 else ''}")
+              f"{', float out' if f32 else ', NaN flags out'}")
         failures += not ok
     return failures
 

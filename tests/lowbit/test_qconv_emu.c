@@ -568,7 +568,7 @@ static size_t run_one(const Case *s, bool halo, int M, const unsigned *X, const 
         gy = (unsigned)s->gy;
         threads = (unsigned)(32 * s->wm * s->wn);
         smem = (unsigned)bnn_qhalo_smem(s->c, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->th, s->tw, s->wn, s->xb,
-                                        s->wb, s->epi == 3 && s->res);
+                                        s->wb, s->epi == 3 && s->res ? 33 : 0);
     }
     if (s->epi == 3) {
         Launch3 l = {halo ? s->halo3 : s->direct3, X, W, M, ep, r, s->f32 ? gotf : NULL, s->yb ? got : NULL};
@@ -710,7 +710,7 @@ int main(void) {
         BnnHaloCfg hc;
         int nacc = s->xb + s->wb - 1;
         CHECK(bnn_qhalo_choose(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->xb, s->wb,
-                               nacc, s->epi == 3 && s->res, &hc) == 0);
+                               nacc, s->epi == 3 && s->res ? 33 : 0, &hc) == 0);
         CHECK_MSG(hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn,
                   "%s: bnn_qhalo_choose gives %dx%d, %dx%d warps", s->name, hc.th, hc.tw, hc.wm, hc.wn);
     }
@@ -722,7 +722,7 @@ int main(void) {
         CHECK(bnn_qhalo_batch_alts(s->oh, s->ow, s->o, s->kh, s->kw, 1, 1, alt) == 1 && alt[0].variant == 2 &&
               alt[0].from == 16);
         CHECK(bnn_qhalo_variant(2, s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->xb, s->wb,
-                                s->xb + s->wb - 1, 1, &hc) == 0 &&
+                                s->xb + s->wb - 1, 33, &hc) == 0 &&
               hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn);
     }
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)

@@ -13,14 +13,17 @@ QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resn
   quantizer; each downsample conv with its batch-norm), 8 thresholded qconv2d, and no
   batchnorm, add, relu, mul, cast, quant or quantize is left between convs or after the stem
   (its quant is the stem's `conv2d_chain`'s).
-- The plan has at most PLAN_STEPS_MAX steps (112 before qconv2d_chain, at fc0de86; 24 now, not
-  counting batch alternatives: the stem's and its fixup's, the classifier's, the 8x8 qconvs'),
-  and starts with the stem's conv (writing codes),
+- The plan has at most PLAN_STEPS_MAX GPU steps (112 steps before qconv2d_chain, at fc0de86; 24
+  now, not counting batch alternatives: the stem's and its fixup's, the classifier's, the 8x8
+  qconvs'; nor the CPU-only float chains of the 4 block convs whose GPU kernels read their
+  residual as codes, which --report counts), and starts with the stem's conv (writing codes),
   its fixup and the max-pool of codes, with no affine, relu or quantize step anywhere.
 - bnncc -O3 compiles it for sm_90a and sm_80 (both CUBIN sections non-empty), and no qconv
   kernel of either has a stack frame or spills (its --report's `codegen: sm_...` lines).
 - Its outputs at batch 1 and 3 (and 17 on a GPU: the qconvs' batch alternatives) on random
-  inputs are byte-identical to `bnnrun --reference` on the ONNX model.
+  inputs are byte-identical to `bnnrun --reference` on the ONNX model; on a GPU also at batch 5
+  with NaN and infinite pixels (which the reference's Quant refuses) to the CPU path's, so
+  that the residuals' NaN flags are exercised.
 - A max-pool of a signed quant of zero point 0 (which gives -0.0, so the pool would see the
   zero's sign) keeps the quant before the pool: the conv after it stays float, and the blob
   still equals the reference bit for bit.
@@ -103,9 +106,14 @@ def resnet(tmp, device):
         return fail(f"{name}: bnncc -O3: {p.stderr.strip()}")
     # (a batch alternative, another kernel for the same step from a batch on, is not a step of its own)
     lines = [m.group(1) for m in re.finditer(r"^plan: step \d+ \w+(.*)$", p.stdout + p.stderr, re.M)]
-    steps = sum("the GPU's from batch" not in x for x in lines)
+    steps = sum("the GPU's from batch" not in x and x.startswith(" (kernel ") for x in lines)
     if not lines or steps > PLAN_STEPS_MAX:
-        return fail(f"{name}: {steps} plan steps, want at most {PLAN_STEPS_MAX}")
+        return fail(f"{name}: {steps} GPU plan steps, want at most {PLAN_STEPS_MAX}")
+    rc = re.search(r"^codegen: (\d+) low-bit convolutions read their residual as its codes", p.stderr, re.M)
+    if not rc or rc.group(1) != "4":
+        return fail(f"{name}: --report counts {rc.group(1) if rc else 'no'} convs reading their residual as "
+                    f"codes, want 4 (stages 1-3's second blocks, stage 1's first: the last block's float is "
+                    f"read by the pool)")
     print(f"{name}: {steps} plan steps at -O3 ({PLAN_STEPS_BEFORE} before qconv2d_chain), "
           f"{len(lines) - steps} batch alternatives")
     # The stem (conv, batch-norm, relu, max-pool, quant) is one conv2d_chain with a quantizer:
@@ -135,6 +143,21 @@ def resnet(tmp, device):
         why = same_as_reference(tmp, name, model, blob, device, x)
         if why:
             return fail(f"{name} batch {batch} ({device}): {why}")
+    if device == "gpu":
+        x = rng.standard_normal((5,) + qonnx_resnet.shape(name)).astype(np.float32)
+        x[0, 0, 3, 4], x[2, 1, 10:12, 7], x[4, 2, 20, 20:23] = np.nan, np.inf, -np.inf
+        xin, got = os.path.join(tmp, "nan_x.npy"), {}
+        np.save(xin, x)
+        for dev in ("cpu", "gpu"):
+            out = os.path.join(tmp, f"nan_{dev}.npy")
+            p = run([BNNRUN, blob, "--device", dev, "--input", xin, "--output", out])
+            if p.returncode:
+                return fail(f"{name}: bnnrun --device {dev} on NaN and inf pixels: {p.stderr.strip()}")
+            got[dev] = np.load(out)
+        if got["cpu"].tobytes() != got["gpu"].tobytes():
+            return fail(f"{name}: NaN and inf pixels: GPU differs from the CPU path in "
+                        f"{int((got['cpu'].view(np.uint32) != got['gpu'].view(np.uint32)).sum())} outputs")
+        print(f"ok: {name}: NaN and inf pixels, GPU = CPU path byte for byte")
     refused_chains(tmp, blob, os.path.join(tmp, f"{name}_x.npy"))
     print(f"ok: {name}: 8 qconv2d and 11 qconv2d_chain, model.bin ({device}) identical to the reference "
           f"at batches {', '.join(map(str, batches))}")

@@ -213,9 +213,12 @@ __device__ __forceinline__ void bnn_bitpool(bnn_i64 item, int j, const unsigned 
 // code of each of its 32 channels over the window's real pixels, plane by plane from the top: a
 // pixel stays a candidate while its bits equal the maximum's so far. Written as image planes
 // [QP][S][words] (`plane` words each), code 0 where the window holds a NaN; f (null: none), the
-// quantizer's float of it, f32 [C][S]: ((code + lo) - zeropt) * scale, NaN there.
+// quantizer's float of it, f32 [C][S]: ((code + lo) - zeropt) * scale, NaN there; nanf (null:
+// none), the windows' NaN flags as one more such plane at item stride C * S words (the float's
+// buffer, where a qconv reads the codes for the float: lower.c plan_rcode).
 template <int KH, int KW, int QP>
-__device__ __forceinline__ void bnn_codepool(bnn_i64 item, int j, const unsigned *x, unsigned *y, float *f, int c,
+__device__ __forceinline__ void bnn_codepool(bnn_i64 item, int j, const unsigned *x, unsigned *y, float *f,
+                                             unsigned *nanf, int c,
                                              int words, int plane, int h, int w, int sh, int sw, int pt, int pl,
                                              int oh, int ow, int lo, unsigned scale_bits, unsigned zero_bits) {
     const int S = oh * ow, px_words = words * (QP + 1), wi = j / S, s = j % S, oy = s / ow, ox = s % ow;
@@ -254,6 +257,7 @@ __device__ __forceinline__ void bnn_codepool(bnn_i64 item, int j, const unsigned
     const unsigned valid = real_ch >= 32 ? ~0u : real_ch > 0 ? (1u << real_ch) - 1u : 0u;
 #pragma unroll
     for (int q = 0; q < QP; ++q) y[q * plane + s * words + wi] = best[q] & valid;
+    if (nanf) nanf[item * c * S + s * words + wi] = nans & valid;
     if (!f) return;
     f += item * c * S;
     const float scale = __uint_as_float(scale_bits), zero = __uint_as_float(zero_bits);

@@ -30,6 +30,17 @@
 //   (q - zero) * scale (QC_F32 2) where Yf is not null (a kernel of the f32 form serves a layer
 //   whose value nobody reads too), and the codes q - QC_QLO as QC_YB planes (0: none) in Y, as
 //   epi 2 writes its counts. Arguments (X, W, M, EP, R, Yf, Y).
+//   Epi 2 with QC_RCODE > 0 (halo kernel, at most 3 levels): thresholds by a residual's code, a
+//   qconv2d_chain whose residual is another layer's dequantized codes (docs/kernels.md
+//   "Thresholds by a residual code"): R holds those codes as QC_RCODE image planes of the
+//   output's geometry, and T [QC_O][8] each channel's fold mask (0, or -1 where its codes fall
+//   with the sum), then its 3 levels for each residual code (at most 2 planes: 4 codes) as
+//   int16 pairs, word 1 + 2l codes 0 | 1 << 16, word 2 + 2l codes 2 | 3 << 16, folded and
+//   sorted as frag_levels gives them (32767: a level never reached); with QC_RNAN, RN holds
+//   the residual's NaN flags (one plane a pixel as the codes', at item stride QC_O*QC_CELLS
+//   words: the residual's f32 buffer, which no GPU kernel reads as floats), and a NaN flag
+//   makes the code 0; with QC_YNAN the kernel writes its own NaN flags (the residual's) to YN
+//   so. Arguments (X, W, M, T, R, RN, Y, YN).
 // One warp computes 16 pixels x 32 channels (four n8 MMA tiles); grid = (ceil(O/32),
 // ceil(M/16)), M = images * QC_OH * QC_OW. Each inclusion defines one kernel QC_NAME and
 // #undefs its QC_* macros at the end.
@@ -139,6 +150,21 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 #ifndef QC_RES
 #define QC_RES 0
 #endif
+#ifndef QC_RCODE // planes of a residual read as codes (epi 2 of the halo kernel)
+#define QC_RCODE 0
+#endif
+#ifndef QC_RNAN
+#define QC_RNAN 0
+#endif
+#ifndef QC_YNAN
+#define QC_YNAN 0
+#endif
+#define QC_RW (QC_RCODE + QC_RNAN) // words a tile row of the residual's staged planes
+// Words of a channel's levels in codes_frag's shared table: [3] the mask, [0..2] the levels; with
+// QC_RCODE [0] the mask, [1 + 2l], [2 + 2l] level l's int16 for residual codes 0, 1 and 2, 3 (8
+// words of T's row), padded to 12 so that a quarter warp's 4 channels (2 apart) lie in 4
+// distinct groups of 4 banks.
+#define QC_TST (QC_RCODE ? 12 : 4)
 #ifndef QC_ORELU
 #define QC_ORELU 0
 #endif
@@ -165,6 +191,14 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 #endif
 #define QC_EPARAMS const float *__restrict__ EP, const float *__restrict__ R, float *__restrict__ Yf, unsigned *__restrict__ Y
 #define QC_EARGS EP, R, Yf, Y
+#elif QC_RCODE
+#if !QC_HALO || QC_EPI != 2 || QC_L > 3 || QC_RCODE > 2
+#error "qconv.cu: QC_RCODE needs the halo kernel's epi 2 with at most 3 levels, and at most 2 residual planes"
+#endif
+#define QC_EPARAMS                                                                                    \
+    const int *__restrict__ T, const unsigned *__restrict__ R, const unsigned *__restrict__ RN, void *__restrict__ Y, \
+        unsigned *__restrict__ YN
+#define QC_EARGS T, R, RN, Y, YN
 #else
 #define QC_EPARAMS const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y
 #define QC_EARGS T, dir, Y
@@ -323,7 +357,9 @@ BNN_QC_FN int QC_CAT(QC_NAME, level_count)(int v, int m, const int th[QC_NTR], c
 // The epilogue of one output pixel (image, cell) for channel n0 + lane, v its accumulator, r its
 // residual (epi 3 with QC_RES; the caller loads the residuals of all its rows first, so their
 // latency is paid once, not once per row); the 32 lanes of the warp call it together (the code
-// planes are ballots). Epi 3 with QC_F32: the f32 value goes to *fdst.
+// planes are ballots). Epi 3 with QC_F32: the f32 value goes to *fdst. (Not with QC_RCODE, whose
+// codes only codes_frag counts.)
+#if !QC_RCODE
 BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long cell, int n0, int lane,
                                     float *fdst, QC_EPARAMS) {
     const int o = n0 + lane;
@@ -351,6 +387,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
     QC_CAT(QC_NAME, codes)(count, image, cell, n0, lane, Y);
 #endif
 }
+#endif
 
 #if QC_HALO
 // The halo-tile kernel (QC_HALO 1; docs/kernels.md). A block owns QC_BN = 32*QC_WN output
@@ -367,7 +404,8 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 //     pixel outside the image holding pad_code's planes as the direct kernel reads them;
 //   a zero line, the weighted popcount of each halo slot and of each tile row (bipolar only);
 //   (a chain with a residual) each warp's residuals, [QC_MI * 16 rows][33 words], requested by
-//   cp.async at the start of its tile so that their DRAM latency passes under the MMAs.
+//   cp.async at the start of its tile so that their DRAM latency passes under the MMAs (with
+//   QC_RCODE the residual's words of the warp's 32 channels instead, [QC_MI * 16][QC_RW]).
 // K runs over the items, two per m16n8k256 MMA (its k128 halves may come from different taps;
 // an odd last item is paired with the zero line of B); every lane gives ldmatrix its own row's
 // halo slot at the item's tap. Each MMA pairs one activation plane with one weight plane into
@@ -398,7 +436,12 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #define QC_ASZ (QC_XB * QC_CCR * QC_NHP * 16)
 #if QC_EPI == 3 && QC_RES
 #define QC_RSZ (QC_WN * QC_BM * 33 * 4) // each warp's residuals, [QC_MI * 16 rows][33 words]
+#define QC_STAGE_RES 1
+#elif QC_RCODE
+#define QC_RSZ (QC_WN * QC_BM * QC_RW * 4) // each warp's residual words, [QC_MI * 16 rows][QC_RW]
+#define QC_STAGE_RES 1
 #else
+#define QC_STAGE_RES 0
 #define QC_RSZ 0
 #endif
 #define QC_HSMEM (QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM + QC_RSZ)
@@ -486,6 +529,25 @@ BNN_QC_FN void QC_CAT(QC_NAME, res_issue)(const float *R, int n, int oh0, int ow
 #undef QC_F32_OK
 #endif
 
+#if QC_RCODE
+// The warp's residual words of its QC_MI m16 tiles (rows wm * QC_MI * 16..) of tile (n, oh0,
+// ow0) to shared dst, row r of m16 tile mi at word (mi * 16 + r) * QC_RW + b: the word of the
+// warp's 32 channels in code plane b < QC_RCODE of R, then (QC_RNAN) in the NaN plane of RN;
+// zeros for rows past the output. A 4-byte cp.async a word, the warp's lanes side by side.
+BNN_QC_FN void QC_CAT(QC_NAME, rcode_issue)(const unsigned *R, const unsigned *RN, int n, int oh0, int ow0, int wm,
+                                            int n0, int lane, unsigned dst) {
+    for (int i = lane; i < QC_MI * 16 * QC_RW; i += 32) {
+        const int row = i / QC_RW, b = i % QC_RW, rl = wm * (QC_MI * 16) + row;
+        const int oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
+        const bool ok = oh < QC_OH && ow < QC_OW && n0 < QC_O;
+        const long long at = ((long long)oh * QC_OW + ow) * QC_LDY + n0 / 32;
+        const unsigned *src = b < QC_RCODE ? R + ((long long)n * QC_RCODE + b) * QC_YPLANE + at
+                                           : RN + (long long)n * QC_O * QC_CELLS + at;
+        bnn_qh_cp(dst + (unsigned)(i * 4), ok ? src : R, 4, ok ? 4u : 0u);
+    }
+}
+#endif
+
 
 #if QC_EPI == 3
 // The chains of a warp's 16 tile rows (t: the combined accumulators, [row][channel]; rowpop16
@@ -544,11 +606,31 @@ BNN_QC_FN void QC_CAT(QC_NAME, codes16)(const int *cnt, int n, int oh0, int ow0,
 }
 
 #if QC_FRAGL
-// The block's channels' levels for codes_frag, thr[channel][4]: levels 0..QC_L-1 as t ^ m
+// Residual code rc's int16 of a level's pair words (lo: codes 0, 1; hi: 2, 3), sign-extended:
+// one byte permute (PTX prmt, whose selector nibbles 8-15 replicate a byte's sign).
+BNN_QC_FN int QC_CAT(QC_NAME, half)(unsigned lo, unsigned hi, int rc) {
+#ifdef __CUDA_ARCH__
+    int r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(0x9910 + rc * 0x2222));
+    return r;
+#else
+    return (short)((rc & 2 ? hi : lo) >> (16 * (rc & 1)));
+#endif
+}
+#if QC_RCODE
+// With QC_RCODE, T's rows as the lowering folded and sorted them; past QC_O, levels never reached.
+BNN_QC_FN void QC_CAT(QC_NAME, rcode_levels)(const int *T, int (*thr)[QC_TST], int o0, int tid) {
+    for (int i = tid; i < QC_BN * 8; i += QC_NT) {
+        const int o = o0 + i / 8, k = i % 8;
+        thr[i / 8][k] = o < QC_O ? __ldg(T + (long long)o * 8 + k) : k == 0 ? 0 : 0x7fff7fff;
+    }
+}
+#else
+// The block's channels' levels for codes_frag, thr[channel][QC_TST]: levels 0..QC_L-1 as t ^ m
 // (level_mask's fold) in increasing order (a count is the same for any order), [3] the mask m;
 // INT_MAX for a missing level and past QC_O, where no sum reaches it (a count of 0 there, as
 // level_count gives).
-BNN_QC_FN void QC_CAT(QC_NAME, frag_levels)(const int *T, const int *dir, int (*thr)[4], int o0, int tid) {
+BNN_QC_FN void QC_CAT(QC_NAME, frag_levels)(const int *T, const int *dir, int (*thr)[QC_TST], int o0, int tid) {
     for (int i = tid; i < QC_BN; i += QC_NT) {
         const int o = o0 + i, m = o < QC_O && __ldg(dir + o) < 0 ? -1 : 0;
         int t[3];
@@ -565,6 +647,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, frag_levels)(const int *T, const int *dir, int (*
         thr[i][3] = m;
     }
 }
+#endif
 
 // The codes of m16 tile mi (tile rows rl0..; rowpop16 their bipolar terms; thr the warp's 32
 // channels' levels) as the next layer's image planes, straight from the accumulators: lane
@@ -573,12 +656,30 @@ BNN_QC_FN void QC_CAT(QC_NAME, frag_levels)(const int *T, const int *dir, int (*
 // test; each set bit is one OR of a constant into a word a row and plane (bit 8j + e, shifted by
 // 2t at the end); the row's 4 lanes then OR their words together (two shuffles). Lane (g, t)
 // stores plane bb + t / 2 of row g + 8 (t % 2): two planes of 16 rows an instruction.
+// With QC_RCODE (rw: the m16 tile's staged residual words, [16][QC_RW]) each element takes the
+// levels of its residual code, and a residual NaN flag makes its code 0 (and, QC_YNAN, sets
+// its own flag in YN).
 BNN_QC_FN void QC_CAT(QC_NAME, codes_frag)(int pos[][QC_MI][4][4], int neg[][QC_MI][4][4], int mi,
-                                           const int *rowpop16, int (*thr)[4], int n, int oh0, int ow0,
-                                           int rl0, int n0, int lane, void *Y) {
+                                           const int *rowpop16, int (*thr)[QC_TST], const unsigned *rw, int n,
+                                           int oh0, int ow0, int rl0, int n0, int lane, void *Y, unsigned *YN) {
     const int g = lane >> 2, t = lane & 3;
     const int rp0 = QC_WBIPOLAR ? rowpop16[g] : 0, rp1 = QC_WBIPOLAR ? rowpop16[g + 8] : 0;
     unsigned word[QC_YB][2]; // (planes past the second stay zero: a count of at most 3)
+    // QC_RCODE: rows g and g + 8's residual codes of this lane's 8 channels 8j + 2t + e as bit
+    // pairs 8j + 2e (low plane) and 8j + 2e + 1 of rcn[h], so that an element's code is one bit
+    // field; their NaN flags at bit 8j + e of rnan[h].
+    unsigned rcn[2] = {0u, 0u}, rnan[2] = {0u, 0u}, nanw[2] = {0u, 0u};
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int h = 0; h < (QC_RCODE ? 2 : 0); h++) {
+        const unsigned *r = rw + (g + 8 * h) * QC_RW;
+        unsigned a = r[0] >> 2 * t & 0x03030303u, b = QC_RCODE > 1 ? r[QC_RCODE > 1] >> 2 * t & 0x03030303u : 0u;
+        a = (a | a << 1) & 0x05050505u, b = (b | b << 1) & 0x05050505u; // bits e -> 2e
+        rcn[h] = a | b << 1;
+        rnan[h] = QC_RNAN ? r[QC_RW - 1] >> 2 * t : 0u;
+    }
+    (void)rcn, (void)rnan, (void)rw, (void)YN;
 #ifdef __CUDACC__
 #pragma unroll
 #endif
@@ -592,20 +693,39 @@ BNN_QC_FN void QC_CAT(QC_NAME, codes_frag)(int pos[][QC_MI][4][4], int neg[][QC_
 #pragma unroll
 #endif
         for (int e = 0; e < 2; e++) {
-            int th[4];
-            for (int l = 0; l < 4; l++)
-                th[l] = thr[8 * j + 2 * t + e][l];
+            const int ch = 8 * j + 2 * t + e;
+            int th[4] = {0, 0, 0, 0};
+            unsigned pair[3][2]; // QC_RCODE: each level's int16 for the 4 residual codes
+            if (QC_RCODE) {
+                th[3] = thr[ch][0];
+                for (int l = 0; l < 3; l++)
+                    pair[l][0] = (unsigned)thr[ch][1 + 2 * l], pair[l][1] = (unsigned)thr[ch][2 + 2 * l];
+            } else {
+                for (int l = 0; l < 4; l++)
+                    th[l] = thr[ch][l];
+            }
+            (void)pair;
 #ifdef __CUDACC__
 #pragma unroll
 #endif
             for (int h = 0; h < 2; h++) {
+                bool live = true;
+                if (QC_RCODE) { // this element's residual code picks its levels
+                    const int rc = (int)(rcn[h] >> (8 * j + 2 * e) & 3u);
+                    for (int l = 0; l < 3; l++)
+                        th[l] = QC_CAT(QC_NAME, half)(pair[l][0], pair[l][1], rc);
+                    if (QC_RNAN && (rnan[h] >> (8 * j + e) & 1u)) {
+                        live = false;
+                        nanw[h] |= 1u << (8 * j + e);
+                    }
+                }
                 const int v = (QC_CAT(QC_NAME, acc_at)(pos, neg, mi, j, 2 * h + e) - (h ? rp1 : rp0)) ^ th[3];
                 // Levels sorted (frag_levels): c2 implies c1 implies c0, so count = c0 + c1 + c2
                 // has bit 1 = c1 and bit 0 = c0 ^ c1 ^ c2.
                 const bool c0 = v >= th[0], c1 = QC_L > 1 && v >= th[1], c2 = QC_L > 2 && v >= th[2];
-                if (c0 ^ c1 ^ c2)
+                if (live && (c0 ^ c1 ^ c2))
                     word[0][h] |= 1u << (8 * j + e);
-                if (QC_YB > 1 && c1)
+                if (live && QC_YB > 1 && c1)
                     word[QC_YB > 1 ? 1 : 0][h] |= 1u << (8 * j + e);
             }
         }
@@ -629,6 +749,15 @@ BNN_QC_FN void QC_CAT(QC_NAME, codes_frag)(int pos[][QC_MI][4][4], int neg[][QC_
         if (b < QC_YB && oh < QC_OH && ow < QC_OW)
             QC_CAT(QC_NAME, code_store)(w, n, b, cell, n0, Y);
     }
+#if QC_YNAN
+    for (int h = 0; h < 2; h++) {
+        nanw[h] <<= 2 * t;
+        nanw[h] |= __shfl_xor_sync(0xffffffffu, nanw[h], 1);
+        nanw[h] |= __shfl_xor_sync(0xffffffffu, nanw[h], 2);
+    }
+    if (t < 2 && oh < QC_OH && ow < QC_OW) // lane (g, t): row g + 8t's flags, in the word's pixel
+        YN[(long long)n * QC_O * QC_CELLS + cell * QC_LDY + n0 / 32] = t ? nanw[1] : nanw[0];
+#endif
 }
 #endif
 
@@ -637,7 +766,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     BNN_PDL_ENTER();
     BNN_QC_DSMEM(qc_dsmem);
 #if QC_FRAGL
-    __shared__ BNN_QC_ALIGN16 int thr[QC_BN][4]; // codes_frag's levels
+    __shared__ BNN_QC_ALIGN16 int thr[QC_BN][QC_TST]; // codes_frag's levels
 #else
     __shared__ int tile[QC_WM * QC_WN][16][33];
 #endif
@@ -652,6 +781,8 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         cy[k] = QC_DIV >> k & 1 ? __frcp_rn(ca[k]) : 0.0f;
         cfast = cfast && (!(QC_DIV >> k & 1) || n0 + lane >= QC_O || bnn_div_fast_ok(ca[k]));
     }
+#elif QC_RCODE
+    QC_CAT(QC_NAME, rcode_levels)(T, thr, blockIdx.x * QC_BN, tid); // read after the first tile's barriers
 #elif QC_FRAGL
     QC_CAT(QC_NAME, frag_levels)(T, dir, thr, blockIdx.x * QC_BN, tid); // read after the first tile's barriers
 #elif QC_EPI == 2
@@ -667,6 +798,10 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #if QC_EPI == 3 && QC_RES
     const int rbase = warp * QC_MI * 16 * 33; // this warp's residuals: words of the region after rowpop
     const float *res = (const float *)(rowpop + QC_BM) + rbase;
+    const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM + 4 * rbase);
+#elif QC_RCODE
+    const int rbase = warp * QC_MI * 16 * QC_RW; // this warp's residual words, after rowpop
+    const unsigned *res = (const unsigned *)(rowpop + QC_BM) + rbase;
     const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM + 4 * rbase);
 #endif
     // Zero lines first: the zero line of B, and the words past LDW of every chunk (LDW < 4),
@@ -696,12 +831,15 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         // This tile's residuals (the previous tile's were read before its last barrier).
         QC_CAT(QC_NAME, res_issue)(R, n, oh0, ow0, wm, n0, lane, sR);
         bnn_qh_commit();
+#elif QC_RCODE
+        QC_CAT(QC_NAME, rcode_issue)(R, RN, n, oh0, ow0, wm, n0, lane, sR);
+        bnn_qh_commit();
 #endif
         // The other buffer was last read by the previous tile, which every thread has finished.
         if (tl + (int)gridDim.y < ntiles)
             QC_CAT(QC_NAME, halo)(X, tl + gridDim.y, sA0 + (buf ^ 1) * QC_ASZ, tid);
         bnn_qh_commit();
-#if QC_EPI == 3 && QC_RES
+#if QC_STAGE_RES
         bnn_qh_wait2(); // this tile's halo (and the first time the weights) are in; residuals may not be
 #else
         bnn_qh_wait1(); // this tile's halo (and the first time the weights) are in
@@ -765,7 +903,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             }
         }
         __syncthreads(); // rowpop is complete
-#if QC_EPI == 3 && QC_RES
+#if QC_STAGE_RES
         bnn_qh_wait1(); // this thread's residual copies are in (the next halo's may not be)
         __syncwarp();   // and the other lanes' of the warp
 #endif
@@ -779,8 +917,16 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         for (int mi = 0; mi < QC_MI; mi++) {
             const int rl0 = wm * (QC_MI * 16) + mi * 16; // the m16 tile's first row in the tile
 #if QC_FRAGL
+#if QC_RCODE
+            const unsigned *rw = res + mi * 16 * QC_RW;
+            unsigned *yn = YN;
+#else
+            const unsigned *rw = 0;
+            unsigned *yn = 0;
+#endif
             if (n0 < QC_O)
-                QC_CAT(QC_NAME, codes_frag)(pos, neg, mi, rowpop + rl0, thr + wn * 32, n, oh0, ow0, rl0, n0, lane, Y);
+                QC_CAT(QC_NAME, codes_frag)(pos, neg, mi, rowpop + rl0, thr + wn * 32, rw, n, oh0, ow0, rl0, n0,
+                                            lane, Y, yn);
 #else
             BNN_QC_UNROLL
             for (int m2 = 0; m2 < QC_MI; m2++)
@@ -1029,6 +1175,12 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_ASZ
 #undef QC_HSMEM
 #undef QC_RSZ
+#undef QC_STAGE_RES
+#undef QC_RCODE
+#undef QC_RNAN
+#undef QC_YNAN
+#undef QC_TST
+#undef QC_RW
 #undef QC_TREG
 #undef QC_FRAGL
 #undef QC_NTR
