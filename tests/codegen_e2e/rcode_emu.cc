@@ -5,12 +5,13 @@
 // C++ under tests/codegen/bconv_emu.h's block emulator (a fiber per CUDA thread, warp collectives
 // that check every lane reaches the same one, an emulated m16n8k256 AND-popc MMA and ldmatrix,
 // shared memory filled with garbage and guarded), and a launcher; then the table
-// rcode_kernels[]. qconv.cu's shared-memory operations (bnn_qh_*) are the emulator's, with
-// cp.async of 4, 8 and 16 bytes queued per thread below: in blocks with an even blockIdx.x +
-// blockIdx.y a copy lands only at the cp.async.wait_group that covers it (a read before the
-// wait sees the old bytes), in the others at once (a copy into a buffer other lanes still read
-// shows); every source must lie in one of the launch's input buffers. The kernel's static
-// __shared__ levels (thr) are one array for all the threads of a block, as on the GPU.
+// emu_kernels[] (emu_driver.h: the manifest, files, guards). qconv.cu's shared-memory
+// operations (bnn_qh_*) are the emulator's, with cp.async of 4, 8 and 16 bytes queued per
+// thread below: in blocks with an even blockIdx.x + blockIdx.y a copy lands only at the
+// cp.async.wait_group that covers it (a read before the wait sees the old bytes), in the others
+// at once (a copy into a buffer other lanes still read shows); every source must lie in one of
+// the launch's input buffers. The kernel's static __shared__ levels (thr) are one array for all
+// the threads of a block, as on the GPU.
 //     rcode_emu MANIFEST
 // runs the launches MANIFEST lists, one a line:
 //     LABEL KERNEL GX GY THREADS SMEM M YWORDS YNWORDS X W T R RN YOUT YNOUT
@@ -22,17 +23,11 @@
 // guard changed; the emulator aborts on a misaligned or out-of-bounds shared access or
 // cp.async source and on lanes of a warp that diverge into different collectives.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 #include <vector>
 
 #include "bconv_emu.h"
-
-extern "C" {
-alignas(128) unsigned char bnn_dsmem[EMU_DSMEM];
-}
+#include "emu_driver.h"
 
 // ---------------------------------------------------------------- qconv.cu's device helpers
 #undef __shared__
@@ -103,68 +98,10 @@ inline void qc_wait(int n) {
 inline void qc_drain() { qc_wait(0); }
 
 // The launch's arguments in EmuArgs: X, W, P = T, ep0 = R, ep1 = RN, Y, Yb = YN, nb = M.
-struct RcodeKernel {
-    const char *name;
-    EmuCall call;
-};
-
-#include "kernels.inc" // the kernels and rcode_kernels[]
-
-namespace {
-
-enum : uint32_t { POISON = 0x5EADBEEFu, GUARD = 0xC0FFEE11u, GUARD_WORDS = 64 };
-
-// The file's bytes in an allocation of their own (16-byte aligned: cp.async's sources).
-void *load(const char *path, size_t &bytes) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "rcode_emu: cannot open %s\n", path);
-        exit(2);
-    }
-    fseek(f, 0, SEEK_END);
-    bytes = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *p = aligned_alloc(16, bytes ? (bytes + 15) / 16 * 16 : 16);
-    if (!p || fread(p, 1, bytes, f) != bytes) {
-        fprintf(stderr, "rcode_emu: cannot read %s\n", path);
-        exit(2);
-    }
-    fclose(f);
-    return p;
-}
-
-std::vector<uint32_t> guarded(size_t words) {
-    std::vector<uint32_t> v(words + GUARD_WORDS, POISON);
-    for (size_t i = words; i < v.size(); i++) v[i] = GUARD;
-    return v;
-}
-
-size_t guard_changed(const std::vector<uint32_t> &v, size_t words) {
-    size_t n = 0;
-    for (size_t i = words; i < v.size(); i++) n += v[i] != GUARD;
-    return n;
-}
-
-void store(const char *path, const std::vector<uint32_t> &v, size_t words) {
-    FILE *o = fopen(path, "wb");
-    if (!o || fwrite(v.data(), 4, words, o) != words || fclose(o)) {
-        fprintf(stderr, "rcode_emu: cannot write %s\n", path);
-        exit(2);
-    }
-}
-
-} // namespace
+#include "kernels.inc" // the kernels and emu_kernels[]
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: rcode_emu MANIFEST\n");
-        return 2;
-    }
-    FILE *m = fopen(argv[1], "r");
-    if (!m) {
-        fprintf(stderr, "rcode_emu: cannot open %s\n", argv[1]);
-        return 2;
-    }
+    FILE *m = emu_manifest(argc, argv, "rcode_emu");
     char label[256], kernel[128], px[1024], pw[1024], pt[1024], pr[1024], pn[1024], py[1024], pyn[1024];
     unsigned gx, gy, threads, smem;
     int rows;
@@ -172,44 +109,25 @@ int main(int argc, char **argv) {
     int failed = 0;
     while (fscanf(m, "%255s %127s %u %u %u %u %d %zu %zu %1023s %1023s %1023s %1023s %1023s %1023s %1023s", label,
                   kernel, &gx, &gy, &threads, &smem, &rows, &ywords, &ynwords, px, pw, pt, pr, pn, py, pyn) == 16) {
-        const RcodeKernel *k = nullptr;
-        for (const RcodeKernel &r : rcode_kernels)
-            if (strcmp(r.name, kernel) == 0) k = &r;
-        if (!k) {
-            fprintf(stderr, "rcode_emu: no kernel %s\n", kernel);
-            return 2;
-        }
-        const bool rnan = strcmp(pn, "-") != 0, ynan = strcmp(pyn, "-") != 0;
-        size_t bx, bw, bt, br, bn = 0;
-        void *X = load(px, bx), *W = load(pw, bw), *T = load(pt, bt), *R = load(pr, br);
-        void *RN = rnan ? load(pn, bn) : nullptr;
-        std::vector<uint32_t> y = guarded(ywords), yn = guarded(ynan ? ynwords : 0);
-        EmuArgs a{};
-        a.X = (const unsigned *)X;
-        a.W = (const unsigned *)W;
-        a.P = (const int *)T;
-        a.ep0 = R;
-        a.ep1 = RN;
+        const EmuCall call = emu_kernel(emu_kernels, kernel);
+        const bool ynan = strcmp(pyn, "-") != 0;
+        const EmuFile X(px), W(pw), T(pt), R(pr), RN(pn); // RN "-": none
+        EmuGuarded y(ywords), yn(ynan ? ynwords : 0);
+        EmuArgs a = emu_args(X, W, T, R, RN, rows);
         a.Y = y.data();
         a.Yb = ynan ? yn.data() : nullptr;
-        a.nb = rows;
-        emu_global_base[0] = X, emu_global_bytes[0] = bx;
-        emu_global_base[1] = W, emu_global_bytes[1] = bw;
-        emu_global_base[2] = R, emu_global_bytes[2] = br;
-        emu_global_base[3] = RN, emu_global_bytes[3] = bn;
-        emu_nglobal = 4;
+        emu_sources({&X, &W, &R, &RN});
         emu_what = label;
-        const unsigned long long overrun = emu_launch(k->call, a, gx, gy, threads, smem);
-        const size_t gy_changed = guard_changed(y, ywords), gyn_changed = ynan ? guard_changed(yn, ynwords) : 0;
+        const unsigned long long overrun = emu_launch(call, a, gx, gy, threads, smem);
+        const size_t gy_changed = y.guard_changed(), gyn_changed = yn.guard_changed();
         if (overrun || gy_changed || gyn_changed) {
             printf("FAIL: %s: %llu bytes of shared memory past the launch's changed, %zu words past Y and %zu past YN "
                    "written\n",
                    label, overrun, gy_changed, gyn_changed);
             failed = 1;
         }
-        store(py, y, ywords);
-        if (ynan) store(pyn, yn, ynwords);
-        free(X), free(W), free(T), free(R), free(RN);
+        y.store(py);
+        if (ynan) yn.store(pyn);
     }
     fclose(m);
     return failed;

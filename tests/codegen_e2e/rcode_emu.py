@@ -39,42 +39,29 @@ the sanitizers at -O0, batches 1 and 3, on the two custom models. Exit 77 (skipp
 C++20 compiler, NVRTC or onnx.
 
     rcode_emu.py [--sanitized] [--keep DIR]"""
-import argparse
+import copy
 import os
-import platform
 import re
 import struct
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.environ.get("BNN_SOURCE_ROOT", os.path.join(HERE, "..", ".."))
-BUILD = os.environ.get("BNN_BUILD_ROOT", os.path.join(SRC, "build"))
-BNNCC = os.path.join(BUILD, "compiler", "bnncc")
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(SRC, "bench"))
+import emu_steps  # noqa: E402  (kernel steps, bnncc, the emulator's build and runs)
 import test_e2e  # noqa: E402  (the blob readers)
+from emu_steps import (ARG_BATCH, ARG_I64, ARG_PTR, FLAG_CPU_ONLY, POISON, SLOT_IN, SLOT_IN2,  # noqa: E402
+                       SLOT_OUT, SLOT_P0, SLOT_P1, SLOT_W, SLOT_X0, SLOT_X1, SPACE_NONE, SPACE_WEIGHTS, STEP_CONV2D,
+                       STEP_KERNEL, STEP_MAXPOOL, STEP_QCONV, define, grid_dim, launch_dims, pack, step_params,
+                       unpack, weights)
+from test_e2e import fail  # noqa: E402
 
-STEP_CONV2D, STEP_MAXPOOL, STEP_KERNEL, STEP_QCONV = 6, 8, 16, 20
-FLAG_CPU_ONLY, FLAG_BATCH_ALT = 1, 4
-SLOT_IN, SLOT_IN2, SLOT_OUT, SLOT_W, SLOT_P0, SLOT_P1, SLOT_X0, SLOT_X1 = range(8)
-SPACE_NONE, SPACE_WEIGHTS = 0, 2
-ARG_PTR, ARG_BATCH, ARG_I64 = 1, 2, 4
+sys.path.insert(0, os.path.join(test_e2e.SRC, "bench"))  # qonnx_resnet
 QCONV_PARAMS = ("c h w o kh kw stride_h stride_w pad_top pad_left dil_h dil_w oh ow ldw xb wb wsigned bipolar epi "
                 "levels yb pad_code ldy").split()
 # blob.h BLOB_QCHAIN_*: a qconv chain step's descriptor (p1)
 QCHAIN = "stages div relu residual out_relu f32 quant lo hi rounding scale zeropt".split()
-POISON = 0x5EADBEEF  # rcode_emu.cc's fill of Y and YN
-
-failures = []
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    failures.append(msg)
 
 
 # ---------------------------------------------------------------- models
@@ -181,71 +168,13 @@ def write_models(tmp, names):
 
 # ---------------------------------------------------------------- the blob
 
-def params(b, at, n=24):
-    return struct.unpack_from(f"<{n}q", b, at + test_e2e.BLOB_PARAMS_AT)
-
-
-def weights(b, wsec, slot, dtype):
-    space, _, off, size = slot
-    if space != SPACE_WEIGHTS:
-        raise ValueError(f"slot in space {space}, not the weights")
-    return np.frombuffer(b, dtype, size // np.dtype(dtype).itemsize, wsec[0] + off)
-
-
-def kernel_defines(src):
-    """{kernel name: its #define block} of --emit=cuda's output, for the QC_RCODE kernels."""
-    return {m.group(1): m.group(0) for m in re.finditer(r"^#define QC_NAME (\w+)\n(?:#define [^\n]*\n)+", src, re.M)
-            if "\n#define QC_RCODE " in m.group(0)}
-
-
-def define(block, name):
-    return int(re.search(rf"^#define {name} (\S+)$", block, re.M).group(1))
-
-
-def grid_dim(g, batch):
-    base, per_batch, div = g
-    return base + (batch * per_batch + div - 1) // div
-
-
 def f32_bits(u):
     return np.array([u & 0xFFFFFFFF], np.uint32).view(np.float32)[0]
 
 
-class Kernel:
+class Kernel(emu_steps.KernelStep):
     """One QC_RCODE kernel step: defines, launch, operands, the CPU-only chain step's
     parameters (qp, desc, ep) and the residual's quantizer (rlo, rscale, rzero, rcodes)."""
-
-
-BNNCC_ENV = {"MALLOC_PERTURB_": "165", **os.environ}  # freed memory filled, as under meson test
-
-
-def emit_cuda(paths):
-    """{name: the CUDA source of bnncc --emit=cuda} (no NVRTC)."""
-    return {name: subprocess.run([BNNCC, "-O3", "--target=sm_80", path, "--emit=cuda", "-o", "-"], check=True,
-                                 capture_output=True, text=True, env=BNNCC_ENV).stdout for name, path in paths.items()}
-
-
-def start_blobs(paths, tmp):
-    """Starts bnncc on every model at once (--report, -o NAME.bin); finish_blobs waits."""
-    return {name: (os.path.join(tmp, name + ".bin"),
-                   subprocess.Popen([BNNCC, "-O3", "--target=sm_80", path, "--report", "-o",
-                                     os.path.join(tmp, name + ".bin")],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=BNNCC_ENV))
-            for name, path in paths.items()}
-
-
-def finish_blobs(procs):
-    """{name: (report, blob bytes)}; exit 77 where bnncc has no NVRTC."""
-    out = {}
-    for name, (blob, p) in procs.items():
-        so, se = p.communicate()
-        if p.returncode:
-            if "NVRTC not found" in se:
-                print("skipped: bnncc has no NVRTC (the kernels need a GPU target)")
-                sys.exit(77)
-            sys.exit(f"FAIL: bnncc {name}:\n{se[-3000:]}")
-        out[name] = (so + se, open(blob, "rb").read())
-    return out
 
 
 def codes_slots(b, at, kind):
@@ -254,7 +183,7 @@ def codes_slots(b, at, kind):
     a maxpool of a stem's codes; None otherwise."""
     slot = lambda s: test_e2e.blob_slot(b, at, s)  # noqa: E731
     if kind == STEP_QCONV:
-        qp = dict(zip(QCONV_PARAMS, params(b, at)))
+        qp = dict(zip(QCONV_PARAMS, step_params(b, at)))
         if qp["epi"] != 3 or slot(SLOT_P1)[0] != SPACE_WEIGHTS:
             return None
         d = dict(zip(QCHAIN, struct.unpack_from("<12i", b, test_e2e.blob_sections(b)[3][0] + slot(SLOT_P1)[2])))
@@ -262,7 +191,7 @@ def codes_slots(b, at, kind):
             return None
         return (slot(SLOT_X1), slot(SLOT_OUT), (d["lo"], d["scale"], d["zeropt"], d["hi"] - d["lo"] + 1, qp["yb"]))
     if kind == STEP_MAXPOOL:
-        p = params(b, at)
+        p = step_params(b, at)
         if not p[17] or slot(SLOT_X0)[0] == SPACE_NONE:  # planes, the float in x0
             return None
         return (slot(SLOT_OUT), slot(SLOT_X0), (p[18], p[19], p[20], None, p[17]))
@@ -281,22 +210,14 @@ def model_kernels(name, report, b, defs, k):
         return []
     wsec = test_e2e.blob_sections(b)[3]
     steps = test_e2e.blob_steps(b)
-    flags = {at: struct.unpack_from("<I", b, at + 8)[0] for at, _, _ in steps}
+    flags = {at: emu_steps.step_flags(b, at) for at, _, _ in steps}
     slot = lambda at, s: test_e2e.blob_slot(b, at, s)  # noqa: E731
     out = []
     for at, kind, kname in steps:
         if kind != STEP_KERNEL or kname not in defs:
             continue
-        K = Kernel()
-        K.model, K.name, K.emu_name = name, kname, f"m{k}_{kname}"
-        K.defines = defs[kname].replace(f"#define QC_NAME {kname}\n", f"#define QC_NAME {K.emu_name}\n", 1)
-        K.alt = bool(flags[at] & FLAG_BATCH_ALT)
-        K.alt_batch = struct.unpack_from("<I", b, at + 12)[0]
-        K.grid = [struct.unpack_from("<3I", b, at + 80 + 12 * d) for d in range(3)]
-        K.threads = struct.unpack_from("<3I", b, at + 116)
-        K.smem = struct.unpack_from("<I", b, at + 128)[0]
-        nargs = struct.unpack_from("<I", b, at + 132)[0]
-        args = [struct.unpack_from("<IIq", b, at + 136 + 16 * a) for a in range(nargs)]
+        K = Kernel(b, at, name, kname, k, defs[kname])
+        args = K.args
         K.rnan, K.ynan = define(K.defines, "QC_RNAN"), define(K.defines, "QC_YNAN")
         want = [(ARG_PTR, SLOT_IN, 0), (ARG_PTR, SLOT_W, 0), (ARG_BATCH, 0, None), (ARG_PTR, SLOT_P0, 0),
                 (ARG_PTR, SLOT_IN2, 0), (ARG_PTR, SLOT_X0, 0) if K.rnan else (ARG_I64, 0, 0), (ARG_PTR, SLOT_OUT, 0),
@@ -309,7 +230,7 @@ def model_kernels(name, report, b, defs, k):
         chain = None
         for a2, kd, _ in steps:
             if kd == STEP_QCONV and flags[a2] & FLAG_CPU_ONLY and slot(a2, SLOT_IN) == ks[SLOT_IN] \
-                    and slot(a2, SLOT_W) == ks[SLOT_W] and dict(zip(QCONV_PARAMS, params(b, a2)))["epi"] == 3:
+                    and slot(a2, SLOT_W) == ks[SLOT_W] and dict(zip(QCONV_PARAMS, step_params(b, a2)))["epi"] == 3:
                 d = dict(zip(QCHAIN, weights(b, wsec, slot(a2, SLOT_P1), "<i4")))
                 if (slot(a2, SLOT_X1) if d["f32"] else slot(a2, SLOT_OUT)) == ks[SLOT_OUT]:
                     chain = a2
@@ -317,7 +238,7 @@ def model_kernels(name, report, b, defs, k):
         if chain is None:
             fail(f"{name} {kname}: no CPU-only qconv chain step with the kernel's in, weights and codes")
             continue
-        K.qp = dict(zip(QCONV_PARAMS, params(b, chain)))
+        K.qp = dict(zip(QCONV_PARAMS, step_params(b, chain)))
         K.desc = dict(zip(QCHAIN, (int(v) for v in weights(b, wsec, slot(chain, SLOT_P1), "<i4"))))
         K.ep = weights(b, wsec, slot(chain, SLOT_P0), "<f4")
         d, qp = K.desc, K.qp
@@ -344,7 +265,7 @@ def model_kernels(name, report, b, defs, k):
             if conv is None:
                 fail(f"{name} {kname}: no conv2d step writes the residual's max-pool input")
                 continue
-            rcodes = params(b, conv)[23] + 1
+            rcodes = step_params(b, conv)[23] + 1
         K.rlo, K.rscale, K.rzero, K.rcodes, K.rplanes = rlo, f32_bits(rsb), f32_bits(rzb), rcodes, rplanes
         K.rsrc = "the stem's pool" if kd == STEP_MAXPOOL else "a chain"
         # the defines against the CPU step's parameters
@@ -379,19 +300,6 @@ def model_kernels(name, report, b, defs, k):
 
 
 # ---------------------------------------------------------------- the reference
-
-def unpack(words, c):
-    """[..., words] u32 -> [..., c] 0 / 1."""
-    u8 = np.ascontiguousarray(words.astype("<u4")).view(np.uint8)
-    return np.unpackbits(u8, axis=-1, bitorder="little")[..., :c]
-
-
-def pack(bits, nwords):
-    """[..., c] bool -> [..., nwords] u32, the bits past c zero."""
-    full = np.zeros(bits.shape[:-1] + (nwords * 32,), np.uint8)
-    full[..., :bits.shape[-1]] = bits
-    return np.packbits(full, axis=-1, bitorder="little").view("<u4")
-
 
 def plane_words(pixels, ld):
     return (pixels * ld + 7) // 8 * 8
@@ -600,11 +508,6 @@ class Launch:
         return y.reshape(-1), yn
 
 
-def launch_dims(K, batch):
-    return (grid_dim(K.grid[0], batch), grid_dim(K.grid[1], batch), K.threads[0] * K.threads[1] * K.threads[2],
-            K.smem)
-
-
 def tiles(K, batch):
     p = K.qp
     return batch * -(-p["oh"] // K.cfg["TH"]) * -(-p["ow"] // K.cfg["TW"])
@@ -640,18 +543,12 @@ def emu_cost(K, batch):
     return tiles(K, batch) * grid_dim(K.grid[0], batch) * K.threads[0] // 32 * mi
 
 
-class Runner:
-    """Writes the launches' operands into tmp, runs the emulator on manifests of them: jobs
-    processes, the launches dealt out by their cost."""
+class Runner(emu_steps.Runner):
+    """The launches in jobs emulator processes, dealt out by their cost."""
 
     def __init__(self, exe, tmp, jobs):
-        self.exe, self.tmp, self.jobs, self.n = exe, tmp, jobs, 0
-
-    def file(self, arr):
-        self.n += 1
-        path = os.path.join(self.tmp, f"a{self.n}.bin")
-        np.ascontiguousarray(arr).tofile(path)
-        return path
+        super().__init__(exe, tmp)
+        self.jobs = jobs
 
     def start(self, launches):
         """launches: [(label, Launch, {operand: replacement})]: writes their operands and starts
@@ -667,11 +564,8 @@ class Runner:
             cells = p["oh"] * p["ow"]
             ywords = batch * p["yb"] * plane_words(cells, p["ldy"])
             ynwords = batch * p["o"] * cells
-            yo = os.path.join(self.tmp, f"y{self.n}_{i}.bin")
-            yno = os.path.join(self.tmp, f"yn{self.n}_{i}.bin") if K.ynan else "-"
-            for o in (yo, yno):
-                if o != "-" and os.path.exists(o):  # a --keep folder's from before
-                    os.remove(o)
+            yo = self.output("y", i)
+            yno = self.output("yn", i) if K.ynan else "-"
             self.outs.append((i, yo, yno))
             files = [self.file(ops["X"]), self.file(ops["W"]), self.file(ops["T"]), self.file(ops["R"]),
                      self.file(ops["RN"]) if K.rnan else "-"]
@@ -680,25 +574,11 @@ class Runner:
             lines[j].append(f"{label} {K.emu_name} {gx} {gy} {threads} {smem} {batch * cells} {ywords} {ynwords} "
                             f"{' '.join(files)} {yo} {yno}\n")
         self.outs.sort()
-        self.procs = []
-        for j in range(self.jobs):
-            if not lines[j]:
-                continue
-            manifest = os.path.join(self.tmp, f"manifest{self.n}_{j}.txt")
-            with open(manifest, "w") as f:
-                f.writelines(lines[j])
-            self.procs.append(subprocess.Popen([self.exe, manifest], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                               text=True))
+        self.spawn(lines)
 
     def finish(self):
         """Each launch's (Y, YN) words (None where the emulator stopped before it)."""
-        for proc in self.procs:
-            out, _ = proc.communicate()
-            for line in out.splitlines():
-                if line.startswith("FAIL:"):
-                    fail(line[6:])
-            if proc.returncode not in (0, 1):
-                fail(f"the emulator exited with {proc.returncode}:\n{out[-3000:]}")
+        self.wait()
         return [(np.fromfile(y, "<u4") if os.path.exists(y) else None,
                  np.fromfile(yn, "<u4") if yn != "-" and os.path.exists(yn) else None) for _, y, yn in self.outs]
 
@@ -770,8 +650,7 @@ def self_check(K, runner, rng, u):
     mutants = []
 
     def t_changes(T2):
-        K2 = Kernel()
-        K2.__dict__.update(K.__dict__)
+        K2 = copy.copy(K)
         K2.T = T2
         return not np.array_equal(t_levels(K2, ln.acc, ln.rc, ln.nan), base)
 
@@ -860,7 +739,7 @@ def check_half_prmt(rng):
     """qconv.cu's <name>_half takes a level's int16 for residual code rc from its pair words by
     one PTX prmt on the GPU and by shifts elsewhere: the emulator runs the latter, so here the
     former's selector against prmt's semantics, for every rc on random words."""
-    src = open(os.path.join(SRC, "codegen", "cuda", "kernels", "qconv.cu")).read()
+    src = open(os.path.join(test_e2e.SRC, "codegen", "cuda", "kernels", "qconv.cu")).read()
     sel = re.findall(r'asm\("prmt\.b32 %0, %1, %2, %3;" : "=r"\(r\) : "r"\(lo\), "r"\(hi\), '
                      r'"r"\((0x[0-9a-fA-F]+) \+ rc \* (0x[0-9a-fA-F]+)\)\);', src)
     if len(sel) != 1 or src.count("prmt.") != 1:
@@ -881,64 +760,33 @@ def check_half_prmt(rng):
 
 
 def start_emulator(cxx, defs, tmp, sanitized):
-    """Writes kernels.inc (every QC_RCODE kernel of the models' CUDA source, renamed m<k>_<name>:
-    defs [{name: #define block}] a model) and starts compiling rcode_emu.cc; finish_emulator
-    waits."""
-    with open(os.path.join(tmp, "kernels.inc"), "w") as f:
-        names = []
-        for k, model_defs in enumerate(defs):
-            for kname, block in model_defs.items():
-                names.append(f"m{k}_{kname}")
-                f.write(block.replace(f"#define QC_NAME {kname}\n", f"#define QC_NAME {names[-1]}\n", 1) +
-                        f"#include \"cuda/kernels/qconv.cu\"\n"
-                        f"static void call_{names[-1]}(const EmuArgs &a) {{\n"
-                        f"    {names[-1]}(a.X, a.W, a.nb, a.P, (const unsigned *)a.ep0, (const unsigned *)a.ep1, a.Y,\n"
-                        f"        (unsigned *)a.Yb);\n    qc_drain();\n}}\n")
-        f.write("static const RcodeKernel rcode_kernels[] = {\n" +
-                "".join(f"    {{\"{n}\", call_{n}}},\n" for n in names) + "};\n")
-    exe = os.path.join(tmp, "rcode_emu")
-    opt = ["-O0", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"] if sanitized else ["-O1"]
-    if platform.machine() in ("x86_64", "AMD64") and " popcnt" in open("/proc/cpuinfo").read():
-        opt.append("-mpopcnt")  # the emulated MMAs' popcounts
-    fiber = os.path.join(SRC, "tests", "emu")
-    p = subprocess.Popen([cxx, "-std=c++20", *opt, "-ffp-contract=off", "-w", "-I", tmp,
-                          "-I", os.path.join(SRC, "tests", "codegen"), "-I", os.path.join(SRC, "codegen"), "-I", fiber,
-                          os.path.join(HERE, "rcode_emu.cc"), os.path.join(fiber, "emu_fiber.c"), "-o", exe],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return exe, p
-
-
-def finish_emulator(cxx, exe, p):
-    _, err = p.communicate()
-    if p.returncode:
-        if "-std=c++20" in err or "unrecognized" in err and "c++20" in err:
-            print(f"skipped: {cxx} has no C++20")
-            sys.exit(77)
-        sys.exit(f"FAIL: compiling the emulator:\n{err[-3000:]}")
-    return exe
+    """Starts compiling rcode_emu.cc with every QC_RCODE kernel of the models' CUDA source (defs
+    [{name: #define block}] a model); emu_steps.finish_emulator waits."""
+    calls = [(emu_steps.emu_name(k, kname), block, "cuda/kernels/qconv.cu",
+              f"    {emu_steps.emu_name(k, kname)}(a.X, a.W, a.nb, a.P, (const unsigned *)a.ep0, "
+              f"(const unsigned *)a.ep1, a.Y,\n        (unsigned *)a.Yb);\n    qc_drain();\n")
+             for k, model_defs in enumerate(defs) for kname, block in model_defs.items()]
+    return emu_steps.start_emulator(cxx, "rcode_emu", calls, tmp, sanitized)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sanitized", action="store_true", help="the sanitizer build: custom models, batches 1 and 3")
-    ap.add_argument("--keep", help="work in this folder and keep it")
-    a = ap.parse_args()
+    a = emu_steps.parse_args("custom models, batches 1 and 3")
     cxx = test_e2e.host_cxx()
     try:
         import onnx  # noqa: F401
     except ImportError:
         print("skipped: no onnx (the models are QONNX)")
         sys.exit(77)
-    tmpdir = None if a.keep else tempfile.TemporaryDirectory()
-    tmp = a.keep or tmpdir.name
-    os.makedirs(tmp, exist_ok=True)
+    tmp, tmpdir = emu_steps.work_dir(a.keep)
     names = ["rc_c40", "rc_q1"] if a.sanitized else ["w1a2resnet18_tiny", "rc_c40", "rc_q1"]
     paths = write_models(tmp, names)
-    defs = [kernel_defines(src) for src in emit_cuda(paths).values()]
+    defs = [emu_steps.kernel_defines(src, "QC_NAME", "QC_RCODE", k)
+            for k, src in enumerate(emu_steps.emit_cuda(paths, ["--target=sm_80"]).values())]
     # the emulator compiles while NVRTC compiles the models' kernels
     exe, cc = start_emulator(cxx, defs, tmp, a.sanitized)
     try:
-        blobs = finish_blobs(start_blobs(paths, tmp))
+        blobs = emu_steps.finish_blobs(emu_steps.start_blobs(paths, tmp, ["--target=sm_80"]),
+                                       "the kernels need a GPU target")
     except SystemExit:  # (skipped or failed: the compiler stopped before tmp goes)
         cc.kill()
         cc.wait()
@@ -946,10 +794,8 @@ def main():
     kernels = []
     for k, name in enumerate(names):
         kernels += model_kernels(name, *blobs[name], defs[k], k)
-    exe = finish_emulator(cxx, exe, cc)
-    if failures:
-        print(f"{len(failures)} failures")
-        sys.exit(1)
+    exe = emu_steps.finish_emulator(cxx, exe, cc)
+    emu_steps.exit_on_failures()
     rng = np.random.default_rng(2029)
     u = {K.emu_name: weight_codes(K) for K in kernels}
     runner = Runner(exe, tmp, 2 if (os.cpu_count() or 1) > 1 else 1)
@@ -986,9 +832,7 @@ def main():
           f"{len(launches)} launches, {words} words compared; {tables} of {len(kernels) - nalt} tables checked over "
           f"every reachable accumulator; {breaks} breaks of the data; the GPU's prmt of a residual code's levels "
           f"{'ok' if prmt_ok else 'wrong'}")
-    if failures:
-        print(f"{len(failures)} failures")
-        sys.exit(1)
+    emu_steps.exit_on_failures()
     print("rcode_emu: all ok")
 
 

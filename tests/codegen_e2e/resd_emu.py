@@ -21,42 +21,28 @@ the sanitized bnncc, the emulator, built with the sanitizers at -O0, on two bloc
 300) at batches 1 and 3. Exit 77 (skipped) without a C++20 compiler or without NVRTC.
 
     resd_emu.py [--sanitized] [--keep DIR]"""
-import argparse
 import base64
 import os
-import platform
 import re
-import struct
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.environ.get("BNN_SOURCE_ROOT", os.path.join(HERE, "..", ".."))
-BUILD = os.environ.get("BNN_BUILD_ROOT", os.path.join(SRC, "build"))
-BNNCC = os.path.join(BUILD, "compiler", "bnncc")
 sys.path.insert(0, HERE)
+import emu_steps  # noqa: E402  (kernel steps, bnncc, the emulator's build and runs)
 import test_e2e  # noqa: E402  (residual_models, the blob readers)
+from emu_steps import (ARG_BATCH, ARG_PTR, FLAG_CPU_ONLY, SLOT_IN, SLOT_IN2, SLOT_OUT, SLOT_P0,  # noqa: E402
+                       SLOT_P1, SLOT_W, SLOT_X0, STEP_BCONV, STEP_KERNEL, define, grid_dim, launch_dims, pack,
+                       unpack, weights)
+from test_e2e import fail, failures  # noqa: E402
 
-STEP_BCONV, STEP_KERNEL = 4, 16
-FLAG_CPU_ONLY, FLAG_BATCH_ALT = 1, 4
-SLOT_IN, SLOT_IN2, SLOT_OUT, SLOT_W, SLOT_P0, SLOT_P1, SLOT_X0 = range(7)
-SPACE_WEIGHTS = 2
 BCONV_PARAMS = ("h w c words o kh kw stride_h stride_w pad_top pad_left pad_bottom pad_right pad_value dil_h dil_w "
                 "oh ow pool out_words out_layout epi_stages epi_div epi_residual").split()
-# The kernel's arguments (bconv.cu BC_HALO with BC_RESD): X, Wt, P, ep0, ep1, Y, R as PTR (1) of
-# slots in, w, x0, p0, p1, out, in2, then the batch (BATCH, 2, value 1).
-RESD_ARGS = [(1, SLOT_IN), (1, SLOT_W), (1, SLOT_X0), (1, SLOT_P0), (1, SLOT_P1), (1, SLOT_OUT), (1, SLOT_IN2),
-             (2, 0)]
-
-failures = []
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    failures.append(msg)
+# The kernel's arguments (bconv.cu BC_HALO with BC_RESD): X, Wt, P, ep0, ep1, Y, R as PTR of
+# slots in, w, x0, p0, p1, out, in2, then the batch (BATCH, value 1).
+RESD_ARGS = [(ARG_PTR, SLOT_IN), (ARG_PTR, SLOT_W), (ARG_PTR, SLOT_X0), (ARG_PTR, SLOT_P0), (ARG_PTR, SLOT_P1),
+             (ARG_PTR, SLOT_OUT), (ARG_PTR, SLOT_IN2), (ARG_BATCH, 0)]
 
 
 # ---------------------------------------------------------------- models
@@ -125,77 +111,31 @@ def resd_models(tmp, rng):
 # ---------------------------------------------------------------- the blob
 
 def bconv_params(b, at):
-    return dict(zip(BCONV_PARAMS, struct.unpack_from("<24q", b, at + test_e2e.BLOB_PARAMS_AT)))
+    return dict(zip(BCONV_PARAMS, emu_steps.step_params(b, at)))
 
 
-def weights(b, wsec, slot, dtype):
-    space, _, off, size = slot
-    if space != SPACE_WEIGHTS:
-        raise ValueError(f"slot in space {space}, not the weights")
-    return np.frombuffer(b, dtype, size // np.dtype(dtype).itemsize, wsec[0] + off)
-
-
-def kernel_defines(src):
-    """{kernel name: its #define block} of --emit=cuda's output, for the BC_RESD kernels."""
-    out = {}
-    for m in re.finditer(r"^#define BC_NAME (\w+)\n(?:#define [^\n]*\n)+", src, re.M):
-        if "\n#define BC_RESD " in m.group(0):
-            out[m.group(1)] = m.group(0)
-    return out
-
-
-def define(block, name):
-    return int(re.search(rf"^#define {name} (\S+)$", block, re.M).group(1))
-
-
-def grid_dim(g, batch):
-    base, per_batch, div = g
-    return base + (batch * per_batch + div - 1) // div
-
-
-class Kernel:
+class Kernel(emu_steps.KernelStep):
     """One BC_RESD kernel step of a blob: its defines, launch and weights, and the CPU-only steps
     of C2 (the conv) and D (the downsample) whose semantics it must reproduce."""
 
 
-def model_kernels(name, path, tmp, k):
-    """[Kernel] of the BC_RESD steps of bnncc's blob of model path (the main step, then its batch
-    alternative), each with its CPU-only steps; k: the model's number (the kernels' prefix)."""
-    blob = os.path.join(tmp, name + ".bin")
-    # freed memory filled (glibc; meson test sets it too): tables built from a stale pointer show
-    env = {"MALLOC_PERTURB_": "165", **os.environ}
-    p = subprocess.run([BNNCC, "-O3", path, "--report", "-o", blob], capture_output=True, text=True, env=env)
-    if p.returncode:
-        if "NVRTC not found" in p.stderr:
-            print("skipped: bnncc has no NVRTC (the fusion needs a GPU target)")
-            sys.exit(77)
-        sys.exit(f"FAIL: bnncc {name}:\n{p.stderr[-3000:]}")
-    m = re.search(r"^codegen: (\d+) binary convolutions compute the 1x1 downsample convolution", p.stdout + p.stderr,
-                  re.M)
+def model_kernels(name, report, b, defs, k):
+    """[Kernel] of the BC_RESD steps of the blob b of model `name` (the main step, then its batch
+    alternative; defs: the model's BC_RESD kernels' #define blocks; k: its number, the kernels'
+    prefix), each with its CPU-only steps."""
+    m = re.search(r"^codegen: (\d+) binary convolutions compute the 1x1 downsample convolution", report, re.M)
     if not m or m.group(1) != "1":
         fail(f"{name}: bnncc's report does not count one fused 1x1 downsample ({m.group(0) if m else 'no line'})")
         return []
-    src = subprocess.run([BNNCC, "-O3", path, "--emit=cuda", "-o", "-"], check=True, capture_output=True,
-                         text=True, env=env).stdout
-    defs = kernel_defines(src)
-    b = open(blob, "rb").read()
     wsec = test_e2e.blob_sections(b)[3]
     steps = test_e2e.blob_steps(b)
     out = []
-    cpu_bconv = [a for a, kd, _ in steps if kd == STEP_BCONV and struct.unpack_from("<I", b, a + 8)[0] & FLAG_CPU_ONLY]
+    cpu_bconv = [a for a, kd, _ in steps if kd == STEP_BCONV and emu_steps.step_flags(b, a) & FLAG_CPU_ONLY]
     for at, kind, kname in steps:
         if kind != STEP_KERNEL or kname not in defs:
             continue
-        K = Kernel()
-        K.model, K.name, K.emu_name = name, kname, f"m{k}_{kname}"
-        K.defines = defs[kname].replace(f"#define BC_NAME {kname}\n", f"#define BC_NAME {K.emu_name}\n", 1)
-        flags = struct.unpack_from("<I", b, at + 8)[0]
-        K.alt = bool(flags & FLAG_BATCH_ALT)
-        K.grid = [struct.unpack_from("<3I", b, at + 80 + 12 * d) for d in range(3)]
-        K.threads = struct.unpack_from("<3I", b, at + 116)
-        K.smem = struct.unpack_from("<I", b, at + 128)[0]
-        nargs = struct.unpack_from("<I", b, at + 132)[0]
-        args = [struct.unpack_from("<IIq", b, at + 136 + 16 * a) for a in range(nargs)]
+        K = Kernel(b, at, name, kname, k, defs[kname])
+        args = K.args
         if [(a[0], a[1]) for a in args] != RESD_ARGS or args[-1][2] != 1:
             fail(f"{name} {kname}: kernel arguments {args} (expected X, Wt, P, ep0, ep1, Y, R, the batch)")
             continue
@@ -263,19 +203,6 @@ def x0_parts(K):
 
 
 # ---------------------------------------------------------------- the reference
-
-def unpack(words, c):
-    """[..., words] u32 -> [..., c] 0 / 1."""
-    u8 = np.ascontiguousarray(words.astype("<u4")).view(np.uint8)
-    return np.unpackbits(u8, axis=-1, bitorder="little")[..., :c]
-
-
-def pack(bits, nwords):
-    """[..., c] bool -> [..., nwords] u32, the bits past c zero."""
-    full = np.zeros(bits.shape[:-1] + (nwords * 32,), np.uint8)
-    full[..., :bits.shape[-1]] = bits
-    return np.packbits(full, axis=-1, bitorder="little").view("<u4")
-
 
 def bconv_dot(x, wt, p):
     """The dot of bconv step parameters p on NHWC words x [B][h][w][words] and weights
@@ -365,13 +292,8 @@ def several_tiles_batch(K, cap=5000):
     return batch
 
 
-def launch(K, batch):
-    return (grid_dim(K.grid[0], batch), grid_dim(K.grid[1], batch), K.threads[0] * K.threads[1] * K.threads[2],
-            K.smem)
-
-
 def describe(K, batch):
-    gx, gy, threads, smem = launch(K, batch)
+    gx, gy, threads, smem = launch_dims(K, batch)
     warps = threads // 32
     nmt = batch * K.grid[1][1]
     return (f"{K.model} {K.name}{' (batch alternative)' if K.alt else ''} {K.cfg['TH']}x{K.cfg['TW']} px, "
@@ -379,46 +301,27 @@ def describe(K, batch):
             f"batch {batch}, grid {gx}x{gy}, {nmt} tiles, up to {-(-nmt // (gy * warps))} a warp")
 
 
-class Runner:
-    """Writes the launches' operands into tmp, runs the emulator on a manifest of them."""
-
-    def __init__(self, exe, tmp):
-        self.exe, self.tmp, self.n = exe, tmp, 0
-
-    def file(self, arr):
-        self.n += 1
-        path = os.path.join(self.tmp, f"a{self.n}.bin")
-        np.ascontiguousarray(arr).tofile(path)
-        return path
+class Runner(emu_steps.Runner):
+    """The launches in one emulator process, in their order."""
 
     def start(self, launches):
         """launches: [(label, K, batch, x, r, {operand: replacement})]: writes their operands and
         starts the emulator on them; finish() waits for it."""
         lines, self.outs = [], []
         for label, K, batch, x, r, repl in launches:
-            gx, gy, threads, smem = launch(K, batch)
+            gx, gy, threads, smem = launch_dims(K, batch)
             ops = {"w": K.w, "x0": K.x0, "p0": K.p0, "p1": K.p1, **repl}
             ywords = batch * K.c2["oh"] * K.c2["ow"] * K.c2["out_words"]
-            self.outs.append(os.path.join(self.tmp, f"y{self.n}_{len(self.outs)}.bin"))
-            if os.path.exists(self.outs[-1]):  # a --keep folder's from before
-                os.remove(self.outs[-1])
+            self.outs.append(self.output("y", len(self.outs)))
             files = [self.file(x), self.file(ops["w"]), self.file(ops["x0"]), self.file(ops["p0"]),
                      self.file(ops["p1"]), self.file(r)]
             lines.append(f"{label} {K.emu_name} {gx} {gy} {threads} {smem} {batch} {ywords} "
                          f"{' '.join(files)} {self.outs[-1]}\n")
-        manifest = os.path.join(self.tmp, f"manifest{self.n}.txt")
-        with open(manifest, "w") as f:
-            f.writelines(lines)
-        self.proc = subprocess.Popen([self.exe, manifest], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.spawn([lines])
 
     def finish(self):
         """Each launch's Y words (None where the emulator stopped before it)."""
-        out, _ = self.proc.communicate()
-        for line in out.splitlines():
-            if line.startswith("FAIL:"):
-                fail(line[6:])
-        if self.proc.returncode not in (0, 1):
-            fail(f"the emulator exited with {self.proc.returncode}:\n{out[-3000:]}")
+        self.wait()
         return [np.fromfile(o, "<u4") if os.path.exists(o) else None for o in self.outs]
 
 
@@ -502,46 +405,21 @@ def self_check(K, runner, rng):
             fail(f"self-check on {K.model} {K.name}: {what}: not reported ({first or 'Y unchanged'})")
 
 
-def compile_emulator(cxx, kernels, tmp, sanitized):
-    with open(os.path.join(tmp, "kernels.inc"), "w") as f:
-        for K in kernels:
-            f.write(f"{K.defines}#include \"cuda/kernels/bconv.cu\"\n"
-                    f"static void call_{K.emu_name}(const EmuArgs &a) {{\n"
-                    f"    {K.emu_name}(a.X, a.W, a.P, a.ep0, a.ep1, a.Y, a.R, a.nb);\n}}\n")
-        f.write("static const ResdKernel resd_kernels[] = {\n" +
-                "".join(f"    {{\"{K.emu_name}\", call_{K.emu_name}}},\n" for K in kernels) + "};\n")
-    exe = os.path.join(tmp, "resd_emu")
-    opt = ["-O0", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"] if sanitized else ["-O1"]
-    if platform.machine() in ("x86_64", "AMD64") and " popcnt" in open("/proc/cpuinfo").read():
-        opt.append("-mpopcnt")  # the emulated MMAs' popcounts: half of its time as calls to libgcc
-    fiber = os.path.join(SRC, "tests", "emu")
-    p = subprocess.run([cxx, "-std=c++20", *opt, "-ffp-contract=off", "-w", "-I", tmp,
-                        "-I", os.path.join(SRC, "tests", "codegen"), "-I", os.path.join(SRC, "codegen"), "-I", fiber,
-                        os.path.join(HERE, "resd_emu.cc"), os.path.join(fiber, "emu_fiber.c"), "-o", exe],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if p.returncode:
-        if "-std=c++20" in p.stderr or "unrecognized" in p.stderr and "c++20" in p.stderr:
-            print(f"skipped: {cxx} has no C++20")
-            sys.exit(77)
-        sys.exit(f"FAIL: compiling the emulator:\n{p.stderr[-3000:]}")
-    return exe
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sanitized", action="store_true", help="the sanitizer build: two blocks, batches 1 and 3")
-    ap.add_argument("--keep", help="work in this folder and keep it")
-    a = ap.parse_args()
+    a = emu_steps.parse_args("two blocks, batches 1 and 3")
     cxx = test_e2e.host_cxx()
-    tmpdir = None if a.keep else tempfile.TemporaryDirectory()
-    tmp = a.keep or tmpdir.name
-    os.makedirs(tmp, exist_ok=True)
+    tmp, tmpdir = emu_steps.work_dir(a.keep)
     rng = np.random.default_rng(2027)
     paths = [p for p in test_e2e.residual_models(tmp, np.random.default_rng(7)) if p.endswith("resid_xnor_down.bnn")]
     paths += resd_models(tmp, rng)
+    paths = {os.path.splitext(os.path.basename(p))[0]: p for p in paths}
+    # every model through bnncc (under the sanitizers too), for the default targets
+    blobs = emu_steps.finish_blobs(emu_steps.start_blobs(paths, tmp), "the fusion needs a GPU target")
+    srcs = emu_steps.emit_cuda(paths)
     kernels = []
-    for k, path in enumerate(paths):  # every model through bnncc (under the sanitizers too)
-        kernels += model_kernels(os.path.splitext(os.path.basename(path))[0], path, tmp, k)
+    for k, name in enumerate(paths):
+        defs = emu_steps.kernel_defines(srcs[name], "BC_NAME", "BC_RESD", k)
+        kernels += model_kernels(name, *blobs[name], defs, k)
     if failures:
         sys.exit(1)
     k1s = sorted({K.d["c"] for K in kernels})
@@ -550,7 +428,9 @@ def main():
                  f"{sum(K.alt for K in kernels)}")
     if a.sanitized:  # the emulator at -O0 with the sanitizers: K1 40 and 300 (two k256 steps)
         kernels = [K for K in kernels if K.d["c"] in (40, 300)]
-    exe = compile_emulator(cxx, kernels, tmp, a.sanitized)
+    calls = [(K.emu_name, K.defines, "cuda/kernels/bconv.cu",
+              f"    {K.emu_name}(a.X, a.W, a.P, a.ep0, a.ep1, a.Y, a.R, a.nb);\n") for K in kernels]
+    exe = emu_steps.finish_emulator(cxx, *emu_steps.start_emulator(cxx, "resd_emu", calls, tmp, a.sanitized))
     runner = Runner(exe, tmp)
     launches = []
     for K in kernels:
@@ -565,9 +445,7 @@ def main():
         else:
             print(f"ok: {describe(K, batch)}: {want.size} words")
     self_check(kernels[0], runner, rng)
-    if failures:
-        print(f"{len(failures)} failures")
-        sys.exit(1)
+    emu_steps.exit_on_failures()
 
 
 if __name__ == "__main__":
