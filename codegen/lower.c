@@ -4826,7 +4826,7 @@ static int lower_qconv(Lower *L, const Node *n) {
      * not the candidate before it (at first the rule's, candidate 0). */
     BnnQhaloAlt qa_alt[2];
     const int nalt = halo_body && tunable_alts(L, n, ncand)
-                         ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, chain, qa.f32, qa_alt)
+                         ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, chain, qa.gpu_f32, qa_alt)
                          : 0;
     for (int i = 0, prev = 0; i < nalt; i++) {
         BnnHaloCfg ha;

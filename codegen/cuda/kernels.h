@@ -308,13 +308,15 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
  * tile (docs/perf.md stop 31): 3x3 layers of at most 64 output pixels (7x7) gain 2-25 % on 8x8
  * tiles, of at most 256 (14x14) 3-35 % on 8x16; at 28x28 a chain that writes its f32 value
  * gains 6-24 % on 8x16, a threshold layer or a chain of codes alone gains 12-23 % at 16 and
- * loses up to 31 % at 256 (so the rule's tile again from 64 for such a chain; a threshold layer,
+ * loses up to 31 % at 256 (so the rule's tile again for such a chain from 128: it gains 5 % on
+ * 8x16 at 64 and loses 10 % at 128, 15 % at 256, docs/perf.md stop 41; a threshold layer,
  * since its codes are counted in the fragment layout, gains 22 % on 8x16 at 256 at stride 1 and
  * 5 % at stride 2: bnncc --tune and bench/qconv_bench.py, docs/perf.md stop 38); the 1x1 stride-2 downsample (f32
  * only) into 28x28 loses 1-5 % at 16 and 64 and gains 37 % at 256, into 14x14 it loses 15-22 %
- * up to 64; at 56x56 the threshold layers gain 2-13 % on 8x8, the chains nothing. A tile less
- * than half full of real pixels is not taken. chain: a qconv2d_chain; f32: it writes its f32
- * value. Returns how many. */
+ * up to 64 on 8x16 but gains 18 / 13 / 44 % at 64 / 128 / 256 on 8x8, into 7x7 11 / 7 / 20 % on
+ * 4x8 (stop 41); at 56x56 the threshold layers gain 2-13 % on 8x8, the chains nothing. A tile less
+ * than half full of real pixels is not taken. chain: a qconv2d_chain; f32: its GPU kernel writes
+ * its f32 value (not where only the CPU path reads it: lower.c plan_rcode). Returns how many. */
 typedef struct BnnQhaloAlt {
     int variant, from;
 } BnnQhaloAlt;
@@ -327,12 +329,16 @@ static inline int bnn_qhalo_batch_alts(int oh, int ow, int o, int kh, int kw, in
         tile[n] = 1, from[n++] = 16;
     else if (p <= 256 && !one)
         tile[n] = 0, from[n++] = 16;
+    else if (p <= 64 && one && chain && f32)
+        tile[n] = 2, from[n++] = 16;
+    else if (p <= 256 && one && chain && f32)
+        tile[n] = 1, from[n++] = 16;
     else if (p > 256 && p <= 1024 && one && chain && f32)
         tile[n] = 0, from[n++] = 64;
     else if (p <= 1024 && !one) {
         tile[n] = 0, from[n++] = 16;
         if (chain && !f32)
-            tile[n] = -1, from[n++] = 64;
+            tile[n] = -1, from[n++] = 128;
     } else if (p > 1024 && !one && !chain)
         tile[n] = 1, from[n++] = 16;
     if (n > 0 && tile[0] >= 0) { /* at least half full */
