@@ -62,6 +62,7 @@ typedef struct Lower {
     int nresd;            /* 1x1 downsample convs computed inside the conv that adds them (lower_bconv) */
     bool *rcode;          /* per node index: a qconv2d_chain that reads its residual as codes (plan_rcode) */
     bool *no_rcode_src;   /* per node index: a conv2d_chain that did not write a pool of codes */
+    signed char *may_nan; /* per value id: value_may_be_nan's answer, -1 until asked */
     bool stem_codes;      /* the conv2d_chain being lowered wrote a pool of codes (lower_conv2d_codes) */
     int nrcode;           /* qconv2d_chains whose GPU kernel thresholds by a residual code */
     bool batch_alts;      /* steps may get a batch alternative (new_batch_alt; tunable_alts) */
@@ -3871,10 +3872,13 @@ static double qchain_stage_bound(const Node *n) {
  * whose constants are clean, whose stages stay far from infinity and whose own residual is never
  * NaN is known not to be (the stem's float is NaN for NaN inputs). */
 static bool value_may_be_nan(const Lower *L, const Value *v) {
+    if (L->may_nan[v->id] >= 0) /* (the bound reads every weight: asked often, computed once) */
+        return L->may_nan[v->id];
     const Node *d = v->kind == VAL_NODE ? v->def : NULL;
-    if (!d || d->op != OP_QCONV2D_CHAIN || v->def_index != 0 || !qchain_clean(d) || !(qchain_stage_bound(d) < 1e30))
-        return true;
-    return d->nin == 4 && value_may_be_nan(L, d->in[3]);
+    bool nan = !d || d->op != OP_QCONV2D_CHAIN || v->def_index != 0 || !qchain_clean(d) ||
+               !(qchain_stage_bound(d) < 1e30) || (d->nin == 4 && value_may_be_nan(L, d->in[3]));
+    L->may_nan[v->id] = nan;
+    return nan;
 }
 
 /* The float of code c of a quantizer: ((c + lo) - zeropt) * scale, each operation rounded as the
@@ -4687,7 +4691,7 @@ static int lower_qconv_rcode(Lower *L, const Node *n, int cs, const BlobQconvPar
     char *body = xstrdup(strchr(st->k.defines, '\n') + 1);
     set_qconv_halo(st, body, &hc, O);
     L->nrcode++;
-    BnnQhaloAlt alts[2];
+    BnnQhaloAlt alts[2] = {{0, 0}, {0, 0}};
     int si = (int)(st - L->steps);
     const int nalt = tunable_alts(L, n, ncand) ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, 0, 0, alts) : 0;
     for (int i = -1, prev = 0; i < nalt; i++) {
@@ -5102,6 +5106,7 @@ static void free_lower(Lower *L) {
     free(L->done);
     free(L->rcode);
     free(L->no_rcode_src);
+    free(L->may_nan);
     free(L->ir_lines);
     free(L->ir_text);
     if (L->w)
@@ -5159,6 +5164,8 @@ static int lower_graph(Lower *L, const Graph *g, const CodegenOptions *o) {
     L->done = xcalloc((size_t)g->nnodes + 1, sizeof *L->done);
     L->rcode = xcalloc((size_t)g->nnodes + 1, sizeof *L->rcode);
     L->no_rcode_src = xcalloc((size_t)g->nnodes + 1, sizeof *L->no_rcode_src);
+    L->may_nan = xmalloc((size_t)g->nvalues + 1);
+    memset(L->may_nan, -1, (size_t)g->nvalues + 1);
     plan_rcode(L);
     split_ir_lines(L);
     int64_t dims[BLOB_MAX_RANK];

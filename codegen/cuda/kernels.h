@@ -324,7 +324,7 @@ static inline int bnn_qhalo_batch_alts(int oh, int ow, int o, int kh, int kw, in
                                        BnnQhaloAlt alt[2]) {
     const long p = (long)oh * ow;
     const int one = kh == 1 && kw == 1;
-    int tile[2], from[2], n = 0; /* a tile of bnn_halo_tiles (-1: the rule's) from a batch on */
+    int tile[2] = {0, 0}, from[2] = {0, 0}, n = 0; /* a tile of bnn_halo_tiles (-1: the rule's) from a batch on */
     if (p <= 64 && !one)
         tile[n] = 1, from[n++] = 16;
     else if (p <= 256 && !one)
