@@ -65,6 +65,7 @@ typedef struct Lower {
     signed char *may_nan; /* per value id: value_may_be_nan's answer, -1 until asked */
     bool stem_codes;      /* the conv2d_chain being lowered wrote a pool of codes (lower_conv2d_codes) */
     int nrcode;           /* qconv2d_chains whose GPU kernel thresholds by a residual code */
+    int ngap_codes;       /* global average pools whose GPU kernel reads a value's codes (lower_gap) */
     bool batch_alts;      /* steps may get a batch alternative (new_batch_alt; tunable_alts) */
     int nbatch_alts;      /* how many did, for --report */
     int nbeside_runs;     /* runs of steps beside others (mark_beside_runs), for --report */
@@ -3265,6 +3266,10 @@ static bool quant_float_of_code(const Node *n, const BlobQuantizeParams *qp) {
  * error. */
 static bool gpu_reads_float(const Lower *L, const Value *v);
 static bool gpu_writes_nan_flags(const Lower *L, const Value *v);
+static bool gap_reads_codes(const Lower *L, const Node *u, const Value *v);
+static const Node *rcode_source(const Lower *L, const Value *r);
+static int64_t image_ldw(int64_t channels);
+static int64_t code_planes(const Value *v);
 
 static int lower_conv2d_codes(Lower *L, const Node *n, BlobConv2dParams cp, const float *w, const Value *b) {
     const Value *x = n->in[0], *y = n->out[0], *codes = n->out[1], *chain = n->in[2];
@@ -3514,6 +3519,22 @@ static int lower_gap(Lower *L, const Node *n) {
     use_arena(L, st, BLOB_SLOT_IN, buf_of(L, x));
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.gap = (BlobGapParams){.channels = C, .spatial = S, .words = words};
+    if (!words && gap_reads_codes(L, n, x)) { /* the GPU's: x's codes (x0), its NaN flags in its buffer */
+        const Node *src = rcode_source(L, x);
+        const BlobQuantizeParams q = chain_quantizer(src, 0);
+        const int64_t ldw = image_ldw(C);
+        use_arena(L, st, BLOB_SLOT_X0, value_buf(L, src->out[1]));
+        float_kernel(L, st, "gap", C,
+                     str_printf("bnn_gap_codes<%lld>(item, j, (const unsigned *)x0, %s, (float *)out, %lld, %lld, "
+                                "%lld, %lld, %lld, %uu, %uu)",
+                                (long long)code_planes(src->out[1]),
+                                gpu_writes_nan_flags(L, x) ? "(const unsigned *)in" : "(const unsigned *)0",
+                                (long long)C, (long long)S, (long long)ldw,
+                                (long long)blob_image_plane_words(S, ldw), (long long)q.lo, (unsigned)q.scale_bits,
+                                (unsigned)q.zeropt_bits));
+        L->ngap_codes++;
+        return 0;
+    }
     float_kernel(L, st, "gap", C,
                  words ? str_printf("bnn_gap_bits(item, j, (const unsigned *)in, (float *)out, %lld, %lld, %lld)",
                                     (long long)C, (long long)S, (long long)words)
@@ -3892,14 +3913,16 @@ static float rcode_float(const BlobQuantizeParams *q, int64_t c) {
     return t * scale;
 }
 
-/* The layer whose codes hold residual r, where a qconv2d_chain can read them instead of r: r is
- * the dequantized float of a qconv2d_chain or of a conv2d_chain that writes a pool of codes (the
- * stem's), whose codes a qconv reads as image planes, with at most RCODE_MAX_PLANES planes and a
- * finite float for every code; else NULL. */
+/* The layer whose codes hold r, where a qconv2d_chain (or a global average pool) can read them
+ * instead of r: r is the dequantized float of a qconv2d_chain or of a conv2d_chain that writes a
+ * pool of codes (the stem's), whose codes a qconv reads as image planes (or which is itself in
+ * L->rcode: its kernel writes them), with at most RCODE_MAX_PLANES planes and a finite float for
+ * every code; else NULL. */
 static const Node *rcode_source(const Lower *L, const Value *r) {
     const Node *d = r->kind == VAL_NODE ? r->def : NULL;
     if (!d || r->def_index != 0 || (d->op != OP_QCONV2D_CHAIN && d->op != OP_CONV2D_CHAIN) || d->nout < 2 ||
-        !get_attr(d, "quant_bits") || !attr_int(d, "dequant", 0) || count_uses(L->g, d->out[1]) == 0 ||
+        !get_attr(d, "quant_bits") || !attr_int(d, "dequant", 0) ||
+        (count_uses(L->g, d->out[1]) == 0 && !(d->op == OP_QCONV2D_CHAIN && L->rcode[node_index(L->g, d)])) ||
         !is_image_codes(d->out[1]) || code_planes(d->out[1]) > RCODE_MAX_PLANES || L->no_rcode_src[node_index(L->g, d)])
         return NULL;
     BlobQuantizeParams q = chain_quantizer(d, 0);
@@ -3925,13 +3948,14 @@ static HaloLayer qconv_halo_layer(const Node *n, int resw) {
 
 /* Whether qconv2d_chain n could read its residual as codes, by itself: a GPU target and the halo
  * kernel, at most 3 levels out (the kernel's codes in the fragment layout), clean constants, its
- * codes read by qconvs only, its float no graph output, a residual of its own shape from
- * rcode_source, and the kernel's shared memory. */
+ * codes read by qconvs only (or by nothing: then a global average pool of its float reads them),
+ * its float no graph output, a residual of its own shape from rcode_source, and the kernel's
+ * shared memory. */
 static bool rcode_local_ok(Lower *L, const Node *n) {
     if (!L->min_sm || L->qconv_direct || n->dead || n->op != OP_QCONV2D_CHAIN || n->nin != 4 || n->nout < 2 ||
         !get_attr(n, "quant_bits") || attr_int(n, "groups", 1) != 1 || n->in[1]->kind != VAL_CONST ||
         n->in[2]->kind != VAL_CONST || !is_image_codes(n->in[0]) || is_output(L->g, n->out[0]) ||
-        is_output(L->g, n->out[1]) || count_uses(L->g, n->out[1]) == 0)
+        is_output(L->g, n->out[1]))
         return false;
     BlobQuantizeParams q = chain_quantizer(n, 0);
     if (q.hi - q.lo > 3 || !qchain_clean(n) || !(qchain_stage_bound(n) < 1e30))
@@ -3966,6 +3990,22 @@ static bool rcode_reader(const Lower *L, const Node *u, const Value *v) {
     return true;
 }
 
+/* Whether global average pool u reads v as its codes on the GPU (float_ops.cu bnn_gap_codes:
+ * each code's float, or NaN where v's producer flags one, summed in the CPU path's order): v has
+ * a rcode_source, and where v may be NaN its producer writes the flags. */
+static bool gap_reads_codes(const Lower *L, const Node *u, const Value *v) {
+    if (!L->min_sm || u->dead || u->op != OP_GLOBALAVGPOOL || u->in[0] != v || v->type.dtype != TY_F32 ||
+        v->type.rank != 4)
+        return false;
+    const Node *src = rcode_source(L, v);
+    return src && (!value_may_be_nan(L, v) || src->op == OP_CONV2D_CHAIN || L->rcode[node_index(L->g, src)]);
+}
+
+/* Whether u reads v as its codes on the GPU: a chain's residual, or a global average pool. */
+static bool reads_codes(const Lower *L, const Node *u, const Value *v) {
+    return rcode_reader(L, u, v) || gap_reads_codes(L, u, v);
+}
+
 /* Whether a GPU kernel reads value v as a float: it is a graph output, or a reader of it does
  * not read it as codes. */
 static bool gpu_reads_float(const Lower *L, const Value *v) {
@@ -3974,7 +4014,7 @@ static bool gpu_reads_float(const Lower *L, const Value *v) {
     for (int i = 0; i < L->g->nnodes; i++) {
         const Node *u = L->g->nodes[i];
         for (int j = 0; !u->dead && j < u->nin; j++)
-            if (u->in[j] == v && !rcode_reader(L, u, v))
+            if (u->in[j] == v && !reads_codes(L, u, v))
                 return true;
     }
     return false;
@@ -3986,7 +4026,7 @@ static bool gpu_writes_nan_flags(const Lower *L, const Value *v) {
     if (!value_may_be_nan(L, v))
         return false;
     for (int i = 0; i < L->g->nnodes; i++)
-        if (rcode_reader(L, L->g->nodes[i], v))
+        if (reads_codes(L, L->g->nodes[i], v))
             return true;
     return false;
 }
@@ -4540,7 +4580,9 @@ static int lower_qconv_chain(Lower *L, const Node *n, LStep *st, BlobQconvParams
     attr_ints(n, "div", div, (int)S, 0, NULL);
     attr_ints(n, "relu", relu, (int)S, 0, NULL);
     bool quant = get_attr(n, "quant_bits") != NULL;
-    bool want_codes = quant && (count_uses(L->g, codes) > 0 || is_output(L->g, codes));
+    /* (a layer that reads its residual as codes writes its codes also where only a global
+     * average pool of its float reads them: gap_reads_codes) */
+    bool want_codes = quant && (count_uses(L->g, codes) > 0 || is_output(L->g, codes) || L->rcode[L->node_index]);
     if (want_codes && image_codes_readers_ok(L, codes))
         return -1;
     bool want_f32 = !want_codes || count_uses(L->g, y) > 0 || is_output(L->g, y);
@@ -5670,6 +5712,10 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                                   "and compare their sum with levels picked by it (their float chains and the "
                                   "residual's float are CPU-only)\n",
                        L.nrcode);
+        if (L.ngap_codes)
+            buf_printf(o->report, "codegen: %d global average pools read the codes of a dequantized value in their "
+                                  "GPU kernel (its float is CPU-only)\n",
+                       L.ngap_codes);
         if (L.nqgemm_int8 + L.nqgemm_planes)
             buf_printf(o->report, "codegen: low-bit dense layers: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
                                   "(bgemm_planes.cu)%s\n",

@@ -8,8 +8,10 @@ equal numpy's reading of the format: the OR of the window's real pixels' words, 
 channels of the mask, 0 where a pixel of the window has its NaN flag, 0 past `words`.
 bnn_codepool the same way on random code planes (1 to 3 planes, some channels past C): each
 channel's largest code over the window as image planes, 0 with a NaN flag, and the quantizer's
-float ((code + lo) - zeropt) * scale, NaN there (rt_cpu.c run_code_pool). Exit 77 (skipped)
-without a C++ compiler.
+float ((code + lo) - zeropt) * scale, NaN there (rt_cpu.c run_code_pool), or instead the NaN
+flags (lower.c plan_rcode). bnn_gap_codes (the global average pool of a dequantized value read
+from its codes) on random code planes and NaN flags: each channel's mean of those floats summed
+in order, as rt_cpu.c run_gap sums the floats. Exit 77 (skipped) without a C++ compiler.
 
     bitpool_emu.py"""
 import os
@@ -42,6 +44,21 @@ CODE_CASES = [(2, 16, 2, 9, 7, 3, 3, 2, 1, 0, 0.25, 0.0, True),
               (1, 64, 1, 5, 8, 3, 2, 1, 1, 0, 0.5, 0.0, False),
               (2, 40, 2, 11, 5, 3, 3, 2, 1, -2, 0.3, -0.5, True),
               (2, 70, 2, 7, 9, 3, 3, 2, 1, 0, 0.5, 0.0, False)]
+
+
+# The device functions' CUDA names as host C++ (each float operation rounded on its own: volatile)
+HOST_PRELUDE = """#include <cmath>
+#include <cstdio>
+#include <cstring>
+typedef long long bnn_i64;
+#define __device__
+#define __forceinline__ inline
+static float __uint_as_float(unsigned b) { float f; std::memcpy(&f, &b, 4); return f; }
+static float __int_as_float(int b) { float f; std::memcpy(&f, &b, 4); return f; }
+static float __fsub_rn(float a, float b) { volatile float r = a - b; return r; }
+static float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
+static float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
+static float __fdiv_rn(float a, float b) { volatile float r = a / b; return r; }"""
 
 
 def device_function(src, name="bnn_bitpool", template="template <int KH, int KW, int WORDS, int NANF, int OUTW>"):
@@ -92,16 +109,7 @@ def code_cases(cxx, src, rng, tmp):
         x = np.concatenate([x, flags], axis=-1)
         sb, zb = (int(np.float32(v).view(np.uint32)) for v in (scale, zero))
         arr = lambda a: ", ".join(f"{int(v)}u" for v in a.reshape(-1))
-        prog = f"""#include <cmath>
-#include <cstdio>
-#include <cstring>
-typedef long long bnn_i64;
-#define __device__
-#define __forceinline__ inline
-static float __uint_as_float(unsigned b) {{ float f; std::memcpy(&f, &b, 4); return f; }}
-static float __int_as_float(int b) {{ float f; std::memcpy(&f, &b, 4); return f; }}
-static float __fsub_rn(float a, float b) {{ volatile float r = a - b; return r; }}
-static float __fmul_rn(float a, float b) {{ volatile float r = a * b; return r; }}
+        prog = f"""{HOST_PRELUDE}
 {fn}
 static const unsigned X[] = {{{arr(x)}}};
 static unsigned Y[{n * planes * plane}];
@@ -142,6 +150,69 @@ int main() {{
                   f"{f' ({gf[badf[0]]:08x}, want {fbits.reshape(-1)[badf[0]]:08x})' if len(badf) else ''}")
         print(f"{'ok' if ok else 'FAIL'}: codes {ci}: {n}x{h}x{w}, {c} channels, {planes} planes, {kh}x{kw}/{s} pad {p}"
               f"{', float out' if f32 else ', NaN flags out'}")
+        failures += not ok
+    return failures
+
+
+# (batch, channels, pixels, planes, lo, scale, zeropt, NaN flags): the w1a2 ResNet-18's last block
+# (512 channels at 7x7), the tiny one's (160 at 1x1), and odd shapes
+GAP_CASES = [(2, 512, 49, 2, 0, 0.25, 0.0, False), (3, 160, 1, 2, 0, 0.25, 0.0, True),
+             (2, 70, 13, 3, -4, 0.3, 1.0, True), (1, 40, 9, 1, 0, 0.5, -0.5, False)]
+
+
+def gap_cases(cxx, src, rng, tmp):
+    fn = device_function(src, "bnn_gap_codes", "template <int QP>")
+    failures = 0
+    for ci, (n, c, S, planes, lo, scale, zero, nan) in enumerate(GAP_CASES):
+        ldw = image_ldw(c)
+        plane = (S * ldw + 7) // 8 * 8
+        codes = rng.integers(0, 1 << planes, (n, S, c))
+        x = np.zeros((n, planes, plane), np.uint32)
+        for q in range(planes):
+            bits = ((codes >> q) & 1).astype(np.uint64)
+            for ch in range(c):
+                x[:, q, np.arange(S) * ldw + ch // 32] |= (bits[:, :, ch] << (ch % 32)).astype(np.uint32)
+        flag = rng.random((n, S, c)) < 0.03 if nan else np.zeros((n, S, c), bool)
+        nf = np.zeros((n, c * S), np.uint32)  # item stride c * S words, a pixel's ldw words at s * ldw
+        for ch in range(c):
+            nf[:, np.arange(S) * ldw + ch // 32] |= (flag[:, :, ch].astype(np.uint64) << (ch % 32)).astype(np.uint32)
+        v = (np.float32(codes + lo) - np.float32(zero)) * np.float32(scale)
+        v = np.where(flag, np.float32(np.nan), v).astype(np.float32)
+        want = np.zeros((n, c), np.float32)
+        for s_ in range(S):  # in order, one rounding an add, as the CPU path
+            want = (want + v[:, s_, :]).astype(np.float32)
+        want = (want / np.float32(S)).astype(np.float32)
+        sb, zb = (int(np.float32(t).view(np.uint32)) for t in (scale, zero))
+        arr = lambda a: ", ".join(f"{int(t)}u" for t in a.reshape(-1))
+        prog = f"""{HOST_PRELUDE}
+{fn}
+static const unsigned X[] = {{{arr(x)}}};
+static const unsigned N[] = {{{arr(nf)}}};
+static float Y[{n * c}];
+int main() {{
+    for (bnn_i64 item = 0; item < {n}; item++)
+        for (int j = 0; j < {c}; j++)
+            bnn_gap_codes<{planes}>(item, j, X, {"N" if nan else "nullptr"}, Y, {c}, {S}, {ldw}, {plane}, {lo}, {sb}u,
+                                    {zb}u);
+    for (float v : Y) {{ unsigned u; std::memcpy(&u, &v, 4); std::printf("%u\\n", v != v ? 0x7fc00000u : u); }}
+}}
+"""
+        cc, exe = os.path.join(tmp, f"gap{ci}.cc"), os.path.join(tmp, f"gap{ci}")
+        with open(cc, "w") as fh:
+            fh.write(prog)
+        r = subprocess.run([cxx, "-std=c++17", "-O1", "-ffp-contract=off", cc, "-o", exe], capture_output=True,
+                           text=True)
+        if r.returncode:
+            sys.exit(f"FAIL: compiling gap case {ci}:\n{r.stderr[-2000:]}")
+        got = np.array([int(t) for t in subprocess.run([exe], capture_output=True, text=True,
+                                                       check=True).stdout.split()], np.uint64).astype(np.uint32)
+        wbits = np.where(np.isnan(want), np.uint32(0x7fc00000), want.view(np.uint32)).reshape(-1)
+        ok = np.array_equal(got, wbits) and (not nan or np.isnan(want).any())
+        if not ok:
+            bad = np.nonzero(got != wbits)[0]
+            print(f"  means differ at {bad[:5]}")
+        print(f"{'ok' if ok else 'FAIL'}: gap of codes {ci}: {n} x {c} channels x {S} pixels, {planes} planes"
+              f"{', NaN flags' if nan else ''}")
         failures += not ok
     return failures
 
@@ -219,6 +290,8 @@ int main() {{
             failures += not ok
         failures += code_cases(cxx, open(os.path.join(SRC, "codegen", "cuda", "kernels", "float_ops.cu")).read(),
                                rng, tmp)
+        failures += gap_cases(cxx, open(os.path.join(SRC, "codegen", "cuda", "kernels", "float_ops.cu")).read(),
+                              rng, tmp)
     print("all ok" if not failures else f"{failures} failure(s)")
     sys.exit(1 if failures else 0)
 

@@ -15,8 +15,9 @@ QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resn
   (its quant is the stem's `conv2d_chain`'s).
 - The plan has at most PLAN_STEPS_MAX GPU steps (112 steps before qconv2d_chain, at fc0de86; 24
   now, not counting batch alternatives: the stem's and its fixup's, the classifier's, the 8x8
-  qconvs'; nor the CPU-only float chains of the 4 block convs whose GPU kernels read their
-  residual as codes, which --report counts), and starts with the stem's conv (writing codes),
+  qconvs'; nor the CPU-only float chains of the 5 block convs whose GPU kernels read their
+  residual as codes, which --report counts, as it counts the global pool that reads the last
+  block's codes), and starts with the stem's conv (writing codes),
   its fixup and the max-pool of codes, with no affine, relu or quantize step anywhere.
 - bnncc -O3 compiles it for sm_90a and sm_80 (both CUBIN sections non-empty), and no qconv
   kernel of either has a stack frame or spills (its --report's `codegen: sm_...` lines).
@@ -110,10 +111,11 @@ def resnet(tmp, device):
     if not lines or steps > PLAN_STEPS_MAX:
         return fail(f"{name}: {steps} GPU plan steps, want at most {PLAN_STEPS_MAX}")
     rc = re.search(r"^codegen: (\d+) low-bit convolutions read their residual as its codes", p.stderr, re.M)
-    if not rc or rc.group(1) != "4":
+    gap = re.search(r"^codegen: (\d+) global average pools read the codes of a dequantized value", p.stderr, re.M)
+    if not rc or rc.group(1) != "5" or not gap or gap.group(1) != "1":
         return fail(f"{name}: --report counts {rc.group(1) if rc else 'no'} convs reading their residual as "
-                    f"codes, want 4 (stages 1-3's second blocks, stage 1's first: the last block's float is "
-                    f"read by the pool)")
+                    f"codes and {gap.group(1) if gap else 'no'} pools reading codes, want 5 (every block's second "
+                    f"conv, stage 1's first) and 1 (the global pool of the last block's value)")
     print(f"{name}: {steps} plan steps at -O3 ({PLAN_STEPS_BEFORE} before qconv2d_chain), "
           f"{len(lines) - steps} batch alternatives")
     # The stem (conv, batch-norm, relu, max-pool, quant) is one conv2d_chain with a quantizer:

@@ -277,6 +277,29 @@ __device__ __forceinline__ void bnn_gap(bnn_i64 item, int j, const float *x, flo
     y[item * channels + j] = __fdiv_rn(acc, (float)spatial);
 }
 
+// The same over a dequantized value's codes (lower.c plan_rcode: the GPU writes no float for it):
+// QP image planes of `plane` words an item, [spatial][ldw] words each, and where nanf is not null
+// the NaN flags (one such plane at item stride channels * spatial words); element s of channel j
+// is ((code + lo) - zeropt) * scale, NaN where flagged: the float the CPU path sums, in its order.
+template <int QP>
+__device__ __forceinline__ void bnn_gap_codes(bnn_i64 item, int j, const unsigned *x, const unsigned *nanf, float *y,
+                                              int channels, int spatial, int ldw, int plane, int lo,
+                                              unsigned scale_bits, unsigned zero_bits) {
+    const float scale = __uint_as_float(scale_bits), zero = __uint_as_float(zero_bits);
+    x += item * QP * plane + j / 32;
+    if (nanf) nanf += item * channels * spatial + j / 32;
+    float acc = 0.0f;
+    for (int s = 0; s < spatial; ++s) {
+        int code = 0;
+#pragma unroll
+        for (int q = 0; q < QP; ++q) code |= (int)(x[q * plane + s * ldw] >> (j % 32) & 1u) << q;
+        const float v = nanf && (nanf[s * ldw] >> (j % 32) & 1u) ? __int_as_float(0x7fffffff)
+                                                                  : __fmul_rn(__fsub_rn((float)(code + lo), zero), scale);
+        acc = __fadd_rn(acc, v);
+    }
+    y[item * channels + j] = __fdiv_rn(acc, (float)spatial);
+}
+
 // The same over b1 NHWC-packed words (words a pixel), bit 1 = +1, bit 0 = -1: the float sum of
 // the +-1 values in order is the integer 2 * ones - spatial exactly (spatial < 2^24).
 __device__ __forceinline__ void bnn_gap_bits(bnn_i64 item, int j, const unsigned *x, float *y, int channels,
