@@ -25,6 +25,11 @@ QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resn
   inputs are byte-identical to `bnnrun --reference` on the ONNX model; on a GPU also at batch 5
   with NaN and infinite pixels (which the reference's Quant refuses) to the CPU path's, so
   that the residuals' NaN flags are exercised.
+- With one batch-norm gamma of stage 1's first block set to 0 (a zero factor in its chain: its
+  value may be NaN where the stem's is, and its chain is no step function of the sum), that block
+  and the second one, whose residual it is, keep their float chains on the GPU: --report counts
+  3 layers that read their residual as codes, not 5; the blob still equals the reference (and on
+  a GPU, with NaN and infinite pixels, the CPU path).
 - A max-pool of a signed quant of zero point 0 (which gives -0.0, so the pool would see the
   zero's sign) keeps the quant before the pool: the conv after it stays float, and the blob
   still equals the reference bit for bit.
@@ -165,6 +170,50 @@ def resnet(tmp, device):
           f"at batches {', '.join(map(str, batches))}")
 
 
+def unclean_block(tmp, device):
+    """A zero batch-norm gamma in stage 1's first block: no thresholds by a residual code there
+    (lower.c qchain_clean), nor in the block after it (its residual may be NaN, and no GPU
+    kernel writes the flags)."""
+    import onnx
+    from onnx import numpy_helper
+    name = "w1a2resnet18_tiny"
+    m = qonnx_resnet.make(name)
+    conv = next(n for n in m.graph.node if n.op_type == "Conv" and n.name == "Conv_31")
+    bn = next(n for n in m.graph.node if n.op_type == "BatchNormalization" and n.input[0] == conv.output[0])
+    init = next(i for i in m.graph.initializer if i.name == bn.input[1])
+    gamma = numpy_helper.to_array(init).copy()
+    gamma[3] = 0.0
+    init.CopyFrom(numpy_helper.from_array(gamma, init.name))
+    model, blob = os.path.join(tmp, "unclean.onnx"), os.path.join(tmp, "unclean.bin")
+    onnx.save(m, model)
+    p = run([BNNCC, "-O3", "--report", model, "-o", blob])
+    if p.returncode:
+        return fail(f"unclean block: bnncc -O3: {p.stderr.strip()}")
+    rc = re.search(r"^codegen: (\d+) low-bit convolutions read their residual as its codes", p.stderr, re.M)
+    if not rc or rc.group(1) != "3":
+        return fail(f"unclean block: --report counts {rc.group(1) if rc else 'no'} convs reading their residual "
+                    f"as codes, want 3 (stage 1's two blocks keep their float chains)")
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3,) + qonnx_resnet.shape(name)).astype(np.float32)
+    why = same_as_reference(tmp, "unclean", model, blob, device, x)
+    if why:
+        return fail(f"unclean block ({device}): {why}")
+    if device == "gpu":
+        x[0, 0, 3, 4], x[2, 1, 10:12, 7] = np.nan, np.inf
+        xin, got = os.path.join(tmp, "unclean_nan.npy"), {}
+        np.save(xin, x)
+        for dev in ("cpu", "gpu"):
+            out = os.path.join(tmp, f"unclean_{dev}.npy")
+            p = run([BNNRUN, blob, "--device", dev, "--input", xin, "--output", out])
+            if p.returncode:
+                return fail(f"unclean block: bnnrun --device {dev}: {p.stderr.strip()}")
+            got[dev] = np.load(out)
+        if got["cpu"].tobytes() != got["gpu"].tobytes():
+            return fail("unclean block: NaN and inf pixels: GPU differs from the CPU path")
+    print(f"ok: a zero gamma keeps stage 1's blocks on their float chains (3 read codes); model.bin ({device}) "
+          f"equals the reference")
+
+
 def patched_chain(blob, out, params=(), words=()):
     """A copy of blob whose first qconv step with the float chain (kind 20, epi 3) has
     params[i] = v and descriptor word i (p1, in the weights) = v, checksums recomputed."""
@@ -254,10 +303,11 @@ def main():
             print("skipped: no GPU or no NVIDIA driver")
             sys.exit(77)
         resnet(tmp, a.device)
+        unclean_block(tmp, a.device)
         signed_pool(tmp, a.device)
         if a.device == "cpu":
             batch_alternatives(tmp)
-    checks = 3 if a.device == "cpu" else 2
+    checks = 4 if a.device == "cpu" else 3
     print(f"{checks - len(failures)} passed, {len(failures)} failed")
     sys.exit(1 if failures else 0)
 
