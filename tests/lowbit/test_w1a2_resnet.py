@@ -81,6 +81,25 @@ def same_as_reference(tmp, name, model, blob, device, x):
     return None
 
 
+def nan_pixels_gpu_equals_cpu(tmp, tag, blob, x):
+    """None when blob's GPU outputs on x with a NaN, an inf and a -inf pixel set (which the
+    reference's Quant refuses) equal the CPU path's byte for byte, else why not."""
+    x = np.array(x, np.float32)
+    x[0, 0, 3, 4], x[min(2, len(x) - 1), 1, 10:12, 7], x[-1, 2, 20, 20:23] = np.nan, np.inf, -np.inf
+    xin, got = os.path.join(tmp, f"{tag}_x.npy"), {}
+    np.save(xin, x)
+    for dev in ("cpu", "gpu"):
+        out = os.path.join(tmp, f"{tag}_{dev}.npy")
+        p = run([BNNRUN, blob, "--device", dev, "--input", xin, "--output", out])
+        if p.returncode:
+            return f"bnnrun --device {dev} on NaN and inf pixels: {p.stderr.strip()}"
+        got[dev] = np.load(out)
+    if got["cpu"].tobytes() != got["gpu"].tobytes():
+        return (f"NaN and inf pixels: GPU differs from the CPU path in "
+                f"{int((got['cpu'].view(np.uint32) != got['gpu'].view(np.uint32)).sum())} outputs")
+    return None
+
+
 def ir_ops(model):
     """The -O3 IR's op names, one per node line (None and the error if bnncc fails)."""
     p = run([BNNCC, "-O3", model, "--emit=ir", "-o", "-"])
@@ -151,19 +170,9 @@ def resnet(tmp, device):
         if why:
             return fail(f"{name} batch {batch} ({device}): {why}")
     if device == "gpu":
-        x = rng.standard_normal((5,) + qonnx_resnet.shape(name)).astype(np.float32)
-        x[0, 0, 3, 4], x[2, 1, 10:12, 7], x[4, 2, 20, 20:23] = np.nan, np.inf, -np.inf
-        xin, got = os.path.join(tmp, "nan_x.npy"), {}
-        np.save(xin, x)
-        for dev in ("cpu", "gpu"):
-            out = os.path.join(tmp, f"nan_{dev}.npy")
-            p = run([BNNRUN, blob, "--device", dev, "--input", xin, "--output", out])
-            if p.returncode:
-                return fail(f"{name}: bnnrun --device {dev} on NaN and inf pixels: {p.stderr.strip()}")
-            got[dev] = np.load(out)
-        if got["cpu"].tobytes() != got["gpu"].tobytes():
-            return fail(f"{name}: NaN and inf pixels: GPU differs from the CPU path in "
-                        f"{int((got['cpu'].view(np.uint32) != got['gpu'].view(np.uint32)).sum())} outputs")
+        why = nan_pixels_gpu_equals_cpu(tmp, "nan", blob, rng.standard_normal((5,) + qonnx_resnet.shape(name)))
+        if why:
+            return fail(f"{name}: {why}")
         print(f"ok: {name}: NaN and inf pixels, GPU = CPU path byte for byte")
     refused_chains(tmp, blob, os.path.join(tmp, f"{name}_x.npy"))
     print(f"ok: {name}: 8 qconv2d and 11 qconv2d_chain, model.bin ({device}) identical to the reference "
@@ -199,17 +208,9 @@ def unclean_block(tmp, device):
     if why:
         return fail(f"unclean block ({device}): {why}")
     if device == "gpu":
-        x[0, 0, 3, 4], x[2, 1, 10:12, 7] = np.nan, np.inf
-        xin, got = os.path.join(tmp, "unclean_nan.npy"), {}
-        np.save(xin, x)
-        for dev in ("cpu", "gpu"):
-            out = os.path.join(tmp, f"unclean_{dev}.npy")
-            p = run([BNNRUN, blob, "--device", dev, "--input", xin, "--output", out])
-            if p.returncode:
-                return fail(f"unclean block: bnnrun --device {dev}: {p.stderr.strip()}")
-            got[dev] = np.load(out)
-        if got["cpu"].tobytes() != got["gpu"].tobytes():
-            return fail("unclean block: NaN and inf pixels: GPU differs from the CPU path")
+        why = nan_pixels_gpu_equals_cpu(tmp, "unclean_nan", blob, x)
+        if why:
+            return fail(f"unclean block: {why}")
     print(f"ok: a zero gamma keeps stage 1's blocks on their float chains (3 read codes); model.bin ({device}) "
           f"equals the reference")
 
