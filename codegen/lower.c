@@ -4643,13 +4643,27 @@ static void set_qconv_halo(LStep *st, const char *body, const BnnHaloCfg *hc, in
 /* What a qconv kernel's arguments depend on: (X, W, rows, T, dir, Y), or for the chain (X, W,
  * rows, EP, R, Yf, Y), a null for R without a residual, for Yf or Y where that output is not
  * written (Y in the f32 output's slot when it is the only one), and for Yf where the step writes
- * the f32 for the CPU path only (gpu_f32 false: no GPU kernel reads it, plan_rcode). */
+ * the f32 for the CPU path only (gpu_f32 false: no GPU kernel reads it, plan_rcode); or with
+ * rcode (lower_qconv_rcode's kernel) (X, W, rows, T, R, RN, Y, YN), RN and YN null where the
+ * step has no x0 / x1. */
 typedef struct QconvArgs {
     int64_t rows; /* GEMM rows a batch item: its output pixels */
-    bool chain, res, f32, codes, gpu_f32;
+    bool chain, res, f32, codes, gpu_f32, rcode;
 } QconvArgs;
 
 static void add_qconv_args(LStep *st, const QconvArgs *a) {
+    if (a->rcode) {
+        static const int ptr[8] = {BLOB_SLOT_IN, BLOB_SLOT_W, -1, BLOB_SLOT_P0, BLOB_SLOT_IN2, BLOB_SLOT_X0,
+                                   BLOB_SLOT_OUT, BLOB_SLOT_X1};
+        for (int i = 0; i < 8; i++)
+            if (ptr[i] < 0)
+                blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, a->rows);
+            else if (st->s.slot[ptr[i]].space != BLOB_SPACE_NONE)
+                blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)ptr[i], 0);
+            else
+                blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
+        return;
+    }
     if (!a->chain) {
         add_planes_args(st, a->rows);
         return;
@@ -4665,6 +4679,24 @@ static void add_qconv_args(LStep *st, const QconvArgs *a) {
             blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slots[i], 0);
         else
             blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
+}
+
+/* The batch alternatives of qconv step si (bnn_qhalo_batch_alts' alts, nalt of them): each the
+ * halo kernel on its tile, where that tile is not the candidate before it (at first the rule's,
+ * candidate 0), with the layer's defines body and the step's arguments qa. */
+static void add_qconv_batch_alts(Lower *L, int si, const char *body, const HaloLayer *hl, int64_t O,
+                                 const BnnQhaloAlt *alts, int nalt, const QconvArgs *qa) {
+    for (int i = 0, prev = 0; i < nalt; i++) {
+        BnnHaloCfg ha;
+        if (alts[i].variant == prev || qconv_halo_variant(alts[i].variant, hl, &ha) != 0)
+            continue;
+        prev = alts[i].variant;
+        LStep *alt = new_batch_alt(L, si, (uint32_t)alts[i].from);
+        name_kernel(L, alt, "qconv");
+        alt->k.family = KERNEL_QCONV;
+        set_qconv_halo(alt, body, &ha, O);
+        add_qconv_args(alt, qa);
+    }
 }
 
 /* A qconv kernel's defines for the layer qp (kernel name, geometry, planes, epilogue), then tail. */
@@ -4733,31 +4765,11 @@ static int lower_qconv_rcode(Lower *L, const Node *n, int cs, const BlobQconvPar
     char *body = xstrdup(strchr(st->k.defines, '\n') + 1);
     set_qconv_halo(st, body, &hc, O);
     L->nrcode++;
+    const QconvArgs qa = {.rows = qp.oh * qp.ow, .rcode = true};
+    add_qconv_args(st, &qa);
     BnnQhaloAlt alts[2] = {{0, 0}, {0, 0}};
-    int si = (int)(st - L->steps);
     const int nalt = tunable_alts(L, n, ncand) ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, 0, 0, alts) : 0;
-    for (int i = -1, prev = 0; i < nalt; i++) {
-        LStep *k = &L->steps[si];
-        if (i >= 0) {
-            BnnHaloCfg ha;
-            if (alts[i].variant == prev || qconv_halo_variant(alts[i].variant, &hl, &ha) != 0)
-                continue;
-            prev = alts[i].variant;
-            k = new_batch_alt(L, si, (uint32_t)alts[i].from);
-            name_kernel(L, k, "qconv");
-            k->k.family = KERNEL_QCONV;
-            set_qconv_halo(k, body, &ha, O);
-        }
-        static const int ptr[8] = {BLOB_SLOT_IN, BLOB_SLOT_W, -1, BLOB_SLOT_P0, BLOB_SLOT_IN2, BLOB_SLOT_X0,
-                                   BLOB_SLOT_OUT, BLOB_SLOT_X1};
-        for (int a = 0; a < 8; a++)
-            if (a == 2)
-                blob_step_add_arg(&k->s, BLOB_ARG_BATCH, 0, qp.oh * qp.ow);
-            else if (k->s.slot[ptr[a]].space != BLOB_SPACE_NONE)
-                blob_step_add_arg(&k->s, BLOB_ARG_PTR, (uint32_t)ptr[a], 0);
-            else
-                blob_step_add_arg(&k->s, BLOB_ARG_I64, 0, 0);
-    }
+    add_qconv_batch_alts(L, (int)(st - L->steps), body, &hl, O, alts, nalt, &qa);
     free(body);
     return 0;
 }
@@ -4851,10 +4863,7 @@ static int lower_qconv(Lower *L, const Node *n) {
      * (or with --qconv=direct) the direct kernel. Same operands, arguments and results either
      * way. */
     BnnHaloCfg hc;
-    int nacc = (int)(qp.wsigned && !qp.bipolar ? qp.xb + qp.wb - 2 + qp.xb : qp.xb + qp.wb - 1);
-    HaloLayer hl = {.c = (int)C, .oh = (int)OH, .ow = (int)OW, .o = (int)O, .kh = (int)KH, .kw = (int)KW,
-                    .sh = (int)s[0], .sw = (int)s[1], .dh = (int)d[0], .dw = (int)d[1], .xb = (int)xb,
-                    .wb = (int)qp.wb, .nacc = nacc, .resw = chain && n->nin == 4 ? 33 : 0};
+    const HaloLayer hl = qconv_halo_layer(n, chain && n->nin == 4 ? 33 : 0);
     int ncand = 0;
     char *halo_body = NULL; /* the layer's defines after QC_NAME, for a batch alternative too */
     if (!L->qconv_direct && choose_halo(L, st, BNN_QHALO_VARIANTS, qconv_halo_variant, &hl, &hc, &ncand) == 0) {
@@ -4868,25 +4877,12 @@ static int lower_qconv(Lower *L, const Node *n) {
     const QconvArgs qa = {.rows = OH * OW, .chain = chain, .res = n->nin == 4, .f32 = f32_buf >= 0,
                           .codes = codes_buf >= 0, .gpu_f32 = f32_buf >= 0 && gpu_reads_float(L, y)};
     add_qconv_args(st, &qa);
-    /* The tiles of larger batches (bnn_qhalo_batch_alts): each a batch alternative where it is
-     * not the candidate before it (at first the rule's, candidate 0). */
+    /* The tiles of larger batches (bnn_qhalo_batch_alts) */
     BnnQhaloAlt qa_alt[2];
     const int nalt = halo_body && tunable_alts(L, n, ncand)
                          ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, chain, qa.gpu_f32, qa_alt)
                          : 0;
-    for (int i = 0, prev = 0; i < nalt; i++) {
-        BnnHaloCfg ha;
-        if (qa_alt[i].variant == prev || qconv_halo_variant(qa_alt[i].variant, &hl, &ha) != 0)
-            continue;
-        prev = qa_alt[i].variant;
-        int si = (int)(st - L->steps);
-        LStep *alt = new_batch_alt(L, si, (uint32_t)qa_alt[i].from);
-        st = &L->steps[si];
-        name_kernel(L, alt, "qconv");
-        alt->k.family = KERNEL_QCONV;
-        set_qconv_halo(alt, halo_body, &ha, O);
-        add_qconv_args(alt, &qa);
-    }
+    add_qconv_batch_alts(L, (int)(st - L->steps), halo_body, &hl, O, qa_alt, nalt, &qa);
     free(halo_body);
     return 0;
 }
