@@ -2877,6 +2877,16 @@ enum { STEM_FIXWIN_BATCH = 3, FIXWIN_SMEM_MAX = 100 * 1024, FIXWIN_SMEM_4 = 56 *
  * alike (docs/perf.md stop 30). */
 enum { FIXWIN_TPB = 4, FIXWIN_MANY_BATCH = 32 };
 
+/* From FIXWIN_GW_BATCH those lists go to bnn_conv2d_bits_fixwin_gw: a tile a block of
+ * FIXWIN_GW_THREADS threads, the weights read as [K][O] from global memory (slot P1) instead of
+ * staged, so that FIXWIN_GW_BLOCKS blocks (64 registers) fit an SM, where the shared weights
+ * left room for four: its time is each tile's copies and one chain of 147 adds, so more tiles in
+ * flight. w1a2 ResNet-18 on an H200: the fixup at batch 256 0.206 -> 0.161 ms, the model -1.7 %,
+ * -0.6 % at 128; taken at every batch it was the same at 64, +1 % at 8 and +8 % at 1 (the
+ * weights' first reads from the L2). Bits stems keep bnn_conv2d_bits_fixup (XNOR ResNet-18 +2 to
+ * +6 % with this from batch 8). docs/perf.md stop 42. */
+enum { FIXWIN_GW_BATCH = 128, FIXWIN_GW_THREADS = 128, FIXWIN_GW_BLOCKS = 8 };
+
 /* The input window of a staged-window block's 8 x 16 output pixels: sr rows x sc columns
  * (BnnConvMma::SR, SC). */
 static void stem_window(const BlobConv2dParams *cp, int64_t *sr, int64_t *sc) {
@@ -2993,6 +3003,14 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     int64_t fix_smem = ((cp->o * k + 3) / 4 * 4 + cp->c * sr * ((sc + 6) / 4 * 4) + list_words) * 4;
     if (win && op == 64 && L->batch_alts && fix_smem <= FIXWIN_SMEM_MAX) {
         int fi = (int)(fx - L->steps);
+        if (cp->levels) { /* bnn_conv2d_bits_fixwin_gw's weights [K][O] (the alternatives share slots) */
+            float *wt = xmalloc((size_t)(k * cp->o) * 4);
+            for (int64_t o = 0; o < cp->o; o++)
+                for (int64_t i = 0; i < k; i++)
+                    wt[i * cp->o + o] = w[o * k + i];
+            fx->s.slot[BLOB_SLOT_P1] = put_weights(L, wt, (size_t)(k * cp->o) * 4);
+            free(wt);
+        }
         BlobGridDim win_grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
         tile_kernel(L, fx, "stemfix", xstrdup(fix_cfg), "bnn_conv2d_bits_fixwin", fix_args, win_grid, 256,
                     fix_smem, 1);
@@ -3005,9 +3023,19 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
         if (cp->levels) { /* codes: from FIXWIN_MANY_BATCH the same kernel, FIXWIN_TPB tiles a block */
             fx = new_batch_alt(L, fi, FIXWIN_MANY_BATCH);
             BlobGridDim many_grid[3] = {{0, (uint32_t)tiles, FIXWIN_TPB}, {1, 0, 1}, {1, 0, 1}};
-            tile_kernel(L, fx, "stemfix", fix_cfg, "bnn_conv2d_bits_fixwin", fix_args, many_grid, 256, fix_smem, 1);
+            tile_kernel(L, fx, "stemfix", xstrdup(fix_cfg), "bnn_conv2d_bits_fixwin", fix_args, many_grid, 256,
+                        fix_smem, 1);
             fx->k.waits_itself = true;
             fx->k.min_blocks = fix_blocks;
+            /* from FIXWIN_GW_BATCH a tile a block of FIXWIN_GW_THREADS, the weights [K][O] in P1 */
+            fx = new_batch_alt(L, fi, FIXWIN_GW_BATCH);
+            static const char gw_args[] = "(const float *)in, (const float *)p0, (unsigned *)out, (const float *)p1, "
+                                          "(const float *)in2, (const unsigned *)x0";
+            BlobGridDim gw_grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
+            tile_kernel(L, fx, "stemfix", fix_cfg, "bnn_conv2d_bits_fixwin_gw", gw_args, gw_grid, FIXWIN_GW_THREADS,
+                        fix_smem - (cp->o * k + 3) / 4 * 4 * 4, 1);
+            fx->k.waits_itself = true;
+            fx->k.min_blocks = FIXWIN_GW_BLOCKS;
             return;
         }
         fx = new_batch_alt(L, fi, STEM_FIXWIN_BATCH);

@@ -143,6 +143,12 @@ template <class F> static void emu_fixwin(const EmuArgs &a) {
                                   (const float *)a.ep1, (const unsigned *)a.Yb);
 }
 
+template <class F> static void emu_fixwin_gw(const EmuArgs &a) { // R: the weights [K][O]
+    if constexpr (F::WIN && BnnConvMma<F>::NT == 1)
+        bnn_conv2d_bits_fixwin_gw<F>(a.nb, (const float *)a.X, (const float *)a.ep0, (unsigned *)a.Y,
+                                     (const float *)a.R, (const float *)a.ep1, (const unsigned *)a.Yb);
+}
+
 static std::vector<unsigned char> read_file(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -255,6 +261,7 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
         }
         unsigned long long fix_overrun = 0;
         size_t differ4 = 0; // fixwin's window a float a copy: the input one float past 16-byte alignment
+        size_t differg = 0; // bnn_conv2d_bits_fixwin_gw's words against fixwin's
         if constexpr (F::WIN && T::NT == 1) {
             if (win_fix) {
                 const std::vector<unsigned> y_conv = y;
@@ -279,6 +286,18 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
                 fix_overrun += emu_launch(emu_fixwin<F>, a4, (batch * BLOCKS + tpb - 1) / tpb, 1, 256,
                                           BnnFixWin<F>::SMEM);
                 for (size_t i = 0; i < y.size(); i++) differ4 += y4[i] != y[i];
+                // the larger batches' form: a tile a block of 128 threads, the weights [K][O]
+                constexpr int K = F::C * F::KH * F::KW;
+                std::vector<float> wt((size_t)K * F::O);
+                for (int o = 0; o < F::O; o++)
+                    for (int k = 0; k < K; k++) wt[(size_t)k * F::O + o] = w32[(size_t)o * K + k];
+                std::vector<unsigned> yg = y_conv;
+                EmuArgs ag = args;
+                ag.Y = yg.data();
+                ag.R = wt.data();
+                fix_overrun += emu_launch(emu_fixwin_gw<F>, ag, batch * BLOCKS, 1, 128,
+                                          BnnFixWin<F>::SMEM - 4 * BnnFixWin<F>::WAT);
+                for (size_t i = 0; i < y.size(); i++) differg += yg[i] != y[i];
             }
         }
         if (!win_fix) emu_launch(emu_fixup<F>, args, (batch * BLOCKS + 7) / 8, 1, 256, 0);
@@ -286,15 +305,16 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
         size_t differ = 0, first = 0;
         for (size_t i = 0; i < y.size(); i++)
             if (y[i] != want[i] && differ++ == 0) first = i;
-        differ += differ4;
+        differ += differ4 + differg;
         const char *kinds[] = {"normal", "integers", "inf and NaN"};
         // an inf or NaN makes every sum of the patches it is in non-finite: some blocks then
         // list LISTQ sums and recompute the rest themselves, both ways taken
         const bool ways = kind != 2 || full > 0;
         printf("%s %-34s %-12s WIN %d %s: %zu words, %zu differ, %ld sums listed, %ld lists full",
-               differ || overrun || fix_overrun || !ways ? "FAIL" : "ok  ", name, kinds[kind], F::WIN, win_fix ? "fixwin" : "fixup ", y.size(), differ, listed, full);
+               differ || overrun || fix_overrun || !ways ? "FAIL" : "ok  ", name, kinds[kind], F::WIN, win_fix ? "fixwin+gw" : "fixup   ", y.size(), differ, listed, full);
         if (differ4) printf(" (%zu of them between fixwin's 16-byte and 4-byte window copies)", differ4);
-        if (differ > differ4)
+        if (differg) printf(" (%zu of them between fixwin's and fixwin_gw's words)", differg);
+        if (differ > differ4 + differg)
             printf(" (first: word %zu of pixel %zu, %08x, expected %08x)", first % PXW, first / PXW, y[first], want[first]);
         if (overrun || fix_overrun)
             printf("; %llu bytes written past the launch's shared memory", overrun + fix_overrun);

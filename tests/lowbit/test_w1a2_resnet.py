@@ -22,9 +22,10 @@ QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resn
 - bnncc -O3 compiles it for sm_90a and sm_80 (both CUBIN sections non-empty), and no qconv
   kernel of either has a stack frame or spills (its --report's `codegen: sm_...` lines).
 - Its outputs at batch 1 and 3 (and 17 on a GPU: the qconvs' batch alternatives) on random
-  inputs are byte-identical to `bnnrun --reference` on the ONNX model; on a GPU also at batch 5
-  with NaN and infinite pixels (which the reference's Quant refuses) to the CPU path's, so
-  that the residuals' NaN flags are exercised.
+  inputs are byte-identical to `bnnrun --reference` on the ONNX model; on a GPU also at batches
+  5 and 130 with NaN and infinite pixels (which the reference's Quant refuses) to the CPU path's, so
+  that the residuals' NaN flags are exercised, and the stem's fixup of the batches from 128
+  (bnn_conv2d_bits_fixwin_gw).
 - With one batch-norm gamma of stage 1's first block set to 0 (a zero factor in its chain: its
   value may be NaN where the stem's is, and its chain is no step function of the sum), that block
   and the second one, whose residual it is, keep their float chains on the GPU: --report counts
@@ -170,10 +171,11 @@ def resnet(tmp, device):
         if why:
             return fail(f"{name} batch {batch} ({device}): {why}")
     if device == "gpu":
-        why = nan_pixels_gpu_equals_cpu(tmp, "nan", blob, rng.standard_normal((5,) + qonnx_resnet.shape(name)))
-        if why:
-            return fail(f"{name}: {why}")
-        print(f"ok: {name}: NaN and inf pixels, GPU = CPU path byte for byte")
+        for nb in (5, 130):
+            why = nan_pixels_gpu_equals_cpu(tmp, "nan", blob, rng.standard_normal((nb,) + qonnx_resnet.shape(name)))
+            if why:
+                return fail(f"{name} batch {nb}: {why}")
+        print(f"ok: {name}: NaN and inf pixels at batches 5 and 130, GPU = CPU path byte for byte")
     refused_chains(tmp, blob, os.path.join(tmp, f"{name}_x.npy"))
     print(f"ok: {name}: 8 qconv2d and 11 qconv2d_chain, model.bin ({device}) identical to the reference "
           f"at batches {', '.join(map(str, batches))}")

@@ -1916,7 +1916,7 @@ template <class F> struct BnnFixWin {
     static constexpr int SMEM = (WAT + WINF + BnnConvBits<F>::LISTW) * 4;
     static_assert(F::WIN && T::NT == 1, "a staged-window stem of one channel tile");
 };
-template <class F>
+template <class F, bool GW = false>
 __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x, const float *b, unsigned *y,
                                                        const float *w32, const float *chain, const unsigned *list) {
     typedef BnnConvMma<F> T;
@@ -1924,13 +1924,16 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
     typedef BnnFixWin<F> FX;
     static_assert(F::BITS && F::EXACT, "only the exact bits form lists sums");
     extern __shared__ __align__(16) unsigned char bnn_dsmem[];
-    if (bnn_dyn_smem_size() < (unsigned)FX::SMEM) __trap(); // launched with too little shared memory
-    float *ws = (float *)bnn_dsmem, *win = ws + FX::WAT;
+    constexpr int WAT = GW ? 0 : FX::WAT; // GW: no weights in shared memory
+    if (bnn_dyn_smem_size() < (unsigned)(FX::SMEM - 4 * (FX::WAT - WAT))) __trap(); // too little shared memory
+    if (blockDim.x < TB::LISTQ) __trap();                                              // a thread an entry
+    float *ws = (float *)bnn_dsmem, *win = ws + WAT;
     const unsigned *const ls = (const unsigned *)(win + FX::WINF); // the tile's list
     // the weights by 16-byte copies (w32 is 64-byte aligned in the blob), all in flight at once
-    constexpr int W16 = F::O * FX::K / 4;
+    constexpr int W16 = GW ? 0 : F::O * FX::K / 4;
     for (int i = threadIdx.x; i < W16; i += blockDim.x) bnn_cp16(bnn_smem(ws) + 16 * i, w32 + 4 * i, 16);
-    for (int i = 4 * W16 + threadIdx.x; i < F::O * FX::K; i += blockDim.x) ws[i] = w32[i];
+    if (!GW)
+        for (int i = 4 * W16 + threadIdx.x; i < F::O * FX::K; i += blockDim.x) ws[i] = w32[i];
     bnn_cp_commit();
     BNN_PDL_ENTER();
     // A tile's window in 16-byte chunks where the image's rows are whole chunks (below)
@@ -1971,7 +1974,10 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
         const unsigned e = ls[1 + lane];
         const int pl = (int)(e >> 8), o = (int)(e & 255), ry = pl / T::TW * F::SH, rx = pl % T::TW * F::SW;
         if (pl >= T::BM || o >= F::O) continue; // not a list the conv wrote (bnnrun --profile-graph leaves it out)
-        const float *wo = ws + o * FX::K;
+        // GW: w32 is [K][O] in global memory, a warp's lanes reading a k's row of channels
+        // (two 128-byte lines, from the L1 after the first tiles)
+        const float *wo = GW ? w32 + o : ws + o * FX::K;
+        constexpr int WK = GW ? F::O : 1; // the floats from one k to the next
         // (one loop for every pixel: a second one without the test a tap for the pixels whose taps
         // all lie inside the image made the kernel slower, 6.2 -> 7.1 us at batch 1)
         float sum = 0.0f;
@@ -1984,13 +1990,23 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
 #pragma unroll
                 for (int kx = 0; kx < F::KW; ++kx) {
                     const int q = rx + kx * F::DW;
-                    const float pr = __fmul_rn(win[(c * T::SR + r) * FX::SCA + sh + q], wo[(c * F::KH + ky) * F::KW + kx]);
+                    const int k = (c * F::KH + ky) * F::KW + kx;
+                    const float pr = __fmul_rn(win[(c * T::SR + r) * FX::SCA + sh + q], GW ? __ldg(wo + k * WK) : wo[k]);
                     sum = __fadd_rn(sum, rok && (unsigned)(ix0 + q) < (unsigned)F::W ? pr : -0.0f);
                 }
             }
         bnn_conv2d_bits_set<F>(y, item, T::pixel(mt, pl), o, BnnChainK<F>(o, b, chain).code(sum));
     }
     bnn_cp_wait<0>(); // a block without a tile: no copy into shared memory outlives it
+}
+
+// bnn_conv2d_bits_fixwin for the larger batches: a tile a block of at least LISTQ threads, the
+// weights [K][O] read from global memory (wt), not staged, so that more blocks fit an SM (the
+// shared weights of the w1a2 ResNet's stem, 37.6 KB, allowed four; lower.c FIXWIN_GW_BATCH).
+template <class F>
+__device__ __forceinline__ void bnn_conv2d_bits_fixwin_gw(int batch, const float *x, const float *b, unsigned *y,
+                                                          const float *wt, const float *chain, const unsigned *list) {
+    bnn_conv2d_bits_fixwin<F, true>(batch, x, b, y, wt, chain, list);
 }
 
 #endif // BNN_FLOAT_OPS_CU
