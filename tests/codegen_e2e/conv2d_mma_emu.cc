@@ -8,8 +8,9 @@
 // output bit and NaN flag must equal a plain loop's: the sum in the reference order (rt_cpu.c),
 // the bias, the chain's stages as blob_conv2d_chain_value rounds them. So the window staging,
 // the k order of p1, the fragments, the margins, the queue of sums too close to call and the
-// bit packing are checked here, and the fixup kernel after the conv (bnn_conv2d_bits_fixup)
-// that recomputes the sums a block listed; the GPU run (codegen_e2e_gpu) checks the real
+// bit packing are checked here, and the fixup kernels after the conv that recompute the sums a
+// block listed (bnn_conv2d_bits_fixup; for a stem of one channel tile bnn_conv2d_bits_fixwin and
+// its larger batches' form bnn_conv2d_bits_fixwin_gw, whose words must equal fixwin's); the GPU run (codegen_e2e_gpu) checks the real
 // tensor cores. The inf and NaN inputs must fill some block's list (the rest then recomputed
 // in the block), so that both ways are taken.
 // conv2d_mma_emu.py writes mma.inc (the kernel's source) and cfgs.inc (bnncc's config structs

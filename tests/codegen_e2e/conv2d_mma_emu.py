@@ -6,7 +6,8 @@ stems, 5 to 70 channels, pools, ties) and the stems with a quantizer (code_stem_
 config struct; conv2d_mma_emu.cc runs the kernel under the block emulator of
 tests/codegen/bconv_emu.h on normal, integer and inf / NaN inputs, then the kernel that
 recomputes the sums it listed (bnn_conv2d_bits_fixup, and for a staged window of one channel tile
-also the small batches' bnn_conv2d_bits_fixwin), and requires every bit, code and NaN flag to
+also the small batches' bnn_conv2d_bits_fixwin and the larger batches' bnn_conv2d_bits_fixwin_gw
+with the weights as [K][O]), and requires every bit, code and NaN flag to
 equal a plain loop in the reference order. Both forms run: the staged window (WIN 1) and, for the
 11x11 stem, the gathering one. Exit 77 (skipped) without a C++20 compiler with _Float16.
 
