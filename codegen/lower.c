@@ -3003,7 +3003,10 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     int64_t fix_smem = ((cp->o * k + 3) / 4 * 4 + cp->c * sr * ((sc + 6) / 4 * 4) + list_words) * 4;
     if (win && op == 64 && L->batch_alts && fix_smem <= FIXWIN_SMEM_MAX) {
         int fi = (int)(fx - L->steps);
-        if (cp->levels) { /* bnn_conv2d_bits_fixwin_gw's weights [K][O] (the alternatives share slots) */
+        /* bnn_conv2d_bits_fixwin_gw's weights [K][O] (the alternatives share slots), where a GPU
+         * target will run it */
+        const bool gw = cp->levels && L->min_sm;
+        if (gw) {
             float *wt = xmalloc((size_t)(k * cp->o) * 4);
             for (int64_t o = 0; o < cp->o; o++)
                 for (int64_t i = 0; i < k; i++)
@@ -3027,6 +3030,10 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
                         fix_smem, 1);
             fx->k.waits_itself = true;
             fx->k.min_blocks = fix_blocks;
+            if (!gw) {
+                free(fix_cfg);
+                return;
+            }
             /* from FIXWIN_GW_BATCH a tile a block of FIXWIN_GW_THREADS, the weights [K][O] in P1 */
             fx = new_batch_alt(L, fi, FIXWIN_GW_BATCH);
             static const char gw_args[] = "(const float *)in, (const float *)p0, (unsigned *)out, (const float *)p1, "
