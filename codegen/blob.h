@@ -372,6 +372,10 @@ static inline float blob_quantize(float v, float scale, float zeropt, float lo, 
     float q = blob_round(v / scale + zeropt, mode);
     return q < lo ? lo : q > hi ? hi : q;
 }
+/* Quant's float of level q (blob_quantize's): (q - zeropt) * scale, each operation rounded on
+ * its own: what the CPU path writes as a dequantized value, and what the compiler's tables by a
+ * residual code assume it wrote (lower.c rcode_float). */
+static inline float blob_dequantize(float q, float scale, float zeropt) { return (q - zeropt) * scale; }
 /* Planes of codes 0 .. levels: the bits to hold levels. */
 static inline int64_t blob_code_planes(int64_t levels) {
     int64_t b = 1;

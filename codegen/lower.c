@@ -3000,7 +3000,8 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
                                    "(const float *)in2, (const unsigned *)x0";
     /* float_ops.cu BnnFixWin::SMEM: the weights [O][K] (to a multiple of 4 floats), the tile's
      * window [C][SR][SCA] (SCA: SC + 3 floats rounded up to whole 16-byte chunks), its list */
-    int64_t fix_smem = ((cp->o * k + 3) / 4 * 4 + cp->c * sr * ((sc + 6) / 4 * 4) + list_words) * 4;
+    int64_t fix_win_smem = (cp->c * sr * ((sc + 6) / 4 * 4) + list_words) * 4; /* BnnFixWin::SMEM_GW */
+    int64_t fix_smem = (cp->o * k + 3) / 4 * 4 * 4 + fix_win_smem;
     if (win && op == 64 && L->batch_alts && fix_smem <= FIXWIN_SMEM_MAX) {
         int fi = (int)(fx - L->steps);
         /* bnn_conv2d_bits_fixwin_gw's weights [K][O] (the alternatives share slots), where a GPU
@@ -3040,7 +3041,7 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
                                           "(const float *)in2, (const unsigned *)x0";
             BlobGridDim gw_grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
             tile_kernel(L, fx, "stemfix", fix_cfg, "bnn_conv2d_bits_fixwin_gw", gw_args, gw_grid, FIXWIN_GW_THREADS,
-                        fix_smem - (cp->o * k + 3) / 4 * 4 * 4, 1);
+                        fix_win_smem, 1);
             fx->k.waits_itself = true;
             fx->k.min_blocks = FIXWIN_GW_BLOCKS;
             return;
@@ -3937,15 +3938,14 @@ static bool value_may_be_nan(const Lower *L, const Value *v) {
     return nan;
 }
 
-/* The float of code c of a quantizer: ((c + lo) - zeropt) * scale, each operation rounded as the
+/* The float of code c of a quantizer, as the CPU path dequantizes it (blob_dequantize) and the
  * dequantizing kernels round it. */
 static float rcode_float(const BlobQuantizeParams *q, int64_t c) {
     float scale, zero;
     uint32_t sb = (uint32_t)q->scale_bits, zb = (uint32_t)q->zeropt_bits;
     memcpy(&scale, &sb, 4);
     memcpy(&zero, &zb, 4);
-    float level = (float)(c + q->lo), t = level - zero;
-    return t * scale;
+    return blob_dequantize((float)(c + q->lo), scale, zero);
 }
 
 /* The layer whose codes hold r, where a qconv2d_chain (or a global average pool) can read them

@@ -776,7 +776,7 @@ static void run_code_pool(const Ctx *c) {
                     for (int64_t b = 0; !nan && b < p->planes; b++)
                         y[b * plane + s * p->out_words + ch / 32] |= ((best >> b) & 1u) << (ch % 32);
                     if (f)
-                        f[ch * p->oh * p->ow + s] = nan ? NAN : ((float)((int64_t)best + p->lo) - zeropt) * scale;
+                        f[ch * p->oh * p->ow + s] = nan ? NAN : blob_dequantize((float)((int64_t)best + p->lo), scale, zeropt);
                 }
     }
 }
@@ -828,7 +828,7 @@ static void run_quantize(const Ctx *c) {
             for (int64_t k = 0; k < p->k; k++) {
                 float q = blob_quantize(x[r * p->k + k], scale, zeropt, (float)p->lo, (float)p->hi, p->rounding);
                 if (p->dequant) { /* Quant's float result, the interpreter's operations */
-                    ((float *)out)[r * p->k + k] = (q - zeropt) * scale;
+                    ((float *)out)[r * p->k + k] = blob_dequantize(q, scale, zeropt);
                     continue;
                 }
                 uint32_t n = isnan(q) ? 0u : (uint32_t)(int64_t)(q - (float)p->lo);
@@ -944,7 +944,7 @@ static void run_qconv_chain(const Ctx *c) {
             int64_t at = o * cells + cell;
             float q, v = blob_qconv_chain_value(d, ep, p->o, o, accs[o % QCONV_CHANNELS], res ? r[at] : 0.0f, &q);
             if (yf)
-                yf[at] = f32 == 2 ? (q - zeropt) * scale : v;
+                yf[at] = f32 == 2 ? blob_dequantize(q, scale, zeropt) : v;
             uint32_t n = isnan(q) || !yq ? 0u : (uint32_t)(int64_t)(q - lo);
             for (int64_t b = 0; b < p->yb; b++)
                 if ((n >> b) & 1)

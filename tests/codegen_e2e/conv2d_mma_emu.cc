@@ -296,8 +296,7 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
                 EmuArgs ag = args;
                 ag.Y = yg.data();
                 ag.R = wt.data();
-                fix_overrun += emu_launch(emu_fixwin_gw<F>, ag, batch * BLOCKS, 1, 128,
-                                          BnnFixWin<F>::SMEM - 4 * BnnFixWin<F>::WAT);
+                fix_overrun += emu_launch(emu_fixwin_gw<F>, ag, batch * BLOCKS, 1, 128, BnnFixWin<F>::SMEM_GW);
                 for (size_t i = 0; i < y.size(); i++) differg += yg[i] != y[i];
             }
         }

@@ -1914,6 +1914,7 @@ template <class F> struct BnnFixWin {
     static constexpr int NCH = (T::SC + 6) / 4, SCA = 4 * NCH, WAT = (F::O * K + 3) / 4 * 4;
     static constexpr int WINF = F::C * T::SR * SCA;
     static constexpr int SMEM = (WAT + WINF + BnnConvBits<F>::LISTW) * 4;
+    static constexpr int SMEM_GW = (WINF + BnnConvBits<F>::LISTW) * 4; // without the weights (GW)
     static_assert(F::WIN && T::NT == 1, "a staged-window stem of one channel tile");
 };
 template <class F, bool GW = false>
@@ -1925,7 +1926,7 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
     static_assert(F::BITS && F::EXACT, "only the exact bits form lists sums");
     extern __shared__ __align__(16) unsigned char bnn_dsmem[];
     constexpr int WAT = GW ? 0 : FX::WAT; // GW: no weights in shared memory
-    if (bnn_dyn_smem_size() < (unsigned)(FX::SMEM - 4 * (FX::WAT - WAT))) __trap(); // too little shared memory
+    if (bnn_dyn_smem_size() < (unsigned)(GW ? FX::SMEM_GW : FX::SMEM)) __trap(); // too little shared memory
     if (blockDim.x < TB::LISTQ) __trap();                                              // a thread an entry
     float *ws = (float *)bnn_dsmem, *win = ws + WAT;
     const unsigned *const ls = (const unsigned *)(win + FX::WINF); // the tile's list
