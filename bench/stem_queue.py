@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """stem_queue.py BLOB [--batch N] [--kp KP ...]: how many sums of a model's exact bit stem (the
-conv2d step with bits out, docs/kernels.md "The stem") the GPU kernel hands to its queue, i.e.
-recomputes in the reference order after a block barrier: those whose interval [sum - m, sum + m]
-(m the kernel's bound, BnnConvBits in float_ops.cu: REL * xmax * sum|w| + ABS * (K * xmax +
-sum|w|), REL from the kernel's KP) holds the channel's threshold, and every sum of a channel
-without a threshold form (mode 3). Counted on the CPU from the blob's weights and chain, with
+conv2d step with bits out, docs/kernels.md "The stem") the GPU kernel lists for its fixup: those
+whose interval [sum - m, sum + m] holds the channel's threshold (m the staged-window kernel's
+bound, BnnConvBits and BnnChainK::exact_consts in float_ops.cu: REL * ||x||_2 * ||w||_2 + ABS *
+(K * xmax + sqrt(K) ||w||_2), REL from the kernel's KP and its MMAs a k step, TERMS, and with
+TERMS 2 also ||x||_2 * ||w - fp16(w)||_2), and every sum of a channel without a threshold form
+(mode 3). Both TERMS are counted. Counted on the CPU from the blob's weights and chain, with
 float64 sums, on random normal inputs (BLOB compiled for that input shape), for the kernel's
-blocks of 8 x 16 pixels x 64 channels (WIN). No GPU needed."""
+blocks of 8 x 16 pixels x 64 channels (WIN), whose lists hold 31 sums (more are recomputed by the
+block itself). No GPU needed."""
 import argparse
 import struct
 
@@ -49,17 +51,21 @@ def main():
     cols = cols.reshape(a.batch, k, oh * ow)  # k = (c, ky, kx), as w32
     s = np.einsum("ok,nkp->nop", w32, cols)
     xmax = np.abs(cols).max(1)[:, None, :]
+    xnorm = np.sqrt((cols ** 2).sum(1))[:, None, :]
+    dlo = np.sqrt(((w32 - w32.astype(np.float16).astype(np.float64)) ** 2).sum(1))[None, :, None]
     ty, tx = (oh + 7) // 8, (ow + 15) // 16
     for kp in a.kp or [kp_blob]:
-        rel, abs_ = 2.0 * (51.0 * (kp // 16) + k + 16.0) * 2.0 ** -23, 2.0 * 2.0 ** -23
-        m = rel * xmax * wabs + abs_ * (k * xmax + wabs)
-        queued = (np.abs(mode) == 1) & (s - m <= t) & (s + m >= t) | (mode == 3)
-        q = np.zeros((a.batch, op, ty * 8, tx * 16), bool)
-        q[:, :o, :oh, :ow] = queued.reshape(a.batch, o, oh, ow)
-        blocks = q.reshape(a.batch, op // 64, 64, ty, 8, tx, 16).sum((2, 4, 6)).reshape(-1)
-        print(f"KP {kp}{' (the blob)' if kp == kp_blob else ''}: {queued.mean() * 100:.3f} % of the sums queued, "
-              f"{queued.sum() / a.batch:.0f} an image; a block of 8x16 pixels x 64 channels queues {blocks.mean():.1f} "
-              f"on average, at most {blocks.max()}, none in {np.mean(blocks == 0) * 100:.0f} % of blocks")
+        for terms in (3, 2):
+            rel, abs_ = 2.0 * (17.0 * terms * (kp // 16) + k + 16.0) * 2.0 ** -23, 2.0 * 2.0 ** -23
+            m = rel * xnorm * wabs + abs_ * (k * xmax + np.sqrt(k) * wabs) + (xnorm * dlo if terms == 2 else 0)
+            queued = (np.abs(mode) == 1) & (s - m <= t) & (s + m >= t) | (mode == 3)
+            q = np.zeros((a.batch, op, ty * 8, tx * 16), bool)
+            q[:, :o, :oh, :ow] = queued.reshape(a.batch, o, oh, ow)
+            blocks = q.reshape(a.batch, op // 64, 64, ty, 8, tx, 16).sum((2, 4, 6)).reshape(-1)
+            print(f"KP {kp}{' (the blob)' if kp == kp_blob else ''}, TERMS {terms}: {queued.mean() * 100:.3f} % of "
+                  f"the sums listed, {queued.sum() / a.batch:.0f} an image; a block of 8x16 pixels x 64 channels "
+                  f"lists {blocks.mean():.1f} on average, at most {blocks.max()}, more than 31 in "
+                  f"{np.mean(blocks > 31) * 100:.2f} %, none in {np.mean(blocks == 0) * 100:.0f} % of blocks")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 // common_emu.h: common.cu for the block emulator (bconv_emu.h). common.cu's PTX helpers are
 // compiled under other names (never called, so their asm never reaches code), then the names
 // the kernels call are mapped to the emulator's emu_ functions. An includer that calls
-// bnn_hmma_f16, bnn_f16x2 or bnn_f16_rest defines emu_hmma_f16, emu_f16x2 and emu_f16_rest
+// bnn_hmma_f16, bnn_f16x2, bnn_f16_rest or bnn_f16_float defines emu_hmma_f16, emu_f16x2,
+// emu_f16_rest and emu_f16_float
 // (conv2d_mma_emu.cc); one that compiles several configurations renames common.cu's kernels
 // first (bconv_emu_kernels.cc).
 #ifndef BNN_COMMON_EMU_H
@@ -19,6 +20,7 @@
 #define bnn_hmma_f16 bnn_ptx_hmma_f16
 #define bnn_f16x2 bnn_ptx_f16x2
 #define bnn_f16_rest bnn_ptx_f16_rest
+#define bnn_f16_float bnn_ptx_f16_float
 #define bnn_dyn_smem_size bnn_ptx_dyn_smem_size
 #define bnn_or_if bnn_ptx_or_if
 #include "../../codegen/cuda/kernels/common.cu"
@@ -33,6 +35,7 @@
 #undef bnn_hmma_f16
 #undef bnn_f16x2
 #undef bnn_f16_rest
+#undef bnn_f16_float
 #undef bnn_dyn_smem_size
 #undef bnn_or_if
 #define bnn_smem emu_smem
@@ -46,6 +49,7 @@
 #define bnn_hmma_f16 emu_hmma_f16
 #define bnn_f16x2 emu_f16x2
 #define bnn_f16_rest emu_f16_rest
+#define bnn_f16_float emu_f16_float
 #define bnn_dyn_smem_size emu_dyn_smem_size
 #define bnn_or_if emu_or_if
 #endif

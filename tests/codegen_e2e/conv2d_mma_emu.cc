@@ -101,6 +101,7 @@ inline float emu_f16_rest(float v) {
     const _Float16 h = (_Float16)v;
     return v - (float)h;
 }
+inline float emu_f16_float(unsigned short h) { return (float)emu_f16_value(h); }
 // mma.sync m16n8k16 f32.f16.f16.f32 in the register layout of common.cu's bnn_hmma_f16.
 inline void emu_hmma_f16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
     const unsigned f[6] = {a[0], a[1], a[2], a[3], b0, b1};
@@ -201,9 +202,58 @@ static std::vector<unsigned> expected(const float *x, int batch, const float *w3
     return y;
 }
 
-// Runs the stem on three kinds of input (normal values with exact zeros; small integers, whose
+// Input kind 3: patches whose sums' error in the kernel is the weights' fp16 rounding, x_i =
+// s sgn(w_i - hi(w_i)) on every tap, and whose sums lie just past one of their channel's
+// thresholds (a bit's t, a code's level), by a quarter of that error, on the side away from
+// where the error moves them: where the MMAs leave the weights' lo plane out (BnnConvBits::TERMS
+// 2) and the bound did not cover it (exact_consts' dlo), those sums would be decided wrong.
+// Patches of output pixels inside the image that do not overlap, channels in turn; returns how
+// many were set.
+template <class F> static int craft_weight_rounding(float *x, int batch, const float *w32, const float *chain) {
+    constexpr int K = F::C * F::KH * F::KW, SPY = ((F::KH - 1) * F::DH + F::SH) / F::SH;
+    constexpr int SPX = ((F::KW - 1) * F::DW + F::SW) / F::SW;
+    const float *rows = chain + 2 * F::STAGES * F::O; // ||w||_2, then t and mode, or LV thresholds and the sign
+    int n = 0, pick = 0;
+    for (int item = 0; item < batch; item++)
+        for (int oy = 0; oy < F::OH; oy += SPY)
+            for (int ox = 0; ox < F::OW; ox += SPX) {
+                const int iy0 = oy * F::SH - F::PT, ix0 = ox * F::SW - F::PL;
+                if (iy0 < 0 || iy0 + (F::KH - 1) * F::DH >= F::H || ix0 < 0 || ix0 + (F::KW - 1) * F::DW >= F::W)
+                    continue;
+                const int o = pick % F::O, j = pick / F::O % (F::LV ? F::LV : 1);
+                pick++;
+                float t;
+                if (F::LV) {
+                    t = rows[(1 + F::LV) * F::O + o] * rows[(1 + j) * F::O + o];
+                } else {
+                    const float mode = rows[2 * F::O + o];
+                    if (mode != 1.0f && mode != -1.0f) continue;
+                    t = rows[F::O + o];
+                }
+                const float *w = w32 + (size_t)o * K;
+                double a = 0.0, d1 = 0.0; // sum sgn(d_i) w_i and ||d||_1, d = w - hi(w)
+                for (int k = 0; k < K; k++) {
+                    const double d = (double)w[k] - (double)(float)(_Float16)w[k];
+                    a += ((d > 0) - (d < 0)) * (double)w[k];
+                    d1 += std::fabs(d);
+                }
+                if (!std::isfinite(t) || t == 0.0f || a == 0.0 || d1 == 0.0) continue;
+                const double s0 = t / a, s = (t + (s0 > 0 ? 0.25 : -0.25) * std::fabs(s0) * d1) / a;
+                if (!(std::fabs(s) > 1e-6 && std::fabs(s) < 1e3)) continue;
+                for (int k = 0; k < K; k++) {
+                    const int c = k / (F::KH * F::KW), ky = k / F::KW % F::KH, kx = k % F::KW;
+                    const double d = (double)w[k] - (double)(float)(_Float16)w[k];
+                    x[(((size_t)item * F::C + c) * F::H + iy0 + ky * F::DH) * F::W + ix0 + kx * F::DW] =
+                        (float)(s * ((d > 0) - (d < 0)));
+                }
+                n++;
+            }
+    return n;
+}
+
+// Runs the stem on four kinds of input (normal values with exact zeros; small integers, whose
 // sums meet the dyadic weights' thresholds; normal values with inf, NaN and values past fp16's
-// range, whose pixels' sums the kernel lists) at batch 2; the
+// range, whose pixels' sums the kernel lists; kind 3 above) at batch 2; the
 // weights window WTS holds w32, the bias, p1 and the chain at the given offsets.
 template <class F>
 static int run(const char *name, const char *wts_path, long long w_at, long long b_at, long long p1_at,
@@ -226,9 +276,10 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
     std::mt19937 g(7);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     int bad = 0;
-    for (int kind = 0; kind < 3; kind++) {
+    for (int kind = 0; kind < 4; kind++) {
         std::vector<float> x((size_t)batch * F::C * F::H * F::W);
         for (auto &v : x) v = kind == 1 ? (float)((int)(g() % 5) - 2) : g() % 50 == 0 ? 0.0f : nd(g);
+        const int crafted = kind == 3 ? craft_weight_rounding<F>(x.data(), batch, w32, chain) : 0;
         if (kind == 2) // and values past fp16's 65504: 65510 (fp16 65504, finite) and -7e4 (fp16 -inf)
             for (int i = 0; i < 10; i++) {
                 const float big[5] = {INFINITY, -INFINITY, NAN, 65510.0f, -7e4f};
@@ -306,12 +357,14 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
         for (size_t i = 0; i < y.size(); i++)
             if (y[i] != want[i] && differ++ == 0) first = i;
         differ += differ4 + differg;
-        const char *kinds[] = {"normal", "integers", "inf and NaN"};
+        const char *kinds[] = {"normal", "integers", "inf and NaN", "w rounding"};
         // an inf or NaN makes every sum of the patches it is in non-finite: some blocks then
-        // list LISTQ sums and recompute the rest themselves, both ways taken
-        const bool ways = kind != 2 || full > 0;
+        // list LISTQ sums and recompute the rest themselves, both ways taken; the crafted sums
+        // of kind 3 are listed (their bound holds the weights' rounding)
+        const bool ways = (kind != 2 || full > 0) && (kind != 3 || listed >= crafted);
         printf("%s %-34s %-12s WIN %d %s: %zu words, %zu differ, %ld sums listed, %ld lists full",
                differ || overrun || fix_overrun || !ways ? "FAIL" : "ok  ", name, kinds[kind], F::WIN, win_fix ? "fixwin+gw" : "fixup   ", y.size(), differ, listed, full);
+        if (kind == 3) printf(", %d sums set on a threshold", crafted);
         if (differ4) printf(" (%zu of them between fixwin's 16-byte and 4-byte window copies)", differ4);
         if (differg) printf(" (%zu of them between fixwin's and fixwin_gw's words)", differg);
         if (differ > differ4 + differg)

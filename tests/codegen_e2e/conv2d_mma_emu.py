@@ -4,7 +4,8 @@ without a GPU: for each stem model of test_e2e.py (stem_models: 7x7/2, 5x5/2, 3x
 stems, 5 to 70 channels, pools, ties) and the stems with a quantizer (code_stem_models), bnncc
 -O3 compiles the blob (its p1, bias, chain and weights) and --emit=cuda gives the conv step's
 config struct; conv2d_mma_emu.cc runs the kernel under the block emulator of
-tests/codegen/bconv_emu.h on normal, integer and inf / NaN inputs, then the kernel that
+tests/codegen/bconv_emu.h on normal, integer and inf / NaN inputs and on patches whose sums the
+weights' fp16 rounding alone moves across a threshold (the bound of the two-MMA form), then the kernel that
 recomputes the sums it listed (bnn_conv2d_bits_fixup, and for a staged window of one channel tile
 also the small batches' bnn_conv2d_bits_fixwin and the larger batches' bnn_conv2d_bits_fixwin_gw
 with the weights as [K][O]), and requires every bit, code and NaN flag to

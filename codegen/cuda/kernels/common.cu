@@ -137,6 +137,12 @@ __device__ __forceinline__ float bnn_f16_rest(float v) {
     asm("{\n .reg .f16 t;\n cvt.rn.f16.f32 t, %1;\n cvt.f32.f16 %0, t;\n}\n" : "=f"(h) : "f"(v));
     return v - h;
 }
+// The value of an fp16 (its bits), exact in f32.
+__device__ __forceinline__ float bnn_f16_float(unsigned short h) {
+    float f;
+    asm("{\n .reg .b16 t, u;\n mov.b32 {t, u}, %1;\n cvt.f32.f16 %0, t;\n}\n" : "=f"(f) : "r"((unsigned)h));
+    return f;
+}
 __device__ __forceinline__ unsigned bnn_dyn_smem_size() {
     unsigned r;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));

@@ -1180,12 +1180,22 @@ __device__ __forceinline__ void bnn_dense_long(int m_total, const void *xv, cons
 template <class F> struct BnnConvBits {
     static_assert(!F::EXACT || (F::SPLIT && F::BITS), "exact bits need the hi + lo split");
     static_assert(!F::BITS || F::OUTW >= (F::O + 31) / 32, "bit output narrower than O");
-    // |sum - ref| <= m = REL * P + ABS * (K * xmax + sum|w|), P = sum |x_i w_i| (<= xmax sum|w|,
-    // and <= ||x||_2 ||w||_2): each mma of 16 products may lose an ulp of its largest term per
-    // term (17 per mma, 3 mma a k step), the reference's own rounding ((K + 1) ulp), every term
-    // and partial sum at most P in size; the splits' 2^-22 of P and fp16 subnormals' 2^-25; twice
-    // that.
-    static constexpr float REL = 2.0f * (51.0f * (F::KP / 16) + F::C * F::KH * F::KW + 16.0f) * 0x1p-23f;
+    // The MMAs a k step: hi * hi of x and w, lo(x) * hi(w), and (TERMS 3) hi(x) * lo(w). The
+    // staged-window exact form with bits out leaves the last out (TERMS 2: a third fewer MMAs,
+    // the tensor pipe being what its k loop waits on) and bounds what it leaves, sum x_i (w_i -
+    // hi(w_i)), by ||x||_2 ||w - hi(w)||_2 instead (exact_consts' dlo). That bound about doubles
+    // the margin, so twice the sums are listed: XNOR ResNet-18's stem at batch 256 on an H200
+    // 0.706 -> 0.637 ms, its fixup 0.086 -> 0.115, the model -3.6 %; with codes out (LV > 0,
+    // three thresholds a sum can be near) the fixup grew more than the conv saved (the w1a2
+    // ResNet's 0.880 -> 0.813 and 0.162 -> 0.237 ms), so they keep three (docs/perf.md stop 43).
+    static constexpr int TERMS = !F::SPLIT ? 1 : F::EXACT && F::WIN && !F::LV ? 2 : 3;
+    // |sum - ref| <= m = REL * P + ABS * (K * xmax + sum|w|) (+ ||x||_2 dlo with TERMS 2),
+    // P = sum |x_i w_i| (<= xmax sum|w|, and <= ||x||_2 ||w||_2): each mma of 16 products may
+    // lose an ulp of its largest term per term (17 per mma, TERMS mma a k step), the reference's
+    // own rounding ((K + 1) ulp), every term and partial sum at most P in size; the splits' 2^-22
+    // of P and fp16 subnormals' 2^-25; twice that.
+    static constexpr float REL =
+        2.0f * (17.0f * TERMS * (F::KP / 16) + F::C * F::KH * F::KW + 16.0f) * 0x1p-23f;
     static constexpr float ABS = 2.0f * 0x1p-23f;
     static constexpr float ABSK = ABS * (F::C * F::KH * F::KW); // ABS a power of 2: exact
     // A tile's list: its count, then up to LISTQ entries pixel << 8 | channel (the tile's);
@@ -1235,13 +1245,15 @@ template <class F> struct BnnChainK {
     // slope >= REL ||w||_2); else m = xm * slope + aw (P <= xm sum |w|: slope >= REL ws + ABS K).
     // aw >= ABS ws. slope is NaN where ws passes 1e30: with xm <= 65504 (the epilogue lists the sums
     // of a pixel past that) no sum nor m can then overflow, so a NaN m or sum is the only
-    // non-finite case, and it lists the sum.
-    __device__ __forceinline__ float4 exact_consts() const {
+    // non-finite case, and it lists the sum. dlo >= ||w - hi(w)||_2 where the MMAs leave the
+    // weights' lo plane out (TERMS 2; else 0): sum x_i (w_i - hi(w_i)) <= ||x||_2 dlo, and
+    // <= xm sqrt(K) dlo.
+    __device__ __forceinline__ float4 exact_consts(float dlo) const {
         typedef BnnConvBits<F> TB;
-        const float ws = __fmul_ru(wabs, __fsqrt_ru((float)(F::C * F::KH * F::KW)));
+        const float sk = __fsqrt_ru((float)(F::C * F::KH * F::KW)), ws = __fmul_ru(wabs, sk);
         const float slope = !(ws <= 1e30f) ? __int_as_float(0x7fffffff)
-                            : F::WIN       ? __fmul_ru(TB::REL, wabs)
-                                           : __fadd_ru(__fmul_ru(TB::REL, ws), TB::ABSK);
+                            : F::WIN       ? __fadd_ru(__fmul_ru(TB::REL, wabs), dlo)
+                                           : __fadd_ru(__fadd_ru(__fmul_ru(TB::REL, ws), TB::ABSK), __fmul_ru(sk, dlo));
         return make_float4(slope, __fadd_ru(__fmul_ru(TB::ABS, ws), 1e-30f), sgn, tt);
     }
     // The bit of every sum in [lo, hi] when they all have the same one (mode < 3), else -2.
@@ -1397,8 +1409,8 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
 #pragma unroll
             for (int ni = 0; ni < 4; ++ni)
 #pragma unroll
-                for (int term = 0; term < (F::SPLIT ? 3 : 1); ++term) { // lo*hi, hi*lo, then hi*hi
-                    const int pa = term == 0 && F::SPLIT, pb = term == 1;
+                for (int term = 0; term < TB::TERMS; ++term) { // lo*hi, (TERMS 3) hi*lo, then hi*hi
+                    const int pa = term == 0 && F::SPLIT, pb = TB::TERMS == 3 && term == 1;
                     bnn_hmma_f16(acc[mi][ni], a[pa][mi], bw[pb][ni >> 1][(ni & 1) * 2],
                                  bw[pb][ni >> 1][(ni & 1) * 2 + 1]);
                 }
@@ -1487,9 +1499,30 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         }
         bnn_cp_wait<0>();
         __syncthreads();
-        if (F::EXACT && first && tid < T::BN) // read after the loop's barrier
-            ((float4 *)(bnn_dsmem + T::CK_AT))[tid] =
-                BnnChainK<F>(o0 + tid, b, chain, (const float *)(bnn_dsmem + T::CH_AT) + tid, T::BN).exact_consts();
+        if (F::EXACT && first) { // read after the loop's barrier
+            // Four threads a channel (BN * 4 = 256): with TERMS 2, dlo from the weights' lo plane,
+            // lo = fp16(w - hi) rounded to nearest, so |w - hi| <= (1 + 2^-10) |lo| + 2^-25 (fp16's
+            // subnormals) and ||w - hi||_2 <= (1 + 2^-10) ||lo||_2 + 2^-25 sqrt(K).
+            static_assert(T::BN * 4 == 256, "four threads a channel");
+            const int ch = tid >> 2;
+            float dlo = 0.0f;
+            if (TB::TERMS == 2) {
+                const unsigned short *lo = (const unsigned short *)(bnn_dsmem + (T::BN + ch) * T::WROW);
+                float sq = 0.0f;
+#pragma unroll 8
+                for (int k = tid & 3; k < F::KP; k += 4) {
+                    const float v = bnn_f16_float(lo[k]);
+                    sq = __fmaf_ru(v, v, sq);
+                }
+                sq = __fadd_ru(sq, __shfl_xor_sync(0xffffffffu, sq, 1));
+                sq = __fadd_ru(sq, __shfl_xor_sync(0xffffffffu, sq, 2));
+                dlo = __fmaf_ru(__fsqrt_ru(sq), 1.0f + 0x1p-10f,
+                                __fmul_ru(0x1p-25f, __fsqrt_ru((float)(F::C * F::KH * F::KW))));
+            }
+            if ((tid & 3) == 0)
+                ((float4 *)(bnn_dsmem + T::CK_AT))[ch] =
+                    BnnChainK<F>(o0 + ch, b, chain, (const float *)(bnn_dsmem + T::CH_AT) + ch, T::BN).exact_consts(dlo);
+        }
         // EXACT: the max |x| and the sum of x^2 over each output row's KH rows of positions; a
         // pixel's (over its KW columns of these) is taken in the epilogue, after the loop's barrier
         if (F::EXACT)
@@ -1531,7 +1564,8 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                 }
 #pragma unroll
                 for (int nj = 0; nj < 2; ++nj) // two n8 tiles x k16: b0, b1 of tile 2nj, then of 2nj + 1
-                    bnn_ldsm4(sbase + (pl * T::BN + wn * 32 + nj * 16 + (lane & 7) + (lane >> 4) * 8) * T::WROW +
+                    if (TB::TERMS == 3 || pl == 0) // (TERMS 2: the weights' hi plane only)
+                        bnn_ldsm4(sbase + (pl * T::BN + wn * 32 + nj * 16 + (lane & 7) + (lane >> 4) * 8) * T::WROW +
                                   kc * 32 + (lane >> 3 & 1) * 16,
                               bw[pl][nj][0], bw[pl][nj][1], bw[pl][nj][2], bw[pl][nj][3]);
             }
@@ -1691,7 +1725,7 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                 // (EXACT) {slope, aw, sgn, tt}: WIN's computed once a block
                 const float4 k4 = !F::EXACT ? make_float4(0.0f, 0.0f, 0.0f, 0.0f)
                                   : F::WIN  ? ((const float4 *)(bnn_dsmem + T::CK_AT))[o - o0]
-                                            : ch.exact_consts();
+                                            : ch.exact_consts(0.0f);
                 float tl[F::LV ? F::LV : 1]; // LV > 0: the channel's thresholds, signed
 #pragma unroll
                 for (int l = 0; l < F::LV; ++l) tl[l] = ((const float *)(bnn_dsmem + T::CH_AT))[(1 + l) * T::BN + o - o0];
