@@ -1197,7 +1197,9 @@ template <class F> struct BnnConvBits {
     static constexpr float REL =
         2.0f * (17.0f * TERMS * (F::KP / 16) + F::C * F::KH * F::KW + 16.0f) * 0x1p-23f;
     static constexpr float ABS = 2.0f * 0x1p-23f;
-    static constexpr float ABSK = ABS * (F::C * F::KH * F::KW); // ABS a power of 2: exact
+    // ABS K, and one K more: with slope and aw (exact_consts), m is then at least (1 + 2^-20)
+    // times the bound, which the codes' test needs (BnnConvMma's epilogue). ABS a power of 2: exact.
+    static constexpr float ABSK = ABS * (F::C * F::KH * F::KW + 1);
     // A tile's list: its count, then up to LISTQ entries pixel << 8 | channel (the tile's);
     // 12 a block on average in XNOR ResNet-18's stem, at most 24 (bench/stem_queue.py). Codes
     // (LV > 0) have LV thresholds a sum can be too close to: 127 entries (a w1a2 ResNet-18's
@@ -1247,14 +1249,16 @@ template <class F> struct BnnChainK {
     // of a pixel past that) no sum nor m can then overflow, so a NaN m or sum is the only
     // non-finite case, and it lists the sum. dlo >= ||w - hi(w)||_2 where the MMAs leave the
     // weights' lo plane out (TERMS 2; else 0): sum x_i (w_i - hi(w_i)) <= ||x||_2 dlo, and
-    // <= xm sqrt(K) dlo.
+    // <= xm sqrt(K) dlo. Both slope and aw are (1 + 2^-20) times that (ABSK too), so that a
+    // difference from a threshold rounded once, within 2^-24 of itself, can be compared with m.
     __device__ __forceinline__ float4 exact_consts(float dlo) const {
         typedef BnnConvBits<F> TB;
+        constexpr float GROW = 1.0f + 0x1p-20f;
         const float sk = __fsqrt_ru((float)(F::C * F::KH * F::KW)), ws = __fmul_ru(wabs, sk);
         const float slope = !(ws <= 1e30f) ? __int_as_float(0x7fffffff)
                             : F::WIN       ? __fadd_ru(__fmul_ru(TB::REL, wabs), dlo)
                                            : __fadd_ru(__fadd_ru(__fmul_ru(TB::REL, ws), TB::ABSK), __fmul_ru(sk, dlo));
-        return make_float4(slope, __fadd_ru(__fmul_ru(TB::ABS, ws), 1e-30f), sgn, tt);
+        return make_float4(__fmul_ru(slope, GROW), __fmul_ru(__fadd_ru(__fmul_ru(TB::ABS, ws), 1e-30f), GROW), sgn, tt);
     }
     // The bit of every sum in [lo, hi] when they all have the same one (mode < 3), else -2.
     __device__ __forceinline__ int bit_of_range(float lo, float hi) const {
@@ -1741,14 +1745,21 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                             for (int l = 0; l < F::LV; ++l) n += ch.sgn * a >= tl[l];
                             nan8[q] |= (unsigned)(a != a) << j;
                         } else {
+                            // d = rn(sgn * a - t) for each threshold t (sgn * a exact, one
+                            // rounding: within 2^-24 of sgn * a - t), and every sum of [a - m, a +
+                            // m] is on d's side of t where |d| >= m, m being (1 + 2^-20) times
+                            // the bound (exact_consts). Three operations a level where both ends
+                            // of the interval took four; a NaN d or m fails the test: listed.
                             const float m = margin(q, k4);
-                            const float e = __fmaf_rd(k4.z, a, -m), f = __fmaf_ru(k4.z, a, m);
-                            int nhi = 0; // a NaN end: n 0, nhi LV, undecided
+                            bool near = false;
 #pragma unroll
-                            for (int l = 0; l < F::LV; ++l) n += e >= tl[l], nhi += !(f < tl[l]);
-                            const bool open = n != nhi;
-                            n = open ? 0 : n; // a listed sum's code is 0 here
-                            und |= (unsigned)open << (8 * q + j);
+                            for (int l = 0; l < F::LV; ++l) {
+                                const float d = __fmaf_rn(k4.z, a, -tl[l]);
+                                near |= !(fabsf(d) >= m);
+                                n += d >= 0.0f;
+                            }
+                            n = near ? 0 : n; // a listed sum's code is 0 here
+                            und |= (unsigned)near << (8 * q + j);
                         }
 #pragma unroll
                         for (int pl = 0; pl < F::QP; ++pl) one8[pl][q] |= (unsigned)(n >> pl & 1) << j;
