@@ -1775,11 +1775,12 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                     const float m = margin(q, k4);
                     bool b1, open; // every sum of [a - m, a + m] gives 1; they do not all give one bit
                     if (!F::MODE3 || ch.mode != 3) {
-                        // [a - m, a + m] against t as one comparison a side, without branches:
-                        // rd(sgn * a - m) and ru(sgn * a + m), sgn * a exact (rd(-x) = -ru(x), so
-                        // the ends stay outward). A NaN sum or m fails both: listed.
-                        b1 = __fmaf_rd(k4.z, a, -m) >= k4.w;
-                        open = !b1 && !(__fmaf_ru(k4.z, a, m) < k4.w);
+                        // [a - m, a + m] against t without branches, as the codes' levels
+                        // above: d = rn(sgn * a - tt), on its side of tt where |d| >= m. A NaN
+                        // sum or m: listed.
+                        const float d = __fmaf_rn(k4.z, a, -k4.w);
+                        open = !(fabsf(d) >= m);
+                        b1 = !open && d >= 0.0f;
                     } else { // the chain at both ends (a NaN end gives -1: listed)
                         const int blo = ch.bit(__fsub_rd(a, m)), bhi = ch.bit(__fadd_ru(a, m));
                         open = blo < 0 || blo != bhi;
