@@ -3243,7 +3243,8 @@ enum { CODES_MAX_LEVELS = 7 };
  * with v and -1 where it falls, tt[j] = sgn * (the first v of code >= j rising, the last one
  * falling), -inf / +inf for a level every / no sum reaches. The chain and the quantizer are
  * monotone in v, so each level is crossed at most once, in one direction: bisection over the
- * finite floats as in stem_threshold. False where an end gives NaN (no monotone form). */
+ * finite floats as in stem_threshold. False where an end gives NaN or the thresholds do not
+ * rise with j (no monotone form). */
 static bool code_thresholds(const BlobConv2dParams *cp, const float *in2, const float *bias, int64_t c, float *tt,
                             float *sgn) {
     const int64_t top = 0x7f7fffff;
@@ -3274,6 +3275,12 @@ static bool code_thresholds(const BlobConv2dParams *cp, const float *in2, const 
         tt[j - 1] = rising ? key_float(z) : -key_float(a);
     }
 #undef CODE_AT
+    /* The GPU kernel takes a code's planes from the thresholds in order (float_ops.cu, the codes'
+     * interval test): a monotone code gives them rising, and anything else keeps the separate
+     * steps. */
+    for (int64_t j = 1; j < cp->levels; j++)
+        if (!(tt[j - 1] <= tt[j]))
+            return false;
     return true;
 }
 

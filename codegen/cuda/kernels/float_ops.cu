@@ -1736,33 +1736,41 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     const float a = acc[q >> 1][ni][(q & 1) * 2 + c];
-                    if (F::LV) { // codes: the thresholds below sgn * a (NaN: none, flagged), or (EXACT)
-                                 // below both ends of the interval, undecided where they differ
+                    if (F::LV && !F::EXACT) { // codes: the thresholds below sgn * a (NaN: none, flagged)
+                        if (!pok[q]) continue;
                         int n = 0;
-                        if (!F::EXACT) {
-                            if (!pok[q]) continue;
 #pragma unroll
-                            for (int l = 0; l < F::LV; ++l) n += ch.sgn * a >= tl[l];
-                            nan8[q] |= (unsigned)(a != a) << j;
-                        } else {
-                            // d = rn(sgn * a - t) for each threshold t (sgn * a exact, one
-                            // rounding: within 2^-24 of sgn * a - t), and every sum of [a - m, a +
-                            // m] is on d's side of t where |d| >= m, m being (1 + 2^-20) times
-                            // the bound (exact_consts). Three operations a level where both ends
-                            // of the interval took four; a NaN d or m fails the test: listed.
-                            const float m = margin(q, k4);
-                            bool near = false;
-#pragma unroll
-                            for (int l = 0; l < F::LV; ++l) {
-                                const float d = __fmaf_rn(k4.z, a, -tl[l]);
-                                near |= !(fabsf(d) >= m);
-                                n += d >= 0.0f;
-                            }
-                            n = near ? 0 : n; // a listed sum's code is 0 here
-                            und |= (unsigned)near << (8 * q + j);
-                        }
+                        for (int l = 0; l < F::LV; ++l) n += ch.sgn * a >= tl[l];
+                        nan8[q] |= (unsigned)(a != a) << j;
 #pragma unroll
                         for (int pl = 0; pl < F::QP; ++pl) one8[pl][q] |= (unsigned)(n >> pl & 1) << j;
+                        continue;
+                    }
+                    if (F::LV) {
+                        // d = rn(sgn * a - t) for each threshold t (sgn * a exact, one rounding:
+                        // within 2^-24 of sgn * a - t), and every sum of [a - m, a + m] is on d's
+                        // side of t where |d| >= m, m being (1 + 2^-20) times the bound
+                        // (exact_consts); a NaN d or m fails the test: listed. The code is the
+                        // number of d >= 0, and the thresholds rise with l (lower.c
+                        // code_thresholds), so those are l < code: bit pl of the code is the XOR
+                        // of [d >= 0] over the levels l with l + 1 a multiple of 2^pl, i.e. of
+                        // their sign bits, complemented where they are an odd count (LV >> pl).
+                        // (Counting them cost more: the w1a2 ResNet's stem, docs/perf.md stop 43.)
+                        const float m = margin(q, k4);
+                        bool near = false;
+                        unsigned sx[F::QP] = {}; // per plane: the XOR of its levels' d, as bits
+#pragma unroll
+                        for (int l = 0; l < F::LV; ++l) {
+                            const float d = __fmaf_rn(k4.z, a, -tl[l]);
+                            near |= !(fabsf(d) >= m);
+#pragma unroll
+                            for (int pl = 0; pl < F::QP; ++pl)
+                                if ((l + 1) % (1 << pl) == 0) sx[pl] ^= __float_as_uint(d);
+                        }
+#pragma unroll
+                        for (int pl = 0; pl < F::QP; ++pl)
+                            one8[pl][q] |= ((sx[pl] ^ (F::LV >> pl & 1 ? 0x80000000u : 0u)) >> 31) << j;
+                        und |= (unsigned)near << (8 * q + j); // its code's bits cleared below
                         continue;
                     }
                     if (!F::EXACT) {
@@ -1790,6 +1798,11 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                     und |= (unsigned)open << (8 * q + j);
                 }
             }
+        if (F::LV && F::EXACT) // a listed sum's code is 0 here: und's byte q is one8[.][q]'s bits
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+#pragma unroll
+                for (int pl = 0; pl < F::QP; ++pl) one8[pl][q] &= ~(und >> 8 * q);
 #pragma unroll
         for (int q = 0; q < 4; ++q) und &= pok[q] ? ~0u : ~(0xffu << 8 * q); // pixels past the image: none listed
         // A sum of und's bit k: its tile pixel and its channel in the block's 64.
