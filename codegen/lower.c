@@ -2795,10 +2795,12 @@ static uint16_t f32_to_f16(float f) {
 }
 
 /* bnn_conv2d_mma takes ungrouped convolutions whose weights fp16 holds (finite, at most its
- * largest value 65504) and whose image its int tap table can address; the others keep the
- * exact kernels under --float-convs=fp16 too. */
+ * largest value 65504), whose image its int tap table can address and whose patches have fewer
+ * than 2^20 taps (its exact form's margin, BnnConvBits::ABSK); the others keep the exact kernels
+ * under --float-convs=fp16 too. */
 static bool fp16_conv_ok(const BlobConv2dParams *cp, const float *w) {
     if (cp->groups != 1 || cp->c * cp->h * cp->w >= (1ll << 31) || cp->h >= 32768 ||
+        cp->c * cp->kh * cp->kw >= (1ll << 20) ||
         (cp->kh - 1) * cp->dil_h >= 32768 || (cp->kw - 1) * cp->dil_w >= 32768) /* the kernel's tap table */
         return false;
     for (int64_t i = 0; i < cp->o * cp->c * cp->kh * cp->kw; i++)

@@ -1200,6 +1200,7 @@ template <class F> struct BnnConvBits {
     // ABS K, and one K more: with slope and aw (exact_consts), m is then at least (1 + 2^-20)
     // times the bound, which the codes' test needs (BnnConvMma's epilogue). ABS a power of 2: exact.
     static constexpr float ABSK = ABS * (F::C * F::KH * F::KW + 1);
+    static_assert(F::C * F::KH * F::KW < (1 << 20), "ABS (K + 1) >= (1 + 2^-20) ABS K (lower.c fp16_conv_ok)");
     // A tile's list: its count, then up to LISTQ entries pixel << 8 | channel (the tile's);
     // 12 a block on average in XNOR ResNet-18's stem, at most 24 (bench/stem_queue.py). Codes
     // (LV > 0) have LV thresholds a sum can be too close to: 127 entries (a w1a2 ResNet-18's
