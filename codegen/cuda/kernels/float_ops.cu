@@ -1202,11 +1202,11 @@ template <class F> struct BnnConvBits {
     static constexpr float ABSK = ABS * (F::C * F::KH * F::KW + 1);
     static_assert(F::C * F::KH * F::KW < (1 << 20), "ABS (K + 1) >= (1 + 2^-20) ABS K (lower.c fp16_conv_ok)");
     // A tile's list: its count, then up to LISTQ entries pixel << 8 | channel (the tile's);
-    // 12 a block on average in XNOR ResNet-18's stem, at most 24 (bench/stem_queue.py). Codes
-    // (LV > 0) have LV thresholds a sum can be too close to: 127 entries (a w1a2 ResNet-18's
-    // stem lists about 1 % of its sums, some 84 a block of 64 channels; past 31 the blocks
-    // recomputed the rest themselves, one sum after another: its conv 1.94 ms at batch 256 on
-    // an H200, docs/perf.md).
+    // 8.9 a block on average in XNOR ResNet-18's stem (TERMS 2), at most 18 (bench/stem_queue.py,
+    // normal inputs). Codes (LV > 0) have LV thresholds a sum can be too close to: 127 entries
+    // (a w1a2 ResNet-18's stem lists 0.42 % of its sums, 34 a block of 64 channels on average,
+    // at most 50; with the first bound, 84; past 31 the blocks recomputed the rest themselves,
+    // one sum after another: its conv 1.94 ms at batch 256 on an H200, docs/perf.md).
     static constexpr int LISTQ = F::LV ? 127 : 31, LISTW = LISTQ + 1;
 };
 
