@@ -8,6 +8,7 @@
 #                       `python3 bench/gpu_suite.py --build buildslim --shared .data/shared`
 #   .data/shared        ../shared's models and the test data the GPU suites read (not CIFAR's
 #                       training set)
+# bench/ab_bnncc.sh REV [NAME] then puts another revision's bnncc beside them (an A/B in one call).
 # The carry limit is 64 MiB a call: [".cache/bench/carry", "buildslim", ".data"] is about
 # 45 MiB, the models another 40. Either carry the models in a call of their own (with
 # .cache/bench/carry) or export them on the GPU machine, which has torch and onnx:
