@@ -231,10 +231,12 @@ template <class F> static int craft_weight_rounding(float *x, int batch, const f
                     t = rows[F::O + o];
                 }
                 const float *w = w32 + (size_t)o * K;
-                double a = 0.0, d1 = 0.0; // sum sgn(d_i) w_i and ||d||_1, d = w - hi(w)
+                int sg[K];                // sgn(d_i), d = w - hi(w)
+                double a = 0.0, d1 = 0.0; // sum sgn(d_i) w_i and ||d||_1
                 for (int k = 0; k < K; k++) {
                     const double d = (double)w[k] - (double)(float)(_Float16)w[k];
-                    a += ((d > 0) - (d < 0)) * (double)w[k];
+                    sg[k] = (d > 0) - (d < 0);
+                    a += sg[k] * (double)w[k];
                     d1 += std::fabs(d);
                 }
                 if (!std::isfinite(t) || t == 0.0f || a == 0.0 || d1 == 0.0) continue;
@@ -242,9 +244,8 @@ template <class F> static int craft_weight_rounding(float *x, int batch, const f
                 if (!(std::fabs(s) > 1e-6 && std::fabs(s) < 1e3)) continue;
                 for (int k = 0; k < K; k++) {
                     const int c = k / (F::KH * F::KW), ky = k / F::KW % F::KH, kx = k % F::KW;
-                    const double d = (double)w[k] - (double)(float)(_Float16)w[k];
                     x[(((size_t)item * F::C + c) * F::H + iy0 + ky * F::DH) * F::W + ix0 + kx * F::DW] =
-                        (float)(s * ((d > 0) - (d < 0)));
+                        (float)(s * sg[k]);
                 }
                 n++;
             }
