@@ -30,6 +30,13 @@
 //   (q - zero) * scale (QC_F32 2) where Yf is not null (a kernel of the f32 form serves a layer
 //   whose value nobody reads too), and the codes q - QC_QLO as QC_YB planes (0: none) in Y, as
 //   epi 2 writes its counts. Arguments (X, W, M, EP, R, Yf, Y).
+//   Epi 3 with QC_RESD (halo kernel, QC_RES): the residual is a 1x1 downsample convolution's
+//   value (a qconv2d_chain D over the block input, docs/kernels.md "The downsample inside the
+//   conv that adds it"), computed here: R holds D's input codes (QC_RESD_XB image planes of
+//   QC_RESD_H x QC_RESD_W pixels, QC_RESD_LDW words each), output pixel (oh, ow) reads its pixel
+//   (oh * QC_RESD_SH, ow * QC_RESD_SW); D's weights are one bipolar plane. EP holds this chain's
+//   [NST][2][QC_O], then D's chain [QC_RESD_NST][2][QC_O] (QC_RESD_DIV, QC_RESD_RELU,
+//   QC_RESD_ORELU as QC_DIV, QC_RELU, QC_ORELU), then D's weight rows [QC_O][QC_RESD_KROW] words.
 //   Epi 2 with QC_RCODE > 0 (halo kernel, at most 3 levels): thresholds by a residual's code, a
 //   qconv2d_chain whose residual is another layer's dequantized codes (docs/kernels.md
 //   "Thresholds by a residual code"): R holds those codes as QC_RCODE image planes of the
@@ -150,6 +157,9 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 #ifndef QC_RES
 #define QC_RES 0
 #endif
+#ifndef QC_RESD // 1: the residual a 1x1 downsample's value, computed here (epi 3 of the halo kernel)
+#define QC_RESD 0
+#endif
 #ifndef QC_RCODE // planes of a residual read as codes (epi 2 of the halo kernel)
 #define QC_RCODE 0
 #endif
@@ -176,6 +186,20 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 #endif
 #define QC_TAPS (QC_KH * QC_KW)
 #define QC_CELLS (QC_OH * QC_OW)
+#if QC_RESD
+#if !QC_HALO || QC_EPI != 3 || !QC_RES || !defined(QC_RESD_C) || !defined(QC_RESD_H) || !defined(QC_RESD_W) ||  \
+    !defined(QC_RESD_SH) || !defined(QC_RESD_SW) || !defined(QC_RESD_XB) || !defined(QC_RESD_LDW) ||           \
+    !defined(QC_RESD_NST) || !defined(QC_RESD_DIV) || !defined(QC_RESD_RELU) || !defined(QC_RESD_ORELU) ||     \
+    QC_RESD_XB < 1 || QC_RESD_XB > 3 || QC_RESD_NST < 1 || QC_RESD_NST > 8 || QC_RESD_LDW * 32 < QC_RESD_C
+#error "qconv.cu: QC_RESD needs the halo kernel's epi 3 with QC_RES and the downsample's QC_RESD_* (1 to 3 planes)"
+#endif
+#define QC_RESD_PLANE (((long long)QC_RESD_H * QC_RESD_W * QC_RESD_LDW + 7) / 8 * 8) // words of its input plane
+#define QC_RESD_KROW ((QC_RESD_LDW + 7) / 8 * 8)                                  // words of its weight row
+// Its dot's K: plane p's words 2^p times over (segments 0; 1, 2; 3..6), so that one AND-popc sum
+// weighs them; k256 steps of 8 words.
+#define QC_RESD_NSEG ((1 << QC_RESD_XB) - 1)
+#define QC_RESD_NK ((QC_RESD_NSEG * QC_RESD_LDW + 7) / 8)
+#endif
 #define QC_KROW ((QC_TAPS * QC_LDW + 7) / 8 * 8)                 // words of a weight row
 #define QC_PLANE (((long long)QC_H * QC_W * QC_LDW + 7) / 8 * 8)  // words of an input plane
 #define QC_YPLANE (((long long)QC_CELLS * QC_LDY + 7) / 8 * 8)    // words of an output plane
@@ -436,7 +460,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #define QC_ASZ (QC_XB * QC_CCR * QC_NHP * 16)
 #if QC_EPI == 3 && QC_RES
 #define QC_RSZ (QC_WN * QC_BM * 33 * 4) // each warp's residuals, [QC_MI * 16 rows][33 words]
-#define QC_STAGE_RES 1
+#define QC_STAGE_RES (!QC_RESD)         // (QC_RESD: computed there, not copied)
 #elif QC_RCODE
 #define QC_RSZ (QC_WN * QC_BM * QC_RW * 4) // each warp's residual words, [QC_MI * 16 rows][QC_RW]
 #define QC_STAGE_RES 1
@@ -527,6 +551,73 @@ BNN_QC_FN void QC_CAT(QC_NAME, res_issue)(const float *R, int n, int oh0, int ow
 }
 #endif
 #undef QC_F32_OK
+#if QC_RESD
+// The downsample's chain of its dot v for constants a, b of one channel (rt_cpu.c's qconv2d_chain
+// without residual or quantizer: its stages, then its out relu, each operation rounded on its own).
+BNN_QC_FN float QC_CAT(QC_NAME, resd_chain)(int v, const float *a, const float *b) {
+    float x = __int2float_rn(v);
+    for (int k = 0; k < QC_RESD_NST; k++) {
+        x = (QC_RESD_DIV >> k & 1) ? __fdiv_rn(x, a[k]) : __fmul_rn(x, a[k]);
+        x = __fadd_rn(x, b[k]);
+        if (QC_RESD_RELU >> k & 1)
+            x = x < 0.0f ? 0.0f : x;
+    }
+    if (QC_RESD_ORELU)
+        x = x < 0.0f ? 0.0f : x;
+    return x;
+}
+// The residuals of m16 tile rows rl0.. of tile (n, oh0, ow0) and the warp's 32 channels n0.. to
+// r16 ([16][33] floats, as res_issue stages them), ka and kb the downsample's constants of this
+// lane's channel n0 + lane: each row's dot over its pixel (oh * SH, ow * SW) of the downsample's
+// input X1 by AND-popc MMAs on the fragments of HARDWARE.md (a0 = A[g][t], a1 = A[g + 8][t], a2
+// = A[g][4 + t], a3 = A[g + 8][4 + t]; b0 = B[g][t], b1 = B[g][4 + t]) over the planes' words
+// repeated 2^p times, dot = 2 acc - sum_p 2^p popc(X1_p) (bipolar weights), as ints in r16; then
+// each lane runs its channel's chain over the 16 rows. Rows past the output read zero words.
+BNN_QC_FN void QC_CAT(QC_NAME, resd16)(const unsigned *X1, const unsigned *W1, int n, int oh0, int ow0, int rl0,
+                                       int n0, int lane, float *r16, const float *ka, const float *kb) {
+    const int g = lane >> 2, t = lane & 3;
+    const unsigned *px[2];
+    bool live[2];
+    for (int h = 0; h < 2; h++) {
+        const int rl = rl0 + g + 8 * h, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
+        live[h] = oh < QC_OH && ow < QC_OW;
+        px[h] = X1 + (long long)n * QC_RESD_XB * QC_RESD_PLANE +
+                (live[h] ? ((long long)oh * QC_RESD_SH * QC_RESD_W + (long long)ow * QC_RESD_SW) * QC_RESD_LDW : 0);
+    }
+    int acc[4][4], pop[2] = {0, 0};
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < 4; i++)
+            acc[j][i] = 0;
+    for (int k = 0; k < QC_RESD_NK; k++) {
+        unsigned a[4];
+        for (int i = 0; i < 4; i++) { // word e of a row: word e % LDW of segment e / LDW's plane
+            const int h = i & 1, e = 8 * k + t + 4 * (i >> 1), seg = e / QC_RESD_LDW;
+            const int p = seg >= 3 ? 2 : seg >= 1 ? 1 : 0;
+            a[i] = live[h] && seg < QC_RESD_NSEG ? px[h][p * QC_RESD_PLANE + e % QC_RESD_LDW] : 0u;
+            pop[h] += __popc(a[i]);
+        }
+        const int e0 = 8 * k + t, e1 = e0 + 4;
+        for (int j = 0; j < 4; j++) {
+            const int o = n0 + 8 * j + g;
+            const unsigned *wr = W1 + (long long)(o < QC_O ? o : 0) * QC_RESD_KROW;
+            const unsigned b0 = o < QC_O && e0 < QC_RESD_NSEG * QC_RESD_LDW ? __ldg(wr + e0 % QC_RESD_LDW) : 0u;
+            const unsigned b1 = o < QC_O && e1 < QC_RESD_NSEG * QC_RESD_LDW ? __ldg(wr + e1 % QC_RESD_LDW) : 0u;
+            bnn_qc_mma(acc[j], a[0], a[1], a[2], a[3], b0, b1);
+        }
+    }
+    for (int h = 0; h < 2; h++) { // the row's words are spread over its 4 lanes t
+        pop[h] += __shfl_xor_sync(0xffffffffu, pop[h], 1);
+        pop[h] += __shfl_xor_sync(0xffffffffu, pop[h], 2);
+    }
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < 4; i++) // d0 = D[g][2t], d1 = D[g][2t + 1], d2 = D[g + 8][2t], d3 = D[g + 8][2t + 1]
+            r16[(g + 8 * (i >> 1)) * 33 + 8 * j + 2 * t + (i & 1)] = __int_as_float(2 * acc[j][i] - pop[i >> 1]);
+    __syncwarp();
+    for (int r = 0; r < 16; r++)
+        r16[r * 33 + lane] = QC_CAT(QC_NAME, resd_chain)(__float_as_int(r16[r * 33 + lane]), ka, kb);
+    __syncwarp();
+}
+#endif
 #endif
 
 #if QC_RCODE
@@ -781,6 +872,16 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         cy[k] = QC_DIV >> k & 1 ? __frcp_rn(ca[k]) : 0.0f;
         cfast = cfast && (!(QC_DIV >> k & 1) || n0 + lane >= QC_O || bnn_div_fast_ok(ca[k]));
     }
+#if QC_RESD
+    // the downsample's constants of this lane's channel (after this chain's in EP), its weights
+    float ra[QC_RESD_NST], rb[QC_RESD_NST];
+    for (int k = 0; k < QC_RESD_NST; k++) {
+        const int o = n0 + lane;
+        ra[k] = o < QC_O ? __ldg(EP + (2 * QC_NST + 2 * k) * QC_O + o) : 1.0f;
+        rb[k] = o < QC_O ? __ldg(EP + (2 * QC_NST + 2 * k + 1) * QC_O + o) : 0.0f;
+    }
+    const unsigned *const W1 = (const unsigned *)(EP + 2 * (QC_NST + QC_RESD_NST) * QC_O);
+#endif
 #elif QC_RCODE
     QC_CAT(QC_NAME, rcode_levels)(T, thr, blockIdx.x * QC_BN, tid); // read after the first tile's barriers
 #elif QC_FRAGL
@@ -797,8 +898,11 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     int *hpop = (int *)(qc_dsmem + QC_BSZ + 2 * QC_ASZ + 16), *rowpop = hpop + QC_NHP;
 #if QC_EPI == 3 && QC_RES
     const int rbase = warp * QC_MI * 16 * 33; // this warp's residuals: words of the region after rowpop
-    const float *res = (const float *)(rowpop + QC_BM) + rbase;
+    float *res = (float *)(rowpop + QC_BM) + rbase;
     const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM + 4 * rbase);
+#if QC_RESD
+    (void)sR; // (computed in place, not copied)
+#endif
 #elif QC_RCODE
     const int rbase = warp * QC_MI * 16 * QC_RW; // this warp's residual words, after rowpop
     const unsigned *res = (const unsigned *)(rowpop + QC_BM) + rbase;
@@ -827,7 +931,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     for (int tl = blockIdx.y; tl < ntiles; tl += gridDim.y, buf ^= 1) {
         const unsigned sA = sA0 + buf * QC_ASZ;
         const int n = tl / QC_TYX, oh0 = tl % QC_TYX / QC_TX * QC_TH, ow0 = tl % QC_TX * QC_TW;
-#if QC_EPI == 3 && QC_RES
+#if QC_EPI == 3 && QC_RES && !QC_RESD
         // This tile's residuals (the previous tile's were read before its last barrier).
         QC_CAT(QC_NAME, res_issue)(R, n, oh0, ow0, wm, n0, lane, sR);
         bnn_qh_commit();
@@ -950,6 +1054,9 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             float fv[16];
             // Divisions without a branch (bnn_div_fast), so that the rows' chains overlap; where
             // one may differ from __fdiv_rn's, the lane runs its 16 chains again with it.
+#if QC_RESD
+            QC_CAT(QC_NAME, resd16)((const unsigned *)R, W1, n, oh0, ow0, rl0, n0, lane, res + mi * 16 * 33, ra, rb);
+#endif
 #if QC_RES
             const float *res16 = res + mi * 16 * 33;
 #else
@@ -1176,6 +1283,22 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_HSMEM
 #undef QC_RSZ
 #undef QC_STAGE_RES
+#undef QC_RESD
+#undef QC_RESD_C
+#undef QC_RESD_H
+#undef QC_RESD_W
+#undef QC_RESD_SH
+#undef QC_RESD_SW
+#undef QC_RESD_XB
+#undef QC_RESD_LDW
+#undef QC_RESD_NST
+#undef QC_RESD_DIV
+#undef QC_RESD_RELU
+#undef QC_RESD_ORELU
+#undef QC_RESD_PLANE
+#undef QC_RESD_KROW
+#undef QC_RESD_NSEG
+#undef QC_RESD_NK
 #undef QC_RCODE
 #undef QC_RNAN
 #undef QC_YNAN
