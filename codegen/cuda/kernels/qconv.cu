@@ -59,6 +59,7 @@
 #define BNN_QCONV_ONCE
 #define BNN_QC_LINKAGE extern "C" // (tests/lowbit/test_qconv_emu.c runs this file as C)
 #define BNN_QC_FN static __device__ __forceinline__
+#define BNN_QC_NOINLINE static __device__ __noinline__ // (its own registers: see resd16)
 __device__ __forceinline__ void bnn_qc_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
                                            unsigned b0, unsigned b1) {
     const unsigned a[4] = {a0, a1, a2, a3};
@@ -90,6 +91,9 @@ __device__ __forceinline__ void bnn_qh_ld16(unsigned a, unsigned *v) {
     v[0] = r[0], v[1] = r[1], v[2] = r[2], v[3] = r[3];
 }
 __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm4(a, r[0], r[1], r[2], r[3]); }
+#endif
+#ifndef BNN_QC_NOINLINE
+#define BNN_QC_NOINLINE BNN_QC_FN
 #endif
 #ifndef BNN_QC_ALIGN16 // (the warp emulator's static arrays)
 #define BNN_QC_ALIGN16
@@ -567,14 +571,17 @@ BNN_QC_FN float QC_CAT(QC_NAME, resd_chain)(int v, const float *a, const float *
     return x;
 }
 // The residuals of m16 tile rows rl0.. of tile (n, oh0, ow0) and the warp's 32 channels n0.. to
-// r16 ([16][33] floats, as res_issue stages them), ka and kb the downsample's constants of this
-// lane's channel n0 + lane: each row's dot over its pixel (oh * SH, ow * SW) of the downsample's
+// r16 ([16][33] floats, as res_issue stages them), EP this chain's constants, then the
+// downsample's (EP1) and its weight rows (W1): each row's dot over its pixel (oh * SH, ow * SW) of the downsample's
 // input X1 by AND-popc MMAs on the fragments of HARDWARE.md (a0 = A[g][t], a1 = A[g + 8][t], a2
 // = A[g][4 + t], a3 = A[g + 8][4 + t]; b0 = B[g][t], b1 = B[g][4 + t]) over the planes' words
 // repeated 2^p times, dot = 2 acc - sum_p 2^p popc(X1_p) (bipolar weights), as ints in r16; then
 // each lane runs its channel's chain over the 16 rows. Rows past the output read zero words.
-BNN_QC_FN void QC_CAT(QC_NAME, resd16)(const unsigned *X1, const unsigned *W1, int n, int oh0, int ow0, int rl0,
-                                       int n0, int lane, float *r16, const float *ka, const float *kb) {
+BNN_QC_NOINLINE void QC_CAT(QC_NAME, resd16)(const unsigned *X1, const float *EP, int n, int oh0, int ow0, int rl0, int n0,
+                                       int lane, float *r16) {
+    // (EP1 and W1 from EP here, not kept through the kernel: its 8-warp tiles are at their 128 registers)
+    const float *const EP1 = EP + 2 * QC_NST * QC_O;
+    const unsigned *const W1 = (const unsigned *)(EP1 + 2 * QC_RESD_NST * QC_O);
     const int g = lane >> 2, t = lane & 3;
     const unsigned *px[2];
     bool live[2];
@@ -584,35 +591,41 @@ BNN_QC_FN void QC_CAT(QC_NAME, resd16)(const unsigned *X1, const unsigned *W1, i
         px[h] = X1 + (long long)n * QC_RESD_XB * QC_RESD_PLANE +
                 (live[h] ? ((long long)oh * QC_RESD_SH * QC_RESD_W + (long long)ow * QC_RESD_SW) * QC_RESD_LDW : 0);
     }
-    int acc[4][4], pop[2] = {0, 0};
-    for (int j = 0; j < 4; j++)
-        for (int i = 0; i < 4; i++)
-            acc[j][i] = 0;
-    for (int k = 0; k < QC_RESD_NK; k++) {
-        unsigned a[4];
+    // A's words first (all k steps: at most 12 registers), then one n8 tile's 4 accumulators at a
+    // time (16 at once spilled the 8-warp kernels at their 128 registers)
+    unsigned a[QC_RESD_NK][4];
+    int pop[2] = {0, 0};
+    for (int k = 0; k < QC_RESD_NK; k++)
         for (int i = 0; i < 4; i++) { // word e of a row: word e % LDW of segment e / LDW's plane
             const int h = i & 1, e = 8 * k + t + 4 * (i >> 1), seg = e / QC_RESD_LDW;
             const int p = seg >= 3 ? 2 : seg >= 1 ? 1 : 0;
-            a[i] = live[h] && seg < QC_RESD_NSEG ? px[h][p * QC_RESD_PLANE + e % QC_RESD_LDW] : 0u;
-            pop[h] += __popc(a[i]);
+            a[k][i] = live[h] && seg < QC_RESD_NSEG ? px[h][p * QC_RESD_PLANE + e % QC_RESD_LDW] : 0u;
+            pop[h] += __popc(a[k][i]);
         }
-        const int e0 = 8 * k + t, e1 = e0 + 4;
-        for (int j = 0; j < 4; j++) {
-            const int o = n0 + 8 * j + g;
-            const unsigned *wr = W1 + (long long)(o < QC_O ? o : 0) * QC_RESD_KROW;
-            const unsigned b0 = o < QC_O && e0 < QC_RESD_NSEG * QC_RESD_LDW ? __ldg(wr + e0 % QC_RESD_LDW) : 0u;
-            const unsigned b1 = o < QC_O && e1 < QC_RESD_NSEG * QC_RESD_LDW ? __ldg(wr + e1 % QC_RESD_LDW) : 0u;
-            bnn_qc_mma(acc[j], a[0], a[1], a[2], a[3], b0, b1);
-        }
-    }
     for (int h = 0; h < 2; h++) { // the row's words are spread over its 4 lanes t
         pop[h] += __shfl_xor_sync(0xffffffffu, pop[h], 1);
         pop[h] += __shfl_xor_sync(0xffffffffu, pop[h], 2);
     }
-    for (int j = 0; j < 4; j++)
+    for (int j = 0; j < 4; j++) {
+        const int o = n0 + 8 * j + g;
+        const unsigned *wr = W1 + (long long)(o < QC_O ? o : 0) * QC_RESD_KROW;
+        int d[4] = {0, 0, 0, 0};
+        for (int k = 0; k < QC_RESD_NK; k++) {
+            const int e0 = 8 * k + t, e1 = e0 + 4;
+            const unsigned b0 = o < QC_O && e0 < QC_RESD_NSEG * QC_RESD_LDW ? __ldg(wr + e0 % QC_RESD_LDW) : 0u;
+            const unsigned b1 = o < QC_O && e1 < QC_RESD_NSEG * QC_RESD_LDW ? __ldg(wr + e1 % QC_RESD_LDW) : 0u;
+            bnn_qc_mma(d, a[k][0], a[k][1], a[k][2], a[k][3], b0, b1);
+        }
         for (int i = 0; i < 4; i++) // d0 = D[g][2t], d1 = D[g][2t + 1], d2 = D[g + 8][2t], d3 = D[g + 8][2t + 1]
-            r16[(g + 8 * (i >> 1)) * 33 + 8 * j + 2 * t + (i & 1)] = __int_as_float(2 * acc[j][i] - pop[i >> 1]);
+            r16[(g + 8 * (i >> 1)) * 33 + 8 * j + 2 * t + (i & 1)] = __int_as_float(2 * d[i] - pop[i >> 1]);
+    }
     __syncwarp();
+    float ka[QC_RESD_NST], kb[QC_RESD_NST]; // this lane's channel's constants (1 and 0 past QC_O)
+    for (int k = 0; k < QC_RESD_NST; k++) {
+        const int o = n0 + lane;
+        ka[k] = o < QC_O ? __ldg(EP1 + 2 * k * QC_O + o) : 1.0f;
+        kb[k] = o < QC_O ? __ldg(EP1 + (2 * k + 1) * QC_O + o) : 0.0f;
+    }
     for (int r = 0; r < 16; r++)
         r16[r * 33 + lane] = QC_CAT(QC_NAME, resd_chain)(__float_as_int(r16[r * 33 + lane]), ka, kb);
     __syncwarp();
@@ -872,16 +885,6 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         cy[k] = QC_DIV >> k & 1 ? __frcp_rn(ca[k]) : 0.0f;
         cfast = cfast && (!(QC_DIV >> k & 1) || n0 + lane >= QC_O || bnn_div_fast_ok(ca[k]));
     }
-#if QC_RESD
-    // the downsample's constants of this lane's channel (after this chain's in EP), its weights
-    float ra[QC_RESD_NST], rb[QC_RESD_NST];
-    for (int k = 0; k < QC_RESD_NST; k++) {
-        const int o = n0 + lane;
-        ra[k] = o < QC_O ? __ldg(EP + (2 * QC_NST + 2 * k) * QC_O + o) : 1.0f;
-        rb[k] = o < QC_O ? __ldg(EP + (2 * QC_NST + 2 * k + 1) * QC_O + o) : 0.0f;
-    }
-    const unsigned *const W1 = (const unsigned *)(EP + 2 * (QC_NST + QC_RESD_NST) * QC_O);
-#endif
 #elif QC_RCODE
     QC_CAT(QC_NAME, rcode_levels)(T, thr, blockIdx.x * QC_BN, tid); // read after the first tile's barriers
 #elif QC_FRAGL
@@ -931,7 +934,13 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     for (int tl = blockIdx.y; tl < ntiles; tl += gridDim.y, buf ^= 1) {
         const unsigned sA = sA0 + buf * QC_ASZ;
         const int n = tl / QC_TYX, oh0 = tl % QC_TYX / QC_TX * QC_TH, ow0 = tl % QC_TX * QC_TW;
-#if QC_EPI == 3 && QC_RES && !QC_RESD
+#if QC_RESD
+        // This tile's residuals, computed before the MMAs' accumulators live (the previous
+        // tile's were read before its last barrier).
+        for (int mi = 0; mi < QC_MI; mi++)
+            QC_CAT(QC_NAME, resd16)((const unsigned *)R, EP, n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane,
+                                    res + mi * 16 * 33);
+#elif QC_EPI == 3 && QC_RES
         // This tile's residuals (the previous tile's were read before its last barrier).
         QC_CAT(QC_NAME, res_issue)(R, n, oh0, ow0, wm, n0, lane, sR);
         bnn_qh_commit();
@@ -1054,9 +1063,6 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             float fv[16];
             // Divisions without a branch (bnn_div_fast), so that the rows' chains overlap; where
             // one may differ from __fdiv_rn's, the lane runs its 16 chains again with it.
-#if QC_RESD
-            QC_CAT(QC_NAME, resd16)((const unsigned *)R, W1, n, oh0, ow0, rl0, n0, lane, res + mi * 16 * 33, ra, rb);
-#endif
 #if QC_RES
             const float *res16 = res + mi * 16 * 33;
 #else
