@@ -141,6 +141,10 @@ def resnet(tmp, device):
         return fail(f"{name}: --report counts {rc.group(1) if rc else 'no'} convs reading their residual as "
                     f"codes and {gap.group(1) if gap else 'no'} pools reading codes, want 5 (every block's second "
                     f"conv, stage 1's first) and 1 (the global pool of the last block's value)")
+    qr = re.search(r"^codegen: (\d+) low-bit convolutions compute the 1x1 downsample convolution", p.stderr, re.M)
+    if not qr or qr.group(1) != "3":
+        return fail(f"{name}: --report counts {qr.group(1) if qr else 'no'} convs computing their downsample, want 3 "
+                    f"(stages 2-4's first blocks: qconv.cu QC_RESD)")
     print(f"{name}: {steps} plan steps at -O3 ({PLAN_STEPS_BEFORE} before qconv2d_chain), "
           f"{len(lines) - steps} batch alternatives")
     # The stem (conv, batch-norm, relu, max-pool, quant) is one conv2d_chain with a quantizer:

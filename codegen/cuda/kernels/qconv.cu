@@ -583,6 +583,12 @@ BNN_QC_NOINLINE void QC_CAT(QC_NAME, resd16)(const unsigned *X1, const float *EP
     const float *const EP1 = EP + 2 * QC_NST * QC_O;
     const unsigned *const W1 = (const unsigned *)(EP1 + 2 * QC_RESD_NST * QC_O);
     const int g = lane >> 2, t = lane & 3;
+    float ka[QC_RESD_NST], kb[QC_RESD_NST]; // this lane's channel's chain constants (1 and 0 past QC_O),
+    for (int k = 0; k < QC_RESD_NST; k++) { // loaded first, with the words below (one round trip)
+        const int o = n0 + lane;
+        ka[k] = o < QC_O ? __ldg(EP1 + 2 * k * QC_O + o) : 1.0f;
+        kb[k] = o < QC_O ? __ldg(EP1 + (2 * k + 1) * QC_O + o) : 0.0f;
+    }
     const unsigned *px[2];
     bool live[2];
     for (int h = 0; h < 2; h++) {
@@ -620,12 +626,6 @@ BNN_QC_NOINLINE void QC_CAT(QC_NAME, resd16)(const unsigned *X1, const float *EP
             r16[(g + 8 * (i >> 1)) * 33 + 8 * j + 2 * t + (i & 1)] = __int_as_float(2 * d[i] - pop[i >> 1]);
     }
     __syncwarp();
-    float ka[QC_RESD_NST], kb[QC_RESD_NST]; // this lane's channel's constants (1 and 0 past QC_O)
-    for (int k = 0; k < QC_RESD_NST; k++) {
-        const int o = n0 + lane;
-        ka[k] = o < QC_O ? __ldg(EP1 + 2 * k * QC_O + o) : 1.0f;
-        kb[k] = o < QC_O ? __ldg(EP1 + (2 * k + 1) * QC_O + o) : 0.0f;
-    }
     for (int r = 0; r < 16; r++)
         r16[r * 33 + lane] = QC_CAT(QC_NAME, resd_chain)(__float_as_int(r16[r * 33 + lane]), ka, kb);
     __syncwarp();
