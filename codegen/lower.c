@@ -4857,6 +4857,7 @@ static bool qresd_match(Lower *L, const Node *n, const BlobQconvParams *qp, Qres
         dp->epi != BLOB_QCONV_EPI_CHAIN || dp->kh != 1 || dp->kw != 1 || dp->pad_top || dp->pad_left ||
         dp->o != qp->o || dp->oh != qp->oh || dp->ow != qp->ow || (dp->oh - 1) * dp->stride_h >= dp->h ||
         (dp->ow - 1) * dp->stride_w >= dp->w || dp->wb != 1 || !dp->bipolar || dp->xb < 1 || dp->xb > 3 ||
+        dp->xb * dp->ldw > 33 || /* its rows' words staged in the residual rows (qconv.cu resd_issue) */
         st->buf[BLOB_SLOT_IN] < 0 || st->s.slot[BLOB_SLOT_X1].space != BLOB_SPACE_NONE)
         return false;
     const int32_t *desc = blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P1]);

@@ -194,8 +194,9 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 #if !QC_HALO || QC_EPI != 3 || !QC_RES || !defined(QC_RESD_C) || !defined(QC_RESD_H) || !defined(QC_RESD_W) ||  \
     !defined(QC_RESD_SH) || !defined(QC_RESD_SW) || !defined(QC_RESD_XB) || !defined(QC_RESD_LDW) ||           \
     !defined(QC_RESD_NST) || !defined(QC_RESD_DIV) || !defined(QC_RESD_RELU) || !defined(QC_RESD_ORELU) ||     \
-    QC_RESD_XB < 1 || QC_RESD_XB > 3 || QC_RESD_NST < 1 || QC_RESD_NST > 8 || QC_RESD_LDW * 32 < QC_RESD_C
-#error "qconv.cu: QC_RESD needs the halo kernel's epi 3 with QC_RES and the downsample's QC_RESD_* (1 to 3 planes)"
+    QC_RESD_XB < 1 || QC_RESD_XB > 3 || QC_RESD_NST < 1 || QC_RESD_NST > 8 || QC_RESD_LDW * 32 < QC_RESD_C ||     \
+    QC_RESD_XB * QC_RESD_LDW > 33
+#error "qconv.cu: QC_RESD needs the halo kernel's epi 3 with QC_RES and the downsample's QC_RESD_* (1 to 3 planes, a row's words in 33)"
 #endif
 #define QC_RESD_PLANE (((long long)QC_RESD_H * QC_RESD_W * QC_RESD_LDW + 7) / 8 * 8) // words of its input plane
 #define QC_RESD_KROW ((QC_RESD_LDW + 7) / 8 * 8)                                  // words of its weight row
@@ -464,7 +465,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #define QC_ASZ (QC_XB * QC_CCR * QC_NHP * 16)
 #if QC_EPI == 3 && QC_RES
 #define QC_RSZ (QC_WN * QC_BM * 33 * 4) // each warp's residuals, [QC_MI * 16 rows][33 words]
-#define QC_STAGE_RES (!QC_RESD)         // (QC_RESD: computed there, not copied)
+#define QC_STAGE_RES 1                  // (QC_RESD: the downsample's input words, resd_issue)
 #elif QC_RCODE
 #define QC_RSZ (QC_WN * QC_BM * QC_RW * 4) // each warp's residual words, [QC_MI * 16 rows][QC_RW]
 #define QC_STAGE_RES 1
@@ -570,48 +571,57 @@ BNN_QC_FN float QC_CAT(QC_NAME, resd_chain)(int v, const float *a, const float *
         x = x < 0.0f ? 0.0f : x;
     return x;
 }
-// The residuals of m16 tile rows rl0.. of tile (n, oh0, ow0) and the warp's 32 channels n0.. to
-// r16 ([16][33] floats, as res_issue stages them), EP this chain's constants, then the
-// downsample's (EP1) and its weight rows (W1): each row's dot over its pixel (oh * SH, ow * SW) of the downsample's
-// input X1 by AND-popc MMAs on the fragments of HARDWARE.md (a0 = A[g][t], a1 = A[g + 8][t], a2
-// = A[g][4 + t], a3 = A[g + 8][4 + t]; b0 = B[g][t], b1 = B[g][4 + t]) over the planes' words
-// repeated 2^p times, dot = 2 acc - sum_p 2^p popc(X1_p) (bipolar weights), as ints in r16; then
-// each lane runs its channel's chain over the 16 rows. Rows past the output read zero words.
-BNN_QC_NOINLINE void QC_CAT(QC_NAME, resd16)(const unsigned *X1, const float *EP, int n, int oh0, int ow0, int rl0, int n0,
-                                       int lane, float *r16) {
-    // (EP1 and W1 from EP here, not kept through the kernel: its 8-warp tiles are at their 128 registers)
+// The downsample's input words of the warp's QC_MI m16 tiles (rows wm * QC_MI * 16..) of tile
+// (n, oh0, ow0) to shared dst, row r of m16 tile mi at word (mi * 16 + r) * 33 + w, w = p * LDW +
+// word of plane p of the row's pixel (oh * SH, ow * SW) of X1 (where resd16 then writes the
+// row's residuals): 4-byte cp.async, zeros for rows past the output. Issued at the tile's start,
+// as res_issue's floats, so that their latency passes under the MMAs (computed there from
+// global memory, the loads waited before every tile).
+BNN_QC_FN void QC_CAT(QC_NAME, resd_issue)(const unsigned *X1, int n, int oh0, int ow0, int wm, int lane,
+                                           unsigned dst) {
+    for (int i = lane; i < QC_MI * 16 * QC_RESD_XB * QC_RESD_LDW; i += 32) {
+        const int row = i / (QC_RESD_XB * QC_RESD_LDW), w = i % (QC_RESD_XB * QC_RESD_LDW);
+        const int rl = wm * (QC_MI * 16) + row, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
+        const bool ok = oh < QC_OH && ow < QC_OW;
+        const unsigned *src = X1 + ((long long)n * QC_RESD_XB + w / QC_RESD_LDW) * QC_RESD_PLANE +
+                              ((long long)oh * QC_RESD_SH * QC_RESD_W + (long long)ow * QC_RESD_SW) * QC_RESD_LDW +
+                              w % QC_RESD_LDW;
+        bnn_qh_cp(dst + (unsigned)((row * 33 + w) * 4), ok ? src : X1, 4, ok ? 4u : 0u);
+    }
+}
+// The residuals of m16 tile rows 0..15 (r16: [16][33] words, the row's staged words of X1 first,
+// resd_issue) for the warp's 32 channels n0..; EP this chain's constants, then the downsample's
+// (EP1) and its weight rows (W1). Each row's dot by AND-popc MMAs on the fragments of HARDWARE.md
+// (a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][4 + t], a3 = A[g + 8][4 + t]; b0 = B[g][t], b1 =
+// B[g][4 + t]) over the planes' words repeated 2^p times, dot = 2 acc - sum_p 2^p popc(X1_p)
+// (bipolar weights), as ints over the staged words; then each lane runs its channel's chain on
+// the 16 rows. Not inlined: its own registers (inlined, the 8-warp tiles, at their 128, spilled).
+BNN_QC_NOINLINE void QC_CAT(QC_NAME, resd16)(const float *EP, int n0, int lane, float *r16) {
     const float *const EP1 = EP + 2 * QC_NST * QC_O;
     const unsigned *const W1 = (const unsigned *)(EP1 + 2 * QC_RESD_NST * QC_O);
+    const unsigned *const xs = (const unsigned *)r16;
     const int g = lane >> 2, t = lane & 3;
-    float ka[QC_RESD_NST], kb[QC_RESD_NST]; // this lane's channel's chain constants (1 and 0 past QC_O),
-    for (int k = 0; k < QC_RESD_NST; k++) { // loaded first, with the words below (one round trip)
+    float ka[QC_RESD_NST], kb[QC_RESD_NST]; // this lane's channel's chain constants (1 and 0 past QC_O)
+    for (int k = 0; k < QC_RESD_NST; k++) {
         const int o = n0 + lane;
         ka[k] = o < QC_O ? __ldg(EP1 + 2 * k * QC_O + o) : 1.0f;
         kb[k] = o < QC_O ? __ldg(EP1 + (2 * k + 1) * QC_O + o) : 0.0f;
     }
-    const unsigned *px[2];
-    bool live[2];
-    for (int h = 0; h < 2; h++) {
-        const int rl = rl0 + g + 8 * h, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
-        live[h] = oh < QC_OH && ow < QC_OW;
-        px[h] = X1 + (long long)n * QC_RESD_XB * QC_RESD_PLANE +
-                (live[h] ? ((long long)oh * QC_RESD_SH * QC_RESD_W + (long long)ow * QC_RESD_SW) * QC_RESD_LDW : 0);
-    }
-    // A's words first (all k steps: at most 12 registers), then one n8 tile's 4 accumulators at a
-    // time (16 at once spilled the 8-warp kernels at their 128 registers)
+    // A's words first (all k steps: at most 12 registers), then one n8 tile's 4 accumulators at a time
     unsigned a[QC_RESD_NK][4];
     int pop[2] = {0, 0};
     for (int k = 0; k < QC_RESD_NK; k++)
         for (int i = 0; i < 4; i++) { // word e of a row: word e % LDW of segment e / LDW's plane
             const int h = i & 1, e = 8 * k + t + 4 * (i >> 1), seg = e / QC_RESD_LDW;
             const int p = seg >= 3 ? 2 : seg >= 1 ? 1 : 0;
-            a[k][i] = live[h] && seg < QC_RESD_NSEG ? px[h][p * QC_RESD_PLANE + e % QC_RESD_LDW] : 0u;
+            a[k][i] = seg < QC_RESD_NSEG ? xs[(g + 8 * h) * 33 + p * QC_RESD_LDW + e % QC_RESD_LDW] : 0u;
             pop[h] += __popc(a[k][i]);
         }
     for (int h = 0; h < 2; h++) { // the row's words are spread over its 4 lanes t
         pop[h] += __shfl_xor_sync(0xffffffffu, pop[h], 1);
         pop[h] += __shfl_xor_sync(0xffffffffu, pop[h], 2);
     }
+    __syncwarp(); // every lane has its words: the dots go over them
     for (int j = 0; j < 4; j++) {
         const int o = n0 + 8 * j + g;
         const unsigned *wr = W1 + (long long)(o < QC_O ? o : 0) * QC_RESD_KROW;
@@ -903,9 +913,6 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     const int rbase = warp * QC_MI * 16 * 33; // this warp's residuals: words of the region after rowpop
     float *res = (float *)(rowpop + QC_BM) + rbase;
     const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM + 4 * rbase);
-#if QC_RESD
-    (void)sR; // (computed in place, not copied)
-#endif
 #elif QC_RCODE
     const int rbase = warp * QC_MI * 16 * QC_RW; // this warp's residual words, after rowpop
     const unsigned *res = (const unsigned *)(rowpop + QC_BM) + rbase;
@@ -935,11 +942,10 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         const unsigned sA = sA0 + buf * QC_ASZ;
         const int n = tl / QC_TYX, oh0 = tl % QC_TYX / QC_TX * QC_TH, ow0 = tl % QC_TX * QC_TW;
 #if QC_RESD
-        // This tile's residuals, computed before the MMAs' accumulators live (the previous
-        // tile's were read before its last barrier).
-        for (int mi = 0; mi < QC_MI; mi++)
-            QC_CAT(QC_NAME, resd16)((const unsigned *)R, EP, n, oh0, ow0, wm * (QC_MI * 16) + mi * 16, n0, lane,
-                                    res + mi * 16 * 33);
+        // This tile's downsample input words (the previous tile's residuals were read before its
+        // last barrier).
+        QC_CAT(QC_NAME, resd_issue)((const unsigned *)R, n, oh0, ow0, wm, lane, sR);
+        bnn_qh_commit();
 #elif QC_EPI == 3 && QC_RES
         // This tile's residuals (the previous tile's were read before its last barrier).
         QC_CAT(QC_NAME, res_issue)(R, n, oh0, ow0, wm, n0, lane, sR);
@@ -1063,6 +1069,9 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             float fv[16];
             // Divisions without a branch (bnn_div_fast), so that the rows' chains overlap; where
             // one may differ from __fdiv_rn's, the lane runs its 16 chains again with it.
+#if QC_RESD
+            QC_CAT(QC_NAME, resd16)(EP, n0, lane, res + mi * 16 * 33);
+#endif
 #if QC_RES
             const float *res16 = res + mi * 16 * 33;
 #else
