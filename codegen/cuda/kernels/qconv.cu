@@ -1067,11 +1067,12 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             int cnt[16];
 #if QC_EPI == 3
             float fv[16];
-            // Divisions without a branch (bnn_div_fast), so that the rows' chains overlap; where
-            // one may differ from __fdiv_rn's, the lane runs its 16 chains again with it.
 #if QC_RESD
+            // the m16 tile's residuals from the downsample input's words resd_issue staged there
             QC_CAT(QC_NAME, resd16)(EP, n0, lane, res + mi * 16 * 33);
 #endif
+            // Divisions without a branch (bnn_div_fast), so that the rows' chains overlap; where
+            // one may differ from __fdiv_rn's, the lane runs its 16 chains again with it.
 #if QC_RES
             const float *res16 = res + mi * 16 * 33;
 #else
