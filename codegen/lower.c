@@ -65,6 +65,7 @@ typedef struct Lower {
     signed char *may_nan; /* per value id: value_may_be_nan's answer, -1 until asked */
     bool stem_codes;      /* the conv2d_chain being lowered wrote a pool of codes (lower_conv2d_codes) */
     int nrcode;           /* qconv2d_chains whose GPU kernel thresholds by a residual code */
+    int nqresd;           /* qconv2d_chains that compute the 1x1 downsample they add in their GPU kernel */
     int ngap_codes;       /* global average pools whose GPU kernel reads a value's codes (lower_gap) */
     bool batch_alts;      /* steps may get a batch alternative (new_batch_alt; tunable_alts) */
     int nbatch_alts;      /* how many did, for --report */
@@ -4818,6 +4819,138 @@ static int lower_qconv_rcode(Lower *L, const Node *n, int cs, const BlobQconvPar
     return 0;
 }
 
+/* A qconv2d_chain whose residual is the value of a 1x1 downsample D over the block input (a
+ * qconv2d_chain of its own: no residual, no codes read, one bipolar weight plane, no padding, its
+ * f32 value read by this layer only) computes D's dot and chain in its own halo kernel (qconv.cu
+ * QC_RESD, the same float operations): D's steps leave the GPU, and with them its f32 value's
+ * write and read (the w1a2 ResNet-18's three downsampling blocks: 103 MB a batch of 256 into
+ * 28x28). The CPU path runs both layers as before. */
+typedef struct QresdFusion {
+    int dstep;                       /* D's step */
+    int x1;                          /* D's input: its arena buffer */
+    BlobQconvParams dp;              /* D's parameters */
+    int32_t desc[BLOB_QCHAIN_WORDS]; /* D's chain descriptor */
+    BlobRef dw, dep;                 /* D's weights [1][O][krow] and chain constants [stages][2][O] */
+} QresdFusion;
+
+/* Whether qconv2d_chain n (parameters qp) takes its residual's 1x1 convolution into its GPU
+ * kernel (QresdFusion above); f filled when it does. */
+static bool qresd_match(Lower *L, const Node *n, const BlobQconvParams *qp, QresdFusion *f) {
+    memset(f, 0, sizeof *f);
+    const Value *r = n->nin == 4 ? n->in[3] : NULL;
+    const Node *d = r ? r->def : NULL;
+    if (!L->min_sm || L->qconv_direct || !d || d->op != OP_QCONV2D_CHAIN || d->nin != 3 || only_user(L->g, r) != n ||
+        is_output(L->g, r) || value_buf(L, r) < 0 || L->rcode[L->node_index])
+        return false;
+    for (int i = 0; i < d->nout; i++)
+        if (d->out[i] != r && (count_uses(L->g, d->out[i]) || is_output(L->g, d->out[i])))
+            return false;
+    int ds = -1;
+    for (int s = L->nsteps - 1; s >= 0 && ds < 0; s--)
+        if (!(L->steps[s].s.flags & BLOB_STEP_BATCH_ALT) && L->steps[s].buf[BLOB_SLOT_OUT] == value_buf(L, r))
+            ds = s;
+    if (ds < 0)
+        return false;
+    const LStep *st = &L->steps[ds];
+    const BlobQconvParams *dp = &st->s.qconv;
+    if (st->s.kind != BLOB_STEP_QCONV || !st->has_kernel || (st->s.flags & BLOB_STEP_CPU_ONLY) ||
+        dp->epi != BLOB_QCONV_EPI_CHAIN || dp->kh != 1 || dp->kw != 1 || dp->pad_top || dp->pad_left ||
+        dp->o != qp->o || dp->oh != qp->oh || dp->ow != qp->ow || (dp->oh - 1) * dp->stride_h >= dp->h ||
+        (dp->ow - 1) * dp->stride_w >= dp->w || dp->wb != 1 || !dp->bipolar || dp->xb < 1 || dp->xb > 3 ||
+        dp->xb * dp->ldw > 33 || /* its rows' words staged in the residual rows (qconv.cu resd_issue) */
+        st->buf[BLOB_SLOT_IN] < 0 || st->s.slot[BLOB_SLOT_X1].space != BLOB_SPACE_NONE)
+        return false;
+    const int32_t *desc = blob_weights_data(L->w, st->s.slot[BLOB_SLOT_P1]);
+    if (desc[BLOB_QCHAIN_RESIDUAL] || desc[BLOB_QCHAIN_F32] != 1 || desc[BLOB_QCHAIN_STAGES] < 1 ||
+        desc[BLOB_QCHAIN_STAGES] > CHAIN_MAX_STAGES)
+        return false;
+    BnnHaloCfg hc; /* this layer on a halo kernel (the rule's tile fits) */
+    const HaloLayer hl = qconv_halo_layer(n, 33);
+    if (qconv_halo_variant(0, &hl, &hc) != 0)
+        return false;
+    f->dstep = ds;
+    f->x1 = st->buf[BLOB_SLOT_IN];
+    f->dp = *dp;
+    memcpy(f->desc, desc, sizeof f->desc);
+    f->dw = st->s.slot[BLOB_SLOT_W];
+    f->dep = st->s.slot[BLOB_SLOT_P0];
+    return true;
+}
+
+/* Step s's batch alternatives (the steps right after it) removed, the steps after them moved
+ * down (the tunables' indices with them). */
+static void drop_batch_alts(Lower *L, int s) {
+    int alts = 0;
+    while (s + 1 + alts < L->nsteps && (L->steps[s + 1 + alts].s.flags & BLOB_STEP_BATCH_ALT))
+        alts++;
+    for (int a = s + 1; a < s + 1 + alts; a++) {
+        free(L->steps[a].k.defines);
+        free(L->steps[a].k.call);
+    }
+    memmove(&L->steps[s + 1], &L->steps[s + 1 + alts], (size_t)(L->nsteps - (s + 1 + alts)) * sizeof *L->steps);
+    L->nsteps -= alts;
+    L->nbatch_alts -= alts;
+    for (int t = 0; t < L->ntunables; t++)
+        L->tunables[t].step -= L->tunables[t].step > s ? alts : 0;
+}
+
+/* The GPU's step of qconv2d_chain n that computes its residual's downsample (qresd_match; its
+ * chain step, index cs, and D's step are CPU-only): the halo chain kernel with QC_RESD, the
+ * chain step's slots but in2 = D's input and p0 = this chain's constants, D's and D's weight
+ * rows; arguments qa (X, W, rows, EP, R, Yf, Y). With the chain layers' batch alternatives. */
+static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvParams *qp, const QresdFusion *f,
+                            const char *chain_defs, const QconvArgs *qa) {
+    const int64_t O = qp->o, S = n->in[2]->type.dim[0], S1 = f->desc[BLOB_QCHAIN_STAGES];
+    const BlobQconvParams *dp = &f->dp;
+    const int64_t krow1 = (dp->ldw + 7) / 8 * 8; /* one tap (qconv.cu QC_RESD_KROW) */
+    const size_t n0 = (size_t)(2 * S * O), n1 = (size_t)(2 * S1 * O), nw = (size_t)(O * krow1);
+    float *ep = xmalloc((n0 + n1 + nw) * 4);
+    memcpy(ep, n->in[2]->data, n0 * 4);
+    memcpy(ep + n0, blob_weights_data(L->w, f->dep), n1 * 4);
+    memcpy(ep + n0 + n1, blob_weights_data(L->w, f->dw), nw * 4);
+    const BlobRef epref = put_weights(L, ep, (n0 + n1 + nw) * 4);
+    free(ep);
+    make_cpu_only(&L->steps[f->dstep]);
+    drop_tunable(L, f->dstep);
+    LStep *st = new_step(L, BLOB_STEP_KERNEL);
+    const LStep *c = &L->steps[cs];
+    static const int copied[4] = {BLOB_SLOT_IN, BLOB_SLOT_W, BLOB_SLOT_OUT, BLOB_SLOT_X1};
+    for (int i = 0; i < 4; i++) {
+        st->s.slot[copied[i]] = c->s.slot[copied[i]];
+        st->buf[copied[i]] = c->buf[copied[i]];
+    }
+    use_arena(L, st, BLOB_SLOT_IN2, f->x1);
+    st->s.slot[BLOB_SLOT_P0] = epref;
+    name_kernel(L, st, "qconv");
+    st->k.family = KERNEL_QCONV;
+    char *tail = str_printf("%s#define QC_RESD 1\n#define QC_RESD_C %lld\n#define QC_RESD_H %lld\n"
+                            "#define QC_RESD_W %lld\n#define QC_RESD_SH %lld\n#define QC_RESD_SW %lld\n"
+                            "#define QC_RESD_XB %lld\n#define QC_RESD_LDW %lld\n#define QC_RESD_NST %lld\n"
+                            "#define QC_RESD_DIV %d\n#define QC_RESD_RELU %d\n#define QC_RESD_ORELU %d\n",
+                            chain_defs, (long long)dp->c, (long long)dp->h, (long long)dp->w,
+                            (long long)dp->stride_h, (long long)dp->stride_w, (long long)dp->xb, (long long)dp->ldw,
+                            (long long)S1, f->desc[BLOB_QCHAIN_DIV], f->desc[BLOB_QCHAIN_RELU],
+                            f->desc[BLOB_QCHAIN_OUT_RELU]);
+    st->k.defines = qconv_defines(st->k.name, qp, tail);
+    free(tail);
+    const HaloLayer hl = qconv_halo_layer(n, 33);
+    BnnHaloCfg hc;
+    int ncand = 0;
+    if (choose_halo(L, st, BNN_QHALO_VARIANTS, qconv_halo_variant, &hl, &hc, &ncand) != 0 &&
+        qconv_halo_variant(0, &hl, &hc) != 0)
+        return fail_node(L, "internal: no halo tile for a qconv that computes its downsample");
+    char *body = xstrdup(strchr(st->k.defines, '\n') + 1);
+    set_qconv_halo(st, body, &hc, O);
+    L->nqresd++;
+    add_qconv_args(st, qa);
+    BnnQhaloAlt alts[2];
+    const int nalt =
+        tunable_alts(L, n, ncand) ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, 1, qa->gpu_f32, alts) : 0;
+    add_qconv_batch_alts(L, (int)(st - L->steps), body, &hl, O, alts, nalt, qa);
+    free(body);
+    return 0;
+}
+
 /* qconv2d (qconv2d_chain): one qconv step over image planes (docs/codegen.md). Weights
  * [wb][O][krow]: per output channel the taps' ldw words one after the other (the implicit GEMM's
  * K order), zero words up to krow, a multiple of 8. GPU: kernels/qconv.cu, output pixels of the
@@ -4858,6 +4991,10 @@ static int lower_qconv(Lower *L, const Node *n) {
         /* the next codes' pixel words, or a b1 value's packed words (what a bconv reads) */
         qp.ldy = ce.out->type.dtype == TY_B1 ? packed_words(&ce.out->type) : image_ldw(O);
     }
+    QresdFusion rf;
+    const bool resd = chain && qresd_match(L, n, &qp, &rf);
+    if (resd) /* D's kernel goes (lower_qconv_resd): so do its batch alternatives */
+        drop_batch_alts(L, rf.dstep);
     LStep *st = new_step(L, BLOB_STEP_QCONV);
     int out, f32_buf = -1, codes_buf = -1;
     Buf chain_defs = {0};
@@ -4897,6 +5034,14 @@ static int lower_qconv(Lower *L, const Node *n) {
         free(chain_defs.data);
         make_cpu_only(st);
         return lower_qconv_rcode(L, n, (int)(st - L->steps), &qp, desc, codes_buf, f32_buf);
+    }
+    if (resd) { /* the CPU runs both chains, the GPU lower_qconv_resd's kernel */
+        make_cpu_only(st);
+        const QconvArgs qr = {.rows = OH * OW, .chain = true, .res = true, .f32 = f32_buf >= 0,
+                              .codes = codes_buf >= 0, .gpu_f32 = f32_buf >= 0 && gpu_reads_float(L, y)};
+        const int rc = lower_qconv_resd(L, n, (int)(st - L->steps), &qp, &rf, chain_defs.data, &qr);
+        free(chain_defs.data);
+        return rc;
     }
     name_kernel(L, st, "qconv");
     st->k.family = KERNEL_QCONV;
@@ -5747,6 +5892,11 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                                   "inside their GPU kernel and compare their dot with a threshold for each of its "
                                   "dots (its own step and f32 output are CPU-only)\n",
                        L.nresd);
+        if (L.nqresd)
+            buf_printf(o->report, "codegen: %d low-bit convolutions compute the 1x1 downsample convolution they add "
+                                  "inside their GPU kernel, its chain with the same float operations (its own step "
+                                  "and f32 output are CPU-only)\n",
+                       L.nqresd);
         if (L.nrcode)
             buf_printf(o->report, "codegen: %d low-bit convolutions read their residual as its codes in their GPU kernel "
                                   "and compare their sum with levels picked by it (their float chains and the "

@@ -45,6 +45,9 @@
 #ifndef S_F32_UNREAD /* 1: a kernel of S_F32's form for a layer whose f32 value nobody reads (Yf null) */
 #define S_F32_UNREAD 0
 #endif
+#ifndef S_RESD /* 1: the residual a 1x1 downsample's (S_RESD_C channels of S_RESD_H x S_RESD_W pixels, */
+#define S_RESD 0 /* S_RESD_LDW words, S_RESD_XB planes, stride S_RESD_S), computed in the halo kernel */
+#endif
 #if S_EPI == 3 /* the float chain: 2 stages, the first a division, a relu after the second */
 #define S_CHAIN , 2, 1, 2, S_RES, S_ORELU, S_F32_UNREAD ? 0 : S_F32, S_QHI, 0x3f000000u /* scale 0.5 */, \
                 0x3e800000u /* zero 0.25 */
@@ -52,9 +55,11 @@
 #define S_CHAIN , 0, 0, 0, 0, 0, 0, 0, 0u, 0u
 #endif
 
+#if !S_RESD /* (the direct kernel has no QC_RESD) */
 #define S_HALO 0
 #include "qconv_emu_kernel.h"
 #undef S_HALO
+#endif
 #define S_HALO 1
 #include "qconv_emu_kernel.h"
 #undef S_HALO
@@ -62,10 +67,13 @@
 static const Case EMU_CAT(case, S_ID) = {
     S_NAME, S_C, S_H, S_W, S_O, S_KH, S_KW, S_SH, S_SW, S_PT, S_PL, S_PB, S_PR, S_DH, S_DW, S_OH, S_OW, S_XB, S_WB,
     S_WSIGNED, S_BIPOLAR, S_PAD_CODE, S_EPI, S_L, S_YB, S_LDW, S_LDY, S_TH, S_TW, S_WM, S_WN, S_GY,
-#if S_EPI == 3
-    NULL, NULL, EMU_CAT(emu_direct, S_ID), EMU_CAT(emu_halo, S_ID) S_CHAIN
+#if S_EPI == 3 && S_RESD
+    NULL, NULL, NULL, EMU_CAT(emu_halo, S_ID) S_CHAIN, 1, S_RESD_C, S_RESD_H, S_RESD_W, S_RESD_S, S_RESD_XB,
+    S_RESD_LDW
+#elif S_EPI == 3
+    NULL, NULL, EMU_CAT(emu_direct, S_ID), EMU_CAT(emu_halo, S_ID) S_CHAIN, 0, 0, 0, 0, 0, 0, 0
 #else
-    EMU_CAT(emu_direct, S_ID), EMU_CAT(emu_halo, S_ID), NULL, NULL S_CHAIN
+    EMU_CAT(emu_direct, S_ID), EMU_CAT(emu_halo, S_ID), NULL, NULL S_CHAIN, 0, 0, 0, 0, 0, 0, 0
 #endif
 };
 
@@ -106,5 +114,12 @@ static const Case EMU_CAT(case, S_ID) = {
 #undef S_ORELU
 #undef S_F32
 #undef S_F32_UNREAD
+#undef S_RESD
+#undef S_RESD_C
+#undef S_RESD_H
+#undef S_RESD_W
+#undef S_RESD_S
+#undef S_RESD_XB
+#undef S_RESD_LDW
 #undef S_QHI
 #undef S_CHAIN

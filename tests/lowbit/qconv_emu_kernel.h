@@ -37,6 +37,20 @@
 #define QC_QSCALE 0x3f000000
 #define QC_QZERO 0x3e800000
 #endif
+#if S_HALO && S_RESD /* the downsample's chain: 3 stages, the second a division (a batch-norm's) */
+#define QC_RESD 1
+#define QC_RESD_C S_RESD_C
+#define QC_RESD_H S_RESD_H
+#define QC_RESD_W S_RESD_W
+#define QC_RESD_SH S_RESD_S
+#define QC_RESD_SW S_RESD_S
+#define QC_RESD_XB S_RESD_XB
+#define QC_RESD_LDW S_RESD_LDW
+#define QC_RESD_NST 3
+#define QC_RESD_DIV 2
+#define QC_RESD_RELU 0
+#define QC_RESD_ORELU 0
+#endif
 #if S_HALO
 #define QC_HALO 1
 #define QC_TH S_TH

@@ -71,6 +71,9 @@ typedef struct Case {
     EmuKernel3 direct3, halo3;
     int nst, div, relu, res, orelu, f32, qhi;
     unsigned qscale, qzero;
+    /* QC_RESD: the residual is a 1x1 downsample over c1 channels of h1 x w1 pixels (xb1 planes,
+     * ldw1 words a pixel), stride s1, bipolar weights, its chain 3 stages (the second divides) */
+    int resd, c1, h1, w1, s1, xb1, ldw1;
 } Case;
 
 /* w1a2resnet18_tiny's qconv steps (bnncc --emit=cuda): bipolar w1, a2, pad code 0, the halo
@@ -530,9 +533,122 @@ typedef struct Case {
 #define S_GY 2
 #include "qconv_emu_case.h"
 
+/* The second conv of a w1a2 ResNet's downsampling block with its 1x1 stride-2 downsample inside
+ * (QC_RESD): 2-bit codes of 40 channels (2 words a pixel: one k256 step of 3 segments), and of
+ * 130 channels in 1 plane and in 3 (8 words: 1 and 7 segments, 1 and 7 k steps); codes and the
+ * dequantized f32 out, channels past a warp's 32. */
+#define S_ID r1
+#define S_NAME "resd: 3x3 chain + 1x1/2 downsample of 40 ch, 2 planes, 8x8 from 16x15"
+#define S_C 16
+#define S_H 8
+#define S_W 8
+#define S_O 48
+#define S_KH 3
+#define S_KW 3
+#define S_PT 1
+#define S_PL 1
+#define S_OH 8
+#define S_OW 8
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 3
+#define S_YB 2
+#define S_LDW 1
+#define S_LDY 2
+#define S_RES 1
+#define S_ORELU 1
+#define S_F32 2
+#define S_QHI 3
+#define S_TH 4
+#define S_TW 8
+#define S_WM 1
+#define S_WN 2
+#define S_RESD 1
+#define S_RESD_C 40
+#define S_RESD_H 16
+#define S_RESD_W 15
+#define S_RESD_S 2
+#define S_RESD_XB 2
+#define S_RESD_LDW 2
+#include "qconv_emu_case.h"
+
+#define S_ID r2
+#define S_NAME "resd: the downsample over 130 ch in 3 planes, residual first (r + v), 5x7 from 9x13"
+#define S_C 64
+#define S_H 5
+#define S_W 7
+#define S_O 40
+#define S_KH 3
+#define S_KW 3
+#define S_PT 1
+#define S_PL 1
+#define S_OH 5
+#define S_OW 7
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 3
+#define S_YB 2
+#define S_LDW 2
+#define S_LDY 2
+#define S_RES 2
+#define S_ORELU 1
+#define S_F32 2
+#define S_QHI 3
+#define S_TH 4
+#define S_TW 4
+#define S_WM 1
+#define S_WN 2
+#define S_RESD 1
+#define S_RESD_C 130
+#define S_RESD_H 9
+#define S_RESD_W 13
+#define S_RESD_S 2
+#define S_RESD_XB 3
+#define S_RESD_LDW 8
+#include "qconv_emu_case.h"
+
+#define S_ID r3
+#define S_NAME "resd: the downsample over 130 ch in 1 plane, stride 1, codes only"
+#define S_C 16
+#define S_H 6
+#define S_W 6
+#define S_O 33
+#define S_KH 3
+#define S_KW 3
+#define S_PT 1
+#define S_PL 1
+#define S_OH 6
+#define S_OW 6
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 3
+#define S_YB 2
+#define S_LDW 1
+#define S_LDY 2
+#define S_RES 1
+#define S_ORELU 1
+#define S_F32 2
+#define S_F32_UNREAD 1
+#define S_QHI 3
+#define S_TH 4
+#define S_TW 8
+#define S_WM 2
+#define S_WN 1
+#define S_RESD 1
+#define S_RESD_C 130
+#define S_RESD_H 6
+#define S_RESD_W 6
+#define S_RESD_S 1
+#define S_RESD_XB 1
+#define S_RESD_LDW 8
+#include "qconv_emu_case.h"
+
 static const Case *const cases[] = {&case_t8, &case_t9, &case_t12, &case_t13, &case_t14, &case_t23, &case_t24,
                                     &case_o1, &case_o2, &case_o3, &case_o4, &case_o5, &case_o6, &case_o7, &case_o8,
-                                    &case_o9, &case_a9, &case_a28};
+                                    &case_o9, &case_a9, &case_a28, &case_r1, &case_r2, &case_r3};
 
 static uint32_t rng_state = 777;
 static int rnd(int lo, int hi) {
@@ -646,6 +762,51 @@ static void check_case(const Case *s, int images) {
         ep[i] = i / s->o % 2 == 0 ? (float)rnd(1, 4) * (rnd(0, 3) ? 1.0f : -0.75f) : (float)rnd(-40, 40) / 16.0f;
     for (size_t i = 0; i < nout; i++)
         r[i] = (float)rnd(-64, 64) / 8.0f;
+    /* QC_RESD: r is the downsample's value (its dot of the block input's codes x1 at the strided
+     * pixel with bipolar weights u1, through its 3 stages, the second dividing); the kernel gets
+     * the input's planes as R and EP = [this chain][its chain][its weight rows]. */
+    unsigned *X1 = NULL;
+    float *ep_all = ep;
+    if (s->resd) {
+        int hw1 = s->h1 * s->w1, xplane1 = (hw1 * s->ldw1 + 7) / 8 * 8, krow1 = (s->ldw1 + 7) / 8 * 8;
+        int *x1 = malloc(sizeof(int) * (size_t)(images * s->c1 * hw1)), *u1 = malloc(sizeof(int) * (size_t)(s->o * s->c1));
+        for (int i = 0; i < images * s->c1 * hw1; i++)
+            x1[i] = rnd(0, (1 << s->xb1) - 1);
+        for (int i = 0; i < s->o * s->c1; i++)
+            u1[i] = 2 * rnd(0, 1) - 1;
+        X1 = calloc((size_t)(images * s->xb1 * xplane1), 4);
+        for (int n = 0; n < images; n++)
+            for (int c = 0; c < s->c1; c++)
+                for (int px = 0; px < hw1; px++)
+                    for (int p = 0; p < s->xb1; p++)
+                        X1[(n * s->xb1 + p) * xplane1 + px * s->ldw1 + c / 32] |=
+                            (unsigned)((x1[(n * s->c1 + c) * hw1 + px] >> p) & 1) << (c % 32);
+        ep_all = calloc((size_t)(4 * s->o + 6 * s->o + s->o * krow1), 4);
+        memcpy(ep_all, ep, sizeof(float) * (size_t)(4 * s->o));
+        float *ep1 = ep_all + 4 * s->o;
+        for (int i = 0; i < 6 * s->o; i++)
+            ep1[i] = i / s->o % 2 == 0 ? (float)rnd(1, 4) * (rnd(0, 3) ? 1.0f : -0.75f) : (float)rnd(-40, 40) / 16.0f;
+        unsigned *w1 = (unsigned *)(ep1 + 6 * s->o);
+        for (int o = 0; o < s->o; o++)
+            for (int c = 0; c < s->c1; c++)
+                w1[o * krow1 + c / 32] |= (unsigned)(u1[o * s->c1 + c] > 0) << (c % 32);
+        for (int n = 0; n < images; n++)
+            for (int o = 0; o < s->o; o++)
+                for (int cell = 0; cell < cells; cell++) {
+                    int px = cell / ow * s->s1 * s->w1 + cell % ow * s->s1, v = 0;
+                    for (int c = 0; c < s->c1; c++)
+                        v += x1[(n * s->c1 + c) * hw1 + px] * u1[o * s->c1 + c];
+                    float f = (float)v;
+                    for (int k = 0; k < 3; k++) {
+                        float a = ep1[2 * k * s->o + o], b = ep1[(2 * k + 1) * s->o + o];
+                        f = k == 1 ? f / a : f * a;
+                        f = f + b;
+                    }
+                    r[(size_t)((n * s->o + o) * cells + cell)] = f;
+                }
+        free(x1);
+        free(u1);
+    }
     size_t words = s->epi == 1 ? nout : (size_t)(images * s->yb * yplane), nf = s->epi == 3 && s->f32 ? nout : 0;
     unsigned *want = calloc(words + 1, 4);
     float *wantf = calloc(nf + 1, 4);
@@ -683,8 +844,8 @@ static void check_case(const Case *s, int images) {
             }
     if (s->epi == 3 && !s->yb)
         words = 0;
-    for (int halo = 0; halo < 2; halo++) {
-        size_t bad = run_one(s, halo, M, X, W, t, dir, ep, r, want, words, wantf, nf);
+    for (int halo = s->resd; halo < 2; halo++) { /* (QC_RESD: the halo kernel only) */
+        size_t bad = run_one(s, halo, M, X, W, t, dir, ep_all, s->resd ? (const float *)X1 : r, want, words, wantf, nf);
         CHECK_MSG(bad == 0, "%s kernel, %s, %d images: %zu of %zu words differ", halo ? "halo" : "direct", s->name,
                   images, bad, words + nf);
         if (!bad)
@@ -698,6 +859,9 @@ static void check_case(const Case *s, int images) {
     free(t);
     free(dir);
     free(ep);
+    if (ep_all != ep)
+        free(ep_all);
+    free(X1);
     free(r);
     free(want);
     free(wantf);

@@ -53,7 +53,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 import qconv_models  # noqa: E402
 from test_qconv_bin import rechecksum  # noqa: E402
 import qonnx_resnet  # noqa: E402
-from test_e2e import BNNCC, BNNRUN, cubin_sections, gpu_available, run  # noqa: E402
+from test_e2e import BNNCC, BNNRUN, blob_sections, blob_slot, blob_steps, cubin_sections, gpu_available, run  # noqa: E402
 
 failures = []
 
@@ -141,6 +141,13 @@ def resnet(tmp, device):
         return fail(f"{name}: --report counts {rc.group(1) if rc else 'no'} convs reading their residual as "
                     f"codes and {gap.group(1) if gap else 'no'} pools reading codes, want 5 (every block's second "
                     f"conv, stage 1's first) and 1 (the global pool of the last block's value)")
+    qr = re.search(r"^codegen: (\d+) low-bit convolutions compute the 1x1 downsample convolution", p.stderr, re.M)
+    if not qr or qr.group(1) != "3":
+        return fail(f"{name}: --report counts {qr.group(1) if qr else 'no'} convs computing their downsample, want 3 "
+                    f"(stages 2-4's first blocks: qconv.cu QC_RESD)")
+    why = resd_layout(name, model, blob)
+    if why:
+        return fail(f"{name}: {why}")
     print(f"{name}: {steps} plan steps at -O3 ({PLAN_STEPS_BEFORE} before qconv2d_chain), "
           f"{len(lines) - steps} batch alternatives")
     # The stem (conv, batch-norm, relu, max-pool, quant) is one conv2d_chain with a quantizer:
@@ -179,6 +186,66 @@ def resnet(tmp, device):
     refused_chains(tmp, blob, os.path.join(tmp, f"{name}_x.npy"))
     print(f"ok: {name}: 8 qconv2d and 11 qconv2d_chain, model.bin ({device}) identical to the reference "
           f"at batches {', '.join(map(str, batches))}")
+
+
+STEP_KERNEL, STEP_QCONV, FLAG_CPU_ONLY, SLOT_IN, SLOT_IN2, SLOT_OUT, SLOT_W, SLOT_P0, SLOT_P1 = 16, 20, 1, 0, 1, 2, 3, 4, 5
+
+
+def resd_layout(name, model, blob):
+    """The data of each kernel step that computes its residual's downsample (qconv.cu QC_RESD,
+    lower.c lower_qconv_resd), against the CPU-only steps it stands for: the downsample D (the
+    CPU-only qconv step whose output is the chain step's in2) and the chain step (CPU-only, right
+    before it, the same output): in2 = D's input; p0 = the chain's constants, D's, then D's
+    weight rows; the kernel's QC_RESD_* = D's geometry and chain (its descriptor p1)."""
+    b = open(blob, "rb").read()
+    wsec = blob_sections(b)[3]
+    p = run([BNNCC, "-O3", model, "--emit=cuda", "-o", "-"])
+    if p.returncode:
+        return f"bnncc --emit=cuda: {p.stderr.strip()}"
+    steps = blob_steps(b)
+    flags = lambda at: struct.unpack_from("<I", b, at + 8)[0]  # noqa: E731
+    params = lambda at: struct.unpack_from("<24q", b, at + 456)  # noqa: E731 (BlobQconvParams' order)
+    wdata = lambda sl: b[wsec[0] + sl[2]:wsec[0] + sl[2] + sl[3]]  # noqa: E731
+    found = 0
+    for i, (at, kind, kname) in enumerate(steps):
+        m = re.search(r"#define QC_NAME %s\n(.*?)#include|#define QC_NAME %s\n(.*?)// qconv\.cu" % (kname, kname),
+                      p.stdout, re.S) if kind == STEP_KERNEL and kname else None
+        block = m and (m.group(1) or m.group(2))
+        if not block or "#define QC_RESD 1" not in block:
+            continue
+        if flags(at) & 4:  # a batch alternative: the same data as its main step's
+            continue
+        found += 1
+        chain_at = steps[i - 1][0]
+        if steps[i - 1][1] != STEP_QCONV or not flags(chain_at) & FLAG_CPU_ONLY or \
+                blob_slot(b, chain_at, SLOT_OUT)[2] != blob_slot(b, at, SLOT_OUT)[2]:
+            return f"{kname}: the step before it is not its CPU-only chain step"
+        r_off = blob_slot(b, chain_at, SLOT_IN2)[2]
+        # (the arena reuses offsets: the last step before the chain step that writes its residual's)
+        ds = [a for a, _, _ in steps[:i - 1] if blob_slot(b, a, SLOT_OUT)[2] == r_off]
+        if not ds or [k for a, k, _ in steps if a == ds[-1]] != [STEP_QCONV] or not flags(ds[-1]) & FLAG_CPU_ONLY:
+            return f"{kname}: the step that writes its chain step's residual is not a CPU-only qconv"
+        d = ds[-1]
+        dp = params(d)  # c, h, w, o, kh, kw, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, oh, ow, ldw, xb, ...
+        if blob_slot(b, at, SLOT_IN2)[2] != blob_slot(b, d, SLOT_IN)[2]:
+            return f"{kname}: in2 is not the downsample's input"
+        desc = np.frombuffer(wdata(blob_slot(b, d, SLOT_P1)), np.int32)
+        want = {"QC_RESD_C": dp[0], "QC_RESD_H": dp[1], "QC_RESD_W": dp[2], "QC_RESD_SH": dp[6],
+                "QC_RESD_SW": dp[7], "QC_RESD_XB": dp[15], "QC_RESD_LDW": dp[14], "QC_RESD_NST": desc[0],
+                "QC_RESD_DIV": desc[1], "QC_RESD_RELU": desc[2], "QC_RESD_ORELU": desc[4]}
+        for k, v in want.items():
+            got = re.search(r"#define %s (\d+)" % k, block)
+            if not got or int(got.group(1)) != int(v):
+                return f"{kname}: {k} {got.group(1) if got else 'missing'}, the downsample's {v}"
+        ep = wdata(blob_slot(b, at, SLOT_P0))
+        parts = wdata(blob_slot(b, chain_at, SLOT_P0)) + wdata(blob_slot(b, d, SLOT_P0)) + wdata(blob_slot(b, d, SLOT_W))
+        if ep != parts:
+            return f"{kname}: p0 ({len(ep)} bytes) is not the chain's constants, the downsample's and its weights " \
+                   f"({len(parts)} bytes)"
+    if found != 3:
+        return f"{found} kernel steps with QC_RESD, want 3"
+    print(f"ok: {name}: the 3 fused downsamples' steps read the downsample's input, constants and weights")
+    return None
 
 
 def unclean_block(tmp, device):

@@ -30,6 +30,13 @@
 //   (q - zero) * scale (QC_F32 2) where Yf is not null (a kernel of the f32 form serves a layer
 //   whose value nobody reads too), and the codes q - QC_QLO as QC_YB planes (0: none) in Y, as
 //   epi 2 writes its counts. Arguments (X, W, M, EP, R, Yf, Y).
+//   Epi 3 with QC_RESD (halo kernel, QC_RES): the residual is a 1x1 downsample convolution's
+//   value (a qconv2d_chain D over the block input, docs/kernels.md "The downsample inside the
+//   conv that adds it"), computed here: R holds D's input codes (QC_RESD_XB image planes of
+//   QC_RESD_H x QC_RESD_W pixels, QC_RESD_LDW words each), output pixel (oh, ow) reads its pixel
+//   (oh * QC_RESD_SH, ow * QC_RESD_SW); D's weights are one bipolar plane. EP holds this chain's
+//   [NST][2][QC_O], then D's chain [QC_RESD_NST][2][QC_O] (QC_RESD_DIV, QC_RESD_RELU,
+//   QC_RESD_ORELU as QC_DIV, QC_RELU, QC_ORELU), then D's weight rows [QC_O][QC_RESD_KROW] words.
 //   Epi 2 with QC_RCODE > 0 (halo kernel, at most 3 levels): thresholds by a residual's code, a
 //   qconv2d_chain whose residual is another layer's dequantized codes (docs/kernels.md
 //   "Thresholds by a residual code"): R holds those codes as QC_RCODE image planes of the
@@ -52,6 +59,7 @@
 #define BNN_QCONV_ONCE
 #define BNN_QC_LINKAGE extern "C" // (tests/lowbit/test_qconv_emu.c runs this file as C)
 #define BNN_QC_FN static __device__ __forceinline__
+#define BNN_QC_NOINLINE static __device__ __noinline__ // (its own registers: see resd16)
 __device__ __forceinline__ void bnn_qc_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a3,
                                            unsigned b0, unsigned b1) {
     const unsigned a[4] = {a0, a1, a2, a3};
@@ -83,6 +91,9 @@ __device__ __forceinline__ void bnn_qh_ld16(unsigned a, unsigned *v) {
     v[0] = r[0], v[1] = r[1], v[2] = r[2], v[3] = r[3];
 }
 __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm4(a, r[0], r[1], r[2], r[3]); }
+#endif
+#ifndef BNN_QC_NOINLINE
+#define BNN_QC_NOINLINE BNN_QC_FN
 #endif
 #ifndef BNN_QC_ALIGN16 // (the warp emulator's static arrays)
 #define BNN_QC_ALIGN16
@@ -150,6 +161,9 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 #ifndef QC_RES
 #define QC_RES 0
 #endif
+#ifndef QC_RESD // 1: the residual a 1x1 downsample's value, computed here (epi 3 of the halo kernel)
+#define QC_RESD 0
+#endif
 #ifndef QC_RCODE // planes of a residual read as codes (epi 2 of the halo kernel)
 #define QC_RCODE 0
 #endif
@@ -176,6 +190,21 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 #endif
 #define QC_TAPS (QC_KH * QC_KW)
 #define QC_CELLS (QC_OH * QC_OW)
+#if QC_RESD
+#if !QC_HALO || QC_EPI != 3 || !QC_RES || !defined(QC_RESD_C) || !defined(QC_RESD_H) || !defined(QC_RESD_W) ||  \
+    !defined(QC_RESD_SH) || !defined(QC_RESD_SW) || !defined(QC_RESD_XB) || !defined(QC_RESD_LDW) ||           \
+    !defined(QC_RESD_NST) || !defined(QC_RESD_DIV) || !defined(QC_RESD_RELU) || !defined(QC_RESD_ORELU) ||     \
+    QC_RESD_XB < 1 || QC_RESD_XB > 3 || QC_RESD_NST < 1 || QC_RESD_NST > 8 || QC_RESD_LDW * 32 < QC_RESD_C ||     \
+    QC_RESD_XB * QC_RESD_LDW > 33
+#error "qconv.cu: QC_RESD needs the halo kernel's epi 3 with QC_RES and the downsample's QC_RESD_* (1 to 3 planes, a row's words in 33)"
+#endif
+#define QC_RESD_PLANE (((long long)QC_RESD_H * QC_RESD_W * QC_RESD_LDW + 7) / 8 * 8) // words of its input plane
+#define QC_RESD_KROW ((QC_RESD_LDW + 7) / 8 * 8)                                  // words of its weight row
+// Its dot's K: plane p's words 2^p times over (segments 0; 1, 2; 3..6), so that one AND-popc sum
+// weighs them; k256 steps of 8 words.
+#define QC_RESD_NSEG ((1 << QC_RESD_XB) - 1)
+#define QC_RESD_NK ((QC_RESD_NSEG * QC_RESD_LDW + 7) / 8)
+#endif
 #define QC_KROW ((QC_TAPS * QC_LDW + 7) / 8 * 8)                 // words of a weight row
 #define QC_PLANE (((long long)QC_H * QC_W * QC_LDW + 7) / 8 * 8)  // words of an input plane
 #define QC_YPLANE (((long long)QC_CELLS * QC_LDY + 7) / 8 * 8)    // words of an output plane
@@ -436,7 +465,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #define QC_ASZ (QC_XB * QC_CCR * QC_NHP * 16)
 #if QC_EPI == 3 && QC_RES
 #define QC_RSZ (QC_WN * QC_BM * 33 * 4) // each warp's residuals, [QC_MI * 16 rows][33 words]
-#define QC_STAGE_RES 1
+#define QC_STAGE_RES 1                  // (QC_RESD: the downsample's input words, resd_issue)
 #elif QC_RCODE
 #define QC_RSZ (QC_WN * QC_BM * QC_RW * 4) // each warp's residual words, [QC_MI * 16 rows][QC_RW]
 #define QC_STAGE_RES 1
@@ -527,6 +556,91 @@ BNN_QC_FN void QC_CAT(QC_NAME, res_issue)(const float *R, int n, int oh0, int ow
 }
 #endif
 #undef QC_F32_OK
+#if QC_RESD
+// The downsample's chain of its dot v for constants a, b of one channel (rt_cpu.c's qconv2d_chain
+// without residual or quantizer: its stages, then its out relu, each operation rounded on its own).
+BNN_QC_FN float QC_CAT(QC_NAME, resd_chain)(int v, const float *a, const float *b) {
+    float x = __int2float_rn(v);
+    for (int k = 0; k < QC_RESD_NST; k++) {
+        x = (QC_RESD_DIV >> k & 1) ? __fdiv_rn(x, a[k]) : __fmul_rn(x, a[k]);
+        x = __fadd_rn(x, b[k]);
+        if (QC_RESD_RELU >> k & 1)
+            x = x < 0.0f ? 0.0f : x;
+    }
+    if (QC_RESD_ORELU)
+        x = x < 0.0f ? 0.0f : x;
+    return x;
+}
+// The downsample's input words of the warp's QC_MI m16 tiles (rows wm * QC_MI * 16..) of tile
+// (n, oh0, ow0) to shared dst, row r of m16 tile mi at word (mi * 16 + r) * 33 + w, w = p * LDW +
+// word of plane p of the row's pixel (oh * SH, ow * SW) of X1 (where resd16 then writes the
+// row's residuals): 4-byte cp.async, zeros for rows past the output. Issued at the tile's start,
+// as res_issue's floats, so that their latency passes under the MMAs (computed there from
+// global memory, the loads waited before every tile).
+BNN_QC_FN void QC_CAT(QC_NAME, resd_issue)(const unsigned *X1, int n, int oh0, int ow0, int wm, int lane,
+                                           unsigned dst) {
+    for (int i = lane; i < QC_MI * 16 * QC_RESD_XB * QC_RESD_LDW; i += 32) {
+        const int row = i / (QC_RESD_XB * QC_RESD_LDW), w = i % (QC_RESD_XB * QC_RESD_LDW);
+        const int rl = wm * (QC_MI * 16) + row, oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
+        const bool ok = oh < QC_OH && ow < QC_OW;
+        const unsigned *src = X1 + ((long long)n * QC_RESD_XB + w / QC_RESD_LDW) * QC_RESD_PLANE +
+                              ((long long)oh * QC_RESD_SH * QC_RESD_W + (long long)ow * QC_RESD_SW) * QC_RESD_LDW +
+                              w % QC_RESD_LDW;
+        bnn_qh_cp(dst + (unsigned)((row * 33 + w) * 4), ok ? src : X1, 4, ok ? 4u : 0u);
+    }
+}
+// The residuals of m16 tile rows 0..15 (r16: [16][33] words, the row's staged words of X1 first,
+// resd_issue) for the warp's 32 channels n0..; EP this chain's constants, then the downsample's
+// (EP1) and its weight rows (W1). Each row's dot by AND-popc MMAs on the fragments of HARDWARE.md
+// (a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][4 + t], a3 = A[g + 8][4 + t]; b0 = B[g][t], b1 =
+// B[g][4 + t]) over the planes' words repeated 2^p times, dot = 2 acc - sum_p 2^p popc(X1_p)
+// (bipolar weights), as ints over the staged words; then each lane runs its channel's chain on
+// the 16 rows. Not inlined: its own registers (inlined, the 8-warp tiles, at their 128, spilled).
+BNN_QC_NOINLINE void QC_CAT(QC_NAME, resd16)(const float *EP, int n0, int lane, float *r16) {
+    const float *const EP1 = EP + 2 * QC_NST * QC_O;
+    const unsigned *const W1 = (const unsigned *)(EP1 + 2 * QC_RESD_NST * QC_O);
+    const unsigned *const xs = (const unsigned *)r16;
+    const int g = lane >> 2, t = lane & 3;
+    float ka[QC_RESD_NST], kb[QC_RESD_NST]; // this lane's channel's chain constants (1 and 0 past QC_O)
+    for (int k = 0; k < QC_RESD_NST; k++) {
+        const int o = n0 + lane;
+        ka[k] = o < QC_O ? __ldg(EP1 + 2 * k * QC_O + o) : 1.0f;
+        kb[k] = o < QC_O ? __ldg(EP1 + (2 * k + 1) * QC_O + o) : 0.0f;
+    }
+    // A's words first (all k steps: at most 12 registers), then one n8 tile's 4 accumulators at a time
+    unsigned a[QC_RESD_NK][4];
+    int pop[2] = {0, 0};
+    for (int k = 0; k < QC_RESD_NK; k++)
+        for (int i = 0; i < 4; i++) { // word e of a row: word e % LDW of segment e / LDW's plane
+            const int h = i & 1, e = 8 * k + t + 4 * (i >> 1), seg = e / QC_RESD_LDW;
+            const int p = seg >= 3 ? 2 : seg >= 1 ? 1 : 0;
+            a[k][i] = seg < QC_RESD_NSEG ? xs[(g + 8 * h) * 33 + p * QC_RESD_LDW + e % QC_RESD_LDW] : 0u;
+            pop[h] += __popc(a[k][i]);
+        }
+    for (int h = 0; h < 2; h++) { // the row's words are spread over its 4 lanes t
+        pop[h] += __shfl_xor_sync(0xffffffffu, pop[h], 1);
+        pop[h] += __shfl_xor_sync(0xffffffffu, pop[h], 2);
+    }
+    __syncwarp(); // every lane has its words: the dots go over them
+    for (int j = 0; j < 4; j++) {
+        const int o = n0 + 8 * j + g;
+        const unsigned *wr = W1 + (long long)(o < QC_O ? o : 0) * QC_RESD_KROW;
+        int d[4] = {0, 0, 0, 0};
+        for (int k = 0; k < QC_RESD_NK; k++) {
+            const int e0 = 8 * k + t, e1 = e0 + 4;
+            const unsigned b0 = o < QC_O && e0 < QC_RESD_NSEG * QC_RESD_LDW ? __ldg(wr + e0 % QC_RESD_LDW) : 0u;
+            const unsigned b1 = o < QC_O && e1 < QC_RESD_NSEG * QC_RESD_LDW ? __ldg(wr + e1 % QC_RESD_LDW) : 0u;
+            bnn_qc_mma(d, a[k][0], a[k][1], a[k][2], a[k][3], b0, b1);
+        }
+        for (int i = 0; i < 4; i++) // d0 = D[g][2t], d1 = D[g][2t + 1], d2 = D[g + 8][2t], d3 = D[g + 8][2t + 1]
+            r16[(g + 8 * (i >> 1)) * 33 + 8 * j + 2 * t + (i & 1)] = __int_as_float(2 * d[i] - pop[i >> 1]);
+    }
+    __syncwarp();
+    for (int r = 0; r < 16; r++)
+        r16[r * 33 + lane] = QC_CAT(QC_NAME, resd_chain)(__float_as_int(r16[r * 33 + lane]), ka, kb);
+    __syncwarp();
+}
+#endif
 #endif
 
 #if QC_RCODE
@@ -797,7 +911,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     int *hpop = (int *)(qc_dsmem + QC_BSZ + 2 * QC_ASZ + 16), *rowpop = hpop + QC_NHP;
 #if QC_EPI == 3 && QC_RES
     const int rbase = warp * QC_MI * 16 * 33; // this warp's residuals: words of the region after rowpop
-    const float *res = (const float *)(rowpop + QC_BM) + rbase;
+    float *res = (float *)(rowpop + QC_BM) + rbase;
     const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM + 4 * rbase);
 #elif QC_RCODE
     const int rbase = warp * QC_MI * 16 * QC_RW; // this warp's residual words, after rowpop
@@ -827,7 +941,12 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     for (int tl = blockIdx.y; tl < ntiles; tl += gridDim.y, buf ^= 1) {
         const unsigned sA = sA0 + buf * QC_ASZ;
         const int n = tl / QC_TYX, oh0 = tl % QC_TYX / QC_TX * QC_TH, ow0 = tl % QC_TX * QC_TW;
-#if QC_EPI == 3 && QC_RES
+#if QC_RESD
+        // This tile's downsample input words (the previous tile's residuals were read before its
+        // last barrier).
+        QC_CAT(QC_NAME, resd_issue)((const unsigned *)R, n, oh0, ow0, wm, lane, sR);
+        bnn_qh_commit();
+#elif QC_EPI == 3 && QC_RES
         // This tile's residuals (the previous tile's were read before its last barrier).
         QC_CAT(QC_NAME, res_issue)(R, n, oh0, ow0, wm, n0, lane, sR);
         bnn_qh_commit();
@@ -948,6 +1067,10 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             int cnt[16];
 #if QC_EPI == 3
             float fv[16];
+#if QC_RESD
+            // the m16 tile's residuals from the downsample input's words resd_issue staged there
+            QC_CAT(QC_NAME, resd16)(EP, n0, lane, res + mi * 16 * 33);
+#endif
             // Divisions without a branch (bnn_div_fast), so that the rows' chains overlap; where
             // one may differ from __fdiv_rn's, the lane runs its 16 chains again with it.
 #if QC_RES
@@ -1176,6 +1299,22 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_HSMEM
 #undef QC_RSZ
 #undef QC_STAGE_RES
+#undef QC_RESD
+#undef QC_RESD_C
+#undef QC_RESD_H
+#undef QC_RESD_W
+#undef QC_RESD_SH
+#undef QC_RESD_SW
+#undef QC_RESD_XB
+#undef QC_RESD_LDW
+#undef QC_RESD_NST
+#undef QC_RESD_DIV
+#undef QC_RESD_RELU
+#undef QC_RESD_ORELU
+#undef QC_RESD_PLANE
+#undef QC_RESD_KROW
+#undef QC_RESD_NSEG
+#undef QC_RESD_NK
 #undef QC_RCODE
 #undef QC_RNAN
 #undef QC_YNAN
