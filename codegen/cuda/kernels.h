@@ -302,8 +302,12 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
 
 /* A halo qconv's tiles for larger batches, its batch alternatives (lower.c): up to two
  * (candidate of bnn_qhalo_variant, 0 for the rule's tile again; first batch) in increasing batch. The rule's tile
- * is chosen for batch 1 (66 blocks at one image); with 16 images and more, larger tiles have
- * blocks enough and share their halo and weights over more pixels. Measured per layer on the
+ * is chosen for batch 1 (66 blocks at one image); with a few images more, larger tiles have
+ * blocks enough and share their halo and weights over more pixels. A 3x3 layer's larger tile
+ * starts at batch 4 (BNN_QHALO_ALT_BATCH; 16 before stop 44: at batch 8 bnncc --tune picked it
+ * for every such layer but the stride-2 one into 28x28, 6-40 % faster each, and on an H200 the
+ * w1a2 ResNet-18 from batch 4 on ran 3 / 10 / 14 / 11 % faster at batches 4 / 6 / 8 / 12 than
+ * from 16, level at 16; from 8 on, the same at 8 and 12, nothing at 4 and 6: docs/perf.md stop 44). Measured per layer on the
  * w1a2 ResNet-18 (2-bit codes, +-1 weights) on an H200 at batches 8, 16, 64 and 256 with every
  * tile (docs/perf.md stop 31): 3x3 layers of at most 64 output pixels (7x7) gain 2-25 % on 8x8
  * tiles, of at most 256 (14x14) 3-35 % on 8x16; at 28x28 a chain that writes its f32 value
@@ -317,6 +321,7 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
  * 4x8 (stop 41); at 56x56 the threshold layers gain 2-13 % on 8x8, the chains nothing. A tile less
  * than half full of real pixels is not taken. chain: a qconv2d_chain; f32: its GPU kernel writes
  * its f32 value (not where only the CPU path reads it: lower.c plan_rcode). Returns how many. */
+enum { BNN_QHALO_ALT_BATCH = 4 }; /* the batch from which a 3x3 layer takes its larger tile */
 typedef struct BnnQhaloAlt {
     int variant, from;
 } BnnQhaloAlt;
@@ -326,9 +331,9 @@ static inline int bnn_qhalo_batch_alts(int oh, int ow, int o, int kh, int kw, in
     const int one = kh == 1 && kw == 1;
     int tile[2] = {0, 0}, from[2] = {0, 0}, n = 0; /* a tile of bnn_halo_tiles (-1: the rule's) from a batch on */
     if (p <= 64 && !one)
-        tile[n] = 1, from[n++] = 16;
+        tile[n] = 1, from[n++] = BNN_QHALO_ALT_BATCH;
     else if (p <= 256 && !one)
-        tile[n] = 0, from[n++] = 16;
+        tile[n] = 0, from[n++] = BNN_QHALO_ALT_BATCH;
     else if (p <= 64 && one && chain && f32)
         tile[n] = 2, from[n++] = 16;
     else if (p <= 256 && one && chain && f32)
@@ -336,11 +341,11 @@ static inline int bnn_qhalo_batch_alts(int oh, int ow, int o, int kh, int kw, in
     else if (p > 256 && p <= 1024 && one && chain && f32)
         tile[n] = 0, from[n++] = 64;
     else if (p <= 1024 && !one) {
-        tile[n] = 0, from[n++] = 16;
+        tile[n] = 0, from[n++] = BNN_QHALO_ALT_BATCH;
         if (chain && !f32)
             tile[n] = -1, from[n++] = 128;
     } else if (p > 1024 && !one && !chain)
-        tile[n] = 1, from[n++] = 16;
+        tile[n] = 1, from[n++] = BNN_QHALO_ALT_BATCH;
     if (n > 0 && tile[0] >= 0) { /* at least half full */
         const int th = bnn_halo_tiles[tile[0]][0], tw = bnn_halo_tiles[tile[0]][1];
         if (2 * p < (long)((oh + th - 1) / th) * ((ow + tw - 1) / tw) * th * tw)

@@ -491,9 +491,9 @@ typedef struct Case {
 #define S_WN 1
 #include "qconv_emu_case.h"
 
-/* The tiles of larger batches (bnn_qhalo_batch_alts): tiny s9's from batch 16 (8x8, two warps of
+/* The tiles of larger batches (bnn_qhalo_batch_alts): tiny s9's from batch 4 (8x8, two warps of
  * two m16 tiles each), and a 28x28-like chain with residual, f32 and codes on 8x16 tiles of 8
- * warps (the w1a2 ResNet-18's 28x28 chains from batch 16), several tiles a block. */
+ * warps (the w1a2 ResNet-18's 28x28 chains from batch 4), several tiles a block. */
 #define S_ID a9
 #define S_NAME "tiny s9 on its batch alternative: chain, residual, f32 and codes, 8x8 tiles of 2 warps"
 #include "qconv_emu_tiny_s9.h"
@@ -884,7 +884,7 @@ int main(void) {
         BnnHaloCfg hc;
         const Case *s = &case_a9;
         CHECK(bnn_qhalo_batch_alts(s->oh, s->ow, s->o, s->kh, s->kw, 1, 1, alt) == 1 && alt[0].variant == 2 &&
-              alt[0].from == 16);
+              alt[0].from == BNN_QHALO_ALT_BATCH);
         CHECK(bnn_qhalo_variant(2, s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->xb, s->wb,
                                 s->xb + s->wb - 1, 33, &hc) == 0 &&
               hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn);
