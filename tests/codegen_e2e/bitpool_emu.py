@@ -67,6 +67,12 @@ def device_function(src, name="bnn_bitpool", template="template <int KH, int KW,
     return src[start:end]
 
 
+def dequantize_function(src):
+    """float_ops.cu's bnn_dequantize, which the code pools call."""
+    start = src.index("__device__ __forceinline__ float bnn_dequantize(")
+    return src[start:src.index("\n}\n", start) + 3]
+
+
 def image_ldw(channels):
     w = (channels + 31) // 32
     return 1 if w <= 1 else 2 if w <= 2 else 4 if w <= 4 else (w + 7) // 8 * 8
@@ -97,7 +103,7 @@ def code_reference(x, c, planes, words, oh, ow, kh, kw, s, p, lo, scale, zero):
 
 
 def code_cases(cxx, src, rng, tmp):
-    fn = device_function(src, "bnn_codepool", "template <int KH, int KW, int QP>")
+    fn = dequantize_function(src) + device_function(src, "bnn_codepool", "template <int KH, int KW, int QP>")
     failures = 0
     for ci, (n, c, planes, h, w, kh, kw, s, p, lo, scale, zero, f32) in enumerate(CODE_CASES):
         words = image_ldw(c)
@@ -161,7 +167,7 @@ GAP_CASES = [(2, 512, 49, 2, 0, 0.25, 0.0, False), (3, 160, 1, 2, 0, 0.25, 0.0, 
 
 
 def gap_cases(cxx, src, rng, tmp):
-    fn = device_function(src, "bnn_gap_codes", "template <int QP>")
+    fn = dequantize_function(src) + device_function(src, "bnn_gap_codes", "template <int QP>")
     failures = 0
     for ci, (n, c, S, planes, lo, scale, zero, nan) in enumerate(GAP_CASES):
         ldw = image_ldw(c)

@@ -92,6 +92,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "mma.inc"), "w") as f:
             f.write(test_e2e.float_ops_parts(
+                ("// A quantizer's float of its level", "// Bits LSB-first in 32-bit words"),
                 ("// QONNX rounding as blob.h", "template <int WORDS>"),
                 ("// A float chain's stages on v", "// Convolution, NCHW."),
                 ("// ---------------- fp16 tensor-core conv2d", "#endif // BNN_FLOAT_OPS_CU")))

@@ -74,7 +74,7 @@ def main():
         with open(os.path.join(tmp, "tile.inc"), "w") as f:
             # The exact tiled kernels only (conv2d_mma_emu.py runs the fp16 tensor-core conv after them).
             f.write(test_e2e.float_ops_parts(
-                ("// Bits LSB-first in 32-bit words", "__device__ __forceinline__ void bnn_unpack"),
+                ("// A quantizer's float of its level", "__device__ __forceinline__ void bnn_unpack"),
                 ("// QONNX rounding as blob.h", "template <int WORDS>"),
                 ("// quantize of an NCHW item (C channels x S pixels) into image planes",
                  "// ---------------------------------------------------------------- tiled float conv2d and dense"),

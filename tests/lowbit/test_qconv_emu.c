@@ -61,6 +61,7 @@ static float bnn_quantize_one(const float *x, int k, float scale, float zero, in
     float q = rintf(x[k] / scale + zero);
     return q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
 }
+static float bnn_dequantize(float q, float scale, float zeropt) { return __fmul_rn(__fsub_rn(q, zeropt), scale); }
 
 typedef void (*EmuKernel3)(const unsigned *, const unsigned *, int, const float *, const float *, float *, unsigned *);
 typedef struct Case {

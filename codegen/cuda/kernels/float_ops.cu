@@ -16,6 +16,13 @@
 
 typedef long long bnn_i64;
 
+// A quantizer's float of its level q (a code + lo, or the clamped rounding): (q - zeropt) *
+// scale, each operation rounded on its own, as blob.h blob_dequantize. The quantize step, the
+// code pools, the global pool of codes and the qconv chain's f32 output all take it from here.
+__device__ __forceinline__ float bnn_dequantize(float q, float scale, float zeropt) {
+    return __fmul_rn(__fsub_rn(q, zeropt), scale);
+}
+
 // Bits LSB-first in 32-bit words; layout 0 reads x channel-major [C][S], 1 channel-minor [S][C].
 // Work item j is word wi of pixel s: for layout 0 word-major (j = wi * spatial + s), so a
 // warp's 32 lanes read 32 consecutive pixels of one channel at each of their 32 loads (one
@@ -266,7 +273,7 @@ __device__ __forceinline__ void bnn_codepool(bnn_i64 item, int j, const unsigned
 #pragma unroll
         for (int q = 0; q < QP; ++q) code |= (int)(best[q] >> b & 1) << q;
         f[(bnn_i64)(wi * 32 + b) * S + s] =
-            nans >> b & 1 ? __int_as_float(0x7fffffff) : __fmul_rn(__fsub_rn((float)(code + lo), zero), scale);
+            nans >> b & 1 ? __int_as_float(0x7fffffff) : bnn_dequantize((float)(code + lo), scale, zero);
     }
 }
 
@@ -294,7 +301,7 @@ __device__ __forceinline__ void bnn_gap_codes(bnn_i64 item, int j, const unsigne
 #pragma unroll
         for (int q = 0; q < QP; ++q) code |= (int)(x[q * plane + s * ldw] >> (j % 32) & 1u) << q;
         const float v = nanf && (nanf[s * ldw] >> (j % 32) & 1u) ? __int_as_float(0x7fffffff)
-                                                                  : __fmul_rn(__fsub_rn((float)(code + lo), zero), scale);
+                                                                  : bnn_dequantize((float)(code + lo), scale, zero);
         acc = __fadd_rn(acc, v);
     }
     y[item * channels + j] = __fdiv_rn(acc, (float)spatial);
@@ -419,7 +426,7 @@ __device__ __forceinline__ float bnn_quantize_one(const float *x, int k, float s
 // The dequantized value of element k: (q - zeropt) * scale, each operation rounded on its own.
 __device__ __forceinline__ float bnn_dequant_one(const float *x, int k, float scale, float zeropt, int lo, int hi,
                                                  int rounding) {
-    return __fmul_rn(__fsub_rn(bnn_quantize_one(x, k, scale, zeropt, lo, hi, rounding), zeropt), scale);
+    return bnn_dequantize(bnn_quantize_one(x, k, scale, zeropt, lo, hi, rounding), scale, zeropt);
 }
 
 template <int WORDS>

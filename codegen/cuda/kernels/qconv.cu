@@ -350,7 +350,7 @@ BNN_QC_FN int QC_CAT(QC_NAME, chain)(int v, float r, const float ca[QC_NSTC], co
 #if QC_F32 == 1
     *f = x;
 #elif QC_F32 == 2
-    *f = __fmul_rn(__fsub_rn(q, zero), scale);
+    *f = bnn_dequantize(q, scale, zero);
 #else
     (void)f;
 #endif
