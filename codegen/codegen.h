@@ -67,6 +67,11 @@ typedef struct CodegenTunable {
     int ncandidates;
     char *candidate[CODEGEN_MAX_CANDIDATES]; /* "halo 4x8 px, 64 ch, 4 warps, minb 3" */
     int chosen; /* the candidate the options gave it (0 by codegen_tunables) */
+    /* The batch alternatives the plan gives the layer when it has no tune entry: from batch
+     * alt_from[a] on (increasing) the GPU runs candidate alt_candidate[a]. bnncc --tune compares
+     * a batch's candidates with the one the plan runs at that batch. */
+    int nalts;
+    int alt_from[2], alt_candidate[2];
 } CodegenTunable;
 
 /* The tunable layers of g under o (o->tune_choice is ignored: the list is the same for every

@@ -1459,6 +1459,23 @@ static void add_tunable(Lower *L, const LStep *st, int n, char **names, char *si
     L->ntuned += pick > 0;
 }
 
+/* That the plan runs configuration cfg for step si from batch `from` on, where si is the last
+ * tunable layer's step and cfg one of its candidates (CodegenTunable.alt_from): recorded whether
+ * or not the alternative is emitted (the tuner's own lowering emits none). */
+static void note_tunable_alt(Lower *L, int si, uint32_t from, const BnnHaloCfg *cfg) {
+    CodegenTunable *t = L->ntunables ? &L->tunables[L->ntunables - 1] : NULL;
+    if (!t || t->step != si || t->nalts == 2)
+        return;
+    char *name = halo_candidate_name(cfg);
+    for (int c = 0; c < t->ncandidates; c++)
+        if (!strcmp(t->candidate[c], name)) {
+            t->alt_from[t->nalts] = (int)from;
+            t->alt_candidate[t->nalts++] = c;
+            break;
+        }
+    free(name);
+}
+
 /* The halo configuration of st, the step being lowered, into hc: among the nvar variants of fn
  * those that apply are the candidates; the one bnncc --tune chose for this node, else the first.
  * Recorded as a tunable layer when there is more than one (their number in *ncandidates). -1
@@ -1809,8 +1826,11 @@ static int lower_bconv_resd(Lower *L, const Node *n, const BlobBconvParams *bp, 
     add_family_args(st, 1, BLOB_SLOT_IN2);
     /* The alternative: 4x8 x 64 of 4 warps at BC_MINB 3 (168 registers); the threshold layers'
      * 8 warps at BC_MINB 2 (128) spill with dot1's accumulators besides the dot's. */
-    if (tunable_alts(L, n, ncand) && bconv_halo_variant(HALO_ALT_FALLBACK, &hl, &ha) == 0 &&
-        ha.smem + resd_block_bytes(ha.bn, k1) <= BNN_HALO_SMEM_MAX) {
+    const bool alt_fits =
+        bconv_halo_variant(HALO_ALT_FALLBACK, &hl, &ha) == 0 && ha.smem + resd_block_bytes(ha.bn, k1) <= BNN_HALO_SMEM_MAX;
+    if (alt_fits)
+        note_tunable_alt(L, (int)(st - L->steps), HALO_ALT_BATCH, &ha);
+    if (alt_fits && tunable_alts(L, n, ncand)) {
         int si = (int)(st - L->steps);
         LStep *alt = new_batch_alt(L, si, HALO_ALT_BATCH);
         name_kernel(L, alt, "bconv");
@@ -2036,9 +2056,12 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
      * the rule's 16-pixel tiles of 32 channels lose (8 warps, else 4; docs/codegen.md "Batch
      * alternatives"). */
     BnnHaloCfg ha;
-    if (halo_body && tunable_alts(L, n, ncand) && bits && !chain && !pool &&
-        (bconv_halo_variant(HALO_ALT_VARIANT, &hl, &ha) == 0 ||
-         bconv_halo_variant(HALO_ALT_FALLBACK, &hl, &ha) == 0)) {
+    const bool alt_fits = halo_body && bits && !chain && !pool &&
+                          (bconv_halo_variant(HALO_ALT_VARIANT, &hl, &ha) == 0 ||
+                           bconv_halo_variant(HALO_ALT_FALLBACK, &hl, &ha) == 0);
+    if (alt_fits)
+        note_tunable_alt(L, (int)(st - L->steps), HALO_ALT_BATCH, &ha);
+    if (alt_fits && tunable_alts(L, n, ncand)) {
         int si = (int)(st - L->steps);
         LStep *alt = new_batch_alt(L, si, HALO_ALT_BATCH);
         st = &L->steps[si];
@@ -4728,14 +4751,18 @@ static void add_qconv_args(LStep *st, const QconvArgs *a) {
 
 /* The batch alternatives of qconv step si (bnn_qhalo_batch_alts' alts, nalt of them): each the
  * halo kernel on its tile, where that tile is not the candidate before it (at first the rule's,
- * candidate 0), with the layer's defines body and the step's arguments qa. */
+ * candidate 0), with the layer's defines body and the step's arguments qa. Noted for the
+ * tuner (note_tunable_alt) always, emitted where emit is set (tunable_alts). */
 static void add_qconv_batch_alts(Lower *L, int si, const char *body, const HaloLayer *hl, int64_t O,
-                                 const BnnQhaloAlt *alts, int nalt, const QconvArgs *qa) {
+                                 const BnnQhaloAlt *alts, int nalt, const QconvArgs *qa, bool emit) {
     for (int i = 0, prev = 0; i < nalt; i++) {
         BnnHaloCfg ha;
         if (alts[i].variant == prev || qconv_halo_variant(alts[i].variant, hl, &ha) != 0)
             continue;
         prev = alts[i].variant;
+        note_tunable_alt(L, si, (uint32_t)alts[i].from, &ha);
+        if (!emit)
+            continue;
         LStep *alt = new_batch_alt(L, si, (uint32_t)alts[i].from);
         name_kernel(L, alt, "qconv");
         alt->k.family = KERNEL_QCONV;
@@ -4813,8 +4840,8 @@ static int lower_qconv_rcode(Lower *L, const Node *n, int cs, const BlobQconvPar
     const QconvArgs qa = {.rows = qp.oh * qp.ow, .rcode = true};
     add_qconv_args(st, &qa);
     BnnQhaloAlt alts[2] = {{0, 0}, {0, 0}};
-    const int nalt = tunable_alts(L, n, ncand) ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, 0, 0, alts) : 0;
-    add_qconv_batch_alts(L, (int)(st - L->steps), body, &hl, O, alts, nalt, &qa);
+    const int nalt = bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, 0, 0, alts);
+    add_qconv_batch_alts(L, (int)(st - L->steps), body, &hl, O, alts, nalt, &qa, tunable_alts(L, n, ncand));
     free(body);
     return 0;
 }
@@ -4944,9 +4971,8 @@ static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvPara
     L->nqresd++;
     add_qconv_args(st, qa);
     BnnQhaloAlt alts[2];
-    const int nalt =
-        tunable_alts(L, n, ncand) ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, 1, qa->gpu_f32, alts) : 0;
-    add_qconv_batch_alts(L, (int)(st - L->steps), body, &hl, O, alts, nalt, qa);
+    const int nalt = bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, 1, qa->gpu_f32, alts);
+    add_qconv_batch_alts(L, (int)(st - L->steps), body, &hl, O, alts, nalt, qa, tunable_alts(L, n, ncand));
     free(body);
     return 0;
 }
@@ -5068,10 +5094,8 @@ static int lower_qconv(Lower *L, const Node *n) {
     add_qconv_args(st, &qa);
     /* The tiles of larger batches (bnn_qhalo_batch_alts) */
     BnnQhaloAlt qa_alt[2];
-    const int nalt = halo_body && tunable_alts(L, n, ncand)
-                         ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, chain, qa.gpu_f32, qa_alt)
-                         : 0;
-    add_qconv_batch_alts(L, (int)(st - L->steps), halo_body, &hl, O, qa_alt, nalt, &qa);
+    const int nalt = halo_body ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, chain, qa.gpu_f32, qa_alt) : 0;
+    add_qconv_batch_alts(L, (int)(st - L->steps), halo_body, &hl, O, qa_alt, nalt, &qa, tunable_alts(L, n, ncand));
     free(halo_body);
     return 0;
 }
@@ -5877,8 +5901,11 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                        L.ntunables, L.ntuned);
         for (int i = 0; i < L.ntunables; i++) {
             const CodegenTunable *t = &L.tunables[i];
-            buf_printf(o->report, "tune: step %d (%s) runs %s, candidate %d of %d%s; candidates:", t->step, t->layer,
+            buf_printf(o->report, "tune: step %d (%s) runs %s, candidate %d of %d%s", t->step, t->layer,
                        t->candidate[t->chosen], t->chosen + 1, t->ncandidates, t->chosen ? "" : " (the cost model's)");
+            for (int a = 0; L.batch_alts && tune_entry(&L, L.g->nodes[t->node]) < 0 && a < t->nalts; a++)
+                buf_printf(o->report, ", from batch %d on %s", t->alt_from[a], t->candidate[t->alt_candidate[a]]);
+            buf_printf(o->report, "; candidates:");
             for (int c = 0; c < t->ncandidates; c++)
                 buf_printf(o->report, " %s%s", t->candidate[c], c + 1 < t->ncandidates ? " |" : "");
             buf_printf(o->report, "; kernel signature: %s\n", t->signature);

@@ -222,6 +222,16 @@ static void progress_bar(const TuneOptions *t, int done, int total, const char *
     fflush(t->progress);
 }
 
+/* The candidate the plan runs for layer u at this batch when u has no tune entry: the last of
+ * its batch alternatives whose batch is reached, else the cost model's (0). */
+static int plan_candidate(const CodegenTunable *u, int batch) {
+    int c = 0;
+    for (int a = 0; a < u->nalts; a++)
+        if (batch >= u->alt_from[a])
+            c = u->alt_candidate[a];
+    return c;
+}
+
 /* The blob of variant v: "<work_path>.<v>". */
 static char *variant_path(const TuneOptions *t, int v) {
     Buf b = {0};
@@ -369,7 +379,9 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
         }
     }
     /* Layers of one signature are one problem: one winner for all of them, by their summed
-     * times (a tune file, read back, gives each the same tile; the sum is less noisy too). */
+     * times (a tune file, read back, gives each the same tile; the sum is less noisy too). The
+     * winner must beat what the plan runs at this batch (the cost model's candidate, or the batch
+     * alternative's from its batch on: plan_candidate), which the variants time as a candidate. */
     fresh = xcalloc((size_t)nt, sizeof *fresh);
     int changed = 0;
     double before = 0, after = 0; /* the tunable steps' ms, the rule's and the winners' */
@@ -378,7 +390,7 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
     char *dkey = device_key(device);
     if (t->progress)
         fprintf(t->progress, "tune: %s, batch %d, the mean of %d rounds' medians of %d profiled runs a variant\n"
-                             "tune: %-40s %10s %10s  %s\n", device, t->batch, t->rounds, t->runs, "layer", "model ms",
+                             "tune: %-40s %10s %10s  %s\n", device, t->batch, t->rounds, t->runs, "layer", "plan ms",
                 "tuned ms", "configuration");
     for (int i = 0; i < nt; i++) {
         if (tun[i].step < 0 || tun[i].step >= nsteps0 || ms[0][tun[i].step] < 0) {
@@ -403,12 +415,17 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
             for (int c = 0; c < tun[i].ncandidates; c++)
                 total[c] = total[c] < 0 || !ms[c] || ms[c][tun[j].step] < 0 ? -1.0 : total[c] + ms[c][tun[j].step];
         }
-        for (int c = 1; c < tun[i].ncandidates; c++)
-            if (valid[c] && total[c] >= 0 && total[c] < TUNE_MARGIN * total[0] && total[c] < total[best])
+        int plan = plan_candidate(&tun[i], t->batch);
+        if (plan >= tun[i].ncandidates || !valid[plan] || total[plan] < 0)
+            plan = 0;
+        best = plan;
+        for (int c = 0; c < tun[i].ncandidates; c++)
+            if (c != plan && valid[c] && total[c] >= 0 && total[c] < TUNE_MARGIN * total[plan] &&
+                total[c] < total[best])
                 best = c;
         char wms[32], dms[32];
         snprintf(wms, sizeof wms, "%.4f", total[best] / members);
-        snprintf(dms, sizeof dms, "%.4f", total[0] / members);
+        snprintf(dms, sizeof dms, "%.4f", total[plan] / members);
         TuneLine *l = &fresh[nfresh++];
         l->field[0] = xstrdup(dkey);
         l->field[1] = xstrdup(batch);
@@ -420,12 +437,13 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
             if (strcmp(tun[j].signature, tun[i].signature) != 0)
                 continue;
             (*choice)[tun[j].node] = best;
-            changed += best != 0;
-            before += ms[0][tun[j].step];
+            changed += best != plan;
+            before += ms[plan][tun[j].step];
             after += ms[best][tun[j].step];
             if (t->progress)
-                fprintf(t->progress, "tune: %-40s %10.4f %10.4f  %s%s\n", tun[j].layer, ms[0][tun[j].step],
-                        ms[best][tun[j].step], tun[j].candidate[best], best ? "" : " (the cost model's)");
+                fprintf(t->progress, "tune: %-40s %10.4f %10.4f  %s%s\n", tun[j].layer, ms[plan][tun[j].step],
+                        ms[best][tun[j].step], tun[j].candidate[best],
+                        best != plan ? "" : plan ? " (the plan's at this batch)" : " (the cost model's)");
         }
     }
     free(dkey);
@@ -433,10 +451,10 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
     for (int st = 0; st < nsteps0; st++)
         whole += ms[0][st] > 0 ? ms[0][st] : 0;
     if (t->progress)
-        fprintf(t->progress, "tune: %d of %d layers on another configuration than the cost model's (layers of one "
-                             "kernel signature share one); winners stored in %s\n"
-                             "tune: the tunable layers' steps take %.4f ms with the cost model's configurations, "
-                             "%.4f ms tuned (%+.1f %%), of %.4f ms for all the steps of a profiled run\n",
+        fprintf(t->progress, "tune: %d of %d layers on another configuration than the plan's at this batch (layers "
+                             "of one kernel signature share one); winners stored in %s\n"
+                             "tune: the tunable layers' steps take %.4f ms with the plan's configurations at this "
+                             "batch, %.4f ms tuned (%+.1f %%), of %.4f ms for all the steps of a profiled run\n",
                 changed, nt, t->file, before, after, before > 0 ? 100.0 * (after - before) / before : 0.0, whole);
     rc = store_winners(t->file, fresh, nfresh);
 done:

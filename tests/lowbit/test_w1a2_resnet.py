@@ -361,7 +361,15 @@ def batch_alternatives(tmp):
     if counts != {"4": 14, "16": 2, "64": 1, "128": 1}:
         return fail(f"{name}: qconv batch alternatives from batches {counts}, want 14 from 4, 2 from 16, 1 from 64 "
                     f"and 1 from 128")
-    print(f"ok: {name}: 18 qconv batch alternatives (14 from batch 4, 2 from 16, 1 from 64, 1 from 128)")
+    # --report's tune lines name them too (what bnncc --tune compares with at those batches)
+    tune = re.findall(r"^tune: step \d+ \(\w+\) runs [^;]*", p.stdout + p.stderr, re.M)
+    if sum(", from batch 4 on halo " in x for x in tune) != 14:
+        return fail(f"{name}: --report's tune lines do not name 14 alternatives from batch 4: {tune[:3]}")
+    conv17 = [x for x in tune if "(Conv_17)" in x]
+    if not conv17 or not conv17[0].endswith(", from batch 4 on halo 8x8 px, 64 ch, 4 warps, minb 2"):
+        return fail(f"{name}: Conv_17's tune line: {conv17}")
+    print(f"ok: {name}: 18 qconv batch alternatives (14 from batch 4, 2 from 16, 1 from 64, 1 from 128), named "
+          f"by --report's tune lines")
 
 
 def main():

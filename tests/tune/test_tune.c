@@ -410,8 +410,8 @@ int main(void) {
     if (progress) { /* the summary: conv1 + conv1b 1.0 + 1.0 -> 0.8 + 0.2, conv2 1.0 -> 1.0 */
         char *seen = progress_text(progress);
         fputs(seen, stdout);
-        CHECK_STR_CONTAINS(seen, "tune: the tunable layers' steps take 3.0000 ms with the cost model's "
-                                 "configurations, 2.0000 ms tuned (-33.3 %)");
+        CHECK_STR_CONTAINS(seen, "tune: the tunable layers' steps take 3.0000 ms with the plan's configurations "
+                                 "at this batch, 2.0000 ms tuned (-33.3 %)");
         free(seen);
         fclose(progress);
         to.progress = stdout;
@@ -473,6 +473,48 @@ int main(void) {
     CHECK(count_lines(text, "Test GPU 9000\t3\t") == 2 && count_lines(text, "Test GPU 9000\t2\t") == 2);
     free(text);
     free(choice);
+
+    /* The threshold convs' batch alternative (lower.c HALO_ALT_BATCH: from batch 16 on, a 4x8-pixel
+     * tile of 64 channels): at a batch that reaches it, the tuner compares the candidates with
+     * that tile, which an untuned blob runs there, not with the cost model's. The same times at
+     * batch 8 and 16: candidate `other` 41 % under the cost model's tile and 1.7 % under the
+     * alternative's wins at 8 and not at 16 (noise against what the plan runs). */
+    for (int i = 0; i < nt; i++)
+        CHECK_MSG(t[i].nalts == 1 && t[i].alt_from[0] == 16 && t[i].alt_candidate[0] > 0 &&
+                      !strcmp(t[i].candidate[t[i].alt_candidate[0]], "halo 4x8 px, 64 ch, 8 warps, minb 2"),
+                  "%s: %d batch alternatives, the first from %d on candidate %d", t[i].layer, t[i].nalts,
+                  t[i].alt_from[0], t[i].alt_candidate[0]);
+    const int alt = t[0].alt_candidate[0], other = alt == 1 ? 2 : 1;
+    for (int l = 0; l < 3; l++)
+        for (int v = 0; v < CANDIDATES; v++)
+            f.ms[l][v] = v == alt ? 0.6 : v == other ? 0.59 : 1.0;
+    f.calls = 0;
+    to.batch = 8;
+    choice = NULL;
+    CHECK(tune_model(g, &o, &to, &m, &choice) == 0);
+    CHECK(choice && choice[t[0].node] == other && choice[t[1].node] == other && choice[t[2].node] == other);
+    free(choice);
+    f.calls = 0;
+    to.batch = 16;
+    FILE *progress16 = tmpfile();
+    to.progress = progress16 ? progress16 : stdout;
+    choice = NULL;
+    CHECK(tune_model(g, &o, &to, &m, &choice) == 0);
+    CHECK(choice && choice[t[0].node] == alt && choice[t[1].node] == alt && choice[t[2].node] == alt);
+    if (progress16) {
+        char *seen = progress_text(progress16);
+        fputs(seen, stdout);
+        CHECK_STR_CONTAINS(seen, " (the plan's at this batch)\n");
+        CHECK_STR_CONTAINS(seen, "tune: 0 of 3 layers on another configuration than the plan's at this batch");
+        free(seen);
+        fclose(progress16);
+    }
+    to.progress = stdout;
+    to.batch = 2;
+    free(choice);
+    text = slurp(file);
+    CHECK_STR_CONTAINS(text, "Test GPU 9000\t16\t0.6000\t0.6000\t");
+    free(text);
 
     /* A tune file that is not one: an error before anything is measured. */
     f.calls = 0;
