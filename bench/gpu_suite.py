@@ -41,9 +41,11 @@ def main():
         sys.exit("gpu_suite: no BNN_SOURCE_ROOT in the recorded tests")
 
     def remap(s):
-        # The build root may lie inside the source root: mark it first so that it is not
-        # rewritten twice.
+        # Meson records the tests' scripts as BUILD/../tests/...: the source's, wherever the
+        # build folder now is (a copy outside the checkout too). The build root may lie inside
+        # the source root: mark it first so that it is not rewritten twice.
         mark = "\0build\0"
+        s = s.replace(old_buildroot + "/../", old_root + "/")
         return s.replace(old_buildroot, mark).replace(old_root, root).replace(mark, build)
 
     only = set(x for x in a.only.split(",") if x)
