@@ -283,6 +283,23 @@ static LStep *new_batch_alt(Lower *L, int si, uint32_t alt_batch) {
     return alt;
 }
 
+/* Step s's batch alternatives (the steps right after it) removed, the steps after them moved
+ * down (the tunables' indices with them). */
+static void drop_batch_alts(Lower *L, int s) {
+    int alts = 0;
+    while (s + 1 + alts < L->nsteps && (L->steps[s + 1 + alts].s.flags & BLOB_STEP_BATCH_ALT))
+        alts++;
+    for (int a = s + 1; a < s + 1 + alts; a++) {
+        free(L->steps[a].k.defines);
+        free(L->steps[a].k.call);
+    }
+    memmove(&L->steps[s + 1], &L->steps[s + 1 + alts], (size_t)(L->nsteps - (s + 1 + alts)) * sizeof *L->steps);
+    L->nsteps -= alts;
+    L->nbatch_alts -= alts;
+    for (int t = 0; t < L->ntunables; t++)
+        L->tunables[t].step -= L->tunables[t].step > s ? alts : 0;
+}
+
 static void name_kernel(Lower *L, LStep *st, const char *tag) {
     snprintf(st->k.name, sizeof st->k.name, "s%d_%s", (int)(st - L->steps), tag);
     st->has_kernel = true;
@@ -2552,15 +2569,7 @@ static void fuse_gap_dense(Lower *L) {
             continue;
         const BlobRef wr = d->s.slot[BLOB_SLOT_W], br = d->s.slot[BLOB_SLOT_P0];
         const bool bias = br.space != BLOB_SPACE_NONE;
-        for (int a = i + 2; a < i + 2 + alts; a++) { /* the kernel step gets alternatives of its own */
-            free(L->steps[a].k.defines);
-            free(L->steps[a].k.call);
-        }
-        memmove(&L->steps[i + 2], &L->steps[i + 2 + alts], (size_t)(L->nsteps - (i + 2 + alts)) * sizeof *L->steps);
-        L->nsteps -= alts;
-        L->nbatch_alts -= alts;
-        for (int t = 0; t < L->ntunables; t++)
-            L->tunables[t].step -= L->tunables[t].step >= i + 2 + alts ? alts : 0;
+        drop_batch_alts(L, i + 1); /* the kernel step gets alternatives of its own */
         uint64_t lo, hi;
         weights_window(L, i, i + 1, &lo, &hi);
         char *bp = bias ? str_printf("(const float *)((const char *)w + %lld)", (long long)(br.offset - lo))
@@ -4902,23 +4911,6 @@ static bool qresd_match(Lower *L, const Node *n, const BlobQconvParams *qp, Qres
     f->dw = st->s.slot[BLOB_SLOT_W];
     f->dep = st->s.slot[BLOB_SLOT_P0];
     return true;
-}
-
-/* Step s's batch alternatives (the steps right after it) removed, the steps after them moved
- * down (the tunables' indices with them). */
-static void drop_batch_alts(Lower *L, int s) {
-    int alts = 0;
-    while (s + 1 + alts < L->nsteps && (L->steps[s + 1 + alts].s.flags & BLOB_STEP_BATCH_ALT))
-        alts++;
-    for (int a = s + 1; a < s + 1 + alts; a++) {
-        free(L->steps[a].k.defines);
-        free(L->steps[a].k.call);
-    }
-    memmove(&L->steps[s + 1], &L->steps[s + 1 + alts], (size_t)(L->nsteps - (s + 1 + alts)) * sizeof *L->steps);
-    L->nsteps -= alts;
-    L->nbatch_alts -= alts;
-    for (int t = 0; t < L->ntunables; t++)
-        L->tunables[t].step -= L->tunables[t].step > s ? alts : 0;
 }
 
 /* The GPU's step of qconv2d_chain n that computes its residual's downsample (qresd_match; its
