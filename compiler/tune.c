@@ -407,7 +407,7 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
         if (seen)
             continue;
         double total[CODEGEN_MAX_CANDIDATES] = {0};
-        int members = 0, best = 0;
+        int members = 0;
         for (int j = i; j < nt; j++) {
             if (strcmp(tun[j].signature, tun[i].signature) != 0)
                 continue;
@@ -418,7 +418,7 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
         int plan = plan_candidate(&tun[i], t->batch);
         if (plan >= tun[i].ncandidates || !valid[plan] || total[plan] < 0)
             plan = 0;
-        best = plan;
+        int best = plan;
         for (int c = 0; c < tun[i].ncandidates; c++)
             if (c != plan && valid[c] && total[c] >= 0 && total[c] < TUNE_MARGIN * total[plan] &&
                 total[c] < total[best])

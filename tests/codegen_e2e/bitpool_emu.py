@@ -61,16 +61,16 @@ static float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
 static float __fdiv_rn(float a, float b) { volatile float r = a / b; return r; }"""
 
 
-def device_function(src, name="bnn_bitpool", template="template <int KH, int KW, int WORDS, int NANF, int OUTW>"):
-    start = src.index(f"{template}\n__device__ __forceinline__ void {name}(")
+def device_function(src, name="bnn_bitpool", template="template <int KH, int KW, int WORDS, int NANF, int OUTW>",
+                    returns="void"):
+    start = src.index(f"{template}\n__device__ __forceinline__ {returns} {name}(")
     end = src.index("\n}\n", start) + 3
     return src[start:end]
 
 
 def dequantize_function(src):
     """float_ops.cu's bnn_dequantize, which the code pools call."""
-    start = src.index("__device__ __forceinline__ float bnn_dequantize(")
-    return src[start:src.index("\n}\n", start) + 3]
+    return device_function(src, "bnn_dequantize", "", "float")
 
 
 def image_ldw(channels):
