@@ -1539,14 +1539,16 @@ static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
 }
 
 /* A threshold halo bconv's batch alternative (new_batch_alt): bnn_halo_variants[4], 4x8 pixels
- * x 64 channels, 8 warps, BC_MINB 2, from batch 16 on. On an H100 (docs/perf.md, 2026-11-27)
+ * x 64 channels, 8 warps, BC_MINB 2, from batch 8 on. On an H100 (docs/perf.md, 2026-11-27)
  * XNOR ResNet-18 with it on every threshold layer ran batch 8 3 % slower than with the rule's
- * tiles, batch 16 5 % faster, and 4-5 % faster up to batch 256; its chain layers lose with it
+ * tiles, batch 16 5 % faster, and 4-5 % faster up to batch 256; on an H200 with today's kernels
+ * (docs/perf.md stop 45) from batch 8 on it ran batch 8 1.5 % and batch 12 6 % faster than from
+ * 16, level at 1-6 and 16, while from 4 on made batch 4 5 % slower; its chain layers lose with it
  * (0.107 -> 0.198 ms at batch 256 for one), so they keep the rule's. Where its shared memory is
  * too large (eight warps' halos of 512 channels: XNOR ResNet-18's 7x7 layers) the 4x8 x 64 tile
  * of 4 warps at BC_MINB 3 instead (HALO_ALT_FALLBACK): on an H200 those layers 3-5 % faster at
  * batch 16, 19-20 % at 64, 20-22 % at 256 (docs/perf.md stop 31). */
-enum { HALO_ALT_VARIANT = 4, HALO_ALT_FALLBACK = 2, HALO_ALT_BATCH = 16 };
+enum { HALO_ALT_VARIANT = 4, HALO_ALT_FALLBACK = 2, HALO_ALT_BATCH = 8 };
 
 /* The launch of a halo-tile kernel (bconv.cu BC_HALO, qconv.cu QC_HALO) as hc configures it. */
 static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
