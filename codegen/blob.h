@@ -553,6 +553,124 @@ static inline float blob_qconv_chain_value(const int32_t *d, const float *ep, in
     }
     return v;
 }
+/* The fast test of a qconv2d_chain whose residual is a 1x1 downsample D computed in its kernel
+ * (qconv.cu QC_RESD_FAST, docs/kernels.md "The downsample's fast test"): per channel a row of
+ * BLOB_QRESD_WORDS words. For D's dot d the code is a step function of the accumulator v (the
+ * chain is monotone in v: clean constants): level l is reached where v' = sgn * v >= T_l(d),
+ * T_l(d) in [-a, a + 1] (-a: reached for every v, a + 1: for none), and monotone in d. Where T_l
+ * lies inside, for d in [il_l, ih_l], x = fmaf(kappa, d, v') (correctly rounded, so monotone in
+ * v') decides: with lo_l the least fmaf(kappa, d, T_l(d)) and hi_l the largest fmaf(kappa, d,
+ * T_l(d) - 1) over that interval, x > hi_l proves v' >= T_l(d) and x < lo_l proves v' < T_l(d);
+ * between, the kernel runs the chains. For d below il_l (above ih_l) the level is reached for
+ * every v or for none, as bit 2l (2l + 1) of the ends word says. kappa = alpha_D / |alpha| (each
+ * chain's product of factors and reciprocal divisors) makes T_l(d) + kappa * d nearly flat, so
+ * the band between lo_l and hi_l is narrow. Levels past the quantizer's are never reached. */
+enum {
+    BLOB_QRESD_KAPPA,
+    BLOB_QRESD_SIGN,   /* sgn: 1 where the codes rise with v, -1 where they fall */
+    BLOB_QRESD_ENDS,   /* int32 bits */
+    BLOB_QRESD_LEVEL = 4, /* level l: lo_l, hi_l, il_l, ih_l (int32 bits) at 4 + 4l, l < 3 */
+    BLOB_QRESD_WORDS = 20 /* (channels 2 apart 40 words apart: 4 distinct bank groups) */
+};
+/* The row of channel o (of o_count) of a chain with descriptor d and stages ep (its residual D's
+ * value: D's descriptor d1, stages ep1), |accumulators| at most a, |D's dots| at most a1;
+ * scratch: 3 * (2 * a1 + 1) ints. Found by bisection with blob_qconv_chain_value, as the CPU
+ * path computes both chains. Returns 1, or 0 for a row that leaves every element to the chains
+ * (D's value not finite, or the codes not a monotone step of v and d). */
+static inline int blob_qresd_fast_row(const int32_t *d, const float *ep, int64_t o_count, int64_t o, int64_t a,
+                                      const int32_t *d1, const float *ep1, int64_t a1, float *row, int32_t *scratch) {
+    const int64_t levels = d[BLOB_QCHAIN_HI] - d[BLOB_QCHAIN_LO], nd = 2 * a1 + 1;
+    const float lo = (float)d[BLOB_QCHAIN_LO], inf = INFINITY;
+    const int32_t dmin = INT32_MIN, dmax = INT32_MAX;
+    double alpha = 1.0, alpha1 = 1.0;
+    for (int32_t k = 0; k < d[BLOB_QCHAIN_STAGES]; k++) {
+        double f = ep[2 * k * o_count + o];
+        alpha *= (d[BLOB_QCHAIN_DIV] >> k) & 1 ? 1.0 / f : f;
+    }
+    for (int32_t k = 0; k < d1[BLOB_QCHAIN_STAGES]; k++) {
+        double f = ep1[2 * k * o_count + o];
+        alpha1 *= (d1[BLOB_QCHAIN_DIV] >> k) & 1 ? 1.0 / f : f;
+    }
+    const int up = alpha > 0.0;
+    const float kappa = (float)(alpha1 / fabs(alpha));
+    int32_t ends = 0;
+    for (int i = 0; i < BLOB_QRESD_WORDS; i++)
+        row[i] = 0.0f;
+    row[BLOB_QRESD_KAPPA] = kappa;
+    row[BLOB_QRESD_SIGN] = up ? 1.0f : -1.0f;
+    for (int l = 0; l < 3; l++) { /* never reached, at every d */
+        row[BLOB_QRESD_LEVEL + 4 * l] = row[BLOB_QRESD_LEVEL + 4 * l + 1] = inf;
+        memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 2], &dmin, 4);
+        memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 3], &dmax, 4);
+    }
+    int ok = levels <= 3 && isfinite(kappa) && alpha != 0.0;
+    for (int64_t i = 0; ok && i < nd; i++) { /* T_l(d), folded */
+        float q, r = blob_qconv_chain_value(d1, ep1, o_count, o, i - a1, 0.0f, &q);
+        if (!isfinite(r))
+            ok = 0;
+        blob_qconv_chain_value(d, ep, o_count, o, up ? -a : a, r, &q);
+        const int64_t first = (int64_t)(q - lo);
+        blob_qconv_chain_value(d, ep, o_count, o, up ? a : -a, r, &q);
+        if ((int64_t)(q - lo) < first) /* not a step of v in the direction of the factors */
+            ok = 0;
+        for (int64_t l = 1; ok && l <= levels; l++) {
+            int64_t b0 = -a, b1 = a + 1; /* up: the first v of a code >= l; down: the first of a code < l */
+            while (b0 < b1) {
+                int64_t mid = b0 + (b1 - b0) / 2;
+                blob_qconv_chain_value(d, ep, o_count, o, mid, r, &q);
+                if (((int64_t)(q - lo) >= l) == up)
+                    b1 = mid;
+                else
+                    b0 = mid + 1;
+            }
+            scratch[(l - 1) * nd + i] = (int32_t)(up ? b0 : 1 - b0);
+        }
+    }
+    for (int64_t l = 0; ok && l < levels; l++) {
+        const int32_t *t = scratch + l * nd;
+        int64_t il = 0, ih = -1, i = 0; /* the interval of d where T lies inside (il > ih: none) */
+        while (i < nd && (t[i] <= -a || t[i] >= a + 1))
+            i++;
+        il = i;
+        while (i < nd && t[i] > -a && t[i] < a + 1)
+            i++;
+        ih = i - 1;
+        if (il == nd) /* nowhere inside: the d where the ends' status changes */
+            for (il = 1; il < nd && (t[il] <= -a) == (t[0] <= -a); il++)
+                ;
+        if (il > ih)
+            ih = il - 1;
+        for (int64_t k = 0; k < nd; k++) { /* outside the interval, one status a side (T monotone in d) */
+            const int clamped = t[k] <= -a || t[k] >= a + 1;
+            if ((k < il && (!clamped || (t[k] <= -a) != (t[0] <= -a))) ||
+                (k > ih && (!clamped || (t[k] <= -a) != (t[nd - 1] <= -a))))
+                ok = 0;
+        }
+        ends |= (t[0] <= -a) << (2 * l) | (t[nd - 1] <= -a) << (2 * l + 1);
+        float glo = inf, hhi = -inf;
+        for (int64_t k = il; k <= ih; k++) {
+            const float g = fmaf(kappa, (float)(k - a1), (float)t[k]), h = fmaf(kappa, (float)(k - a1), (float)t[k] - 1.0f);
+            glo = g < glo ? g : glo;
+            hhi = h > hhi ? h : hhi;
+        }
+        const int32_t jl = (int32_t)(il - a1), jh = (int32_t)(ih - a1);
+        row[BLOB_QRESD_LEVEL + 4 * l] = glo;
+        row[BLOB_QRESD_LEVEL + 4 * l + 1] = hhi;
+        memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 2], &jl, 4);
+        memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 3], &jh, 4);
+    }
+    if (!ok) { /* every element to the chains: inside everywhere, between the bounds always */
+        for (int64_t l = 0; l < 3; l++) {
+            row[BLOB_QRESD_LEVEL + 4 * l] = -inf;
+            row[BLOB_QRESD_LEVEL + 4 * l + 1] = inf;
+            memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 2], &dmin, 4);
+            memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 3], &dmax, 4);
+        }
+        ends = 0;
+    }
+    memcpy(&row[BLOB_QRESD_ENDS], &ends, 4);
+    return ok;
+}
 /* Words of an image plane (quantize with spatial > 0, qconv): pixels * ldw rounded up to 8. */
 static inline int64_t blob_image_plane_words(int64_t pixels, int64_t ldw) { return (pixels * ldw + 7) / 8 * 8; }
 /* Rounding modes of BlobQuantizeParams (docs/ir.md quant). */

@@ -66,6 +66,8 @@ typedef struct Lower {
     bool stem_codes;      /* the conv2d_chain being lowered wrote a pool of codes (lower_conv2d_codes) */
     int nrcode;           /* qconv2d_chains whose GPU kernel thresholds by a residual code */
     int nqresd;           /* qconv2d_chains that compute the 1x1 downsample they add in their GPU kernel */
+    int nqresd_fast;      /* ... of which decide their codes by the fast test (QC_RESD_FAST) */
+    int64_t nqresd_chans, nqresd_rows; /* their channels, and those whose fast row decides some d */
     int ngap_codes;       /* global average pools whose GPU kernel reads a value's codes (lower_gap) */
     bool batch_alts;      /* steps may get a batch alternative (new_batch_alt; tunable_alts) */
     int nbatch_alts;      /* how many did, for --report */
@@ -4864,6 +4866,7 @@ static int lower_qconv_rcode(Lower *L, const Node *n, int cs, const BlobQconvPar
  * write and read (the w1a2 ResNet-18's three downsampling blocks: 103 MB a batch of 256 into
  * 28x28). The CPU path runs both layers as before. */
 typedef struct QresdFusion {
+    const Node *dnode;               /* D */
     int dstep;                       /* D's step */
     int x1;                          /* D's input: its arena buffer */
     BlobQconvParams dp;              /* D's parameters */
@@ -4906,6 +4909,7 @@ static bool qresd_match(Lower *L, const Node *n, const BlobQconvParams *qp, Qres
     const HaloLayer hl = qconv_halo_layer(n, 33);
     if (qconv_halo_variant(0, &hl, &hc) != 0)
         return false;
+    f->dnode = d;
     f->dstep = ds;
     f->x1 = st->buf[BLOB_SLOT_IN];
     f->dp = *dp;
@@ -4920,16 +4924,38 @@ static bool qresd_match(Lower *L, const Node *n, const BlobQconvParams *qp, Qres
  * chain step's slots but in2 = D's input and p0 = this chain's constants, D's and D's weight
  * rows; arguments qa (X, W, rows, EP, R, Yf, Y). With the chain layers' batch alternatives. */
 static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvParams *qp, const QresdFusion *f,
-                            const char *chain_defs, const QconvArgs *qa) {
+                            const char *chain_defs, const int32_t *desc, const QconvArgs *qa) {
     const int64_t O = qp->o, S = n->in[2]->type.dim[0], S1 = f->desc[BLOB_QCHAIN_STAGES];
     const BlobQconvParams *dp = &f->dp;
     const int64_t krow1 = (dp->ldw + 7) / 8 * 8; /* one tap (qconv.cu QC_RESD_KROW) */
+    /* the fast test (qconv.cu QC_RESD_FAST): codes of at most 2 bits and no f32 out, clean chains
+     * (monotone in v), and |v| < 2^17, |d| < 2^13 (resd_frag keeps an undecided element's pair in
+     * one word) */
+    bool fast = qa->codes && !qa->gpu_f32 && qp->yb <= 2 && desc[BLOB_QCHAIN_HI] - desc[BLOB_QCHAIN_LO] <= 3 &&
+                qchain_clean(n) && qchain_clean(f->dnode) && qchain_stage_bound(n) < 1e30 &&
+                qchain_stage_bound(f->dnode) < 1e30;
+    int64_t a1 = 0;
+    for (int64_t o = 0; fast && o < O; o++) {
+        a1 = qchain_acc_bound(f->dnode, o) > a1 ? qchain_acc_bound(f->dnode, o) : a1;
+        fast = qchain_acc_bound(n, o) < (1 << 17) && a1 < (1 << 13);
+    }
     const size_t n0 = (size_t)(2 * S * O), n1 = (size_t)(2 * S1 * O), nw = (size_t)(O * krow1);
-    float *ep = xmalloc((n0 + n1 + nw) * 4);
+    const size_t nf = fast ? (size_t)(O * BLOB_QRESD_WORDS) : 0;
+    float *ep = xmalloc((n0 + n1 + nw + nf) * 4);
     memcpy(ep, n->in[2]->data, n0 * 4);
     memcpy(ep + n0, blob_weights_data(L->w, f->dep), n1 * 4);
     memcpy(ep + n0 + n1, blob_weights_data(L->w, f->dw), nw * 4);
-    const BlobRef epref = put_weights(L, ep, (n0 + n1 + nw) * 4);
+    if (fast) { /* the fast test's rows (blob_qresd_fast_row) */
+        int32_t *scratch = xmalloc((size_t)(3 * (2 * a1 + 1)) * 4);
+        for (int64_t o = 0; o < O; o++)
+            L->nqresd_rows += blob_qresd_fast_row(desc, n->in[2]->data, O, o, qchain_acc_bound(n, o), f->desc,
+                                                  blob_weights_data(L->w, f->dep), a1, ep + n0 + n1 + nw +
+                                                  o * BLOB_QRESD_WORDS, scratch) > 0;
+        free(scratch);
+        L->nqresd_fast++;
+        L->nqresd_chans += O;
+    }
+    const BlobRef epref = put_weights(L, ep, (n0 + n1 + nw + nf) * 4);
     free(ep);
     make_cpu_only(&L->steps[f->dstep]);
     drop_tunable(L, f->dstep);
@@ -4947,11 +4973,12 @@ static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvPara
     char *tail = str_printf("%s#define QC_RESD 1\n#define QC_RESD_C %lld\n#define QC_RESD_H %lld\n"
                             "#define QC_RESD_W %lld\n#define QC_RESD_SH %lld\n#define QC_RESD_SW %lld\n"
                             "#define QC_RESD_XB %lld\n#define QC_RESD_LDW %lld\n#define QC_RESD_NST %lld\n"
-                            "#define QC_RESD_DIV %d\n#define QC_RESD_RELU %d\n#define QC_RESD_ORELU %d\n",
+                            "#define QC_RESD_DIV %d\n#define QC_RESD_RELU %d\n#define QC_RESD_ORELU %d\n"
+                            "#define QC_RESD_FAST %d\n",
                             chain_defs, (long long)dp->c, (long long)dp->h, (long long)dp->w,
                             (long long)dp->stride_h, (long long)dp->stride_w, (long long)dp->xb, (long long)dp->ldw,
                             (long long)S1, f->desc[BLOB_QCHAIN_DIV], f->desc[BLOB_QCHAIN_RELU],
-                            f->desc[BLOB_QCHAIN_OUT_RELU]);
+                            f->desc[BLOB_QCHAIN_OUT_RELU], fast ? 1 : 0);
     st->k.defines = qconv_defines(st->k.name, qp, tail);
     free(tail);
     const HaloLayer hl = qconv_halo_layer(n, 33);
@@ -5059,7 +5086,7 @@ static int lower_qconv(Lower *L, const Node *n) {
         make_cpu_only(st);
         const QconvArgs qr = {.rows = OH * OW, .chain = true, .res = true, .f32 = f32_buf >= 0,
                               .codes = codes_buf >= 0, .gpu_f32 = f32_buf >= 0 && gpu_reads_float(L, y)};
-        const int rc = lower_qconv_resd(L, n, (int)(st - L->steps), &qp, &rf, chain_defs.data, &qr);
+        const int rc = lower_qconv_resd(L, n, (int)(st - L->steps), &qp, &rf, chain_defs.data, desc, &qr);
         free(chain_defs.data);
         return rc;
     }
@@ -5918,6 +5945,11 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                                   "inside their GPU kernel, its chain with the same float operations (its own step "
                                   "and f32 output are CPU-only)\n",
                        L.nqresd);
+        if (L.nqresd_fast)
+            buf_printf(o->report, "codegen: %d of them decide their codes by the fast test of the dot and the "
+                                  "downsample's dot in tiles of at most 4 warps (the chains only where it cannot; "
+                                  "%lld of their %lld channels have a test)\n",
+                       L.nqresd_fast, (long long)L.nqresd_rows, (long long)L.nqresd_chans);
         if (L.nrcode)
             buf_printf(o->report, "codegen: %d low-bit convolutions read their residual as its codes in their GPU kernel "
                                   "and compare their sum with levels picked by it (their float chains and the "

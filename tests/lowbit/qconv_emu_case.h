@@ -48,6 +48,9 @@
 #ifndef S_RESD /* 1: the residual a 1x1 downsample's (S_RESD_C channels of S_RESD_H x S_RESD_W pixels, */
 #define S_RESD 0 /* S_RESD_LDW words, S_RESD_XB planes, stride S_RESD_S), computed in the halo kernel */
 #endif
+#ifndef S_RESD_FAST /* 1: QC_RESD_FAST, the codes by the fast test (S_F32_UNREAD then); 2: rows widened */
+#define S_RESD_FAST 0
+#endif
 #if S_EPI == 3 /* the float chain: 2 stages, the first a division, a relu after the second */
 #define S_CHAIN , 2, 1, 2, S_RES, S_ORELU, S_F32_UNREAD ? 0 : S_F32, S_QHI, 0x3f000000u /* scale 0.5 */, \
                 0x3e800000u /* zero 0.25 */
@@ -69,11 +72,11 @@ static const Case EMU_CAT(case, S_ID) = {
     S_WSIGNED, S_BIPOLAR, S_PAD_CODE, S_EPI, S_L, S_YB, S_LDW, S_LDY, S_TH, S_TW, S_WM, S_WN, S_GY,
 #if S_EPI == 3 && S_RESD
     NULL, NULL, NULL, EMU_CAT(emu_halo, S_ID) S_CHAIN, 1, S_RESD_C, S_RESD_H, S_RESD_W, S_RESD_S, S_RESD_XB,
-    S_RESD_LDW
+    S_RESD_LDW, S_RESD_FAST
 #elif S_EPI == 3
-    NULL, NULL, EMU_CAT(emu_direct, S_ID), EMU_CAT(emu_halo, S_ID) S_CHAIN, 0, 0, 0, 0, 0, 0, 0
+    NULL, NULL, EMU_CAT(emu_direct, S_ID), EMU_CAT(emu_halo, S_ID) S_CHAIN, 0, 0, 0, 0, 0, 0, 0, 0
 #else
-    EMU_CAT(emu_direct, S_ID), EMU_CAT(emu_halo, S_ID), NULL, NULL S_CHAIN, 0, 0, 0, 0, 0, 0, 0
+    EMU_CAT(emu_direct, S_ID), EMU_CAT(emu_halo, S_ID), NULL, NULL S_CHAIN, 0, 0, 0, 0, 0, 0, 0, 0
 #endif
 };
 
@@ -121,5 +124,6 @@ static const Case EMU_CAT(case, S_ID) = {
 #undef S_RESD_S
 #undef S_RESD_XB
 #undef S_RESD_LDW
+#undef S_RESD_FAST
 #undef S_QHI
 #undef S_CHAIN

@@ -50,6 +50,8 @@
 #define QC_RESD_DIV 2
 #define QC_RESD_RELU 0
 #define QC_RESD_ORELU 0
+#define QC_RESD_FAST (S_RESD_FAST > 0)
+#define QC_RESD_FAST_COUNT(undecided) (emu_fast_total++, emu_fast_undecided += (undecided))
 #endif
 #if S_HALO
 #define QC_HALO 1

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../../codegen/blob.h"
 #include "../../codegen/cuda/kernels.h"
 #include "../check.h"
 #include "warp_emu.h"
@@ -33,6 +34,10 @@
 #define __fsub_rn(a, b) ((float)(a) - (float)(b))
 #define __ldg(p) (*(p))
 #define __frcp_rn(a) (1.0f / (float)(a))
+#define __fmaf_rn(a, b, c) fmaf(a, b, c)
+#define __ffs(x) __builtin_ffs(x)
+/* QC_RESD_FAST: the elements its kernels test, and those left to the chains */
+static long emu_fast_total, emu_fast_undecided;
 /* common.cu's bnn_div_fast, which the chains divide by, is checked against IEEE division by
  * tests/codegen/test_div_fast.cc. Here a stand-in: the quotient where |x| >= 1/4, else "not
  * exact" and a wrong value, so that every case also takes the kernels' way back to __fdiv_rn
@@ -74,7 +79,7 @@ typedef struct Case {
     unsigned qscale, qzero;
     /* QC_RESD: the residual is a 1x1 downsample over c1 channels of h1 x w1 pixels (xb1 planes,
      * ldw1 words a pixel), stride s1, bipolar weights, its chain 3 stages (the second divides) */
-    int resd, c1, h1, w1, s1, xb1, ldw1;
+    int resd, c1, h1, w1, s1, xb1, ldw1, resd_fast;
 } Case;
 
 /* w1a2resnet18_tiny's qconv steps (bnncc --emit=cuda): bipolar w1, a2, pad code 0, the halo
@@ -647,9 +652,129 @@ typedef struct Case {
 #define S_RESD_LDW 8
 #include "qconv_emu_case.h"
 
+/* The same three with QC_RESD_FAST: codes by the fast test of the dot and the downsample's dot
+ * (blob_qresd_fast_row's rows after EP's weight rows), the chains where it cannot decide; no f32
+ * out. The rows decide nearly every element of these chains, so r1f and r3f widen their bounds
+ * by 6 (still true bounds) to send many elements to the chains (S_RESD_FAST 2). */
+
+#define S_ID r1f
+#define S_NAME "resd fast: 3x3 chain + 1x1/2 downsample of 40 ch, 2 planes, 8x8 from 16x15"
+#define S_C 16
+#define S_H 8
+#define S_W 8
+#define S_O 48
+#define S_KH 3
+#define S_KW 3
+#define S_PT 1
+#define S_PL 1
+#define S_OH 8
+#define S_OW 8
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 3
+#define S_YB 2
+#define S_LDW 1
+#define S_LDY 2
+#define S_RES 1
+#define S_ORELU 1
+#define S_F32 2
+#define S_F32_UNREAD 1
+#define S_QHI 3
+#define S_TH 4
+#define S_TW 8
+#define S_WM 1
+#define S_WN 2
+#define S_RESD 1
+#define S_RESD_C 40
+#define S_RESD_H 16
+#define S_RESD_W 15
+#define S_RESD_S 2
+#define S_RESD_XB 2
+#define S_RESD_LDW 2
+#define S_RESD_FAST 2 /* the test widens its rows' bounds */
+#include "qconv_emu_case.h"
+
+#define S_ID r2f
+#define S_NAME "resd fast: the downsample over 130 ch in 3 planes, residual first (r + v), 5x7 from 9x13"
+#define S_C 64
+#define S_H 5
+#define S_W 7
+#define S_O 40
+#define S_KH 3
+#define S_KW 3
+#define S_PT 1
+#define S_PL 1
+#define S_OH 5
+#define S_OW 7
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 3
+#define S_YB 2
+#define S_LDW 2
+#define S_LDY 2
+#define S_RES 2
+#define S_ORELU 1
+#define S_F32 2
+#define S_F32_UNREAD 1
+#define S_QHI 3
+#define S_TH 4
+#define S_TW 4
+#define S_WM 1
+#define S_WN 2
+#define S_RESD 1
+#define S_RESD_C 130
+#define S_RESD_H 9
+#define S_RESD_W 13
+#define S_RESD_S 2
+#define S_RESD_XB 3
+#define S_RESD_LDW 8
+#define S_RESD_FAST 1
+#include "qconv_emu_case.h"
+
+#define S_ID r3f
+#define S_NAME "resd fast: the downsample over 130 ch in 1 plane, stride 1, codes only"
+#define S_C 16
+#define S_H 6
+#define S_W 6
+#define S_O 33
+#define S_KH 3
+#define S_KW 3
+#define S_PT 1
+#define S_PL 1
+#define S_OH 6
+#define S_OW 6
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 3
+#define S_YB 2
+#define S_LDW 1
+#define S_LDY 2
+#define S_RES 1
+#define S_ORELU 1
+#define S_F32 2
+#define S_F32_UNREAD 1
+#define S_QHI 3
+#define S_TH 4
+#define S_TW 8
+#define S_WM 2
+#define S_WN 1
+#define S_RESD 1
+#define S_RESD_C 130
+#define S_RESD_H 6
+#define S_RESD_W 6
+#define S_RESD_S 1
+#define S_RESD_XB 1
+#define S_RESD_LDW 8
+#define S_RESD_FAST 2
+#include "qconv_emu_case.h"
+
 static const Case *const cases[] = {&case_t8, &case_t9, &case_t12, &case_t13, &case_t14, &case_t23, &case_t24,
                                     &case_o1, &case_o2, &case_o3, &case_o4, &case_o5, &case_o6, &case_o7, &case_o8,
-                                    &case_o9, &case_a9, &case_a28, &case_r1, &case_r2, &case_r3};
+                                    &case_o9, &case_a9, &case_a28, &case_r1, &case_r2, &case_r3,
+                                    &case_r1f, &case_r2f, &case_r3f};
 
 static uint32_t rng_state = 777;
 static int rnd(int lo, int hi) {
@@ -703,6 +828,77 @@ static size_t run_one(const Case *s, bool halo, int M, const unsigned *X, const 
     free(got);
     free(gotf);
     return bad;
+}
+
+/* The chains of the resd cases as blob.h descriptors: this kernel's (2 stages, the first a
+ * division, a relu after the second; the residual, the out relu and the quantizer: scale 0.5, zero
+ * 0.25, half to even) and the downsample's (3 stages, the second a division, its f32). */
+static void emu_chain_descs(const Case *s, int32_t *dm, int32_t *d1) {
+    memset(dm, 0, sizeof(int32_t) * BLOB_QCHAIN_WORDS);
+    memset(d1, 0, sizeof(int32_t) * BLOB_QCHAIN_WORDS);
+    dm[BLOB_QCHAIN_STAGES] = s->nst, dm[BLOB_QCHAIN_DIV] = s->div, dm[BLOB_QCHAIN_RELU] = s->relu;
+    dm[BLOB_QCHAIN_RESIDUAL] = s->res, dm[BLOB_QCHAIN_OUT_RELU] = s->orelu, dm[BLOB_QCHAIN_QUANT] = 1;
+    dm[BLOB_QCHAIN_HI] = s->qhi, dm[BLOB_QCHAIN_SCALE] = (int32_t)s->qscale, dm[BLOB_QCHAIN_ZEROPT] = (int32_t)s->qzero;
+    d1[BLOB_QCHAIN_STAGES] = 3, d1[BLOB_QCHAIN_DIV] = 2, d1[BLOB_QCHAIN_F32] = 1;
+}
+
+/* blob_qresd_fast_row against every (v, d) of small ranges: wherever the row decides a level
+ * (x > hi or x < lo, d in [dlo, dhi]) the chains agree; random chains as the cases', with
+ * factors of both signs, and 2- and 1-bit codes. Without a relu inside the chain (a ResNet's:
+ * batch-norm stages, the relu after the add) it must decide nearly all; with one (the cases'
+ * kernels: where it clamps, the code depends on d alone and the row leaves those d to the
+ * chains) it need only be right. */
+static void check_fast_rows(void) {
+    const int64_t a = 300, a1 = 60;
+    int32_t dm[BLOB_QCHAIN_WORDS], d1[BLOB_QCHAIN_WORDS], *scratch = malloc(sizeof(int32_t) * 3 * (2 * a1 + 1));
+    long decided[2] = {0, 0}, total[2] = {0, 0}, wrong = 0;
+    for (int trial = 0; trial < 48; trial++) {
+        const int O = 1, relu = trial % 4 < 2 ? 0 : 2;
+        Case c = {.nst = 2, .div = 1, .relu = relu, .res = 1 + trial % 2, .orelu = 1, .qhi = trial % 3 == 2 ? 1 : 3,
+                  .qscale = 0x3f000000u, .qzero = 0x3e800000u};
+        emu_chain_descs(&c, dm, d1);
+        float ep[4], ep1[6], row[BLOB_QRESD_WORDS];
+        for (int i = 0; i < 4; i++)
+            ep[i] = i % 2 == 0 ? (float)rnd(1, 40) / 8.0f * (rnd(0, 3) ? 1.0f : -0.75f) : (float)rnd(-400, 400) / 16.0f;
+        for (int i = 0; i < 6; i++)
+            ep1[i] = i % 2 == 0 ? (float)rnd(1, 40) / 8.0f * (rnd(0, 3) ? 1.0f : -0.75f) : (float)rnd(-400, 400) / 16.0f;
+        blob_qresd_fast_row(dm, ep, O, 0, a, d1, ep1, a1, row, scratch);
+        int32_t ends, il[3], ih[3];
+        memcpy(&ends, &row[BLOB_QRESD_ENDS], 4);
+        for (int l = 0; l < 3; l++) {
+            memcpy(&il[l], &row[BLOB_QRESD_LEVEL + 4 * l + 2], 4);
+            memcpy(&ih[l], &row[BLOB_QRESD_LEVEL + 4 * l + 3], 4);
+        }
+        for (int64_t d = -a1; d <= a1; d++) {
+            float q, r = blob_qconv_chain_value(d1, ep1, O, 0, d, 0.0f, &q);
+            for (int64_t v = -a; v <= a; v++) {
+                blob_qconv_chain_value(dm, ep, O, 0, v, r, &q);
+                const int code = (int)q;
+                const float x = fmaf(row[BLOB_QRESD_KAPPA], (float)d, row[BLOB_QRESD_SIGN] * (float)v);
+                bool undecided = false;
+                int count = 0;
+                for (int l = 0; l < 3; l++) {
+                    const float *lv = row + BLOB_QRESD_LEVEL + 4 * l;
+                    const bool inside = d >= il[l] && d <= ih[l];
+                    const bool reached = inside ? x > lv[1] : (ends >> (2 * l + (d > ih[l])) & 1) != 0;
+                    undecided = undecided || (inside && !(reached || x < lv[0]));
+                    count += reached;
+                }
+                total[relu > 0]++;
+                if (!undecided) {
+                    decided[relu > 0]++;
+                    wrong += count != code;
+                }
+            }
+        }
+    }
+    CHECK_MSG(wrong == 0, "blob_qresd_fast_row: %ld of %ld decided codes differ from the chains", wrong,
+              decided[0] + decided[1]);
+    CHECK_MSG(decided[0] > total[0] * 99 / 100, "blob_qresd_fast_row decides only %ld of %ld codes of chains "
+              "without an inner relu", decided[0], total[0]);
+    printf("ok: blob_qresd_fast_row: %ld of %ld (v, d) decided without an inner relu, %ld of %ld with one, all as "
+           "the chains\n", decided[0], total[0], decided[1], total[1]);
+    free(scratch);
 }
 
 static void check_case(const Case *s, int images) {
@@ -782,7 +978,7 @@ static void check_case(const Case *s, int images) {
                     for (int p = 0; p < s->xb1; p++)
                         X1[(n * s->xb1 + p) * xplane1 + px * s->ldw1 + c / 32] |=
                             (unsigned)((x1[(n * s->c1 + c) * hw1 + px] >> p) & 1) << (c % 32);
-        ep_all = calloc((size_t)(4 * s->o + 6 * s->o + s->o * krow1), 4);
+        ep_all = calloc((size_t)(4 * s->o + 6 * s->o + s->o * krow1 + (s->resd_fast ? s->o * BLOB_QRESD_WORDS : 0)), 4);
         memcpy(ep_all, ep, sizeof(float) * (size_t)(4 * s->o));
         float *ep1 = ep_all + 4 * s->o;
         for (int i = 0; i < 6 * s->o; i++)
@@ -805,6 +1001,23 @@ static void check_case(const Case *s, int images) {
                     }
                     r[(size_t)((n * s->o + o) * cells + cell)] = f;
                 }
+        if (s->resd_fast) { /* the fast test's rows, as lower.c makes them */
+            int32_t dm[BLOB_QCHAIN_WORDS], d1[BLOB_QCHAIN_WORDS];
+            emu_chain_descs(s, dm, d1);
+            const int64_t a = (int64_t)s->c * taps * ((1 << s->xb) - 1), a1 = (int64_t)s->c1 * ((1 << s->xb1) - 1);
+            int32_t *scratch = malloc(sizeof(int32_t) * (size_t)(3 * (2 * a1 + 1)));
+            int decided = 0;
+            for (int o = 0; o < s->o; o++)
+                decided += blob_qresd_fast_row(dm, ep, s->o, o, a, d1, ep1, a1,
+                                               ep1 + 6 * s->o + s->o * krow1 + o * BLOB_QRESD_WORDS, scratch) > 0;
+            CHECK_MSG(decided == s->o, "%s: %d of %d channels have a fast test", s->name, decided, s->o);
+            for (int o = 0; s->resd_fast == 2 && o < s->o; o++) /* bounds widened: more to the chains */
+                for (int l = 0; l < 3; l++) {
+                    float *lv = ep1 + 6 * s->o + s->o * krow1 + o * BLOB_QRESD_WORDS + BLOB_QRESD_LEVEL + 4 * l;
+                    lv[0] -= 6.0f, lv[1] += 6.0f;
+                }
+            free(scratch);
+        }
         free(x1);
         free(u1);
     }
@@ -845,6 +1058,7 @@ static void check_case(const Case *s, int images) {
             }
     if (s->epi == 3 && !s->yb)
         words = 0;
+    emu_fast_total = emu_fast_undecided = 0;
     for (int halo = s->resd; halo < 2; halo++) { /* (QC_RESD: the halo kernel only) */
         size_t bad = run_one(s, halo, M, X, W, t, dir, ep_all, s->resd ? (const float *)X1 : r, want, words, wantf, nf);
         CHECK_MSG(bad == 0, "%s kernel, %s, %d images: %zu of %zu words differ", halo ? "halo" : "direct", s->name,
@@ -852,6 +1066,12 @@ static void check_case(const Case *s, int images) {
         if (!bad)
             printf("ok: %s kernel, %s, %d images (%d GEMM rows)\n", halo ? "halo" : "direct", s->name, images, M);
     }
+    if (s->resd_fast == 2) { /* both ways taken: the fast test and the chains */
+        CHECK_MSG(emu_fast_undecided > 0 && emu_fast_undecided < emu_fast_total,
+                  "%s: %ld of %ld elements left to the chains", s->name, emu_fast_undecided, emu_fast_total);
+    }
+    if (s->resd_fast)
+        printf("    (%ld of %ld elements left to the chains)\n", emu_fast_undecided, emu_fast_total);
     free(x);
     free(u);
     free(X);
@@ -890,6 +1110,7 @@ int main(void) {
                                 s->xb + s->wb - 1, 33, &hc) == 0 &&
               hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn);
     }
+    check_fast_rows();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int images = 1; images <= 3; images += 2)
             check_case(cases[i], images);

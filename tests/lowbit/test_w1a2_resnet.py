@@ -239,12 +239,26 @@ def resd_layout(name, model, blob):
                 return f"{kname}: {k} {got.group(1) if got else 'missing'}, the downsample's {v}"
         ep = wdata(blob_slot(b, at, SLOT_P0))
         parts = wdata(blob_slot(b, chain_at, SLOT_P0)) + wdata(blob_slot(b, d, SLOT_P0)) + wdata(blob_slot(b, d, SLOT_W))
-        if ep != parts:
-            return f"{kname}: p0 ({len(ep)} bytes) is not the chain's constants, the downsample's and its weights " \
-                   f"({len(parts)} bytes)"
+        # then (QC_RESD_FAST) the fast test's rows, 20 words a channel (blob.h BLOB_QRESD_WORDS)
+        rows = len(ep) - len(parts)
+        if "#define QC_RESD_FAST 1" not in block:
+            return f"{kname}: no QC_RESD_FAST (codes only, clean chains: the fast test)"
+        if ep[:len(parts)] != parts or rows != dp[3] * 20 * 4:
+            return f"{kname}: p0 ({len(ep)} bytes) is not the chain's constants, the downsample's, its weights " \
+                   f"({len(parts)} bytes) and {dp[3]} fast rows"
+        fr = np.frombuffer(ep[len(parts):], np.float32).reshape(dp[3], 20)
+        ints = fr.view(np.int32)
+        # every channel decides: sgn +-1, finite kappa, each level's interval [il, ih] with lo <= hi + 1
+        if not (np.all(np.abs(fr[:, 1]) == 1) and np.all(np.isfinite(fr[:, 0]))):
+            return f"{kname}: a fast row without its sign or kappa"
+        for lv in range(3):
+            lo, hi, il, ih = fr[:, 4 + 4 * lv], fr[:, 5 + 4 * lv], ints[:, 6 + 4 * lv], ints[:, 7 + 4 * lv]
+            inside = il <= ih
+            if np.any(inside & ~(np.isfinite(lo) & np.isfinite(hi))) or np.any(inside & (lo > hi + 1.0)):
+                return f"{kname}: level {lv}'s bounds are not a narrow band (lo {lo[:4]}, hi {hi[:4]})"
     if found != 3:
         return f"{found} kernel steps with QC_RESD, want 3"
-    print(f"ok: {name}: the 3 fused downsamples' steps read the downsample's input, constants and weights")
+    print(f"ok: {name}: the 3 fused downsamples' steps read the downsample's input, constants, weights and fast rows")
     return None
 
 

@@ -37,6 +37,10 @@
 //   (oh * QC_RESD_SH, ow * QC_RESD_SW); D's weights are one bipolar plane. EP holds this chain's
 //   [NST][2][QC_O], then D's chain [QC_RESD_NST][2][QC_O] (QC_RESD_DIV, QC_RESD_RELU,
 //   QC_RESD_ORELU as QC_DIV, QC_RELU, QC_ORELU), then D's weight rows [QC_O][QC_RESD_KROW] words.
+//   With QC_RESD_FAST (codes of at most 2 bits, no f32 out: Yf must be null) EP then holds
+//   [QC_O][20] rows of blob.h's fast test (blob_qresd_fast_row): x = fma(kappa, d, sgn * v) of
+//   the accumulator v and D's dot d decides each level by two bounds, and only an element that
+//   neither decides runs the two chains (docs/kernels.md "The downsample's fast test").
 //   Epi 2 with QC_RCODE > 0 (halo kernel, at most 3 levels): thresholds by a residual's code, a
 //   qconv2d_chain whose residual is another layer's dequantized codes (docs/kernels.md
 //   "Thresholds by a residual code"): R holds those codes as QC_RCODE image planes of the
@@ -204,6 +208,24 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 // weighs them; k256 steps of 8 words.
 #define QC_RESD_NSEG ((1 << QC_RESD_XB) - 1)
 #define QC_RESD_NK ((QC_RESD_NSEG * QC_RESD_LDW + 7) / 8)
+#endif
+#ifndef QC_RESD_FAST // 1: QC_RESD's codes by the fast test of EP's rows, the chains where it cannot decide
+#define QC_RESD_FAST 0
+#endif
+// Only in blocks of at most 4 warps: with 8 (the 8x16 tiles) the w1a2 ResNet's layers ran 2-21 %
+// slower with it, with 2 and 4 warps 3-15 % faster (H200, docs/perf.md stop 45). EP's rows are
+// there either way; an 8-warp kernel runs the chains (and may write Yf, which lower.c leaves null).
+#if QC_RESD_FAST && QC_HALO && QC_WM * QC_WN > 4
+#undef QC_RESD_FAST
+#define QC_RESD_FAST 0
+#endif
+#if QC_RESD_FAST
+#if !QC_RESD || QC_YB < 1 || QC_YB > 2 || QC_QHI - QC_QLO > 3
+#error "qconv.cu: QC_RESD_FAST needs QC_RESD and codes of at most 2 bits"
+#endif
+// EP's words before the fast rows ([QC_O][QC_RESD_FW]: blob.h BLOB_QRESD_*)
+#define QC_RESD_FT (2 * QC_NST * QC_O + 2 * QC_RESD_NST * QC_O + QC_O * QC_RESD_KROW)
+#define QC_RESD_FW 20
 #endif
 #define QC_KROW ((QC_TAPS * QC_LDW + 7) / 8 * 8)                 // words of a weight row
 #define QC_PLANE (((long long)QC_H * QC_W * QC_LDW + 7) / 8 * 8)  // words of an input plane
@@ -595,18 +617,21 @@ BNN_QC_FN void QC_CAT(QC_NAME, resd_issue)(const unsigned *X1, int n, int oh0, i
 // (a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][4 + t], a3 = A[g + 8][4 + t]; b0 = B[g][t], b1 =
 // B[g][4 + t]) over the planes' words repeated 2^p times, dot = 2 acc - sum_p 2^p popc(X1_p)
 // (bipolar weights), as ints over the staged words; then each lane runs its channel's chain on
-// the 16 rows. Not inlined: its own registers (inlined, the 8-warp tiles, at their 128, spilled).
+// the 16 rows (QC_RESD_FAST: the dots stay, as int bits, for resd_rows). Not inlined: its own
+// registers (inlined, the 8-warp tiles, at their 128, spilled).
 BNN_QC_NOINLINE void QC_CAT(QC_NAME, resd16)(const float *EP, int n0, int lane, float *r16) {
     const float *const EP1 = EP + 2 * QC_NST * QC_O;
     const unsigned *const W1 = (const unsigned *)(EP1 + 2 * QC_RESD_NST * QC_O);
     const unsigned *const xs = (const unsigned *)r16;
     const int g = lane >> 2, t = lane & 3;
+#if !QC_RESD_FAST
     float ka[QC_RESD_NST], kb[QC_RESD_NST]; // this lane's channel's chain constants (1 and 0 past QC_O)
     for (int k = 0; k < QC_RESD_NST; k++) {
         const int o = n0 + lane;
         ka[k] = o < QC_O ? __ldg(EP1 + 2 * k * QC_O + o) : 1.0f;
         kb[k] = o < QC_O ? __ldg(EP1 + (2 * k + 1) * QC_O + o) : 0.0f;
     }
+#endif
     // A's words first (all k steps: at most 12 registers), then one n8 tile's 4 accumulators at a time
     unsigned a[QC_RESD_NK][4];
     int pop[2] = {0, 0};
@@ -636,9 +661,11 @@ BNN_QC_NOINLINE void QC_CAT(QC_NAME, resd16)(const float *EP, int n0, int lane, 
             r16[(g + 8 * (i >> 1)) * 33 + 8 * j + 2 * t + (i & 1)] = __int_as_float(2 * d[i] - pop[i >> 1]);
     }
     __syncwarp();
+#if !QC_RESD_FAST
     for (int r = 0; r < 16; r++)
         r16[r * 33 + lane] = QC_CAT(QC_NAME, resd_chain)(__float_as_int(r16[r * 33 + lane]), ka, kb);
     __syncwarp();
+#endif
 }
 #endif
 #endif
@@ -874,6 +901,90 @@ BNN_QC_FN void QC_CAT(QC_NAME, codes_frag)(int pos[][QC_MI][4][4], int neg[][QC_
 #endif
 }
 #endif
+#if QC_RESD_FAST
+// Channel o's code of accumulator v and downsample dot d by both chains (resd_chain, then chain
+// with __fdiv_rn: the very operations of the kernel without the fast test), where resd_rows'
+// test cannot decide. Not inlined: rarely run, and its constants' registers stay out of the
+// caller's.
+BNN_QC_NOINLINE int QC_CAT(QC_NAME, resd_exact)(const float *EP, int o, int v, int d) {
+    const float *const EP1 = EP + 2 * QC_NST * QC_O;
+    float ka[QC_RESD_NST], kb[QC_RESD_NST], ca[QC_NSTC], cb[QC_NSTC], f;
+    for (int k = 0; k < QC_RESD_NST; k++) {
+        ka[k] = __ldg(EP1 + 2 * k * QC_O + o);
+        kb[k] = __ldg(EP1 + (2 * k + 1) * QC_O + o);
+    }
+    QC_CAT(QC_NAME, consts)(EP, o, ca, cb);
+    return QC_CAT(QC_NAME, chain)(v, QC_CAT(QC_NAME, resd_chain)(d, ka, kb), ca, cb, ca, 0, &f);
+}
+// Channel o's fast row (EP's [QC_O][QC_RESD_FW] after D's weight rows: blob.h BLOB_QRESD_*),
+// the words resd_rows reads, into a lane's registers once a kernel; past QC_O a row whose levels
+// are never reached (+inf bounds at every d), so that its codes are 0.
+#define QC_RESD_FR 16 // kappa, sgn, ends, (pad), then lo, hi, il, ih of each level
+BNN_QC_FN void QC_CAT(QC_NAME, fast_row)(const float *EP, int o, float fr[QC_RESD_FR]) {
+    for (int k = 0; k < QC_RESD_FR; k++) {
+        const int f = (k - 4) & 3;
+        fr[k] = o < QC_O ? __ldg(EP + QC_RESD_FT + (long long)o * QC_RESD_FW + k)
+                : k < 4  ? 0.0f
+                : f < 2  ? __int_as_float(0x7f800000)
+                         : __int_as_float(f == 2 ? (int)0x80000000 : 0x7fffffff);
+    }
+}
+#ifndef QC_RESD_FAST_COUNT // (test_qconv_emu counts the elements the test leaves to the chains)
+#define QC_RESD_FAST_COUNT(undecided) ((void)0)
+#endif
+// The codes of a warp's 16 tile rows with the downsample inside (QC_RESD_FAST), a lane its
+// channel's (fr: its fast row): t the combined accumulators, rowpop16 their bipolar terms, r16
+// D's dots (resd16's int bits, [row][33]). Element (v, d) takes x = fma(kappa, d, sgn * v),
+// correctly rounded (fmaf on the host gives the same bits); for d in [il_l, ih_l] level l is
+// reached where x > hi_l and not where x < lo_l, outside it as the ends' bits say
+// (blob_qresd_fast_row proves all of it). The rows no test decides go to resd_exact after the
+// unrolled tests, a row a lane at a time (none at all on the w1a2 ResNet's trained-like chains,
+// docs/kernels.md), so that the call's registers stay out of them. Codes to cnt (0 past QC_O).
+BNN_QC_FN void QC_CAT(QC_NAME, resd_rows)(int (*t)[33], const int *rowpop16, const float *r16, const float *fr,
+                                          const float *EP, int n0, int lane, int *cnt) {
+    const int o = n0 + lane, ends = __float_as_int(fr[2]);
+    unsigned left = 0u; // bit r: row r undecided
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int r = 0; r < 16; r++) {
+        const int v = t[r][lane] - (QC_WBIPOLAR ? rowpop16[r] : 0), d = __float_as_int(r16[r * 33 + lane]);
+        const float x = __fmaf_rn(fr[0], __int2float_rn(d), __fmul_rn(fr[1], __int2float_rn(v)));
+        bool undecided = false;
+        int count = 0;
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+        for (int l = 0; l < 3; l++) { // inside [il, ih] by the bounds, outside by the ends' bits
+            const float *lv = fr + 4 + 4 * l;
+            const int il = __float_as_int(lv[2]), ih = __float_as_int(lv[3]);
+            const bool inside = d >= il && d <= ih;
+            const bool c = inside ? x > lv[1] : (ends >> (2 * l + (d > ih)) & 1) != 0;
+            undecided = undecided || (inside && !(c || x < lv[0]));
+            count += c;
+        }
+        undecided = undecided && o < QC_O;
+        QC_RESD_FAST_COUNT(undecided);
+        cnt[r] = o < QC_O ? count : 0;
+        left |= (unsigned)undecided << r;
+    }
+    unsigned fixed = 0u, b0 = 0u, b1 = 0u; // (codes by bits, not by a run-time index into cnt)
+    while (__ballot_sync(0xffffffffu, left != 0u)) {
+        if (left) {
+            const int r = __ffs((int)left) - 1;
+            left &= left - 1u;
+            const int code = QC_CAT(QC_NAME, resd_exact)(EP, o, t[r][lane] - (QC_WBIPOLAR ? rowpop16[r] : 0),
+                                                         __float_as_int(r16[r * 33 + lane]));
+            fixed |= 1u << r, b0 |= (unsigned)(code & 1) << r, b1 |= (unsigned)(code >> 1 & 1) << r;
+        }
+    }
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int r = 0; r < 16; r++)
+        cnt[r] = fixed >> r & 1 ? (int)((b0 >> r & 1) | (b1 >> r & 1) << 1) : cnt[r];
+}
+#endif
 
 BNN_QC_LINKAGE __global__ void __launch_bounds__(QC_NT, QC_MINB)
 QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, QC_EPARAMS) {
@@ -886,7 +997,12 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp % QC_WM, wn = warp / QC_WM;
     const int ntiles = M / QC_CELLS * QC_TYX, n0 = blockIdx.x * QC_BN + wn * 32; // the warp's channels
-#if QC_EPI == 3
+#if QC_RESD_FAST
+    if (Yf)
+        __trap(); // no f32 out with the fast test (lower.c emits it for layers whose GPU value is codes)
+    float fr[QC_RESD_FR]; // this lane's channel's fast row, for every tile (read in resd_rows, the
+    QC_CAT(QC_NAME, fast_row)(EP, n0 + lane, fr); // layers of 2 and 4 warps ran 3-9 % slower)
+#elif QC_EPI == 3
     float ca[QC_NSTC], cb[QC_NSTC]; // this lane's channel's chain constants, for every tile
     QC_CAT(QC_NAME, consts)(EP, n0 + lane, ca, cb);
     float cy[QC_NSTC]; // the reciprocals of the dividing stages (bnn_div_fast)
@@ -1035,7 +1151,19 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #endif
         for (int mi = 0; mi < QC_MI; mi++) {
             const int rl0 = wm * (QC_MI * 16) + mi * 16; // the m16 tile's first row in the tile
-#if QC_FRAGL
+#if QC_RESD_FAST
+            // the m16 tile's accumulators and downsample dots (from the words resd_issue staged),
+            // then its codes by the fast test
+            BNN_QC_UNROLL
+            for (int m2 = 0; m2 < QC_MI; m2++)
+                if (m2 == mi) QC_CAT(QC_NAME, combine)(pos, neg, m2, lane, tile[warp]);
+            QC_CAT(QC_NAME, resd16)(EP, n0, lane, res + mi * 16 * 33);
+            int cnt[16];
+            QC_CAT(QC_NAME, resd_rows)(tile[warp], rowpop + rl0, res + mi * 16 * 33, fr, EP, n0, lane, cnt);
+            if (n0 < QC_O)
+                QC_CAT(QC_NAME, codes16)(cnt, n, oh0, ow0, rl0, n0, lane, Y);
+            __syncwarp(); // (the next m16 tile's combine overwrites the tile)
+#elif QC_FRAGL
 #if QC_RCODE
             const unsigned *rw = res + mi * 16 * QC_RW;
             unsigned *yn = YN;
@@ -1315,6 +1443,10 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_RESD_KROW
 #undef QC_RESD_NSEG
 #undef QC_RESD_NK
+#undef QC_RESD_FAST
+#undef QC_RESD_FT
+#undef QC_RESD_FW
+#undef QC_RESD_FAST_COUNT
 #undef QC_RCODE
 #undef QC_RNAN
 #undef QC_YNAN
