@@ -213,7 +213,7 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 #define QC_RESD_FAST 0
 #endif
 // Only in blocks of at most 4 warps: with 8 (the 8x16 tiles) the w1a2 ResNet's layers ran 2-21 %
-// slower with it, with 2 and 4 warps 3-15 % faster (H200, docs/perf.md stop 45). EP's rows are
+// slower with it, with 2 and 4 warps 7-15 % faster (H200, docs/perf.md stop 45). EP's rows are
 // there either way; an 8-warp kernel runs the chains (and may write Yf, which lower.c leaves null).
 #if QC_RESD_FAST && QC_HALO && QC_WM * QC_WN > 4
 #undef QC_RESD_FAST
@@ -938,8 +938,9 @@ BNN_QC_FN void QC_CAT(QC_NAME, fast_row)(const float *EP, int o, float fr[QC_RES
 // correctly rounded (fmaf on the host gives the same bits); for d in [il_l, ih_l] level l is
 // reached where x > hi_l and not where x < lo_l, outside it as the ends' bits say
 // (blob_qresd_fast_row proves all of it). The rows no test decides go to resd_exact after the
-// unrolled tests, a row a lane at a time (none at all on the w1a2 ResNet's trained-like chains,
-// docs/kernels.md), so that the call's registers stay out of them. Codes to cnt (0 past QC_O).
+// unrolled tests, a row a lane at a time (few: the floats keep the band between the bounds
+// narrow, docs/kernels.md), so that the call's registers stay out of them. Codes to cnt (0 past
+// QC_O).
 BNN_QC_FN void QC_CAT(QC_NAME, resd_rows)(int (*t)[33], const int *rowpop16, const float *r16, const float *fr,
                                           const float *EP, int n0, int lane, int *cnt) {
     const int o = n0 + lane, ends = __float_as_int(fr[2]);
@@ -1001,7 +1002,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     if (Yf)
         __trap(); // no f32 out with the fast test (lower.c emits it for layers whose GPU value is codes)
     float fr[QC_RESD_FR]; // this lane's channel's fast row, for every tile (read in resd_rows, the
-    QC_CAT(QC_NAME, fast_row)(EP, n0 + lane, fr); // layers of 2 and 4 warps ran 3-9 % slower)
+    QC_CAT(QC_NAME, fast_row)(EP, n0 + lane, fr); // layers of 2 and 4 warps ran 3-10 % slower)
 #elif QC_EPI == 3
     float ca[QC_NSTC], cb[QC_NSTC]; // this lane's channel's chain constants, for every tile
     QC_CAT(QC_NAME, consts)(EP, n0 + lane, ca, cb);
