@@ -614,7 +614,38 @@ static inline int blob_qresd_fast_row(const int32_t *d, const float *ep, int64_t
         if ((int64_t)(q - lo) < first) /* not a step of v in the direction of the factors */
             ok = 0;
         for (int64_t l = 1; ok && l <= levels; l++) {
-            int64_t b0 = -a, b1 = a + 1; /* up: the first v of a code >= l; down: the first of a code < l */
+            /* up: the first v of a code >= l; down: the first of a code < l (the predicate below
+             * turns from false to true once over [-a, a + 1)). Searched from the previous d's
+             * answer, which the next one's is near (T moves by about kappa a step): a bracket
+             * [b0, b1] around it by doubling steps, then bisection, as from [-a, a + 1]. */
+            int64_t b0 = -a, b1 = a + 1;
+            if (i > 0) {
+                const int32_t t = scratch[(l - 1) * nd + i - 1];
+                const int64_t s0 = (up ? t : 1 - t) > a ? a : (up ? t : 1 - t); /* (a + 1: none then) */
+                int64_t step = 1;
+                blob_qconv_chain_value(d, ep, o_count, o, s0, r, &q);
+                if (((int64_t)(q - lo) >= l) == up) {
+                    b1 = s0; /* true at s0: the first true lies at or below it */
+                    for (int64_t v = s0 - 1; v >= -a; v -= step, step *= 2) {
+                        blob_qconv_chain_value(d, ep, o_count, o, v, r, &q);
+                        if (((int64_t)(q - lo) >= l) != up) {
+                            b0 = v + 1;
+                            break;
+                        }
+                        b1 = v;
+                    }
+                } else { /* false at s0: above it */
+                    b0 = s0 + 1;
+                    for (int64_t v = s0 + 1; v <= a; v += step, step *= 2) {
+                        blob_qconv_chain_value(d, ep, o_count, o, v, r, &q);
+                        if (((int64_t)(q - lo) >= l) == up) {
+                            b1 = v;
+                            break;
+                        }
+                        b0 = v + 1;
+                    }
+                }
+            }
             while (b0 < b1) {
                 int64_t mid = b0 + (b1 - b0) / 2;
                 blob_qconv_chain_value(d, ep, o_count, o, mid, r, &q);
