@@ -572,25 +572,42 @@ enum {
     BLOB_QRESD_LEVEL = 4, /* level l: lo_l, hi_l, il_l, ih_l (int32 bits) at 4 + 4l, l < 3 */
     BLOB_QRESD_WORDS = 20 /* (channels 2 apart 40 words apart: 4 distinct bank groups) */
 };
-/* The row of channel o (of o_count) of a chain with descriptor d and stages ep (its residual D's
- * value: D's descriptor d1, stages ep1), |accumulators| at most a, |D's dots| at most a1;
- * scratch: 3 * (2 * a1 + 1) ints. Found by bisection with blob_qconv_chain_value, as the CPU
- * path computes both chains. Returns 1, or 0 for a row that leaves every element to the chains
- * (D's value not finite, or the codes not a monotone step of v and d). */
-static inline int blob_qresd_fast_row(const int32_t *d, const float *ep, int64_t o_count, int64_t o, int64_t a,
-                                      const int32_t *d1, const float *ep1, int64_t a1, float *row, int32_t *scratch) {
-    const int64_t levels = d[BLOB_QCHAIN_HI] - d[BLOB_QCHAIN_LO], nd = 2 * a1 + 1;
-    const float lo = (float)d[BLOB_QCHAIN_LO], inf = INFINITY;
-    const int32_t dmin = INT32_MIN, dmax = INT32_MAX;
-    double alpha = 1.0, alpha1 = 1.0;
+/* The slope of a chain's stages for channel o: the product of its factors and of its divisors'
+ * reciprocals (blob_qresd_fast_row's alpha). */
+static inline double blob_qchain_slope(const int32_t *d, const float *ep, int64_t o_count, int64_t o) {
+    double alpha = 1.0;
     for (int32_t k = 0; k < d[BLOB_QCHAIN_STAGES]; k++) {
         double f = ep[2 * k * o_count + o];
         alpha *= (d[BLOB_QCHAIN_DIV] >> k) & 1 ? 1.0 / f : f;
     }
-    for (int32_t k = 0; k < d1[BLOB_QCHAIN_STAGES]; k++) {
-        double f = ep1[2 * k * o_count + o];
-        alpha1 *= (d1[BLOB_QCHAIN_DIV] >> k) & 1 ? 1.0 / f : f;
-    }
+    return alpha;
+}
+/* Whether accumulator v with residual r gives a code of level l or more (up; with !up, less):
+ * blob_qresd_fast_row's predicate, false below its threshold and true from it on. */
+static inline int blob_qresd_past(const int32_t *d, const float *ep, int64_t o_count, int64_t o, int64_t v, float r,
+                                  int64_t l, int up) {
+    float q;
+    blob_qconv_chain_value(d, ep, o_count, o, v, r, &q);
+    return ((int64_t)(q - (float)d[BLOB_QCHAIN_LO]) >= l) == up;
+}
+/* Level l's words of a fast row: lo_l, hi_l and the interval [il_l, ih_l] (int32 bits). */
+static inline void blob_qresd_set_level(float *row, int64_t l, float lo, float hi, int32_t il, int32_t ih) {
+    row[BLOB_QRESD_LEVEL + 4 * l] = lo;
+    row[BLOB_QRESD_LEVEL + 4 * l + 1] = hi;
+    memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 2], &il, 4);
+    memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 3], &ih, 4);
+}
+/* The row of channel o (of o_count) of a chain with descriptor d and stages ep (its residual D's
+ * value: D's descriptor d1, stages ep1), |accumulators| at most a, |D's dots| at most a1;
+ * scratch: 3 * (2 * a1 + 1) ints. Each threshold is found with blob_qconv_chain_value, as the
+ * CPU path computes both chains: searched from the previous d's, then by bisection. Returns 1, or
+ * 0 for a row that leaves every element to the chains (D's value not finite, or the codes not a
+ * monotone step of v and d). */
+static inline int blob_qresd_fast_row(const int32_t *d, const float *ep, int64_t o_count, int64_t o, int64_t a,
+                                      const int32_t *d1, const float *ep1, int64_t a1, float *row, int32_t *scratch) {
+    const int64_t levels = d[BLOB_QCHAIN_HI] - d[BLOB_QCHAIN_LO], nd = 2 * a1 + 1;
+    const float inf = INFINITY;
+    const double alpha = blob_qchain_slope(d, ep, o_count, o), alpha1 = blob_qchain_slope(d1, ep1, o_count, o);
     const int up = alpha > 0.0;
     const float kappa = (float)(alpha1 / fabs(alpha));
     int32_t ends = 0;
@@ -598,37 +615,33 @@ static inline int blob_qresd_fast_row(const int32_t *d, const float *ep, int64_t
         row[i] = 0.0f;
     row[BLOB_QRESD_KAPPA] = kappa;
     row[BLOB_QRESD_SIGN] = up ? 1.0f : -1.0f;
-    for (int l = 0; l < 3; l++) { /* never reached, at every d */
-        row[BLOB_QRESD_LEVEL + 4 * l] = row[BLOB_QRESD_LEVEL + 4 * l + 1] = inf;
-        memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 2], &dmin, 4);
-        memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 3], &dmax, 4);
-    }
+    for (int l = 0; l < 3; l++) /* never reached, at every d */
+        blob_qresd_set_level(row, l, inf, inf, INT32_MIN, INT32_MAX);
     int ok = levels <= 3 && isfinite(kappa) && alpha != 0.0;
     for (int64_t i = 0; ok && i < nd; i++) { /* T_l(d), folded */
         float q, r = blob_qconv_chain_value(d1, ep1, o_count, o, i - a1, 0.0f, &q);
         if (!isfinite(r))
             ok = 0;
+        /* a step of v in the direction of the factors: the code at v' = a at least that at -a */
         blob_qconv_chain_value(d, ep, o_count, o, up ? -a : a, r, &q);
-        const int64_t first = (int64_t)(q - lo);
+        const int64_t first = (int64_t)(q - (float)d[BLOB_QCHAIN_LO]);
         blob_qconv_chain_value(d, ep, o_count, o, up ? a : -a, r, &q);
-        if ((int64_t)(q - lo) < first) /* not a step of v in the direction of the factors */
+        if ((int64_t)(q - (float)d[BLOB_QCHAIN_LO]) < first)
             ok = 0;
         for (int64_t l = 1; ok && l <= levels; l++) {
-            /* up: the first v of a code >= l; down: the first of a code < l (the predicate below
-             * turns from false to true once over [-a, a + 1)). Searched from the previous d's
-             * answer, which the next one's is near (T moves by about kappa a step): a bracket
-             * [b0, b1] around it by doubling steps, then bisection, as from [-a, a + 1]. */
+            /* up: the first v of a code >= l; down: the first of a code < l (blob_qresd_past turns
+             * from false to true once over [-a, a + 1)). Searched from the previous d's answer,
+             * which the next one's is near (T moves by about kappa a step): a bracket [b0, b1]
+             * around it by doubling steps, then bisection, as from [-a, a + 1]. */
             int64_t b0 = -a, b1 = a + 1;
             if (i > 0) {
                 const int32_t t = scratch[(l - 1) * nd + i - 1];
                 const int64_t s0 = (up ? t : 1 - t) > a ? a : (up ? t : 1 - t); /* (a + 1: none then) */
                 int64_t step = 1;
-                blob_qconv_chain_value(d, ep, o_count, o, s0, r, &q);
-                if (((int64_t)(q - lo) >= l) == up) {
+                if (blob_qresd_past(d, ep, o_count, o, s0, r, l, up)) {
                     b1 = s0; /* true at s0: the first true lies at or below it */
                     for (int64_t v = s0 - 1; v >= -a; v -= step, step *= 2) {
-                        blob_qconv_chain_value(d, ep, o_count, o, v, r, &q);
-                        if (((int64_t)(q - lo) >= l) != up) {
+                        if (!blob_qresd_past(d, ep, o_count, o, v, r, l, up)) {
                             b0 = v + 1;
                             break;
                         }
@@ -637,8 +650,7 @@ static inline int blob_qresd_fast_row(const int32_t *d, const float *ep, int64_t
                 } else { /* false at s0: above it */
                     b0 = s0 + 1;
                     for (int64_t v = s0 + 1; v <= a; v += step, step *= 2) {
-                        blob_qconv_chain_value(d, ep, o_count, o, v, r, &q);
-                        if (((int64_t)(q - lo) >= l) == up) {
+                        if (blob_qresd_past(d, ep, o_count, o, v, r, l, up)) {
                             b1 = v;
                             break;
                         }
@@ -648,8 +660,7 @@ static inline int blob_qresd_fast_row(const int32_t *d, const float *ep, int64_t
             }
             while (b0 < b1) {
                 int64_t mid = b0 + (b1 - b0) / 2;
-                blob_qconv_chain_value(d, ep, o_count, o, mid, r, &q);
-                if (((int64_t)(q - lo) >= l) == up)
+                if (blob_qresd_past(d, ep, o_count, o, mid, r, l, up))
                     b1 = mid;
                 else
                     b0 = mid + 1;
@@ -684,19 +695,11 @@ static inline int blob_qresd_fast_row(const int32_t *d, const float *ep, int64_t
             glo = g < glo ? g : glo;
             hhi = h > hhi ? h : hhi;
         }
-        const int32_t jl = (int32_t)(il - a1), jh = (int32_t)(ih - a1);
-        row[BLOB_QRESD_LEVEL + 4 * l] = glo;
-        row[BLOB_QRESD_LEVEL + 4 * l + 1] = hhi;
-        memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 2], &jl, 4);
-        memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 3], &jh, 4);
+        blob_qresd_set_level(row, l, glo, hhi, (int32_t)(il - a1), (int32_t)(ih - a1));
     }
     if (!ok) { /* every element to the chains: inside everywhere, between the bounds always */
-        for (int64_t l = 0; l < 3; l++) {
-            row[BLOB_QRESD_LEVEL + 4 * l] = -inf;
-            row[BLOB_QRESD_LEVEL + 4 * l + 1] = inf;
-            memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 2], &dmin, 4);
-            memcpy(&row[BLOB_QRESD_LEVEL + 4 * l + 3], &dmax, 4);
-        }
+        for (int64_t l = 0; l < 3; l++)
+            blob_qresd_set_level(row, l, -inf, inf, INT32_MIN, INT32_MAX);
         ends = 0;
     }
     memcpy(&row[BLOB_QRESD_ENDS], &ends, 4);

@@ -4929,8 +4929,9 @@ static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvPara
     const BlobQconvParams *dp = &f->dp;
     const int64_t krow1 = (dp->ldw + 7) / 8 * 8; /* one tap (qconv.cu QC_RESD_KROW) */
     /* the fast test (qconv.cu QC_RESD_FAST): codes of at most 2 bits and no f32 out, clean chains
-     * (monotone in v), and |v| < 2^17, |d| < 2^13 (resd_frag keeps an undecided element's pair in
-     * one word) */
+     * (monotone in v), and |v| < 2^17, |d| < 2^13 (bounds a first form, which kept an undecided
+     * element's pair in one word, needed; resd_rows needs only v, d and the thresholds exact as
+     * floats, below 2^24) */
     bool fast = qa->codes && !qa->gpu_f32 && qp->yb <= 2 && desc[BLOB_QCHAIN_HI] - desc[BLOB_QCHAIN_LO] <= 3 &&
                 qchain_clean(n) && qchain_clean(f->dnode) && qchain_stage_bound(n) < 1e30 &&
                 qchain_stage_bound(f->dnode) < 1e30;

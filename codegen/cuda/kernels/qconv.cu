@@ -579,6 +579,15 @@ BNN_QC_FN void QC_CAT(QC_NAME, res_issue)(const float *R, int n, int oh0, int ow
 #endif
 #undef QC_F32_OK
 #if QC_RESD
+// Channel o's downsample chain constants (D's [NST][2][QC_O] after this chain's in EP; 1 and 0
+// past QC_O), loaded once by the caller.
+BNN_QC_FN void QC_CAT(QC_NAME, resd_consts)(const float *EP, int o, float ka[QC_RESD_NST], float kb[QC_RESD_NST]) {
+    const float *const EP1 = EP + 2 * QC_NST * QC_O;
+    for (int k = 0; k < QC_RESD_NST; k++) {
+        ka[k] = o < QC_O ? __ldg(EP1 + 2 * k * QC_O + o) : 1.0f;
+        kb[k] = o < QC_O ? __ldg(EP1 + (2 * k + 1) * QC_O + o) : 0.0f;
+    }
+}
 // The downsample's chain of its dot v for constants a, b of one channel (rt_cpu.c's qconv2d_chain
 // without residual or quantizer: its stages, then its out relu, each operation rounded on its own).
 BNN_QC_FN float QC_CAT(QC_NAME, resd_chain)(int v, const float *a, const float *b) {
@@ -625,12 +634,8 @@ BNN_QC_NOINLINE void QC_CAT(QC_NAME, resd16)(const float *EP, int n0, int lane, 
     const unsigned *const xs = (const unsigned *)r16;
     const int g = lane >> 2, t = lane & 3;
 #if !QC_RESD_FAST
-    float ka[QC_RESD_NST], kb[QC_RESD_NST]; // this lane's channel's chain constants (1 and 0 past QC_O)
-    for (int k = 0; k < QC_RESD_NST; k++) {
-        const int o = n0 + lane;
-        ka[k] = o < QC_O ? __ldg(EP1 + 2 * k * QC_O + o) : 1.0f;
-        kb[k] = o < QC_O ? __ldg(EP1 + (2 * k + 1) * QC_O + o) : 0.0f;
-    }
+    float ka[QC_RESD_NST], kb[QC_RESD_NST]; // this lane's channel's chain constants
+    QC_CAT(QC_NAME, resd_consts)(EP, n0 + lane, ka, kb);
 #endif
     // A's words first (all k steps: at most 12 registers), then one n8 tile's 4 accumulators at a time
     unsigned a[QC_RESD_NK][4];
@@ -907,14 +912,10 @@ BNN_QC_FN void QC_CAT(QC_NAME, codes_frag)(int pos[][QC_MI][4][4], int neg[][QC_
 // test cannot decide. Not inlined: rarely run, and its constants' registers stay out of the
 // caller's.
 BNN_QC_NOINLINE int QC_CAT(QC_NAME, resd_exact)(const float *EP, int o, int v, int d) {
-    const float *const EP1 = EP + 2 * QC_NST * QC_O;
     float ka[QC_RESD_NST], kb[QC_RESD_NST], ca[QC_NSTC], cb[QC_NSTC], f;
-    for (int k = 0; k < QC_RESD_NST; k++) {
-        ka[k] = __ldg(EP1 + 2 * k * QC_O + o);
-        kb[k] = __ldg(EP1 + (2 * k + 1) * QC_O + o);
-    }
+    QC_CAT(QC_NAME, resd_consts)(EP, o, ka, kb);
     QC_CAT(QC_NAME, consts)(EP, o, ca, cb);
-    return QC_CAT(QC_NAME, chain)(v, QC_CAT(QC_NAME, resd_chain)(d, ka, kb), ca, cb, ca, 0, &f);
+    return QC_CAT(QC_NAME, chain)(v, QC_CAT(QC_NAME, resd_chain)(d, ka, kb), ca, cb, 0, 0, &f); // __fdiv_rn
 }
 // Channel o's fast row (EP's [QC_O][QC_RESD_FW] after D's weight rows: blob.h BLOB_QRESD_*),
 // the words resd_rows reads, into a lane's registers once a kernel; past QC_O a row whose levels
@@ -1447,6 +1448,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_RESD_FAST
 #undef QC_RESD_FT
 #undef QC_RESD_FW
+#undef QC_RESD_FR
 #undef QC_RESD_FAST_COUNT
 #undef QC_RCODE
 #undef QC_RNAN
