@@ -158,6 +158,12 @@ typedef enum {
  * kernel's upper bound: a block a tile). Each block then loads its next tile's operands during
  * the epilogue of the last one, and no SM waits for a last, partial round of whole blocks. */
 #define BLOB_STEP_PERSISTENT 64u
+/* The step's kernel walks its tiles with a stride of gridDim.y (any grid.y gives the same
+ * result): the GPU launches in y at most one wave, the blocks that fit on it at once (its SMs
+ * times the blocks of this kernel an SM holds, over grid x), at least 1. The grid stays the
+ * bound. Each block then works until the tiles run out, so no SM idles through a last, partial
+ * wave of blocks, and a block stages its weights once for many tiles. */
+#define BLOB_STEP_ONE_WAVE 128u
 #define BLOB_STEP_BESIDE_SHIFT 16
 #define BLOB_STEP_BESIDE_MAX 255u
 /* The fork of step i with these flags where it is BESIDE (i - D), else -1. */

@@ -1558,6 +1558,7 @@ static void set_halo_launch(LStep *st, const BnnHaloCfg *hc, int64_t O) {
                            {hc->grid_base, hc->grid_per_batch, hc->grid_div}, {1, 0, 1}};
     uint32_t block[3] = {(uint32_t)bnn_tile_threads(hc->wm, hc->wn), 1, 1};
     blob_step_set_kernel(&st->s, st->k.name, grid, block, (uint32_t)hc->smem);
+    st->s.flags |= BLOB_STEP_ONE_WAVE; /* its blocks walk the tiles in y: one wave of them suffices */
 }
 
 /* conv2d over b1 x b1 (bconv2d, bconv2d_chain, or conv2d with its threshold / cast) -> a bconv
@@ -5906,7 +5907,8 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             }
             buf_printf(o->report, "plan: step %d %s%s%s%s%s%s%s: %.*s\n", i, blob_step_name(st->s.kind),
                        st->s.kernel[0] ? " (kernel " : "", st->s.kernel, alt, beside,
-                       (st->s.flags & BLOB_STEP_PERSISTENT) ? ", persistent: a block an SM" : "",
+                       (st->s.flags & BLOB_STEP_PERSISTENT) ? ", persistent: a block an SM"
+                       : (st->s.flags & BLOB_STEP_ONE_WAVE) ? ", one wave: the blocks the GPU holds at once" : "",
                        st->s.kernel[0] ? ")" : "", (int)strcspn(ir, "\n"), ir);
         }
         if (o->ntargets)

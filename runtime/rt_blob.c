@@ -952,7 +952,8 @@ static bnn_status check_step(const StepCheck *c) {
     const bnn_model *m = c->m;
     uint32_t beside = s->flags >> BLOB_STEP_BESIDE_SHIFT; /* the steps it may run beside */
     uint32_t known = BLOB_STEP_CPU_ONLY | BLOB_STEP_PDL | BLOB_STEP_BATCH_ALT | BLOB_STEP_BESIDE |
-                     BLOB_STEP_BESIDE_SWAP | BLOB_STEP_SM90A | BLOB_STEP_PERSISTENT;
+                     BLOB_STEP_BESIDE_SWAP | BLOB_STEP_SM90A | BLOB_STEP_PERSISTENT |
+                     BLOB_STEP_ONE_WAVE;
     if ((s->flags & ~known & ((1u << BLOB_STEP_BESIDE_SHIFT) - 1)) ||
         ((beside || (s->flags & BLOB_STEP_BESIDE_SWAP)) && !(s->flags & BLOB_STEP_BESIDE)))
         return bad_step(c, "unknown flags %#x", s->flags);

@@ -104,6 +104,8 @@ typedef struct CudaApi {
     CUresult (*LaunchKernelEx)(const CuLaunchConfig *, CUfunction, void **, void **);
     /* Optional (CUDA 12 and later): BLOB_ARG_TMAP_PLANES arguments need it (checked at setup). */
     BlobTmapEncodeFn TensorMapEncodeTiled;
+    /* optional too: without it a BLOB_STEP_ONE_WAVE step gets its blob grid */
+    CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
 } CudaApi;
 
 struct RtCuda {
@@ -112,6 +114,9 @@ struct RtCuda {
     CUcontext ctx; /* the device's primary context, retained */
     CUmodule module;
     CUfunction *funcs; /* per step; NULL where the GPU skips the step */
+    /* per step: the blocks of a BLOB_STEP_ONE_WAVE step's kernel the GPU holds at once (its
+     * SMs times the kernel's blocks an SM), 0 for no cap (launch_grid_y) */
+    uint32_t *wave;
     CUdeviceptr arena, weights;
     CUstream stream;
     /* Runs beside the main line (BLOB_STEP_BESIDE): their stream, captured into the graph as a
@@ -128,6 +133,7 @@ struct RtCuda {
     bool pdl;
     bool sm90a; /* the sm_90a CUBIN is loaded: steps flagged BLOB_STEP_SM90A run (gpu_runs) */
     int sm_count; /* the GPU's SMs: a BLOB_STEP_PERSISTENT step's blocks at most (launch_grid_x) */
+    bool one_wave; /* BLOB_STEP_ONE_WAVE steps get one wave (occupancy query present, BNN_NO_ONE_WAVE unset) */
     int omit; /* a step the graphs leave out (bnn_session_set_graph_omit), or -1 */
     /* One graph per batch size (and omitted step), captured on first use (a list: few are used). */
     struct {
@@ -195,6 +201,8 @@ static bnn_status load_api(CudaApi *api) {
     memcpy(&api->LaunchKernelEx, &sym, sizeof sym);
     sym = dlsym(api->lib, "cuTensorMapEncodeTiled");
     memcpy(&api->TensorMapEncodeTiled, &sym, sizeof sym);
+    sym = dlsym(api->lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    memcpy(&api->OccupancyMaxActiveBlocksPerMultiprocessor, &sym, sizeof sym);
     return BNN_STATUS_OK;
 }
 
@@ -235,6 +243,18 @@ static unsigned launch_grid_x(const RtCuda *c, const BlobStep *s, int batch) {
     if ((s->flags & BLOB_STEP_PERSISTENT) && c->sm_count > 0 && x > (uint64_t)c->sm_count)
         x = (uint64_t)c->sm_count;
     return (unsigned)x;
+}
+
+/* The blocks in y a launch of step i gets: its grid, or for a BLOB_STEP_ONE_WAVE step at most
+ * one wave of them (c->wave[i] over the blocks in x), at least 1. */
+static unsigned launch_grid_y(const RtCuda *c, int i, const BlobStep *s, int batch, unsigned gx) {
+    uint64_t y = grid_dim(s, 1, batch);
+    if ((s->flags & BLOB_STEP_ONE_WAVE) && c->wave[i] > 0) {
+        uint64_t cap = c->wave[i] / gx;
+        if (y > (cap ? cap : 1))
+            y = cap ? cap : 1;
+    }
+    return (unsigned)y;
 }
 
 /* Whether this GPU has step s at all: not a CPU-only step, nor an sm_90a-only one elsewhere. */
@@ -343,6 +363,15 @@ static bnn_status setup_in_context(bnn_session *s, RtCuda *c, const RtCubin *cub
                      st->kernel);
             CU_TRY(c, c->api.FuncSetAttribute(c->funcs[i], FUNC_ATTR_MAX_DYNAMIC_SHARED, (int)smem), what);
         }
+        /* After the shared memory's attribute, which the occupancy reads; a failed query
+         * leaves the blob's grid. */
+        int per_sm = 0;
+        if ((st->flags & BLOB_STEP_ONE_WAVE) && c->one_wave &&
+            c->api.OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, c->funcs[i],
+                                                             (int)(st->block[0] * st->block[1] * st->block[2]),
+                                                             st->smem) == CUDA_SUCCESS &&
+            per_sm > 0 && c->sm_count > 0)
+            c->wave[i] = (uint32_t)per_sm * (uint32_t)c->sm_count;
     }
     if (m->arena_item > SIZE_MAX / (uint64_t)s->max_batch)
         return rt_error(BNN_STATUS_DEVICE_OUT_OF_MEMORY,
@@ -428,8 +457,11 @@ bnn_status rt_cuda_create(bnn_session *s) {
                                 i, m->steps[i].kernel);
     const char *no_pdl = getenv("BNN_NO_PDL");
     c->pdl = c->api.LaunchKernelEx && atoi(cubin->arch + 3) >= 90 && !(no_pdl && *no_pdl && strcmp(no_pdl, "0"));
+    const char *no_wave = getenv("BNN_NO_ONE_WAVE");
+    c->one_wave = c->api.OccupancyMaxActiveBlocksPerMultiprocessor && !(no_wave && *no_wave && strcmp(no_wave, "0"));
     c->funcs = rt_calloc(m->nsteps ? (size_t)m->nsteps : 1, sizeof *c->funcs);
-    if (!c->funcs)
+    c->wave = rt_calloc(m->nsteps ? (size_t)m->nsteps : 1, sizeof *c->wave);
+    if (!c->funcs || !c->wave)
         return rt_error(BNN_STATUS_OUT_OF_MEMORY, "out of memory creating a GPU session");
     CUcontext ctx = NULL;
     CU_TRY(c, c->api.PrimaryCtxRetain(&ctx, c->dev), "cuDevicePrimaryCtxRetain");
@@ -477,6 +509,7 @@ void rt_cuda_free(RtCuda *c) {
     if (c->api.lib)
         dlclose(c->api.lib);
     rt_free(c->funcs);
+    rt_free(c->wave);
     rt_free(c->marks);
     rt_free(c->graphs);
     rt_free(c);
@@ -524,7 +557,7 @@ static bnn_status launch_step(const bnn_session *s, int i, int batch, bool plain
         }
     }
     CUresult r;
-    const unsigned gx = launch_grid_x(c, st, batch), gy = (unsigned)grid_dim(st, 1, batch),
+    const unsigned gx = launch_grid_x(c, st, batch), gy = launch_grid_y(c, i, st, batch, gx),
                    gz = (unsigned)grid_dim(st, 2, batch);
     if (c->pdl && !plain && (st->flags & BLOB_STEP_PDL)) {
         CuLaunchAttribute attr = {.id = LAUNCH_ATTR_PROGRAMMATIC, .value.programmatic = 1};

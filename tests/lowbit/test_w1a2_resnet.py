@@ -135,6 +135,13 @@ def resnet(tmp, device):
     steps = sum("the GPU's from batch" not in x and x.startswith(" (kernel ") for x in lines)
     if not lines or steps > PLAN_STEPS_MAX:
         return fail(f"{name}: {steps} GPU plan steps, want at most {PLAN_STEPS_MAX}")
+    # Every qconv kernel is the halo kernel, whose blocks walk the tiles in y: the runtime launches
+    # one wave of them (BLOB_STEP_ONE_WAVE); the stem's and the fixup's kernels walk in x, or not.
+    halo = [x for x in lines if re.match(r" \(kernel s\d+_qconv", x)]
+    other = [x for x in lines if x.startswith(" (kernel ") and x not in halo]
+    if not halo or any("one wave" not in x for x in halo) or any("one wave" in x for x in other):
+        return fail(f"{name}: the qconv steps without 'one wave' in --report's plan lines, or others with it: "
+                    f"{[x[:40] for x in halo if 'one wave' not in x] + [x[:40] for x in other if 'one wave' in x]}")
     rc = re.search(r"^codegen: (\d+) low-bit convolutions read their residual as its codes", p.stderr, re.M)
     gap = re.search(r"^codegen: (\d+) global average pools read the codes of a dequantized value", p.stderr, re.M)
     if not rc or rc.group(1) != "5" or not gap or gap.group(1) != "1":

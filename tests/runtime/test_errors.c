@@ -155,9 +155,9 @@ static void e_step_kind(unsigned char *b, size_t *len) { (void)len, blob_put_u32
 static void e_step_epi(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 3) + 4, 1); }
 static void e_step_epi_bad(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 1) + 4, 9); }
 static void e_step_flags(unsigned char *b, size_t *len) { (void)len, blob_put_u32(step_at(b, 1) + 8, 0x12); }
-/* The first flag bit past BLOB_STEP_PERSISTENT has no meaning yet. */
+/* The first flag bit past BLOB_STEP_ONE_WAVE has no meaning yet. */
 static void e_step_flags_next(unsigned char *b, size_t *len) {
-    (void)len, blob_put_u32(step_at(b, 1) + 8, BLOB_STEP_PERSISTENT << 1);
+    (void)len, blob_put_u32(step_at(b, 1) + 8, BLOB_STEP_ONE_WAVE << 1);
 }
 /* Steps beside the main line (BLOB_STEP_BESIDE): step 1 beside 5 steps before it (there is one);
  * step 2 beside step 1, whose output it reads. */
@@ -289,7 +289,7 @@ static void test_edits(const Buf *b) {
         {e_step_epi, true, BNN_STATUS_BAD_BLOB, "epilogue on a step", "epilogue on argmax"},
         {e_step_epi_bad, true, BNN_STATUS_BAD_BLOB, "unknown epilogue 9", "bad epilogue"},
         {e_step_flags, true, BNN_STATUS_BAD_BLOB, "unknown flags", "step flags"},
-        {e_step_flags_next, true, BNN_STATUS_BAD_BLOB, "unknown flags 0x80", "the flag after PERSISTENT"},
+        {e_step_flags_next, true, BNN_STATUS_BAD_BLOB, "unknown flags 0x100", "the flag after ONE_WAVE"},
         {e_step_beside_far, true, BNN_STATUS_BAD_BLOB, "a step beside the 5 before it", "beside too far"},
         {e_step_beside_reads, true, BNN_STATUS_BAD_BLOB, "it runs beside step 1, but its slot in overlaps", "beside a writer"},
         {e_step_alt_kind, true, BNN_STATUS_BAD_BLOB, "a batch alternative (from batch 16) that is not", "alt step"},
