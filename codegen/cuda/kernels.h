@@ -143,7 +143,9 @@ typedef struct BnnHaloCfg {
 /* grid.y of the halo kernel = base + ceil(batch * tiles / div): at least 3 blocks per SM of
  * 132 (so a small batch runs one tile a block), and about 8 tiles a block when the batch is
  * large (a block keeps its weights in shared memory and prefetches the next tile's halo);
- * div grows with the tiles so that grid.y stays below 65536 up to batch 16384. */
+ * div grows with the tiles so that grid.y stays below 65536 up to batch 16384. That is the
+ * bound: the steps are flagged BLOB_STEP_ONE_WAVE, and the runtime launches at most the blocks
+ * the GPU holds at once (at batch 256 about 32 tiles a block on ResNet's 56x56 layers). */
 static inline void bnn_halo_grid(int tiles, int nbx, unsigned *base, unsigned *div) {
     *base = (unsigned)((3 * 132 + nbx - 1) / nbx);
     *div = tiles / 4 > 8 ? (unsigned)(tiles / 4) : 8u;
