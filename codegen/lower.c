@@ -4938,7 +4938,8 @@ static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvPara
                 qchain_stage_bound(f->dnode) < 1e30;
     int64_t a1 = 0;
     for (int64_t o = 0; fast && o < O; o++) {
-        a1 = qchain_acc_bound(f->dnode, o) > a1 ? qchain_acc_bound(f->dnode, o) : a1;
+        const int64_t ad = qchain_acc_bound(f->dnode, o);
+        a1 = ad > a1 ? ad : a1;
         fast = qchain_acc_bound(n, o) < (1 << 17) && a1 < (1 << 13);
     }
     const size_t n0 = (size_t)(2 * S * O), n1 = (size_t)(2 * S1 * O), nw = (size_t)(O * krow1);

@@ -250,9 +250,9 @@ static unsigned launch_grid_x(const RtCuda *c, const BlobStep *s, int batch) {
 static unsigned launch_grid_y(const RtCuda *c, int i, const BlobStep *s, int batch, unsigned gx) {
     uint64_t y = grid_dim(s, 1, batch);
     if ((s->flags & BLOB_STEP_ONE_WAVE) && c->wave[i] > 0) {
-        uint64_t cap = c->wave[i] / gx;
-        if (y > (cap ? cap : 1))
-            y = cap ? cap : 1;
+        const uint64_t cap = c->wave[i] >= gx ? c->wave[i] / gx : 1;
+        if (y > cap)
+            y = cap;
     }
     return (unsigned)y;
 }
