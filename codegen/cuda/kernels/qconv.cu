@@ -813,8 +813,9 @@ BNN_QC_FN void QC_CAT(QC_NAME, codes_frag)(int pos[][QC_MI][4][4], int neg[][QC_
     unsigned word[QC_YB][2]; // (planes past the second stay zero: a count of at most 3)
     // QC_RCODE: rows g and g + 8's residual codes of this lane's 8 channels 8j + 2t + e as bit
     // pairs 8j + 2e (low plane) and 8j + 2e + 1 of rcn[h], so that an element's code is one bit
-    // field; their NaN flags at bit 8j + e of rnan[h].
-    unsigned rcn[2] = {0u, 0u}, rnan[2] = {0u, 0u}, nanw[2] = {0u, 0u};
+    // field; their NaN flags at bit 8j + e of rnan[h], which clear those codes at the end (one
+    // mask a row and plane, not a test an element) and are the row's own flags.
+    unsigned rcn[2] = {0u, 0u}, rnan[2] = {0u, 0u};
 #ifdef __CUDACC__
 #pragma unroll
 #endif
@@ -823,7 +824,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, codes_frag)(int pos[][QC_MI][4][4], int neg[][QC_
         unsigned a = r[0] >> 2 * t & 0x03030303u, b = QC_RCODE > 1 ? r[QC_RCODE > 1] >> 2 * t & 0x03030303u : 0u;
         a = (a | a << 1) & 0x05050505u, b = (b | b << 1) & 0x05050505u; // bits e -> 2e
         rcn[h] = a | b << 1;
-        rnan[h] = QC_RNAN ? r[QC_RW - 1] >> 2 * t : 0u;
+        rnan[h] = QC_RNAN ? r[QC_RW - 1] >> 2 * t & 0x03030303u : 0u;
     }
     (void)rcn, (void)rnan, (void)rw, (void)YN;
 #ifdef __CUDACC__
@@ -855,23 +856,18 @@ BNN_QC_FN void QC_CAT(QC_NAME, codes_frag)(int pos[][QC_MI][4][4], int neg[][QC_
 #pragma unroll
 #endif
             for (int h = 0; h < 2; h++) {
-                bool live = true;
                 if (QC_RCODE) { // this element's residual code picks its levels
                     const int rc = (int)(rcn[h] >> (8 * j + 2 * e) & 3u);
                     for (int l = 0; l < 3; l++)
                         th[l] = QC_CAT(QC_NAME, half)(pair[l][0], pair[l][1], rc);
-                    if (QC_RNAN && (rnan[h] >> (8 * j + e) & 1u)) {
-                        live = false;
-                        nanw[h] |= 1u << (8 * j + e);
-                    }
                 }
                 const int v = (QC_CAT(QC_NAME, acc_at)(pos, neg, mi, j, 2 * h + e) - (h ? rp1 : rp0)) ^ th[3];
                 // Levels sorted (frag_levels): c2 implies c1 implies c0, so count = c0 + c1 + c2
                 // has bit 1 = c1 and bit 0 = c0 ^ c1 ^ c2.
                 const bool c0 = v >= th[0], c1 = QC_L > 1 && v >= th[1], c2 = QC_L > 2 && v >= th[2];
-                if (live && (c0 ^ c1 ^ c2))
+                if (c0 ^ c1 ^ c2)
                     word[0][h] |= 1u << (8 * j + e);
-                if (live && QC_YB > 1 && c1)
+                if (QC_YB > 1 && c1)
                     word[QC_YB > 1 ? 1 : 0][h] |= 1u << (8 * j + e);
             }
         }
@@ -880,7 +876,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, codes_frag)(int pos[][QC_MI][4][4], int neg[][QC_
 #endif
     for (int b = 0; b < QC_YB; b++)
         for (int h = 0; h < 2; h++) {
-            word[b][h] <<= 2 * t;
+            word[b][h] = (word[b][h] & ~rnan[h]) << 2 * t; // (a residual NaN's code is 0)
             word[b][h] |= __shfl_xor_sync(0xffffffffu, word[b][h], 1);
             word[b][h] |= __shfl_xor_sync(0xffffffffu, word[b][h], 2);
         }
@@ -896,6 +892,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, codes_frag)(int pos[][QC_MI][4][4], int neg[][QC_
             QC_CAT(QC_NAME, code_store)(w, n, b, cell, n0, Y);
     }
 #if QC_YNAN
+    unsigned nanw[2] = {rnan[0], rnan[1]};
     for (int h = 0; h < 2; h++) {
         nanw[h] <<= 2 * t;
         nanw[h] |= __shfl_xor_sync(0xffffffffu, nanw[h], 1);
