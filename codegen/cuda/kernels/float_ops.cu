@@ -1765,6 +1765,21 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                         // their sign bits, complemented where they are an odd count (LV >> pl).
                         // (Counting them cost more: the w1a2 ResNet's stem, docs/perf.md stop 43.)
                         const float m = margin(q, k4);
+                        if (F::LV == 3 && F::QP == 2) {
+                            // 2-bit codes by two tests, not three: the middle level's d1 gives the
+                            // high bit, and the level its side leaves open (t2 above t1, t0 below)
+                            // the low one. Where |d1| > m every sum of the interval is on d1's side
+                            // of t1, so also of the level not tested (the levels rise). |d| > m,
+                            // not >=: a d of +-0 (whose sign bit need not be its side) is listed.
+                            const float d1 = __fmaf_rn(k4.z, a, -tl[1]);
+                            const bool below = (int)__float_as_uint(d1) < 0;
+                            const float d2 = __fmaf_rn(k4.z, a, -(below ? tl[0] : tl[2]));
+                            const bool near = !(fabsf(d1) > m) || !(fabsf(d2) > m);
+                            one8[1][q] |= (unsigned)!below << j;
+                            one8[0][q] |= (~__float_as_uint(d2) >> 31) << j;
+                            und |= (unsigned)near << (8 * q + j); // its code's bits cleared below
+                            continue;
+                        }
                         bool near = false;
                         unsigned sx[F::QP] = {}; // per plane: the XOR of its levels' d, as bits
 #pragma unroll
