@@ -1982,7 +1982,8 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixup(int batch, const float *x,
 // the image) and its list
 // (waiting for the list's count before the window cost a round trip: docs/perf.md stop 25); lane
 // i < count of warp 0 then adds entry i's products from shared memory in the reference's order, a
-// tap outside the image adding -0 (which leaves every sum as skipping it does). Staged-window
+// tap outside the image adding the window's zero times a finite weight, +-0 (which leaves every
+// sum as skipping it does), without a test a tap. Staged-window
 // stems of one channel tile (WIN, NT 1); grid batch * MT, or fewer blocks, each then taking
 // several tiles with the weights staged once (codes' stems from batch 3: their lists of about 84
 // sums a tile read their patches from shared memory instead of bnn_conv2d_bits_fixup's scattered
@@ -2061,23 +2062,20 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
         // (two 128-byte lines, from the L1 after the first tiles)
         const float *wo = GW ? w32 + o : ws + o * FX::K;
         constexpr int WK = GW ? F::O : 1; // the floats from one k to the next
-        // (one loop for every pixel: a second one without the test a tap for the pixels whose taps
-        // all lie inside the image made the kernel slower, 6.2 -> 7.1 us at batch 1)
         float sum = 0.0f;
+        // A tap outside the image reads the window's zero there: its product is +-0 (the weights
+        // are finite: lower.c fp16_conv_ok), and adding it leaves the sum as the reference's
+        // skipping it does (a sum from +0 is never -0, and s + +-0 == s for every other s).
 #pragma unroll
         for (int c = 0; c < F::C; ++c)
 #pragma unroll
-            for (int ky = 0; ky < F::KH; ++ky) {
-                const int r = ry + ky * F::DH;
-                const bool rok = (unsigned)(iy0 + r) < (unsigned)F::H;
+            for (int ky = 0; ky < F::KH; ++ky)
 #pragma unroll
                 for (int kx = 0; kx < F::KW; ++kx) {
-                    const int q = rx + kx * F::DW;
                     const int k = (c * F::KH + ky) * F::KW + kx;
-                    const float pr = __fmul_rn(win[(c * T::SR + r) * FX::SCA + sh + q], GW ? __ldg(wo + k * WK) : wo[k]);
-                    sum = __fadd_rn(sum, rok && (unsigned)(ix0 + q) < (unsigned)F::W ? pr : -0.0f);
+                    const float xv = win[(c * T::SR + ry + ky * F::DH) * FX::SCA + sh + rx + kx * F::DW];
+                    sum = __fadd_rn(sum, __fmul_rn(xv, GW ? __ldg(wo + k * WK) : wo[k]));
                 }
-            }
         bnn_conv2d_bits_set<F>(y, item, T::pixel(mt, pl), o, BnnChainK<F>(o, b, chain).code(sum));
     }
     bnn_cp_wait<0>(); // a block without a tile: no copy into shared memory outlives it
