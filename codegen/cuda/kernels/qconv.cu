@@ -977,11 +977,12 @@ BNN_QC_FN void QC_CAT(QC_NAME, resd_rows)(int (*t)[33], const int *rowpop16, con
             fixed |= 1u << r, b0 |= (unsigned)(code & 1) << r, b1 |= (unsigned)(code >> 1 & 1) << r;
         }
     }
+    if (fixed) // (most lanes have none: the 16 selects skipped)
 #ifdef __CUDACC__
 #pragma unroll
 #endif
-    for (int r = 0; r < 16; r++)
-        cnt[r] = fixed >> r & 1 ? (int)((b0 >> r & 1) | (b1 >> r & 1) << 1) : cnt[r];
+        for (int r = 0; r < 16; r++)
+            cnt[r] = fixed >> r & 1 ? (int)((b0 >> r & 1) | (b1 >> r & 1) << 1) : cnt[r];
 }
 #endif
 
