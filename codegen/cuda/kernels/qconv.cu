@@ -918,6 +918,11 @@ BNN_QC_NOINLINE int QC_CAT(QC_NAME, resd_exact)(const float *EP, int o, int v, i
 // the words resd_rows reads, into a lane's registers once a kernel; past QC_O a row whose levels
 // are never reached (+inf bounds at every d), so that its codes are 0.
 #define QC_RESD_FR 16 // kappa, sgn, ends, (pad), then lo, hi, il, ih of each level
+#ifdef BNN_BLOB_H // (a host test that includes blob.h: NVRTC sees no host header, so the layout is spelled out)
+_Static_assert(QC_RESD_FW == BLOB_QRESD_WORDS && QC_RESD_FR == BLOB_QRESD_LEVEL + 4 * 3 && BLOB_QRESD_KAPPA == 0 &&
+                   BLOB_QRESD_SIGN == 1 && BLOB_QRESD_ENDS == 2,
+               "qconv.cu: QC_RESD_FW, QC_RESD_FR and fast_row's words must be blob.h's BLOB_QRESD_* layout");
+#endif
 BNN_QC_FN void QC_CAT(QC_NAME, fast_row)(const float *EP, int o, float fr[QC_RESD_FR]) {
     for (int k = 0; k < QC_RESD_FR; k++) {
         const int f = (k - 4) & 3;
