@@ -730,10 +730,33 @@ BNN_QC_FN void QC_CAT(QC_NAME, code_store)(unsigned word, int n, int b, long lon
 }
 
 // The codes of the warp's 16 tile rows rl0.. (cnt[r]: channel n0 + lane's code of row r, 0 past
-// QC_O) as the next layer's image planes: a ballot a row and plane, lane r keeping row r's word,
-// then one store a plane by the lanes whose rows lie inside the output (16 stores by lane 0
-// before); the last column block also zeroes the pixels' padding words and the plane's tail.
+// QC_O) as the next layer's image planes; the last column block also zeroes the pixels' padding
+// words and the plane's tail. Codes of at most 2 bits: a lane packs its 16 codes into one word
+// (row r at bits 2r, 2r + 1), and five shuffle rounds transpose the warp's 32 x 32 bit matrix,
+// so that lane 2r + b holds plane b's word of row r (bit l: channel n0 + l), all stored by one
+// instruction (a ballot a row and plane with a select a lane, 32 of each, cost several times
+// the rounds). Wider codes: a ballot a row and plane, lane r keeping row r's word, one store a
+// plane by the lanes whose rows lie inside the output.
 BNN_QC_FN void QC_CAT(QC_NAME, codes16)(const int *cnt, int n, int oh0, int ow0, int rl0, int n0, int lane, void *Y) {
+#if QC_YB >= 1 && (QC_EPI == 3 ? QC_QHI - QC_QLO : QC_L) <= 3 // (every code in 2 bits)
+    unsigned x = 0u;
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int r = 0; r < 16; r++)
+        x |= (unsigned)cnt[r] << 2 * r;
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+    for (int s = 16; s >= 1; s >>= 1) { // swap the off-diagonal s x s blocks of each 2s x 2s one
+        const unsigned m = s == 16 ? 0x0000ffffu : s == 8 ? 0x00ff00ffu : s == 4 ? 0x0f0f0f0fu : s == 2 ? 0x33333333u : 0x55555555u;
+        const unsigned y = __shfl_xor_sync(0xffffffffu, x, s);
+        x = lane & s ? (x & ~m) | (y >> s & m) : (x & m) | (y << s & ~m);
+    }
+    const int b = lane & 1, rl = rl0 + (lane >> 1), oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
+    if (b < QC_YB && oh < QC_OH && ow < QC_OW)
+        QC_CAT(QC_NAME, code_store)(x, n, b, (long long)oh * QC_OW + ow, n0, Y);
+#else
     const int rl = rl0 + (lane & 15), oh = oh0 + rl / QC_TW, ow = ow0 + rl % QC_TW;
     const bool live = lane < 16 && oh < QC_OH && ow < QC_OW;
     const long long cell = (long long)oh * QC_OW + ow;
@@ -749,6 +772,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, codes16)(const int *cnt, int n, int oh0, int ow0,
         if (live)
             QC_CAT(QC_NAME, code_store)(word, n, b, cell, n0, Y);
     }
+#endif
 }
 
 #if QC_FRAGL
