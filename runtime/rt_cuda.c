@@ -257,6 +257,13 @@ static unsigned launch_grid_y(const RtCuda *c, int i, const BlobStep *s, int bat
     return (unsigned)y;
 }
 
+/* Whether environment variable name switches a GPU feature off: set, not empty and not "0"
+ * (BNN_NO_PDL, BNN_NO_BESIDE, BNN_NO_ONE_WAVE: docs/runtime.md). */
+static bool env_switch(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
 /* Whether this GPU has step s at all: not a CPU-only step, nor an sm_90a-only one elsewhere. */
 static bool gpu_runs(const BlobStep *s, bool sm90a) {
     return !(s->flags & BLOB_STEP_CPU_ONLY) && (sm90a || !(s->flags & BLOB_STEP_SM90A));
@@ -407,8 +414,7 @@ static bnn_status setup_in_context(bnn_session *s, RtCuda *c, const RtCubin *cub
     CU_TRY(c, c->api.StreamSynchronize(c->stream), "uploading the weights (cuStreamSynchronize)");
     CU_TRY(c, c->api.EventCreate(&c->start, 0), "cuEventCreate");
     CU_TRY(c, c->api.EventCreate(&c->stop, 0), "cuEventCreate");
-    const char *no_beside = getenv("BNN_NO_BESIDE");
-    c->beside = !(no_beside && *no_beside && strcmp(no_beside, "0"));
+    c->beside = !env_switch("BNN_NO_BESIDE");
     if (c->beside) {
         CU_TRY(c, c->api.StreamCreate(&c->side, STREAM_NON_BLOCKING), "cuStreamCreate");
         CU_TRY(c, c->api.EventCreate(&c->fork, EVENT_DISABLE_TIMING), "cuEventCreate");
@@ -455,10 +461,8 @@ bnn_status rt_cuda_create(bnn_session *s) {
                                 "(cuTensorMapEncodeTiled, CUDA 12 and later): update the driver, or "
                                 "recompile the model without sm_90a",
                                 i, m->steps[i].kernel);
-    const char *no_pdl = getenv("BNN_NO_PDL");
-    c->pdl = c->api.LaunchKernelEx && atoi(cubin->arch + 3) >= 90 && !(no_pdl && *no_pdl && strcmp(no_pdl, "0"));
-    const char *no_wave = getenv("BNN_NO_ONE_WAVE");
-    c->one_wave = c->api.OccupancyMaxActiveBlocksPerMultiprocessor && !(no_wave && *no_wave && strcmp(no_wave, "0"));
+    c->pdl = c->api.LaunchKernelEx && atoi(cubin->arch + 3) >= 90 && !env_switch("BNN_NO_PDL");
+    c->one_wave = c->api.OccupancyMaxActiveBlocksPerMultiprocessor && !env_switch("BNN_NO_ONE_WAVE");
     c->funcs = rt_calloc(m->nsteps ? (size_t)m->nsteps : 1, sizeof *c->funcs);
     c->wave = rt_calloc(m->nsteps ? (size_t)m->nsteps : 1, sizeof *c->wave);
     if (!c->funcs || !c->wave)
