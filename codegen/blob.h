@@ -568,7 +568,9 @@ static inline float blob_qconv_chain_value(const int32_t *d, const float *ep, in
  * v') decides: with lo_l the least fmaf(kappa, d, T_l(d)) and hi_l the largest fmaf(kappa, d,
  * T_l(d) - 1) over that interval, x > hi_l proves v' >= T_l(d) and x < lo_l proves v' < T_l(d);
  * between, the kernel runs the chains. For d below il_l (above ih_l) the level is reached for
- * every v or for none, as bit 2l (2l + 1) of the ends word says. kappa = alpha_D / |alpha| (each
+ * every v or for none, as bit 2l (2l + 1) of the ends word says; a level of one status at every d
+ * is inside everywhere instead, with lo_l = hi_l = -inf (reached) or +inf (not), so that the
+ * kernel's test of d against the levels' common interval passes it. kappa = alpha_D / |alpha| (each
  * chain's product of factors and reciprocal divisors) makes T_l(d) + kappa * d nearly flat, so
  * the band between lo_l and hi_l is narrow. Levels past the quantizer's are never reached. */
 enum {
@@ -701,7 +703,11 @@ static inline int blob_qresd_fast_row(const int32_t *d, const float *ep, int64_t
             glo = g < glo ? g : glo;
             hhi = h > hhi ? h : hhi;
         }
-        blob_qresd_set_level(row, l, glo, hhi, (int32_t)(il - a1), (int32_t)(ih - a1));
+        if (il > ih && (ends >> (2 * l) & 1) == (ends >> (2 * l + 1) & 1)) /* one status at every d: */
+            blob_qresd_set_level(row, l, (ends >> (2 * l) & 1) ? -inf : inf, (ends >> (2 * l) & 1) ? -inf : inf,
+                                 INT32_MIN, INT32_MAX); /* decided by the bounds, inside everywhere */
+        else
+            blob_qresd_set_level(row, l, glo, hhi, (int32_t)(il - a1), (int32_t)(ih - a1));
     }
     if (!ok) { /* every element to the chains: inside everywhere, between the bounds always */
         for (int64_t l = 0; l < 3; l++)

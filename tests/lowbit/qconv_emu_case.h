@@ -48,7 +48,8 @@
 #ifndef S_RESD /* 1: the residual a 1x1 downsample's (S_RESD_C channels of S_RESD_H x S_RESD_W pixels, */
 #define S_RESD 0 /* S_RESD_LDW words, S_RESD_XB planes, stride S_RESD_S), computed in the halo kernel */
 #endif
-#ifndef S_RESD_FAST /* 1: QC_RESD_FAST, the codes by the fast test (S_F32_UNREAD then); 2: rows widened */
+#ifndef S_RESD_FAST /* 1: QC_RESD_FAST, the codes by the fast test (S_F32_UNREAD then); 2: rows widened by 6,
+                     * 3: by 0.5 */
 #define S_RESD_FAST 0
 #endif
 #if S_EPI == 3 /* the float chain: 2 stages, the first a division, a relu after the second */

@@ -51,7 +51,9 @@
 #define QC_RESD_RELU 0
 #define QC_RESD_ORELU 0
 #define QC_RESD_FAST (S_RESD_FAST > 0)
-#define QC_RESD_FAST_COUNT(undecided) (emu_fast_total++, emu_fast_undecided += (undecided))
+#define QC_RESD_FAST_COUNT() (emu_fast_total++)
+#define QC_RESD_FAST_EXACT() (emu_fast_undecided++)
+#define QC_RESD_FAST_OUT() (emu_fast_out++)
 #endif
 #if S_HALO
 #define QC_HALO 1

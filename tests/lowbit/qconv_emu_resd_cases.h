@@ -3,7 +3,8 @@
  * r3: both chains in the kernel, codes and the dequantized f32 out) and RC_FAST 1 (r1f, r2f, r3f:
  * QC_RESD_FAST, codes by the fast test of blob_qresd_fast_row's rows, no f32 out; r1f and r3f
  * with their rows' bounds widened by 6, still true bounds, S_RESD_FAST 2, so that many elements
- * take the chains). 2-bit codes of 40 channels (2 words a pixel: one k256 step of 3 segments),
+ * take the chains; r2f by 0.5, S_RESD_FAST 3, less than its levels lie apart, so that an
+ * element of one level's band is in no other's and each level's test in resd_rows counts). 2-bit codes of 40 channels (2 words a pixel: one k256 step of 3 segments),
  * and of 130 channels in 1 plane and in 3 (8 words: 1 and 7 segments, 1 and 7 k steps), channels
  * past a warp's 32. */
 #define RC_PASTE_(a, b) a##b
@@ -90,7 +91,7 @@
 #define S_RESD_S 2
 #define S_RESD_XB 3
 #define S_RESD_LDW 8
-#define S_RESD_FAST RC_FAST
+#define S_RESD_FAST (RC_FAST ? 3 : 0)
 #include "qconv_emu_case.h"
 
 

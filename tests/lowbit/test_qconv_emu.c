@@ -37,7 +37,7 @@
 #define __fmaf_rn(a, b, c) fmaf(a, b, c)
 #define __ffs(x) __builtin_ffs(x)
 /* QC_RESD_FAST: the elements its kernels test, and those left to the chains */
-static long emu_fast_total, emu_fast_undecided;
+static long emu_fast_total, emu_fast_undecided, emu_fast_out;
 /* common.cu's bnn_div_fast, which the chains divide by, is checked against IEEE division by
  * tests/codegen/test_div_fast.cc. Here a stand-in: the quotient where |x| >= 1/4, else "not
  * exact" and a wrong value, so that every case also takes the kernels' way back to __fdiv_rn
@@ -786,10 +786,11 @@ static void check_case(const Case *s, int images) {
                 decided += blob_qresd_fast_row(dm, ep, s->o, o, a, d1, ep1, a1,
                                                ep1 + 6 * s->o + s->o * krow1 + o * BLOB_QRESD_WORDS, scratch) > 0;
             CHECK_MSG(decided == s->o, "%s: %d of %d channels have a fast test", s->name, decided, s->o);
-            for (int o = 0; s->resd_fast == 2 && o < s->o; o++) /* bounds widened: more to the chains */
-                for (int l = 0; l < 3; l++) {
+            for (int o = 0; s->resd_fast >= 2 && o < s->o; o++) /* bounds widened: more to the chains */
+                for (int l = 0; l < 3; l++) { /* (3: by less than the levels lie apart, so that a band's */
                     float *lv = ep1 + 6 * s->o + s->o * krow1 + o * BLOB_QRESD_WORDS + BLOB_QRESD_LEVEL + 4 * l;
-                    lv[0] -= 6.0f, lv[1] += 6.0f;
+                    const float by = s->resd_fast == 3 ? 0.5f : 6.0f; /* elements are in its band alone) */
+                    lv[0] -= by, lv[1] += by;
                 }
             free(scratch);
         }
@@ -833,7 +834,7 @@ static void check_case(const Case *s, int images) {
             }
     if (s->epi == 3 && !s->yb)
         words = 0;
-    emu_fast_total = emu_fast_undecided = 0;
+    emu_fast_total = emu_fast_undecided = emu_fast_out = 0;
     for (int halo = s->resd; halo < 2; halo++) { /* (QC_RESD: the halo kernel only) */
         size_t bad = run_one(s, halo, M, X, W, t, dir, ep_all, s->resd ? (const float *)X1 : r, want, words, wantf, nf);
         CHECK_MSG(bad == 0, "%s kernel, %s, %d images: %zu of %zu words differ", halo ? "halo" : "direct", s->name,
@@ -841,12 +842,16 @@ static void check_case(const Case *s, int images) {
         if (!bad)
             printf("ok: %s kernel, %s, %d images (%d GEMM rows)\n", halo ? "halo" : "direct", s->name, images, M);
     }
-    if (s->resd_fast == 2) { /* both ways taken: the fast test and the chains */
+    if (s->resd_fast >= 2) { /* both ways taken: the fast test and the chains */
         CHECK_MSG(emu_fast_undecided > 0 && emu_fast_undecided < emu_fast_total,
                   "%s: %ld of %ld elements left to the chains", s->name, emu_fast_undecided, emu_fast_total);
     }
+    if (s->resd_fast) /* both of resd_rows' ways: the unrolled tests and the rows outside [dl, dh] */
+        CHECK_MSG(emu_fast_out > 0 && emu_fast_out < emu_fast_total, "%s: %ld of %ld elements outside [dl, dh]",
+                  s->name, emu_fast_out, emu_fast_total);
     if (s->resd_fast)
-        printf("    (%ld of %ld elements left to the chains)\n", emu_fast_undecided, emu_fast_total);
+        printf("    (%ld of %ld elements left to the chains, %ld outside a level's interval of D's dots)\n",
+               emu_fast_undecided, emu_fast_total, emu_fast_out);
     free(x);
     free(u);
     free(X);

@@ -956,53 +956,71 @@ BNN_QC_FN void QC_CAT(QC_NAME, fast_row)(const float *EP, int o, float fr[QC_RES
                          : __int_as_float(f == 2 ? (int)0x80000000 : 0x7fffffff);
     }
 }
-#ifndef QC_RESD_FAST_COUNT // (test_qconv_emu counts the elements the test leaves to the chains)
-#define QC_RESD_FAST_COUNT(undecided) ((void)0)
+#ifndef QC_RESD_FAST_COUNT // (test_qconv_emu counts the elements, and those the test leaves to the chains)
+#define QC_RESD_FAST_COUNT() ((void)0)
+#define QC_RESD_FAST_EXACT() ((void)0)
+#define QC_RESD_FAST_OUT() ((void)0)
 #endif
+// Level l of channel o by its fast row fr: reached (1), not (0) or undecided (-1) for x = fma(kappa,
+// d, sgn * v) and D's dot d: inside [il_l, ih_l] by the bounds, outside by the ends' bits.
+BNN_QC_FN int QC_CAT(QC_NAME, fast_level)(const float *fr, int l, float x, int d) {
+    const float *lv = fr + 4 + 4 * l;
+    const int il = __float_as_int(lv[2]), ih = __float_as_int(lv[3]);
+    if (d < il || d > ih)
+        return __float_as_int(fr[2]) >> (2 * l + (d > ih)) & 1;
+    return x > lv[1] ? 1 : x < lv[0] ? 0 : -1;
+}
 // The codes of a warp's 16 tile rows with the downsample inside (QC_RESD_FAST), a lane its
 // channel's (fr: its fast row): t the combined accumulators, rowpop16 their bipolar terms, r16
 // D's dots (resd16's int bits, [row][33]). Element (v, d) takes x = fma(kappa, d, sgn * v),
 // correctly rounded (fmaf on the host gives the same bits); for d in [il_l, ih_l] level l is
 // reached where x > hi_l and not where x < lo_l, outside it as the ends' bits say
-// (blob_qresd_fast_row proves all of it). The rows no test decides go to resd_exact after the
-// unrolled tests, a row a lane at a time (few: the floats keep the band between the bounds
-// narrow, docs/kernels.md), so that the call's registers stay out of them. Codes to cnt (0 past
-// QC_O).
+// (blob_qresd_fast_row proves all of it). The unrolled tests take the common case alone, d inside
+// every level's interval (the lane's [dl, dh]; every channel of the w1a2 ResNet-18 has all of
+// D's dots there): three comparisons a level and no ends. A row outside it, or undecided, goes
+// after them, a row a lane at a time (__ballot_sync loop, so that the calls' registers stay out
+// of the unrolled tests), to the ends' bits or, undecided, to resd_exact (few: the floats keep
+// the band between the bounds narrow, docs/kernels.md). Codes to cnt (0 past QC_O).
 BNN_QC_FN void QC_CAT(QC_NAME, resd_rows)(int (*t)[33], const int *rowpop16, const float *r16, const float *fr,
                                           const float *EP, int n0, int lane, int *cnt) {
-    const int o = n0 + lane, ends = __float_as_int(fr[2]);
-    unsigned left = 0u; // bit r: row r undecided
+    const int o = n0 + lane;
+    int dl = __float_as_int(fr[6]), dh = __float_as_int(fr[7]); // (C: the host emulator compiles this)
+    for (int l = 1; l < 3; l++) {
+        const int il = __float_as_int(fr[6 + 4 * l]), ih = __float_as_int(fr[7 + 4 * l]);
+        dl = il > dl ? il : dl;
+        dh = ih < dh ? ih : dh;
+    }
+    unsigned left = 0u; // bit r: row r outside [dl, dh] or undecided
 #ifdef __CUDACC__
 #pragma unroll
 #endif
     for (int r = 0; r < 16; r++) {
         const int v = t[r][lane] - (QC_WBIPOLAR ? rowpop16[r] : 0), d = __float_as_int(r16[r * 33 + lane]);
         const float x = __fmaf_rn(fr[0], __int2float_rn(d), __fmul_rn(fr[1], __int2float_rn(v)));
-        bool undecided = false;
-        int count = 0;
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-        for (int l = 0; l < 3; l++) { // inside [il, ih] by the bounds, outside by the ends' bits
-            const float *lv = fr + 4 + 4 * l;
-            const int il = __float_as_int(lv[2]), ih = __float_as_int(lv[3]);
-            const bool inside = d >= il && d <= ih;
-            const bool c = inside ? x > lv[1] : (ends >> (2 * l + (d > ih)) & 1) != 0;
-            undecided = undecided || (inside && !(c || x < lv[0]));
-            count += c;
-        }
-        undecided = undecided && o < QC_O;
-        QC_RESD_FAST_COUNT(undecided);
-        cnt[r] = o < QC_O ? count : 0;
-        left |= (unsigned)undecided << r;
+        const bool c0 = x > fr[5], c1 = x > fr[9], c2 = x > fr[13];
+        const bool undecided = !(c0 || x < fr[4]) || !(c1 || x < fr[8]) || !(c2 || x < fr[12]) || d < dl || d > dh;
+        QC_RESD_FAST_COUNT();
+        cnt[r] = o < QC_O ? (int)c0 + (int)c1 + (int)c2 : 0;
+        left |= (unsigned)(undecided && o < QC_O) << r;
     }
     unsigned fixed = 0u, b0 = 0u, b1 = 0u; // (codes by bits, not by a run-time index into cnt)
     while (__ballot_sync(0xffffffffu, left != 0u)) {
         if (left) {
             const int r = __ffs((int)left) - 1;
             left &= left - 1u;
-            const int code = QC_CAT(QC_NAME, resd_exact)(EP, o, t[r][lane] - (QC_WBIPOLAR ? rowpop16[r] : 0),
-                                                         __float_as_int(r16[r * 33 + lane]));
+            const int v = t[r][lane] - (QC_WBIPOLAR ? rowpop16[r] : 0), d = __float_as_int(r16[r * 33 + lane]);
+            const float x = __fmaf_rn(fr[0], __int2float_rn(d), __fmul_rn(fr[1], __int2float_rn(v)));
+            int code = 0;
+            if (d < dl || d > dh)
+                QC_RESD_FAST_OUT();
+            for (int l = 0; l < 3 && code >= 0; l++) {
+                const int c = QC_CAT(QC_NAME, fast_level)(fr, l, x, d);
+                code = c < 0 ? -1 : code + c;
+            }
+            if (code < 0) {
+                QC_RESD_FAST_EXACT();
+                code = QC_CAT(QC_NAME, resd_exact)(EP, o, v, d);
+            }
             fixed |= 1u << r, b0 |= (unsigned)(code & 1) << r, b1 |= (unsigned)(code >> 1 & 1) << r;
         }
     }
@@ -1477,6 +1495,8 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_RESD_FW
 #undef QC_RESD_FR
 #undef QC_RESD_FAST_COUNT
+#undef QC_RESD_FAST_EXACT
+#undef QC_RESD_FAST_OUT
 #undef QC_RCODE
 #undef QC_RNAN
 #undef QC_YNAN
