@@ -215,10 +215,6 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 // Only in blocks of at most 4 warps: with 8 (the 8x16 tiles) the w1a2 ResNet's layers ran 2-21 %
 // slower with it, with 2 and 4 warps 7-15 % faster (H200, docs/perf.md stop 45). EP's rows are
 // there either way; an 8-warp kernel runs the chains (and may write Yf, which lower.c leaves null).
-#if QC_RESD_FAST && QC_HALO && QC_WM * QC_WN > 4
-#undef QC_RESD_FAST
-#define QC_RESD_FAST 0
-#endif
 #if QC_RESD_FAST
 #if !QC_RESD || QC_YB < 1 || QC_YB > 2 || QC_QHI - QC_QLO > 3
 #error "qconv.cu: QC_RESD_FAST needs QC_RESD and codes of at most 2 bits"
