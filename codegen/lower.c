@@ -5951,7 +5951,7 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                        L.nqresd);
         if (L.nqresd_fast)
             buf_printf(o->report, "codegen: %d of them decide their codes by the fast test of the dot and the "
-                                  "downsample's dot in tiles of at most 4 warps (the chains only where it cannot; "
+                                  "downsample's dot (the chains only where it cannot; "
                                   "%lld of their %lld channels have a test)\n",
                        L.nqresd_fast, (long long)L.nqresd_rows, (long long)L.nqresd_chans);
         if (L.nrcode)

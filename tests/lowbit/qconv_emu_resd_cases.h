@@ -6,7 +6,7 @@
  * take the chains; r2f by 0.5, S_RESD_FAST 3, less than its levels lie apart, so that an
  * element of one level's band is in no other's and each level's test in resd_rows counts). 2-bit codes of 40 channels (2 words a pixel: one k256 step of 3 segments),
  * and of 130 channels in 1 plane and in 3 (8 words: 1 and 7 segments, 1 and 7 k steps), channels
- * past a warp's 32. */
+ * past a warp's 32; r4 / r4f in blocks of 8 warps. */
 #define RC_PASTE_(a, b) a##b
 #define RC_PASTE(a, b) RC_PASTE_(a, b)
 #if RC_FAST
@@ -130,6 +130,45 @@
 #define S_RESD_S 1
 #define S_RESD_XB 1
 #define S_RESD_LDW 8
+#define S_RESD_FAST (RC_FAST ? 2 : 0)
+#include "qconv_emu_case.h"
+
+
+#define S_ID RC_ID(r4)
+#define S_NAME RC_NAME "8 warps on 8x16 tiles (a 28x28 layer's batch tile), 64 ch of 2 planes from 16x32"
+#define S_C 16
+#define S_H 8
+#define S_W 16
+#define S_O 64
+#define S_KH 3
+#define S_KW 3
+#define S_PT 1
+#define S_PL 1
+#define S_OH 8
+#define S_OW 16
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 3
+#define S_YB 2
+#define S_LDW 1
+#define S_LDY 2
+#define S_RES 1
+#define S_ORELU 1
+#define S_F32 2
+#define S_F32_UNREAD RC_FAST
+#define S_QHI 3
+#define S_TH 8
+#define S_TW 16
+#define S_WM 4
+#define S_WN 2
+#define S_RESD 1
+#define S_RESD_C 64
+#define S_RESD_H 16
+#define S_RESD_W 32
+#define S_RESD_S 2
+#define S_RESD_XB 2
+#define S_RESD_LDW 2
 #define S_RESD_FAST (RC_FAST ? 2 : 0)
 #include "qconv_emu_case.h"
 

@@ -548,8 +548,8 @@ typedef struct Case {
 
 static const Case *const cases[] = {&case_t8, &case_t9, &case_t12, &case_t13, &case_t14, &case_t23, &case_t24,
                                     &case_o1, &case_o2, &case_o3, &case_o4, &case_o5, &case_o6, &case_o7, &case_o8,
-                                    &case_o9, &case_a9, &case_a28, &case_r1, &case_r2, &case_r3,
-                                    &case_r1f, &case_r2f, &case_r3f};
+                                    &case_o9, &case_a9, &case_a28, &case_r1, &case_r2, &case_r3, &case_r4,
+                                    &case_r1f, &case_r2f, &case_r3f, &case_r4f};
 
 static uint32_t rng_state = 777;
 static int rnd(int lo, int hi) {
