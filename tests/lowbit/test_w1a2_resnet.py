@@ -260,7 +260,7 @@ def resd_layout(name, model, blob):
             return f"{kname}: a fast row without its sign or kappa"
         for lv in range(3):
             lo, hi, il, ih = fr[:, 4 + 4 * lv], fr[:, 5 + 4 * lv], ints[:, 6 + 4 * lv], ints[:, 7 + 4 * lv]
-            inside = il <= ih
+            inside = (il <= ih) & ~(np.isinf(lo) & (lo == hi))  # (+-inf both: one status at every d)
             if np.any(inside & ~(np.isfinite(lo) & np.isfinite(hi))) or np.any(inside & (lo > hi + 1.0)):
                 return f"{kname}: level {lv}'s bounds are not a narrow band (lo {lo[:4]}, hi {hi[:4]})"
     if found != 3:
