@@ -1842,6 +1842,10 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
                 else
                     over |= 1u << k;
             }
+        // The lanes leave that loop one by one: met again here, the code below runs once a warp
+        // and its shuffles take their converged form (without, ncu found the rest of the
+        // epilogue run 2.2 times a warp, 14 lanes at a time, docs/perf.md stop 48).
+        __syncwarp();
         // Bit j of a pixel's byte to channel bit (j >> 1) * 8 + 2 tq + (j & 1) of the warp's word.
         auto spread = [&](unsigned v) {
             return ((v & 3u) | (v & 0xcu) << 6 | (v & 0x30u) << 12 | (v & 0xc0u) << 18) << (2 * tq);
