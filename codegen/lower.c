@@ -2423,13 +2423,14 @@ static void dense_tile_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bi
     int stages = 3;
     int bm = nt / bn * tm;
     int64_t nkc = (k + kc - 1) / kc;
+    const int v4 = !gs && k % 4 == 0; /* 16-byte copies and loads of 4 k (float_ops.cu BnnDenseTile) */
     /* the stages; with gs the pooled rows, the bits and the pool's values (float_ops.cu POOL) */
-    int64_t smem = ((int64_t)stages * ((gs ? 0 : bm) + bn) * (kc + 1) +
+    int64_t smem = ((int64_t)stages * ((gs ? 0 : bm) + bn) * (kc + (v4 ? 4 : 1)) +
                     (gs ? bm * (nkc * kc + 1) + bm * gs * gw + gs + 1 : 0)) * 4;
     char *cfg = str_printf("    static constexpr int N = %lld, K = %lld, BIAS = %d, SMEM = %lld, GS = %lld, GW = %lld;\n"
-                           "    static constexpr int NT = %d, BN = %d, BM = %d, TM = %d, KC = %d, S = %d;\n",
+                           "    static constexpr int NT = %d, BN = %d, BM = %d, TM = %d, KC = %d, S = %d, V4 = %d;\n",
                            (long long)n, (long long)k, bias, (long long)smem, (long long)gs, (long long)gw, nt, bn,
-                           bm, tm, kc, stages);
+                           bm, tm, kc, stages, v4);
     BlobGridDim grid[3] = {{0, 1, (uint32_t)bm}, {(uint32_t)((n + bn - 1) / bn), 0, 1}, {1, 0, 1}};
     tile_kernel(L, st, gs ? "gapdense" : "dense", cfg, "bnn_dense_tile", operands, grid, nt, smem, 1);
     st->k.waits_itself = true;

@@ -841,7 +841,10 @@ constexpr int bnn_bits_of(int v) { return v ? 1 + bnn_bits_of(v >> 1) : 0; } // 
 // only W goes through the stages. One kernel instead of two launches, the pooled floats never
 // leave the SM.
 template <class F> struct BnnDenseTile {
-    static constexpr int LD = F::KC + 1, NKC = (F::K + F::KC - 1) / F::KC;
+    // V4 (K % 4 == 0, no pool): rows of KC + 4 floats, 16-byte aligned, copied and read 4 k at a
+    // time; else KC + 1 (an odd stride: a warp's 32 reads of one k in distinct banks).
+    static constexpr int LD = F::V4 ? F::KC + 4 : F::KC + 1, NKC = (F::K + F::KC - 1) / F::KC;
+    static_assert(!F::V4 || (F::K % 4 == 0 && F::KC % 4 == 0 && !F::GS), "V4: 16-byte chunks of k, no pool");
     static constexpr int XROWS = F::GS ? 0 : F::BM, STAGE = (XROWS + F::BN) * LD;
     static constexpr int XLD = NKC * F::KC + 1, XP = F::GS ? F::BM * XLD : 0, BITS = F::GS * F::GW * F::BM;
     static constexpr int POOL = F::GS ? BITS + F::GS + 1 : 0; // the bits, then bnn_pool_values' table
@@ -922,8 +925,18 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
     const int m0 = blockIdx.x * F::BM, n0 = blockIdx.y * F::BN, tid = threadIdx.x;
     const int tn = tid % F::BN, tm = tid / F::BN;
 
+    // V4: x's rows are 16-byte aligned where x is (the arena's are; a caller's need not be)
+    const bool x16 = F::V4 && ((unsigned long long)xv & 15) == 0;
     auto load_w = [&](int stage, int k0) {
         float *ws = smem + stage * T::STAGE + T::XROWS * T::LD;
+        if (F::V4) { // 16-byte chunks (w is 64-byte aligned in the blob): in or out of K whole
+            for (int i = tid; i < F::BN * F::KC / 4; i += F::NT) {
+                const int r = i / (F::KC / 4), kk = i % (F::KC / 4) * 4;
+                const bool ok = n0 + r < F::N && k0 + kk < F::K;
+                bnn_cp16(bnn_smem(ws + r * T::LD + kk), ok ? w + (bnn_i64)(n0 + r) * F::K + k0 + kk : w, ok ? 16 : 0);
+            }
+            return;
+        }
         for (int i = tid; i < F::BN * F::KC; i += F::NT) {
             const int r = i / F::KC, kk = i % F::KC;
             const bool ok = n0 + r < F::N && k0 + kk < F::K;
@@ -932,6 +945,14 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
     };
     auto load_x = [&](int stage, int k0) {
         float *xs = smem + stage * T::STAGE;
+        if (x16) {
+            for (int i = tid; i < T::XROWS * F::KC / 4; i += F::NT) {
+                const int r = i / (F::KC / 4), kk = i % (F::KC / 4) * 4;
+                const bool ok = m0 + r < m_total && k0 + kk < F::K;
+                bnn_cp16(bnn_smem(xs + r * T::LD + kk), ok ? x + (bnn_i64)(m0 + r) * F::K + k0 + kk : x, ok ? 16 : 0);
+            }
+            return;
+        }
         for (int i = tid; i < T::XROWS * F::KC; i += F::NT) {
             const int r = i / F::KC, kk = i % F::KC;
             const bool ok = m0 + r < m_total && k0 + kk < F::K;
@@ -974,6 +995,24 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
         const float *xs = F::GS ? xp + tm * F::TM * T::XLD + kc * F::KC : smem + kc % F::S * T::STAGE + tm * F::TM * T::LD;
         const float *ws = smem + kc % F::S * T::STAGE + (T::XROWS + tn) * T::LD;
         constexpr int XS = F::GS ? T::XLD : T::LD;
+        if (F::V4) { // 4 k a step from 16-byte loads (the rows' stride 4 mod 32 words: a quarter
+                     // warp's 8 loads of w in distinct banks, x's the same for all lanes), each
+                     // chain still one k after another
+#pragma unroll 4
+            for (int kk = 0; kk < F::KC; kk += 4) {
+                const float4 wv = *(const float4 *)(ws + kk);
+#pragma unroll
+                for (int i = 0; i < F::TM; ++i) {
+                    const float4 xq = *(const float4 *)(xs + i * XS + kk);
+                    acc[i] = __fadd_rn(acc[i], __fmul_rn(xq.x, wv.x));
+                    acc[i] = __fadd_rn(acc[i], __fmul_rn(xq.y, wv.y));
+                    acc[i] = __fadd_rn(acc[i], __fmul_rn(xq.z, wv.z));
+                    acc[i] = __fadd_rn(acc[i], __fmul_rn(xq.w, wv.w));
+                }
+            }
+            __syncthreads(); // before the stage is loaded again
+            continue;
+        }
 #pragma unroll 8
         for (int kk = 0; kk < F::KC; ++kk) {
             const float wv = ws[kk];
