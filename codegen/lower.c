@@ -2419,7 +2419,7 @@ static void tile_kernel(Lower *L, LStep *st, const char *tag, char *cfg, const c
  * copies (PDL). */
 static void dense_tile_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bias, bool narrow, int64_t gs,
                               int64_t gw, const char *operands) {
-    int nt = 128, bn = n <= 16 || narrow ? 16 : n <= 32 ? 32 : 64, tm = bn == 64 ? 4 : 1, kc = bn == 64 ? 64 : 128;
+    int bn = n <= 16 || narrow ? 16 : n <= 32 ? 32 : 64, nt = bn == 64 && !gs ? 256 : 128, tm = bn == 64 ? 4 : 1, kc = bn == 64 ? 64 : 128;
     int stages = 3;
     int bm = nt / bn * tm;
     int64_t nkc = (k + kc - 1) / kc;
