@@ -2413,13 +2413,17 @@ static void tile_kernel(Lower *L, LStep *st, const char *tag, char *cfg, const c
 /* The dense step's kernel: bnn_dense_tile, 128 threads a block. Few outputs (a classifier),
  * or narrow: 16 or 32 columns and one row per thread, K in chunks of 128, so that small batches
  * still spread over SMs and each thread's serial k loop is all the latency; more outputs: 64
- * columns x 4 rows per thread, a block reusing its weight chunk for 8 rows. gs > 0: x is the
+ * columns x 4 rows per thread, 256 threads (without a pool), a block reusing its weight chunk
+ * for 16 rows (ResNet's 512 -> 1000 at batch 256 on an H200: 128 threads and 8 rows 0.032 ms,
+ * 256 and 16 rows 0.024, 512 and 32 rows 0.024; docs/perf.md stop 48). V4 where K % 4 == 0
+ * (no pool): 16-byte copies and loads of 4 k (0.038 -> 0.032 ms there). gs > 0: x is the
  * b1 input of a global average pool of gs pixels of gw words (fuse_gap_dense), pooled by each
  * block into shared memory. The kernel waits for the steps before after its first weight
  * copies (PDL). */
 static void dense_tile_kernel(Lower *L, LStep *st, int64_t n, int64_t k, bool bias, bool narrow, int64_t gs,
                               int64_t gw, const char *operands) {
-    int bn = n <= 16 || narrow ? 16 : n <= 32 ? 32 : 64, nt = bn == 64 && !gs ? 256 : 128, tm = bn == 64 ? 4 : 1, kc = bn == 64 ? 64 : 128;
+    int bn = n <= 16 || narrow ? 16 : n <= 32 ? 32 : 64, tm = bn == 64 ? 4 : 1, kc = bn == 64 ? 64 : 128;
+    int nt = bn == 64 && !gs ? 256 : 128;
     int stages = 3;
     int bm = nt / bn * tm;
     int64_t nkc = (k + kc - 1) / kc;
