@@ -2923,7 +2923,7 @@ enum { STEM_FIXWIN_BATCH = 3, FIXWIN_SMEM_MAX = 100 * 1024, FIXWIN_SMEM_4 = 56 *
 enum { FIXWIN_TPB = 4, FIXWIN_MANY_BATCH = 32 };
 
 /* From FIXWIN_GW_BATCH those lists go to bnn_conv2d_bits_fixwin_gw: a tile a block of
- * FIXWIN_GW_THREADS threads, the weights read as [K][O] from global memory (slot P1) instead of
+ * FIXWIN_GW_THREADS threads, the weights read as [K/4][O][4] from global memory (slot P1) instead of
  * staged, so that FIXWIN_GW_BLOCKS blocks (64 registers) fit an SM, where the shared weights
  * left room for four: its time is each tile's copies and one chain of 147 adds, so more tiles in
  * flight. w1a2 ResNet-18 on an H200: the fixup at batch 256 0.206 -> 0.161 ms, the model -1.7 %,
@@ -3049,15 +3049,16 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
     int64_t fix_smem = (cp->o * k + 3) / 4 * 4 * 4 + fix_win_smem;
     if (win && op == 64 && L->batch_alts && fix_smem <= FIXWIN_SMEM_MAX) {
         int fi = (int)(fx - L->steps);
-        /* bnn_conv2d_bits_fixwin_gw's weights [K][O] (the alternatives share slots), where a GPU
-         * target will run it */
+        /* bnn_conv2d_bits_fixwin_gw's weights [K/4][O][4], zeros past K (the alternatives share
+         * slots), where a GPU target will run it */
         const bool gw = cp->levels && L->min_sm;
         if (gw) {
-            float *wt = xmalloc((size_t)(k * cp->o) * 4);
+            const int64_t k4 = (k + 3) / 4;
+            float *wt = xcalloc((size_t)(k4 * 4 * cp->o), 4);
             for (int64_t o = 0; o < cp->o; o++)
                 for (int64_t i = 0; i < k; i++)
-                    wt[i * cp->o + o] = w[o * k + i];
-            fx->s.slot[BLOB_SLOT_P1] = put_weights(L, wt, (size_t)(k * cp->o) * 4);
+                    wt[(i / 4 * cp->o + o) * 4 + i % 4] = w[o * k + i];
+            fx->s.slot[BLOB_SLOT_P1] = put_weights(L, wt, (size_t)(k4 * 4 * cp->o) * 4);
             free(wt);
         }
         BlobGridDim win_grid[3] = {{0, (uint32_t)tiles, 1}, {1, 0, 1}, {1, 0, 1}};
@@ -3080,7 +3081,7 @@ static void conv2d_mma_kernel(Lower *L, LStep *st, const BlobConv2dParams *cp, c
                 free(fix_cfg);
                 return;
             }
-            /* from FIXWIN_GW_BATCH a tile a block of FIXWIN_GW_THREADS, the weights [K][O] in P1 */
+            /* from FIXWIN_GW_BATCH a tile a block of FIXWIN_GW_THREADS, the weights [K/4][O][4] in P1 */
             fx = new_batch_alt(L, fi, FIXWIN_GW_BATCH);
             static const char gw_args[] = "(const float *)in, (const float *)p0, (unsigned *)out, (const float *)p1, "
                                           "(const float *)in2, (const unsigned *)x0";

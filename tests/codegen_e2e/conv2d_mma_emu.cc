@@ -145,7 +145,7 @@ template <class F> static void emu_fixwin(const EmuArgs &a) {
                                   (const float *)a.ep1, (const unsigned *)a.Yb);
 }
 
-template <class F> static void emu_fixwin_gw(const EmuArgs &a) { // R: the weights [K][O]
+template <class F> static void emu_fixwin_gw(const EmuArgs &a) { // R: the weights [K/4][O][4]
     if constexpr (F::WIN && BnnConvMma<F>::NT == 1)
         bnn_conv2d_bits_fixwin_gw<F>(a.nb, (const float *)a.X, (const float *)a.ep0, (unsigned *)a.Y,
                                      (const float *)a.R, (const float *)a.ep1, (const unsigned *)a.Yb);
@@ -339,11 +339,12 @@ static int run(const char *name, const char *wts_path, long long w_at, long long
                 fix_overrun += emu_launch(emu_fixwin<F>, a4, (batch * BLOCKS + tpb - 1) / tpb, 1, 256,
                                           BnnFixWin<F>::SMEM);
                 for (size_t i = 0; i < y.size(); i++) differ4 += y4[i] != y[i];
-                // the larger batches' form: a tile a block of 128 threads, the weights [K][O]
-                constexpr int K = F::C * F::KH * F::KW;
-                std::vector<float> wt((size_t)K * F::O);
+                // the larger batches' form: a tile a block of 128 threads, the weights [K/4][O][4]
+                // (lower.c: zeros past K)
+                constexpr int K = F::C * F::KH * F::KW, K4 = (K + 3) / 4;
+                std::vector<float> wt((size_t)K4 * F::O * 4);
                 for (int o = 0; o < F::O; o++)
-                    for (int k = 0; k < K; k++) wt[(size_t)k * F::O + o] = w32[(size_t)o * K + k];
+                    for (int k = 0; k < K; k++) wt[((size_t)(k / 4) * F::O + o) * 4 + k % 4] = w32[(size_t)o * K + k];
                 std::vector<unsigned> yg = y_conv;
                 EmuArgs ag = args;
                 ag.Y = yg.data();

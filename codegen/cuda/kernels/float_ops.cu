@@ -2043,6 +2043,49 @@ template <class F> struct BnnFixWin {
     static constexpr int SMEM_GW = (WINF + BnnConvBits<F>::LISTW) * 4; // without the weights (GW)
     static_assert(F::WIN && T::NT == 1, "a staged-window stem of one channel tile");
 };
+// A listed sum of bnn_conv2d_bits_fixwin: channel o's products over the tile's window from xt
+// (the entry's first tap), in the reference's order (c, ky, kx). A tap outside the image reads
+// the window's zero there: its product is +-0 (the weights are finite: lower.c fp16_conv_ok),
+// and adding it leaves the sum as the reference's skipping it does (a sum from +0 is never -0,
+// and s + +-0 == s for every other s). P >= 0: xt's parity (the window's rows start 16-byte
+// aligned and are a multiple of 4 floats), and a kernel row's KW taps are read as pairs of
+// floats from the even ones by 8-byte loads (4 loads for 7 taps, not 7). w: GW, [K/4][O][4] in
+// global memory (the fixup step's P1: 16 bytes a lane and 4 k, a warp's lanes reading one row
+// of channels' quads from the L1); else [O][K] in shared memory.
+template <class F, bool GW, int P>
+__device__ __forceinline__ float bnn_fixwin_sum(const float *xt, const float *w, int o) {
+    typedef BnnConvMma<F> T;
+    typedef BnnFixWin<F> FX;
+    float sum = 0.0f;
+    float4 wq = make_float4(0.0f, 0.0f, 0.0f, 0.0f); // GW: the quad of k
+#pragma unroll
+    for (int c = 0; c < F::C; ++c)
+#pragma unroll
+        for (int ky = 0; ky < F::KH; ++ky) {
+            const float *const xr = xt + (c * T::SR + ky * F::DH) * FX::SCA;
+            float xv[F::KW];
+            if (P < 0) {
+#pragma unroll
+                for (int kx = 0; kx < F::KW; ++kx) xv[kx] = xr[kx * F::DW];
+            } else {
+                if (P == 1) xv[0] = xr[0];
+#pragma unroll
+                for (int i = P; i + 1 < F::KW; i += 2) {
+                    const float2 v = *(const float2 *)(xr + i);
+                    xv[i] = v.x, xv[i + 1] = v.y;
+                }
+                if ((F::KW - P) % 2) xv[F::KW - 1] = xr[F::KW - 1];
+            }
+#pragma unroll
+            for (int kx = 0; kx < F::KW; ++kx) {
+                const int k = (c * F::KH + ky) * F::KW + kx;
+                if (GW && k % 4 == 0) wq = __ldg((const float4 *)w + k / 4 * F::O + o);
+                const float wv = !GW ? w[o * FX::K + k] : k % 4 == 0 ? wq.x : k % 4 == 1 ? wq.y : k % 4 == 2 ? wq.z : wq.w;
+                sum = __fadd_rn(sum, __fmul_rn(xv[kx], wv));
+            }
+        }
+    return sum;
+}
 template <class F, bool GW = false>
 __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x, const float *b, unsigned *y,
                                                        const float *w32, const float *chain, const unsigned *list) {
@@ -2101,31 +2144,20 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
         const unsigned e = ls[1 + lane];
         const int pl = (int)(e >> 8), o = (int)(e & 255), ry = pl / T::TW * F::SH, rx = pl % T::TW * F::SW;
         if (pl >= T::BM || o >= F::O) continue; // not a list the conv wrote (bnnrun --profile-graph leaves it out)
-        // GW: w32 is [K][O] in global memory, a warp's lanes reading a k's row of channels
-        // (two 128-byte lines, from the L1 after the first tiles)
-        const float *wo = GW ? w32 + o : ws + o * FX::K;
-        constexpr int WK = GW ? F::O : 1; // the floats from one k to the next
-        float sum = 0.0f;
-        // A tap outside the image reads the window's zero there: its product is +-0 (the weights
-        // are finite: lower.c fp16_conv_ok), and adding it leaves the sum as the reference's
-        // skipping it does (a sum from +0 is never -0, and s + +-0 == s for every other s).
-#pragma unroll
-        for (int c = 0; c < F::C; ++c)
-#pragma unroll
-            for (int ky = 0; ky < F::KH; ++ky)
-#pragma unroll
-                for (int kx = 0; kx < F::KW; ++kx) {
-                    const int k = (c * F::KH + ky) * F::KW + kx;
-                    const float xv = win[(c * T::SR + ry + ky * F::DH) * FX::SCA + sh + rx + kx * F::DW];
-                    sum = __fadd_rn(sum, __fmul_rn(xv, GW ? __ldg(wo + k * WK) : wo[k]));
-                }
+        // With an even stride along x a tile's entries all start on floats of one parity (the
+        // window's rows are whole 16-byte chunks): their taps from 8-byte loads (P)
+        const float *const xt = win + ry * FX::SCA + sh + rx;
+        constexpr bool PAIRS = F::SW % 2 == 0 && F::DW == 1;
+        const float sum = !PAIRS ? bnn_fixwin_sum<F, GW, -1>(xt, GW ? w32 : ws, o)
+                          : (sh & 1) ? bnn_fixwin_sum<F, GW, PAIRS ? 1 : -1>(xt, GW ? w32 : ws, o)
+                                     : bnn_fixwin_sum<F, GW, PAIRS ? 0 : -1>(xt, GW ? w32 : ws, o);
         bnn_conv2d_bits_set<F>(y, item, T::pixel(mt, pl), o, BnnChainK<F>(o, b, chain).code(sum));
     }
     bnn_cp_wait<0>(); // a block without a tile: no copy into shared memory outlives it
 }
 
 // bnn_conv2d_bits_fixwin for the larger batches: a tile a block of at least LISTQ threads, the
-// weights [K][O] read from global memory (wt), not staged, so that more blocks fit an SM (the
+// weights [K/4][O][4] read from global memory (wt), not staged, so that more blocks fit an SM (the
 // shared weights of the w1a2 ResNet's stem, 37.6 KB, allowed four; lower.c FIXWIN_GW_BATCH).
 template <class F>
 __device__ __forceinline__ void bnn_conv2d_bits_fixwin_gw(int batch, const float *x, const float *b, unsigned *y,
