@@ -2930,7 +2930,7 @@ enum { FIXWIN_TPB = 4, FIXWIN_MANY_BATCH = 32 };
  * -0.6 % at 128; taken at every batch it was the same at 64, +1 % at 8 and +8 % at 1 (the
  * weights' first reads from the L2). Bits stems keep bnn_conv2d_bits_fixup (XNOR ResNet-18 +2 to
  * +6 % with this from batch 8). docs/perf.md stop 42. */
-enum { FIXWIN_GW_BATCH = 128, FIXWIN_GW_THREADS = 128, FIXWIN_GW_BLOCKS = 8 };
+enum { FIXWIN_GW_BATCH = 64, FIXWIN_GW_THREADS = 128, FIXWIN_GW_BLOCKS = 8 };
 
 /* The input window of a staged-window block's 8 x 16 output pixels: sr rows x sc columns
  * (BnnConvMma::SR, SC). */
