@@ -2929,8 +2929,13 @@ enum { FIXWIN_TPB = 4, FIXWIN_MANY_BATCH = 32 };
  * flight. w1a2 ResNet-18 on an H200: the fixup at batch 256 0.206 -> 0.161 ms, the model -1.7 %,
  * -0.6 % at 128; taken at every batch it was the same at 64, +1 % at 8 and +8 % at 1 (the
  * weights' first reads from the L2). Bits stems keep bnn_conv2d_bits_fixup (XNOR ResNet-18 +2 to
- * +6 % with this from batch 8). docs/perf.md stop 42. */
+ * +6 % with this from batch 8). docs/perf.md stop 42. From 128 until stop 48; with its taps in
+ * pairs and its weights in quads the model is 1.9 % / 2.0 % faster with it at 64 / 100 (docs/perf.md
+ * stop 48). */
 enum { FIXWIN_GW_BATCH = 64, FIXWIN_GW_THREADS = 128, FIXWIN_GW_BLOCKS = 8 };
+/* the batch alternatives rise: an alternative from FIXWIN_MANY_BATCH itself made a plan that
+ * bnnrun rejects */
+_Static_assert(FIXWIN_GW_BATCH > FIXWIN_MANY_BATCH, "the fixup's batch alternatives must rise");
 
 /* The input window of a staged-window block's 8 x 16 output pixels: sr rows x sc columns
  * (BnnConvMma::SR, SC). */
