@@ -2935,7 +2935,7 @@ enum { FIXWIN_TPB = 4, FIXWIN_MANY_BATCH = 32 };
 enum { FIXWIN_GW_BATCH = 64, FIXWIN_GW_THREADS = 128, FIXWIN_GW_BLOCKS = 8 };
 /* the batch alternatives rise: an alternative from FIXWIN_MANY_BATCH itself made a plan that
  * bnnrun rejects */
-_Static_assert(FIXWIN_GW_BATCH > FIXWIN_MANY_BATCH, "the fixup's batch alternatives must rise");
+_Static_assert((int)FIXWIN_GW_BATCH > (int)FIXWIN_MANY_BATCH, "the fixup's batch alternatives must rise");
 
 /* The input window of a staged-window block's 8 x 16 output pixels: sr rows x sc columns
  * (BnnConvMma::SR, SC). */
