@@ -212,9 +212,9 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 #ifndef QC_RESD_FAST // 1: QC_RESD's codes by the fast test of EP's rows, the chains where it cannot decide
 #define QC_RESD_FAST 0
 #endif
-// Only in blocks of at most 4 warps: with 8 (the 8x16 tiles) the w1a2 ResNet's layers ran 2-21 %
-// slower with it, with 2 and 4 warps 7-15 % faster (H200, docs/perf.md stop 45). EP's rows are
-// there either way; an 8-warp kernel runs the chains (and may write Yf, which lower.c leaves null).
+// In blocks of any size: with the first form of the test (every level's interval and status bit
+// for every element) the 8-warp tiles ran 2-21 % slower and kept the chains (docs/perf.md stop
+// 45); with resd_rows' common case alone the w1a2 ResNet's 8x16 layer is 9 % faster (stop 48).
 #if QC_RESD_FAST
 #if !QC_RESD || QC_YB < 1 || QC_YB > 2 || QC_QHI - QC_QLO > 3
 #error "qconv.cu: QC_RESD_FAST needs QC_RESD and codes of at most 2 bits"
