@@ -929,18 +929,18 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
     const bool x16 = F::V4 && ((unsigned long long)xv & 15) == 0;
     auto load_w = [&](int stage, int k0) {
         float *ws = smem + stage * T::STAGE + T::XROWS * T::LD;
-        if (F::V4) { // 16-byte chunks (w is 64-byte aligned in the blob): in or out of K whole
+        if constexpr (F::V4 != 0) { // 16-byte chunks (w is 64-byte aligned in the blob): in or out of K whole
             for (int i = tid; i < F::BN * F::KC / 4; i += F::NT) {
                 const int r = i / (F::KC / 4), kk = i % (F::KC / 4) * 4;
                 const bool ok = n0 + r < F::N && k0 + kk < F::K;
                 bnn_cp16(bnn_smem(ws + r * T::LD + kk), ok ? w + (bnn_i64)(n0 + r) * F::K + k0 + kk : w, ok ? 16 : 0);
             }
-            return;
-        }
-        for (int i = tid; i < F::BN * F::KC; i += F::NT) {
-            const int r = i / F::KC, kk = i % F::KC;
-            const bool ok = n0 + r < F::N && k0 + kk < F::K;
-            bnn_cp4(ws + r * T::LD + kk, ok ? w + (bnn_i64)(n0 + r) * F::K + k0 + kk : w, ok);
+        } else {
+            for (int i = tid; i < F::BN * F::KC; i += F::NT) {
+                const int r = i / F::KC, kk = i % F::KC;
+                const bool ok = n0 + r < F::N && k0 + kk < F::K;
+                bnn_cp4(ws + r * T::LD + kk, ok ? w + (bnn_i64)(n0 + r) * F::K + k0 + kk : w, ok);
+            }
         }
     };
     auto load_x = [&](int stage, int k0) {
@@ -951,12 +951,12 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
                 const bool ok = m0 + r < m_total && k0 + kk < F::K;
                 bnn_cp16(bnn_smem(xs + r * T::LD + kk), ok ? x + (bnn_i64)(m0 + r) * F::K + k0 + kk : x, ok ? 16 : 0);
             }
-            return;
-        }
-        for (int i = tid; i < T::XROWS * F::KC; i += F::NT) {
-            const int r = i / F::KC, kk = i % F::KC;
-            const bool ok = m0 + r < m_total && k0 + kk < F::K;
-            bnn_cp4(xs + r * T::LD + kk, ok ? x + (bnn_i64)(m0 + r) * F::K + k0 + kk : x, ok);
+        } else {
+            for (int i = tid; i < T::XROWS * F::KC; i += F::NT) {
+                const int r = i / F::KC, kk = i % F::KC;
+                const bool ok = m0 + r < m_total && k0 + kk < F::K;
+                bnn_cp4(xs + r * T::LD + kk, ok ? x + (bnn_i64)(m0 + r) * F::K + k0 + kk : x, ok);
+            }
         }
     };
 
@@ -974,7 +974,7 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
         if (s < T::NKC) load_x(s, s * F::KC);
         bnn_cp_commit();
     }
-    if (F::GS) { // the block's items' bits, then their pooled rows
+    if constexpr (F::GS != 0) { // the block's items' bits, then their pooled rows
         const int rows = m_total - m0 < F::BM ? m_total - m0 : F::BM;
         const unsigned *xb = (const unsigned *)xv + (bnn_i64)m0 * F::GS * F::GW;
         for (int i = tid; i < rows * F::GS * F::GW; i += F::NT) bnn_cp4((float *)(bits + i), (const float *)(xb + i), true);
@@ -995,9 +995,9 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
         const float *xs = F::GS ? xp + tm * F::TM * T::XLD + kc * F::KC : smem + kc % F::S * T::STAGE + tm * F::TM * T::LD;
         const float *ws = smem + kc % F::S * T::STAGE + (T::XROWS + tn) * T::LD;
         constexpr int XS = F::GS ? T::XLD : T::LD;
-        if (F::V4) { // 4 k a step from 16-byte loads (the rows' stride 4 mod 32 words: a quarter
-                     // warp's 8 loads of w in distinct banks, x's the same for all lanes), each
-                     // chain still one k after another
+        if constexpr (F::V4 != 0) { // 4 k a step from 16-byte loads (the rows' stride 4 mod 32
+                                    // words: a quarter warp's 8 loads of w in distinct banks, x's the
+                                    // same for all lanes), each chain still one k after another
 #pragma unroll 4
             for (int kk = 0; kk < F::KC; kk += 4) {
                 const float4 wv = *(const float4 *)(ws + kk);
@@ -1010,14 +1010,13 @@ __device__ __forceinline__ void bnn_dense_tile(int m_total, const void *xv, cons
                     acc[i] = __fadd_rn(acc[i], __fmul_rn(xq.w, wv.w));
                 }
             }
-            __syncthreads(); // before the stage is loaded again
-            continue;
-        }
+        } else {
 #pragma unroll 8
-        for (int kk = 0; kk < F::KC; ++kk) {
-            const float wv = ws[kk];
+            for (int kk = 0; kk < F::KC; ++kk) {
+                const float wv = ws[kk];
 #pragma unroll
-            for (int i = 0; i < F::TM; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(xs[i * XS + kk], wv));
+                for (int i = 0; i < F::TM; ++i) acc[i] = __fadd_rn(acc[i], __fmul_rn(xs[i * XS + kk], wv));
+            }
         }
         __syncthreads(); // before the stage is loaded again
     }
@@ -1100,7 +1099,7 @@ __device__ __forceinline__ void bnn_dense_few(int m_total, const void *xv, const
     bnn_few_rows<F>(ws, w + (bnn_i64)n0 * F::K, F::BN, F::N - n0); // constants: before the wait
     bnn_cp_commit();
     BNN_PDL_ENTER();
-    if (F::GS) {
+    if constexpr (F::GS != 0) {
         const unsigned *xb = (const unsigned *)xv + (bnn_i64)m0 * F::GS * F::GW;
         for (int i = tid; i < rows * F::GS * F::GW; i += F::NT) bnn_cp4((float *)(bits + i), (const float *)(xb + i), true);
         bnn_pool_values<F>((float *)(bits + T::BITS));
@@ -1110,7 +1109,7 @@ __device__ __forceinline__ void bnn_dense_few(int m_total, const void *xv, const
     bnn_cp_commit();
     bnn_cp_wait<0>();
     __syncthreads();
-    if (F::GS) {
+    if constexpr (F::GS != 0) {
         bnn_pool_bit_rows<F>(bits, (const float *)(bits + T::BITS), rows, xs, T::XLD);
         __syncthreads();
     }
