@@ -19,6 +19,8 @@ QuantReLU comes before the max-pool, a float head) at its reduced size, w1a2resn
   residual as codes, which --report counts, as it counts the global pool that reads the last
   block's codes), and starts with the stem's conv (writing codes),
   its fixup and the max-pool of codes, with no affine, relu or quantize step anywhere.
+- The stem fixup's weights: W [O][K] and, for its fixwin_gw alternative, P1 the same numbers as
+  [K/4][O][4] (fixup_weights).
 - bnncc -O3 compiles it for sm_90a and sm_80 (both CUBIN sections non-empty), and no qconv
   kernel of either has a stack frame or spills (its --report's `codegen: sm_...` lines).
 - Its outputs at batch 1 and 3 (and 17 on a GPU: the qconvs' batch alternatives) on random
@@ -155,6 +157,9 @@ def resnet(tmp, device):
     why = resd_layout(name, model, blob)
     if why:
         return fail(f"{name}: {why}")
+    why = fixup_weights(model, blob)
+    if why:
+        return fail(f"{name}: {why}")
     print(f"{name}: {steps} plan steps at -O3 ({PLAN_STEPS_BEFORE} before qconv2d_chain), "
           f"{len(lines) - steps} batch alternatives")
     # The stem (conv, batch-norm, relu, max-pool, quant) is one conv2d_chain with a quantizer:
@@ -266,6 +271,41 @@ def resd_layout(name, model, blob):
     if found != 3:
         return f"{found} kernel steps with QC_RESD, want 3"
     print(f"ok: {name}: the 3 fused downsamples' steps read the downsample's input, constants, weights and fast rows")
+    return None
+
+
+def fixup_weights(model, blob):
+    """The stem fixup's weights (lower.c, float_ops.cu bnn_conv2d_bits_fixwin and _gw): W the f32
+    weights [O][K] in the reference's k order (c, ky, kx), P1 the same as [K/4][O][4] with zeros
+    past K (fixwin_gw's 16-byte loads of 4 k a lane): the same numbers, so that a wrong layout
+    shows without a GPU (on one, the fixup from batch 64 would compute wrong sums)."""
+    b = open(blob, "rb").read()
+    wsec = blob_sections(b)[3]
+    wdata = lambda sl: np.frombuffer(b[wsec[0] + sl[2]:wsec[0] + sl[2] + sl[3]], np.float32)  # noqa: E731
+    p = run([BNNCC, "-O3", model, "--emit=cuda", "-o", "-"])
+    if p.returncode:
+        return f"bnncc --emit=cuda: {p.stderr.strip()}"
+    fixes = [(at, kname) for at, kind, kname in blob_steps(b)
+             if kind == STEP_KERNEL and kname.endswith("stemfix") and not struct.unpack_from("<I", b, at + 8)[0] & 4]
+    if len(fixes) != 1:
+        return f"{len(fixes)} main steps of the stem's fixup, want 1"
+    at, kname = fixes[0]
+    if not re.search(r"bnn_conv2d_bits_fixwin_gw<s\d+_stemfix_cfg>", p.stdout):
+        return f"{kname}: no bnn_conv2d_bits_fixwin_gw alternative (the codes stem's fixup from batch 64)"
+    cfg = re.search(r"struct %s_cfg \{(.*?)\};" % kname, p.stdout, re.S)
+    dims = dict(re.findall(r"\b(C|KH|KW|O) = (\d+)", cfg.group(1))) if cfg else {}
+    if len(dims) != 4:
+        return f"{kname}: its config's C, KH, KW, O not found"
+    o, k = int(dims["O"]), int(dims["C"]) * int(dims["KH"]) * int(dims["KW"])
+    w, q = wdata(blob_slot(b, at, SLOT_W)), wdata(blob_slot(b, at, SLOT_P1))
+    k4 = (k + 3) // 4
+    if w.size != o * k or q.size != k4 * o * 4:
+        return f"{kname}: W {w.size} and P1 {q.size} floats, want {o} x {k} and {k4} x {o} x 4"
+    want = np.zeros((k4 * 4, o), np.float32)
+    want[:k] = w.reshape(o, k).T
+    if not np.array_equal(q.reshape(k4, o, 4), want.reshape(k4, 4, o).transpose(0, 2, 1)):
+        return f"{kname}: P1 is not W as [K/4][O][4]"
+    print(f"ok: {kname}: the fixup's weights [O][K] = {o} x {k} and, for fixwin_gw, [K/4][O][4]")
     return None
 
 
