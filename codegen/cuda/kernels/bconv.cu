@@ -480,10 +480,8 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     constexpr int RH = BC_RESD_H, RW = BC_RESD_W, RSH = BC_RESD_SH, RSW = BC_RESD_SW, RCWP = BC_RESD_CWP;
     static_assert(BC_HALO_BITS && BC_RESW == 0 && RCWP % 4 == 0 && RCWP * 32 >= RK, "BC_RESD");
     static_assert((OH - 1) * RSH < RH && (OW - 1) * RSW < RW, "BC_RESD: the 1x1 conv's output is this conv's");
-#else
-    constexpr int RCWP = 4;
-#endif
     constexpr int RCH = (RCWP + 7) / 8;
+#endif
     constexpr unsigned RSZ = RK ? BC_BN * bnn_resd_row(RK) * 2 + BC_BN * 4 : 0;
     constexpr int TH = BC_TH, TW = BC_TW, BM = TH * TW, BN = BC_BN, NW = BC_WM, T = NW * 32;
     static_assert(BC_WN == 1, "BC_HALO: BC_WM warps of one column each (BC_WN 1)");
@@ -541,10 +539,11 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     for (int i = tid; i < (int)RSZ / 16; i += T) // RESD: the block's threshold rows and bases
         bnn_cp16(sB + BSZ + 16 + NW * WSZ + TSZ + i * 16, P + NBX * (TSZ / 4) + (long long)blockIdx.x * (RSZ / 4) + i * 4,
                  16);
+#if BC_RESD > 0
     const short *tj = (const short *)(bnn_dsmem + BSZ + 16 + NW * WSZ + TSZ);
     const int *tb = (const int *)(bnn_dsmem + BSZ + 16 + NW * WSZ + TSZ + (RSZ - BN * 4));
     const unsigned *w1f = (const unsigned *)(P + NBX * (TSZ / 4) + NBX * (RSZ / 4)) + blockIdx.x * (NI * RCH * 64);
-    (void)tj, (void)tb, (void)w1f;
+#endif
     auto load_halo = [&](int t, unsigned dst) { // tile t's halo, by this warp's lanes
         const int n = t / TYX, ih0 = t % TYX / TX * TH * SH - PT, iw0 = t % TX * TW * SW - PL;
         for (int i = lane; i < HH * HWD * CCR; i += 32) {
@@ -596,8 +595,8 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
 
         // RESD: this tile's rows of R at the 1x1 conv's pixels as A fragments (row g, g + 8 of
         // each m16 tile; words t, 4 + t of each 8-word k256 step), loaded under the main loop.
-        unsigned a1[RK ? RCH : 1][MI][4];
 #if BC_RESD > 0
+        unsigned a1[RCH][MI][4];
 #pragma unroll
         for (int ch = 0; ch < RCH; ++ch)
 #pragma unroll
