@@ -703,9 +703,9 @@ static inline int blob_qresd_fast_row(const int32_t *d, const float *ep, int64_t
             glo = g < glo ? g : glo;
             hhi = h > hhi ? h : hhi;
         }
-        if (il > ih && (ends >> (2 * l) & 1) == (ends >> (2 * l + 1) & 1)) /* one status at every d: */
-            blob_qresd_set_level(row, l, (ends >> (2 * l) & 1) ? -inf : inf, (ends >> (2 * l) & 1) ? -inf : inf,
-                                 INT32_MIN, INT32_MAX); /* decided by the bounds, inside everywhere */
+        const float every = (ends >> (2 * l) & 1) ? -inf : inf; /* the bounds of one status at every d */
+        if (il > ih && (ends >> (2 * l) & 1) == (ends >> (2 * l + 1) & 1))
+            blob_qresd_set_level(row, l, every, every, INT32_MIN, INT32_MAX); /* decided by them, inside everywhere */
         else
             blob_qresd_set_level(row, l, glo, hhi, (int32_t)(il - a1), (int32_t)(ih - a1));
     }

@@ -2410,8 +2410,8 @@ static void tile_kernel(Lower *L, LStep *st, const char *tag, char *cfg, const c
     blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows);
 }
 
-/* The dense step's kernel: bnn_dense_tile, 128 threads a block. Few outputs (a classifier),
- * or narrow: 16 or 32 columns and one row per thread, K in chunks of 128, so that small batches
+/* The dense step's kernel: bnn_dense_tile. Few outputs (a classifier), or narrow: 128 threads,
+ * 16 or 32 columns and one row per thread, K in chunks of 128, so that small batches
  * still spread over SMs and each thread's serial k loop is all the latency; more outputs: 64
  * columns x 4 rows per thread, 256 threads (without a pool), a block reusing its weight chunk
  * for 16 rows (ResNet's 512 -> 1000 at batch 256 on an H200: 128 threads and 8 rows 0.032 ms,

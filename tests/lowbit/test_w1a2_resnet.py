@@ -154,10 +154,10 @@ def resnet(tmp, device):
     if not qr or qr.group(1) != "3":
         return fail(f"{name}: --report counts {qr.group(1) if qr else 'no'} convs computing their downsample, want 3 "
                     f"(stages 2-4's first blocks: qconv.cu QC_RESD)")
-    why = resd_layout(name, model, blob)
-    if why:
-        return fail(f"{name}: {why}")
-    why = fixup_weights(model, blob)
+    cu = run([BNNCC, "-O3", model, "--emit=cuda", "-o", "-"])  # the kernels' source, which both checks read
+    if cu.returncode:
+        return fail(f"{name}: bnncc --emit=cuda: {cu.stderr.strip()}")
+    why = resd_layout(name, cu.stdout, blob) or fixup_weights(cu.stdout, blob)
     if why:
         return fail(f"{name}: {why}")
     print(f"{name}: {steps} plan steps at -O3 ({PLAN_STEPS_BEFORE} before qconv2d_chain), "
@@ -203,7 +203,7 @@ def resnet(tmp, device):
 STEP_KERNEL, STEP_QCONV, FLAG_CPU_ONLY, SLOT_IN, SLOT_IN2, SLOT_OUT, SLOT_W, SLOT_P0, SLOT_P1 = 16, 20, 1, 0, 1, 2, 3, 4, 5
 
 
-def resd_layout(name, model, blob):
+def resd_layout(name, src, blob):
     """The data of each kernel step that computes its residual's downsample (qconv.cu QC_RESD,
     lower.c lower_qconv_resd), against the CPU-only steps it stands for: the downsample D (the
     CPU-only qconv step whose output is the chain step's in2) and the chain step (CPU-only, right
@@ -211,9 +211,6 @@ def resd_layout(name, model, blob):
     weight rows; the kernel's QC_RESD_* = D's geometry and chain (its descriptor p1)."""
     b = open(blob, "rb").read()
     wsec = blob_sections(b)[3]
-    p = run([BNNCC, "-O3", model, "--emit=cuda", "-o", "-"])
-    if p.returncode:
-        return f"bnncc --emit=cuda: {p.stderr.strip()}"
     steps = blob_steps(b)
     flags = lambda at: struct.unpack_from("<I", b, at + 8)[0]  # noqa: E731
     params = lambda at: struct.unpack_from("<24q", b, at + 456)  # noqa: E731 (BlobQconvParams' order)
@@ -221,7 +218,7 @@ def resd_layout(name, model, blob):
     found = 0
     for i, (at, kind, kname) in enumerate(steps):
         m = re.search(r"#define QC_NAME %s\n(.*?)#include|#define QC_NAME %s\n(.*?)// qconv\.cu" % (kname, kname),
-                      p.stdout, re.S) if kind == STEP_KERNEL and kname else None
+                      src, re.S) if kind == STEP_KERNEL and kname else None
         block = m and (m.group(1) or m.group(2))
         if not block or "#define QC_RESD 1" not in block:
             continue
@@ -274,7 +271,7 @@ def resd_layout(name, model, blob):
     return None
 
 
-def fixup_weights(model, blob):
+def fixup_weights(src, blob):
     """The stem fixup's weights (lower.c, float_ops.cu bnn_conv2d_bits_fixwin and _gw): W the f32
     weights [O][K] in the reference's k order (c, ky, kx), P1 the same as [K/4][O][4] with zeros
     past K (fixwin_gw's 16-byte loads of 4 k a lane): the same numbers, so that a wrong layout
@@ -282,17 +279,14 @@ def fixup_weights(model, blob):
     b = open(blob, "rb").read()
     wsec = blob_sections(b)[3]
     wdata = lambda sl: np.frombuffer(b[wsec[0] + sl[2]:wsec[0] + sl[2] + sl[3]], np.float32)  # noqa: E731
-    p = run([BNNCC, "-O3", model, "--emit=cuda", "-o", "-"])
-    if p.returncode:
-        return f"bnncc --emit=cuda: {p.stderr.strip()}"
     fixes = [(at, kname) for at, kind, kname in blob_steps(b)
              if kind == STEP_KERNEL and kname.endswith("stemfix") and not struct.unpack_from("<I", b, at + 8)[0] & 4]
     if len(fixes) != 1:
         return f"{len(fixes)} main steps of the stem's fixup, want 1"
     at, kname = fixes[0]
-    if not re.search(r"bnn_conv2d_bits_fixwin_gw<s\d+_stemfix_cfg>", p.stdout):
+    if not re.search(r"bnn_conv2d_bits_fixwin_gw<s\d+_stemfix_cfg>", src):
         return f"{kname}: no bnn_conv2d_bits_fixwin_gw alternative (the codes stem's fixup from batch 64)"
-    cfg = re.search(r"struct %s_cfg \{(.*?)\};" % kname, p.stdout, re.S)
+    cfg = re.search(r"struct %s_cfg \{(.*?)\};" % kname, src, re.S)
     dims = dict(re.findall(r"\b(C|KH|KW|O) = (\d+)", cfg.group(1))) if cfg else {}
     if len(dims) != 4:
         return f"{kname}: its config's C, KH, KW, O not found"

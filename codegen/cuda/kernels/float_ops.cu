@@ -2145,11 +2145,12 @@ __device__ __forceinline__ void bnn_conv2d_bits_fixwin(int batch, const float *x
         if (pl >= T::BM || o >= F::O) continue; // not a list the conv wrote (bnnrun --profile-graph leaves it out)
         // With an even stride along x a tile's entries all start on floats of one parity (the
         // window's rows are whole 16-byte chunks): their taps from 8-byte loads (P)
-        const float *const xt = win + ry * FX::SCA + sh + rx;
-        constexpr bool PAIRS = F::SW % 2 == 0 && F::DW == 1;
-        const float sum = !PAIRS ? bnn_fixwin_sum<F, GW, -1>(xt, GW ? w32 : ws, o)
-                          : (sh & 1) ? bnn_fixwin_sum<F, GW, PAIRS ? 1 : -1>(xt, GW ? w32 : ws, o)
-                                     : bnn_fixwin_sum<F, GW, PAIRS ? 0 : -1>(xt, GW ? w32 : ws, o);
+        const float *const xt = win + ry * FX::SCA + sh + rx, *const wsum = GW ? w32 : ws;
+        float sum;
+        if constexpr (F::SW % 2 == 0 && F::DW == 1)
+            sum = sh & 1 ? bnn_fixwin_sum<F, GW, 1>(xt, wsum, o) : bnn_fixwin_sum<F, GW, 0>(xt, wsum, o);
+        else
+            sum = bnn_fixwin_sum<F, GW, -1>(xt, wsum, o);
         bnn_conv2d_bits_set<F>(y, item, T::pixel(mt, pl), o, BnnChainK<F>(o, b, chain).code(sum));
     }
     bnn_cp_wait<0>(); // a block without a tile: no copy into shared memory outlives it

@@ -966,6 +966,10 @@ BNN_QC_FN int QC_CAT(QC_NAME, fast_level)(const float *fr, int l, float x, int d
         return __float_as_int(fr[2]) >> (2 * l + (d > ih)) & 1;
     return x > lv[1] ? 1 : x < lv[0] ? 0 : -1;
 }
+// resd_rows' x = fma(kappa, d, sgn * v) of accumulator v and D's dot d, with fast row fr.
+BNN_QC_FN float QC_CAT(QC_NAME, resd_x)(const float *fr, int v, int d) {
+    return __fmaf_rn(fr[0], __int2float_rn(d), __fmul_rn(fr[1], __int2float_rn(v)));
+}
 // The codes of a warp's 16 tile rows with the downsample inside (QC_RESD_FAST), a lane its
 // channel's (fr: its fast row): t the combined accumulators, rowpop16 their bipolar terms, r16
 // D's dots (resd16's int bits, [row][33]). Element (v, d) takes x = fma(kappa, d, sgn * v),
@@ -992,7 +996,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, resd_rows)(int (*t)[33], const int *rowpop16, con
 #endif
     for (int r = 0; r < 16; r++) {
         const int v = t[r][lane] - (QC_WBIPOLAR ? rowpop16[r] : 0), d = __float_as_int(r16[r * 33 + lane]);
-        const float x = __fmaf_rn(fr[0], __int2float_rn(d), __fmul_rn(fr[1], __int2float_rn(v)));
+        const float x = QC_CAT(QC_NAME, resd_x)(fr, v, d);
         const bool c0 = x > fr[5], c1 = x > fr[9], c2 = x > fr[13];
         const bool undecided = !(c0 || x < fr[4]) || !(c1 || x < fr[8]) || !(c2 || x < fr[12]) || d < dl || d > dh;
         QC_RESD_FAST_COUNT();
@@ -1005,7 +1009,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, resd_rows)(int (*t)[33], const int *rowpop16, con
             const int r = __ffs((int)left) - 1;
             left &= left - 1u;
             const int v = t[r][lane] - (QC_WBIPOLAR ? rowpop16[r] : 0), d = __float_as_int(r16[r * 33 + lane]);
-            const float x = __fmaf_rn(fr[0], __int2float_rn(d), __fmul_rn(fr[1], __int2float_rn(v)));
+            const float x = QC_CAT(QC_NAME, resd_x)(fr, v, d);
             int code = 0;
             if (d < dl || d > dh)
                 QC_RESD_FAST_OUT();
