@@ -1930,9 +1930,20 @@ __device__ __forceinline__ void bnn_conv2d_mma_tile(bnn_i64 tile, bool first, co
         }
         constexpr int NF = F::QP + F::NANF, PXW = F::OUTW * NF; // words a pixel
         unsigned *yb = (unsigned *)y + item * T::P * PXW;
-        for (int i = tid; i < T::BM * 2 * NF; i += 256) { // the block's 2 words a pixel and plane
-            const int f = i / (2 * T::BM), pl = i % (2 * T::BM) / 2, wo = o0 / 32 + (i & 1), p = pixel(pl);
-            if (p >= 0 && wo < F::OUTW) yb[(bnn_i64)p * PXW + f * F::OUTW + wo] = words[i];
+        // A thread a pixel and plane: the tile's 2 words of it, one 8-byte store where a pixel's
+        // words come in aligned pairs (OUTW even; o0 / 32 is). (A thread a word, the first form,
+        // spent some 160 instructions a warp on the indices of its 3 stores: docs/perf.md stop 49.)
+        for (int i = tid; i < T::BM * NF; i += 256) {
+            const int f = i / T::BM, pl = i % T::BM, p = pixel(pl);
+            if (p < 0) continue;
+            const uint2 v = *(const uint2 *)(words + (f * T::BM + pl) * 2);
+            unsigned *const d = yb + (bnn_i64)p * PXW + f * F::OUTW + o0 / 32;
+            if (F::OUTW % 2 == 0) {
+                *(uint2 *)d = v;
+            } else {
+                d[0] = v.x;
+                if (o0 / 32 + 1 < F::OUTW) d[1] = v.y;
+            }
         }
         constexpr int W0 = F::OP / 32, NZ = F::OUTW > W0 ? F::OUTW - W0 : 1; // NZ: words past OP's
         if (F::OUTW > W0 && o0 + T::BN == F::OP) // the last channel tile zeroes them
