@@ -250,8 +250,8 @@ static inline int bnn_halo_choose(int c, int oh, int ow, int o, int kh, int kw, 
 }
 
 /* The halo-tile qconv (QC_HALO 1, qconv.cu): a block's dynamic shared memory (QC_HSMEM), which
- * it checks on entry: the weight slice (wb planes x KH*KW taps x ceil(C/128) 16-byte chunks x
- * 32*wn rows), two halos of xb planes (HH rows of HWS slots per chunk), a zero line, the
+ * it checks on entry: the weight slice (wb planes x KH*KW taps, or with C <= 64 and KW > 1
+ * KH*ceil(KW/2) pairs of taps, x ceil(C/128) 16-byte chunks x 32*wn rows), two halos of xb planes (HH rows of HWS slots per chunk), a zero line, the
  * popcount of each halo slot and of each tile row, and each warp's staged residual, resw words a
  * tile row (0 without one; 33 for a chain's f32 residual; QC_RW for a residual read as codes). */
 static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, int dw, int th, int tw, int wn,
@@ -259,7 +259,8 @@ static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, 
     int she = kh == 1 ? 1 : sh, swe = kw == 1 ? 1 : sw;
     int ccr = (c + 127) / 128, hh = (th - 1) * she + (kh - 1) * dh + 1, hwd = (tw - 1) * swe + (kw - 1) * dw + 1;
     int hws = tw % 8 == 0 && swe == 1 ? hwd : she == 1 ? bnn_halo_ws(hwd, tw * swe) : hwd, nhp = hh * hws;
-    return wb * kh * kw * ccr * 32 * wn * 16 + 2 * xb * ccr * nhp * 16 + 16 + 4 * nhp + 4 * th * tw +
+    int kwi = c <= 64 && kw > 1 ? (kw + 1) / 2 : kw; /* items a kernel row (QC_PAIR: taps in pairs) */
+    return wb * kh * kwi * ccr * 32 * wn * 16 + 2 * xb * ccr * nhp * 16 + 16 + 4 * nhp + 4 * th * tw +
            wn * th * tw * resw * 4;
 }
 

@@ -305,6 +305,38 @@ typedef struct Case {
 #define S_GY 2
 #include "qconv_emu_case.h"
 
+/* Taps in pairs (QC_PAIR, C <= 64 and KW > 1) along an even kernel row of taps 2 apart, strided
+ * along it: a halo slot's second half is the pixel DW = 2 slots on, pad code 2 in both halves.
+ * (Its second tap's offset broken, or the pairs' last half, fails it.) */
+#define S_ID p1
+#define S_NAME "bipolar w1 a2, C 48, 2x4 dilation 1x2, strides 1x2, pad code 2, taps in pairs"
+#define S_C 48
+#define S_H 7
+#define S_W 13
+#define S_O 40
+#define S_KH 2
+#define S_KW 4
+#define S_SW 2
+#define S_DW 2
+#define S_PT 1
+#define S_PL 3
+#define S_OH 8
+#define S_OW 7
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_PAD_CODE 2
+#define S_EPI 2
+#define S_L 3
+#define S_YB 2
+#define S_LDW 2
+#define S_LDY 2
+#define S_TH 4
+#define S_TW 8
+#define S_WM 1
+#define S_WN 2
+#include "qconv_emu_case.h"
+
 #define S_ID o9
 #define S_NAME "bipolar w1 a2, C 64, 3x3, 31 levels (thresholds read a row at a time), 5 planes out"
 #define S_C 64
@@ -548,7 +580,7 @@ typedef struct Case {
 
 static const Case *const cases[] = {&case_t8, &case_t9, &case_t12, &case_t13, &case_t14, &case_t23, &case_t24,
                                     &case_o1, &case_o2, &case_o3, &case_o4, &case_o5, &case_o6, &case_o7, &case_o8,
-                                    &case_o9, &case_a9, &case_a28, &case_r1, &case_r2, &case_r3, &case_r4,
+                                    &case_o9, &case_p1, &case_a9, &case_a28, &case_r1, &case_r2, &case_r3, &case_r4,
                                     &case_r1f, &case_r2f, &case_r3f, &case_r4f};
 
 static uint32_t rng_state = 777;

@@ -111,6 +111,10 @@ static inline void bnn_qh_st16(unsigned a, unsigned x, unsigned y, unsigned z, u
     unsigned v[4] = {x, y, z, w};
     memcpy(emu_at(a, 16, 16), v, 16);
 }
+static inline void bnn_qh_st8(unsigned a, unsigned x, unsigned y) {
+    unsigned v[2] = {x, y};
+    memcpy(emu_at(a, 8, 8), v, 8);
+}
 static inline void bnn_qh_ld16(unsigned a, unsigned *v) { memcpy(v, emu_at(a, 16, 16), 16); }
 
 /* ldmatrix.sync.aligned.m8n8.x4.shared.b16: lanes 8j..8j+7 give the rows of matrix j (16

@@ -79,6 +79,9 @@ __device__ __forceinline__ void bnn_qc_mma(int *d, unsigned a0, unsigned a1, uns
 #define bnn_qh_wait1() bnn_cp_wait<1>()
 #define bnn_qh_wait2() bnn_cp_wait<2>()
 #define bnn_qh_st16(d, x, y, z, w) bnn_st16(d, x, y, z, w)
+__device__ __forceinline__ void bnn_qh_st8(unsigned d, unsigned x, unsigned y) {
+    asm volatile("st.shared.v2.u32 [%0], {%1, %2};\n" ::"r"(d), "r"(x), "r"(y) : "memory");
+}
 #define BNN_QC_UNROLL _Pragma("unroll")
 // A size-byte cp.async (16: .cg; 8 and 4: .ca, for 1 or 2 words a pixel), src_bytes 0 or size.
 __device__ __forceinline__ void bnn_qh_cp(unsigned dst, const void *src, int size, unsigned src_bytes) {
@@ -461,7 +464,14 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #define QC_BN (32 * QC_WN)
 #define QC_NT (QC_WM * QC_WN * 32)
 #define QC_CCR ((QC_C + 127) / 128)
-#define QC_NIT (QC_TAPS * QC_CCR)
+// Paired taps (QC_PAIR: C <= 64, so that a tap's words fill at most half of a 16-byte line, and
+// KW > 1): item i of a kernel row holds its taps 2i and 2i + 1, a halo slot's line its pixel's
+// words in the first 8 bytes and those of the pixel DW slots on (the next tap's) in the last 8,
+// so that a k128 half covers two taps. Unpaired, the w1a2 ResNet's 56x56 layers (C = 64) ran 5
+// MMAs a plane for their 9 taps, half of each k128 half zero words; paired, 3.
+#define QC_PAIR (QC_LDW <= 2 && QC_KW > 1)
+#define QC_KWI (QC_PAIR ? (QC_KW + 1) / 2 : QC_KW) // items a kernel row
+#define QC_NIT (QC_KH * QC_KWI * QC_CCR)
 #define QC_FH (QC_KH == 1 ? QC_SH : 1) // input rows per halo row
 #define QC_FW (QC_KW == 1 ? QC_SW : 1)
 #define QC_SHE (QC_SH / QC_FH) // output stride inside the halo
@@ -513,19 +523,30 @@ BNN_QC_FN void QC_CAT(QC_NAME, halo)(const unsigned *X, int tl, unsigned dst, in
         const bool in = ih >= 0 && ih < QC_H && iw >= 0 && iw < QC_W;
         const unsigned *src = X + (long long)n * QC_XB * QC_PLANE + ((long long)ih * QC_W + iw) * QC_LDW;
         const unsigned d = dst + (hy * QC_HWS + hx) * 16;
+        // (QC_PAIR: the pixel's words go to the first half of its slot and to the last half of
+        // the slot DW before it, whose item's second tap it is)
+        const bool left = QC_PAIR && hx >= QC_DW;
         for (int p = 0; p < QC_XB; p++)
             for (int cc = 0; cc < QC_CCR; cc++) {
-                const unsigned dc = d + (p * QC_CCR + cc) * QC_NHP * 16;
+                const unsigned dc = d + (p * QC_CCR + cc) * QC_NHP * 16, dl = dc - QC_DW * 16 + 8;
                 if (in) {
-                    bnn_qh_cp(dc, src + (long long)p * QC_PLANE + 4 * cc, QC_LDW >= 4 ? 16 : 4 * QC_LDW,
-                              QC_LDW >= 4 ? 16u : 4u * QC_LDW);
+                    const unsigned *const sp = src + (long long)p * QC_PLANE + 4 * cc;
+                    bnn_qh_cp(dc, sp, QC_LDW >= 4 ? 16 : 4 * QC_LDW, QC_LDW >= 4 ? 16u : 4u * QC_LDW);
+                    if (left)
+                        bnn_qh_cp(dl, sp, 4 * QC_LDW, 4u * QC_LDW);
                 } else {
                     unsigned w[4];
                     for (int k = 0; k < 4; k++) {
                         const int bits = QC_C - 32 * (4 * cc + k);
                         w[k] = !((QC_PAD_CODE >> p) & 1) || bits <= 0 ? 0u : bits >= 32 ? 0xffffffffu : (1u << bits) - 1u;
                     }
-                    bnn_qh_st16(dc, w[0], w[1], w[2], w[3]);
+                    if (QC_PAIR) { // (w[2], w[3] are zeros: LDW <= 2)
+                        bnn_qh_st8(dc, w[0], w[1]);
+                        if (left)
+                            bnn_qh_st8(dl, w[0], w[1]);
+                    } else {
+                        bnn_qh_st16(dc, w[0], w[1], w[2], w[3]);
+                    }
                 }
             }
     }
@@ -1088,9 +1109,12 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     __syncthreads();
     for (int i = tid; i < QC_WB * QC_NIT * QC_BN; i += QC_NT) {
         const int j = i % QC_NIT, ol = i / QC_NIT % QC_BN, q = i / QC_NIT / QC_BN, o = blockIdx.x * QC_BN + ol;
-        const unsigned *src = W + ((long long)q * QC_O + (o < QC_O ? o : 0)) * QC_KROW + j / QC_CCR * QC_LDW + j % QC_CCR * 4;
-        bnn_qh_cp(sB + ((q * QC_NIT + j) * QC_BN + ol) * 16, src, QC_LDW >= 4 ? 16 : 4 * QC_LDW,
-                  o < QC_O ? (QC_LDW >= 4 ? 16u : 4u * QC_LDW) : 0u);
+        const int ti = j / QC_CCR, tap = ti / QC_KWI * QC_KW + (QC_PAIR ? 2 : 1) * (ti % QC_KWI); // its (first) tap
+        const unsigned *src = W + ((long long)q * QC_O + (o < QC_O ? o : 0)) * QC_KROW + tap * QC_LDW + j % QC_CCR * 4;
+        const unsigned dst = sB + ((q * QC_NIT + j) * QC_BN + ol) * 16;
+        bnn_qh_cp(dst, src, QC_LDW >= 4 ? 16 : 4 * QC_LDW, o < QC_O ? (QC_LDW >= 4 ? 16u : 4u * QC_LDW) : 0u);
+        if (QC_PAIR && tap % QC_KW + 1 < QC_KW) // the row's next tap (past its last: the zero half)
+            bnn_qh_cp(dst + 8, src + QC_LDW, 4 * QC_LDW, o < QC_O ? 4u * QC_LDW : 0u);
     }
     QC_CAT(QC_NAME, halo)(X, blockIdx.y, sA0, tid);
     bnn_qh_commit(); // with the weights
@@ -1136,7 +1160,8 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
                 for (int cc = 0; cc < QC_CCR; cc++) {
                     unsigned v[4];
                     bnn_qh_ld16(sA + ((p * QC_CCR + cc) * QC_NHP + s) * 16, v);
-                    c += (__popc(v[0]) + __popc(v[1]) + __popc(v[2]) + __popc(v[3])) << p;
+                    // (QC_PAIR: the slot's own pixel, its first half)
+                    c += (__popc(v[0]) + __popc(v[1]) + (QC_PAIR ? 0 : __popc(v[2]) + __popc(v[3]))) << p;
                 }
             hpop[s] = c;
         }
@@ -1158,8 +1183,9 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             // Items 2k (k128 half lo: lanes 0-15) and 2k+1 (hi: lanes 16-31; past NIT the zero
             // line of B, A any row).
             const int jl = 2 * k, jh = 2 * k + 1 < QC_NIT ? 2 * k + 1 : 2 * k, j = (lane >> 4) ? jh : jl;
-            const unsigned ao = sA + ((j % QC_CCR) * QC_NHP + j / QC_CCR / QC_KW * QC_DH * QC_HWS +
-                                      j / QC_CCR % QC_KW * QC_DW) * 16;
+            const int ti = j / QC_CCR; // (its first tap: row ti / KWI, column (QC_PAIR ? 2 : 1) (ti % KWI))
+            const unsigned ao = sA + ((j % QC_CCR) * QC_NHP + ti / QC_KWI * QC_DH * QC_HWS +
+                                      (QC_PAIR ? 2 : 1) * (ti % QC_KWI) * QC_DW) * 16;
             unsigned a[QC_XB][QC_MI][4];
             for (int p = 0; p < QC_XB; p++)
                 for (int mi = 0; mi < QC_MI; mi++)
@@ -1458,6 +1484,8 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_BN
 #undef QC_NT
 #undef QC_CCR
+#undef QC_PAIR
+#undef QC_KWI
 #undef QC_NIT
 #undef QC_FH
 #undef QC_FW
