@@ -470,6 +470,9 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 // so that a k128 half covers two taps. Unpaired, the w1a2 ResNet's 56x56 layers (C = 64) ran 5
 // MMAs a plane for their 9 taps, half of each k128 half zero words; paired, 3.
 #define QC_PAIR (QC_LDW <= 2 && QC_KW > 1)
+#if (QC_LDW <= 2) != (QC_C <= 64)
+#error "qconv.cu: the halo kernel's LDW must be lower.c's image_ldw(C) (kernels.h bnn_qhalo_smem pairs taps where C <= 64)"
+#endif
 #define QC_KWI (QC_PAIR ? (QC_KW + 1) / 2 : QC_KW) // items a kernel row
 #define QC_NIT (QC_KH * QC_KWI * QC_CCR)
 #define QC_FH (QC_KH == 1 ? QC_SH : 1) // input rows per halo row
