@@ -447,7 +447,8 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 // Shared memory (all 16-byte lines; QC_HSMEM bytes, kernels.h bnn_qhalo_smem mirrors it):
 //   weights, once per block: line ((q*NIT + j)*BN + o) = 16-byte chunk cc of tap `tap` of
 //     weight plane q, channel o, for the items j = tap*CCR + cc over the CCR = ceil(C/128) chunks
-//     that hold real channels (with QC_LDW < 4 a chunk is the tap's LDW words and zero words);
+//     that hold real channels (with QC_LDW < 4 a chunk is the tap's LDW words and zero words;
+//     with QC_PAIR, below, an item is two taps of a kernel row, each in half a line);
 //   two input halos (the next tile's loads while this one computes): line ((p*CCR + cc)*NHP +
 //     s) = chunk cc of activation plane p at halo slot s = hy*HWS + hx, the HH x HWD input
 //     pixels the tile's taps read (along a 1-wide kernel axis only every stride-th one), a
