@@ -49,6 +49,10 @@ inline void bnn_qc_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
     const unsigned a[4] = {a0, a1, a2, a3};
     emu_bmma(*reinterpret_cast<int(*)[4]>(d), a, b0, b1);
 }
+inline void bnn_qh_st8(unsigned a, unsigned x, unsigned y) {
+    const unsigned v[2] = {x, y};
+    memcpy(emu_at(a, 8, 8), v, 8);
+}
 inline void bnn_qh_ld16(unsigned a, unsigned *v) { memcpy(v, emu_at(a, 16, 16), 16); }
 inline void bnn_qh_ldsm4(unsigned a, unsigned *r) { emu_ldsm4(a, r[0], r[1], r[2], r[3]); }
 
