@@ -251,9 +251,10 @@ static inline int bnn_halo_choose(int c, int oh, int ow, int o, int kh, int kw, 
 
 /* The halo-tile qconv (QC_HALO 1, qconv.cu): a block's dynamic shared memory (QC_HSMEM), which
  * it checks on entry: the weight slice (wb planes x KH*KW taps, or with C <= 64 and KW > 1
- * KH*ceil(KW/2) pairs of taps, x ceil(C/128) 16-byte chunks x 32*wn rows), two halos of xb planes (HH rows of HWS slots per chunk), a zero line, the
- * popcount of each halo slot and of each tile row, and each warp's staged residual, resw words a
- * tile row (0 without one; 33 for a chain's f32 residual; QC_RW for a residual read as codes). */
+ * KH*ceil(KW/2) pairs of taps, x ceil(C/128) 16-byte chunks x 32*wn rows), two halos of xb
+ * planes (HH rows of HWS slots per chunk), a zero line, the popcount of each halo slot and of
+ * each tile row, and each warp's staged residual, resw words a tile row (0 without one; 33 for
+ * a chain's f32 residual; QC_RW for a residual read as codes). */
 static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, int dw, int th, int tw, int wn,
                                  int xb, int wb, int resw) {
     int she = kh == 1 ? 1 : sh, swe = kw == 1 ? 1 : sw;

@@ -476,6 +476,8 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #endif
 #define QC_KWI (QC_PAIR ? (QC_KW + 1) / 2 : QC_KW) // items a kernel row
 #define QC_NIT (QC_KH * QC_KWI * QC_CCR)
+// Item j's (first) tap, ky * KW + kx: the weights' staging and the main loop's halo offsets.
+#define QC_ITEM_TAP(j) ((j) / QC_CCR / QC_KWI * QC_KW + (QC_PAIR ? 2 : 1) * ((j) / QC_CCR % QC_KWI))
 #define QC_FH (QC_KH == 1 ? QC_SH : 1) // input rows per halo row
 #define QC_FW (QC_KW == 1 ? QC_SW : 1)
 #define QC_SHE (QC_SH / QC_FH) // output stride inside the halo
@@ -1113,7 +1115,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     __syncthreads();
     for (int i = tid; i < QC_WB * QC_NIT * QC_BN; i += QC_NT) {
         const int j = i % QC_NIT, ol = i / QC_NIT % QC_BN, q = i / QC_NIT / QC_BN, o = blockIdx.x * QC_BN + ol;
-        const int ti = j / QC_CCR, tap = ti / QC_KWI * QC_KW + (QC_PAIR ? 2 : 1) * (ti % QC_KWI); // its (first) tap
+        const int tap = QC_ITEM_TAP(j);
         const unsigned *src = W + ((long long)q * QC_O + (o < QC_O ? o : 0)) * QC_KROW + tap * QC_LDW + j % QC_CCR * 4;
         const unsigned dst = sB + ((q * QC_NIT + j) * QC_BN + ol) * 16;
         bnn_qh_cp(dst, src, QC_LDW >= 4 ? 16 : 4 * QC_LDW, o < QC_O ? (QC_LDW >= 4 ? 16u : 4u * QC_LDW) : 0u);
@@ -1187,9 +1189,8 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             // Items 2k (k128 half lo: lanes 0-15) and 2k+1 (hi: lanes 16-31; past NIT the zero
             // line of B, A any row).
             const int jl = 2 * k, jh = 2 * k + 1 < QC_NIT ? 2 * k + 1 : 2 * k, j = (lane >> 4) ? jh : jl;
-            const int ti = j / QC_CCR; // (its first tap: row ti / KWI, column (QC_PAIR ? 2 : 1) (ti % KWI))
-            const unsigned ao = sA + ((j % QC_CCR) * QC_NHP + ti / QC_KWI * QC_DH * QC_HWS +
-                                      (QC_PAIR ? 2 : 1) * (ti % QC_KWI) * QC_DW) * 16;
+            const int tap = QC_ITEM_TAP(j);
+            const unsigned ao = sA + ((j % QC_CCR) * QC_NHP + tap / QC_KW * QC_DH * QC_HWS + tap % QC_KW * QC_DW) * 16;
             unsigned a[QC_XB][QC_MI][4];
             for (int p = 0; p < QC_XB; p++)
                 for (int mi = 0; mi < QC_MI; mi++)
@@ -1490,6 +1491,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_CCR
 #undef QC_PAIR
 #undef QC_KWI
+#undef QC_ITEM_TAP
 #undef QC_NIT
 #undef QC_FH
 #undef QC_FW
