@@ -4865,7 +4865,7 @@ static int lower_qconv_rcode(Lower *L, const Node *n, int cs, const BlobQconvPar
     const QconvArgs qa = {.rows = qp.oh * qp.ow, .rcode = true};
     add_qconv_args(st, &qa);
     BnnQhaloAlt alts[2] = {{0, 0}, {0, 0}};
-    const int nalt = bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, 0, 0, alts);
+    const int nalt = bnn_qhalo_batch_alts(hl.c, hl.oh, hl.ow, hl.o, hl.kh, hl.kw, hl.sh, hl.sw, 0, 0, alts);
     add_qconv_batch_alts(L, (int)(st - L->steps), body, &hl, O, alts, nalt, &qa, tunable_alts(L, n, ncand));
     free(body);
     return 0;
@@ -5006,7 +5006,7 @@ static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvPara
     L->nqresd++;
     add_qconv_args(st, qa);
     BnnQhaloAlt alts[2];
-    const int nalt = bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, 1, qa->gpu_f32, alts);
+    const int nalt = bnn_qhalo_batch_alts(hl.c, hl.oh, hl.ow, hl.o, hl.kh, hl.kw, hl.sh, hl.sw, 1, qa->gpu_f32, alts);
     add_qconv_batch_alts(L, (int)(st - L->steps), body, &hl, O, alts, nalt, qa, tunable_alts(L, n, ncand));
     free(body);
     return 0;
@@ -5129,7 +5129,7 @@ static int lower_qconv(Lower *L, const Node *n) {
     add_qconv_args(st, &qa);
     /* The tiles of larger batches (bnn_qhalo_batch_alts) */
     BnnQhaloAlt qa_alt[2];
-    const int nalt = halo_body ? bnn_qhalo_batch_alts(hl.oh, hl.ow, hl.o, hl.kh, hl.kw, chain, qa.gpu_f32, qa_alt) : 0;
+    const int nalt = halo_body ? bnn_qhalo_batch_alts(hl.c, hl.oh, hl.ow, hl.o, hl.kh, hl.kw, hl.sh, hl.sw, chain, qa.gpu_f32, qa_alt) : 0;
     add_qconv_batch_alts(L, (int)(st - L->steps), halo_body, &hl, O, qa_alt, nalt, &qa, tunable_alts(L, n, ncand));
     free(halo_body);
     return 0;

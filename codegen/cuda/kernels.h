@@ -272,8 +272,12 @@ static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, 
  * busy at batch 1), bn = 64 (32 when O <= 32), each warp 32 channels; a warp takes two m16 tiles
  * of rows (one when the tile has 16 rows, or when nacc, the accumulator sets pos + neg of the
  * plane pairs, exceeds 4: registers), QC_MINB 2. Candidates v = 1..3 (bnncc --tune) take the
- * other tiles of bnn_halo_tiles, in its order, with the same rest. */
-enum { BNN_QHALO_VARIANTS = 4 };
+ * other tiles of bnn_halo_tiles, in its order, with the same rest; v = 4, 5 its 8x8 and 4x8
+ * tiles with bn = 128 (four warps across; only where O is a multiple of 128), which load each
+ * halo once for twice the channels: a stride-2 layer's halo is about four times its tile's
+ * pixels. (8x16 pixels of 128 channels, 16 warps at QC_MINB 1, won no layer of the w1a2
+ * ResNet-18 under bnncc --tune=256 on an H200: docs/perf.md stop 50.) */
+enum { BNN_QHALO_VARIANTS = 6, BNN_QHALO_WIDE = 4 };
 /* The rule's tile (an index in bnn_halo_tiles) of an oh x ow output of o channels. */
 static inline int bnn_qhalo_rule_tile(int oh, int ow, int o) {
     const int bn = o <= 32 ? 32 : 64;
@@ -282,16 +286,18 @@ static inline int bnn_qhalo_rule_tile(int oh, int ow, int o) {
 static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh,
                                     int dw, int xb, int wb, int nacc, int resw, BnnHaloCfg *cfg) {
     int bn = o <= 32 ? 32 : 64, tile = bnn_qhalo_rule_tile(oh, ow, o);
-    if (v < 0 || v >= BNN_QHALO_VARIANTS)
+    if (v < 0 || v >= BNN_QHALO_VARIANTS || (v >= BNN_QHALO_WIDE && o % 128 != 0))
         return -1;
-    if (v > 0) /* the v-th of the other tiles */
+    if (v >= BNN_QHALO_WIDE)
+        tile = 1 + v - BNN_QHALO_WIDE, bn = 128;
+    else if (v > 0) /* the v-th of the other tiles */
         tile = v - 1 < tile ? v - 1 : v;
     cfg->th = bnn_halo_tiles[tile][0];
     cfg->tw = bnn_halo_tiles[tile][1];
     int mi = cfg->th * cfg->tw >= 32 && nacc <= 4 ? 2 : 1;
     cfg->wm = cfg->th * cfg->tw / (16 * mi);
     cfg->minb = 2;
-    for (; bn >= 32; bn -= 32) {
+    for (; bn >= (v >= BNN_QHALO_WIDE ? 128 : 32); bn -= 32) {
         cfg->bn = bn;
         cfg->wn = bn / 32;
         cfg->smem = bnn_qhalo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, cfg->wn, xb, wb, resw);
@@ -326,11 +332,12 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
  * than half full of real pixels is not taken. chain: a qconv2d_chain; f32: its GPU kernel writes
  * its f32 value (not where only the CPU path reads it: lower.c plan_rcode). Returns how many. */
 enum { BNN_QHALO_ALT_BATCH = 4 }; /* the batch from which a 3x3 layer takes its larger tile */
+enum { BNN_QHALO_WIDE_BATCH = 64 }; /* ... and a stride-2 one its 128 channels a block */
 typedef struct BnnQhaloAlt {
     int variant, from;
 } BnnQhaloAlt;
-static inline int bnn_qhalo_batch_alts(int oh, int ow, int o, int kh, int kw, int chain, int f32,
-                                       BnnQhaloAlt alt[2]) {
+static inline int bnn_qhalo_batch_alts(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int chain,
+                                       int f32, BnnQhaloAlt alt[2]) {
     const long p = (long)oh * ow;
     const int one = kh == 1 && kw == 1;
     int tile[2] = {0, 0}, from[2] = {0, 0}, n = 0; /* a tile of bnn_halo_tiles (-1: the rule's) from a batch on */
@@ -359,6 +366,19 @@ static inline int bnn_qhalo_batch_alts(int oh, int ow, int o, int kh, int kw, in
     for (int i = 0; i < n; i++) { /* the tile as bnn_qhalo_variant's candidate: its mapping inverted */
         alt[i].variant = tile[i] < 0 || tile[i] == rule ? 0 : tile[i] < rule ? tile[i] + 1 : tile[i];
         alt[i].from = from[i];
+    }
+    /* A stride-2 3x3 threshold layer of 128k channels, with taps in pairs (C <= 64: 4x8 tiles) or
+     * into at most 8x8 pixels (8x8 tiles), then takes 128 channels a block (BNN_QHALO_WIDE) from
+     * batch 64: a stride-2 halo is about four times its tile's pixels, and one block loads it for
+     * all 128. On an H200 (docs/perf.md stop 50) the w1a2 ResNet-18's 56x56 -> 28x28 layer on 4x8
+     * tiles of 128 channels against 8x16 of 64: +7 / -1 / +11 / -1 / -5 / -17 % at batch 4 / 8 /
+     * 16 / 32 / 64 / 256; its 14x14 -> 7x7 layer on 8x8 of 128 against 8x8 of 64: +17 / +14 /
+     * +25 / -6 / -5 % at 4 / 8 / 32 / 64 / 256 (at 32, 128 blocks of 8 warps). The 28x28 -> 14x14
+     * layer (C 128) stays: bnncc --tune=256 kept 8x16 of 64 channels. */
+    if (n == 1 && sh == 2 && sw == 2 && !one && !chain && o % 128 == 0 && (c <= 64 || p <= 64)) {
+        alt[1].variant = BNN_QHALO_WIDE + (c <= 64 ? 1 : 0);
+        alt[1].from = BNN_QHALO_WIDE_BATCH;
+        n = 2;
     }
     return n;
 }

@@ -337,6 +337,97 @@ typedef struct Case {
 #define S_WN 2
 #include "qconv_emu_case.h"
 
+/* 128 channels a block (bnn_qhalo_variant's candidates from BNN_QHALO_WIDE: four warps across):
+ * w1 and w3 the stride-2 threshold layers of a w1a2 ResNet's stages 2 and 4 made small, on their
+ * batch alternatives' tiles (w1's taps in pairs; two column blocks, several tiles a block), w2 a
+ * chain with its f32 residual. */
+#define S_ID w1
+#define S_NAME "bipolar w1 a2, C 64 -> 256, 3x3 stride 2, 4x8 tiles of 128 channels (1 x 4 warps)"
+#define S_C 64
+#define S_H 16
+#define S_W 31
+#define S_O 256
+#define S_KH 3
+#define S_KW 3
+#define S_SH 2
+#define S_SW 2
+#define S_PT 1
+#define S_PL 1
+#define S_OH 8
+#define S_OW 16
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 2
+#define S_L 3
+#define S_YB 2
+#define S_LDW 2
+#define S_LDY 8
+#define S_TH 4
+#define S_TW 8
+#define S_WM 1
+#define S_WN 4
+#define S_GY 2
+#include "qconv_emu_case.h"
+
+#define S_ID w3
+#define S_NAME "bipolar w1 a2, C 256 -> 256, 3x3 stride 2 into 7x7, 8x8 tiles of 128 channels (2 x 4 warps)"
+#define S_C 256
+#define S_H 14
+#define S_W 13
+#define S_O 256
+#define S_KH 3
+#define S_KW 3
+#define S_SH 2
+#define S_SW 2
+#define S_PT 1
+#define S_PL 1
+#define S_OH 7
+#define S_OW 7
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 2
+#define S_L 3
+#define S_YB 2
+#define S_LDW 8
+#define S_LDY 8
+#define S_TH 8
+#define S_TW 8
+#define S_WM 2
+#define S_WN 4
+#include "qconv_emu_case.h"
+
+#define S_ID w2
+#define S_NAME "w1 a2, C 128, 3x3, a chain with its f32 residual, 8x8 tiles of 128 channels (2 x 4 warps)"
+#define S_C 128
+#define S_H 10
+#define S_W 11
+#define S_O 128
+#define S_KH 3
+#define S_KW 3
+#define S_PT 1
+#define S_PL 1
+#define S_OH 10
+#define S_OW 11
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_EPI 3
+#define S_L 1
+#define S_YB 2
+#define S_LDW 4
+#define S_LDY 4
+#define S_RES 1
+#define S_ORELU 1
+#define S_F32 1
+#define S_QHI 3
+#define S_TH 8
+#define S_TW 8
+#define S_WM 2
+#define S_WN 4
+#include "qconv_emu_case.h"
+
 #define S_ID o9
 #define S_NAME "bipolar w1 a2, C 64, 3x3, 31 levels (thresholds read a row at a time), 5 planes out"
 #define S_C 64
@@ -580,7 +671,7 @@ typedef struct Case {
 
 static const Case *const cases[] = {&case_t8, &case_t9, &case_t12, &case_t13, &case_t14, &case_t23, &case_t24,
                                     &case_o1, &case_o2, &case_o3, &case_o4, &case_o5, &case_o6, &case_o7, &case_o8,
-                                    &case_o9, &case_p1, &case_a9, &case_a28, &case_r1, &case_r2, &case_r3, &case_r4,
+                                    &case_o9, &case_p1, &case_w1, &case_w2, &case_w3, &case_a9, &case_a28, &case_r1, &case_r2, &case_r3, &case_r4,
                                     &case_r1f, &case_r2f, &case_r3f, &case_r4f};
 
 static uint32_t rng_state = 777;
@@ -916,11 +1007,27 @@ int main(void) {
         BnnQhaloAlt alt[2];
         BnnHaloCfg hc;
         const Case *s = &case_a9;
-        CHECK(bnn_qhalo_batch_alts(s->oh, s->ow, s->o, s->kh, s->kw, 1, 1, alt) == 1 && alt[0].variant == 2 &&
+        CHECK(bnn_qhalo_batch_alts(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, 1, 1, alt) == 1 && alt[0].variant == 2 &&
               alt[0].from == BNN_QHALO_ALT_BATCH);
         CHECK(bnn_qhalo_variant(2, s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->xb, s->wb,
                                 s->xb + s->wb - 1, 33, &hc) == 0 &&
               hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn);
+    }
+    /* the stride-2 threshold layers' batch alternatives are cases w1's and w3's tiles */
+    for (int k = 0; k < 2; k++) {
+        BnnQhaloAlt alt[2];
+        BnnHaloCfg hc;
+        const Case *s = k == 0 ? &case_w1 : &case_w3;
+        CHECK(bnn_qhalo_batch_alts(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, 0, 0, alt) == 2 &&
+              alt[0].variant < BNN_QHALO_WIDE && alt[0].from == BNN_QHALO_ALT_BATCH &&
+              alt[1].variant >= BNN_QHALO_WIDE && alt[1].from > alt[0].from);
+        CHECK(bnn_qhalo_variant(alt[1].variant, s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw,
+                                s->xb, s->wb, s->xb + s->wb - 1, 0, &hc) == 0 &&
+              hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn && hc.minb == 2);
+        /* as a chain (not measured): none */
+        const int na = bnn_qhalo_batch_alts(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, 1, 0, alt);
+        for (int i = 0; i < na; i++)
+            CHECK(alt[i].variant < BNN_QHALO_WIDE);
     }
     check_fast_rows();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
