@@ -259,10 +259,11 @@ static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, 
                                  int xb, int wb, int resw) {
     int she = kh == 1 ? 1 : sh, swe = kw == 1 ? 1 : sw;
     int ccr = (c + 127) / 128, hh = (th - 1) * she + (kh - 1) * dh + 1, hwd = (tw - 1) * swe + (kw - 1) * dw + 1;
-    int hws = tw % 8 == 0 && swe == 1 ? hwd : she == 1 ? bnn_halo_ws(hwd, tw * swe) : hwd, nhp = hh * hws;
-    int kwi = c <= 64 && kw > 1 ? (kw + 1) / 2 : kw; /* items a kernel row (QC_PAIR: taps in pairs) */
-    return wb * kh * kwi * ccr * 32 * wn * 16 + 2 * xb * ccr * nhp * 16 + 16 + 4 * nhp + 4 * th * tw +
-           wn * th * tw * resw * 4;
+    int pair = c <= 64 && kw > 1, kwi = pair ? (kw + 1) / 2 : kw; /* items a kernel row (QC_PAIR: taps in pairs) */
+    int half = pair && swe == 2 && dw == 1, hwc = half ? (hwd + 1) / 2 : hwd, swc = half ? 1 : swe; /* QC_HALF */
+    int hws = tw % 8 == 0 && swc == 1 ? hwc : she == 1 ? bnn_halo_ws(hwc, tw * swc) : hwc, nhp = hh * hws;
+    return wb * kh * kwi * ccr * 32 * wn * 16 + 2 * xb * ccr * nhp * 16 + 16 + 4 * hh * (half ? 2 * hws : hws) +
+           4 * th * tw + wn * th * tw * resw * 4;
 }
 
 /* The halo qconv's configuration (QC_TH, QC_TW, QC_WM, QC_WN, QC_MINB in cfg->th, tw, wm, wn,

@@ -337,6 +337,66 @@ typedef struct Case {
 #define S_WN 2
 #include "qconv_emu_case.h"
 
+/* Halved pairs (QC_HALF: taps in pairs at stride 2 along the row, dilation 1): a halo slot holds
+ * pixels 2j and 2j + 1, output column ox's item i reads slot ox + i, each pixel's popcount is kept
+ * apart. h1: unsigned 2-bit weights (no popcounts), a 2x4 kernel (two items a row), pad code 1,
+ * int32 out; h2: the w1a2 ResNet's stride-2 layer on its 8x16 tiles, overhanging the output. */
+#define S_ID h1
+#define S_NAME "unsigned w2 a2, C 40, 2x4 stride 2, pad code 1, halved pairs, int32 out"
+#define S_C 40
+#define S_H 9
+#define S_W 19
+#define S_O 64
+#define S_KH 2
+#define S_KW 4
+#define S_SH 2
+#define S_SW 2
+#define S_PT 1
+#define S_PL 2
+#define S_OH 5
+#define S_OW 10
+#define S_XB 2
+#define S_WB 2
+#define S_WSIGNED 0
+#define S_PAD_CODE 1
+#define S_EPI 1
+#define S_LDW 2
+#define S_TH 4
+#define S_TW 8
+#define S_WM 1
+#define S_WN 2
+#define S_GY 2
+#include "qconv_emu_case.h"
+
+#define S_ID h2
+#define S_NAME "bipolar w1 a2, C 64, 3x3 stride 2, pad code 2, halved pairs on 8x16 tiles"
+#define S_C 64
+#define S_H 17
+#define S_W 33
+#define S_O 64
+#define S_KH 3
+#define S_KW 3
+#define S_SH 2
+#define S_SW 2
+#define S_PT 1
+#define S_PL 1
+#define S_OH 9
+#define S_OW 17
+#define S_XB 2
+#define S_WB 1
+#define S_BIPOLAR 1
+#define S_PAD_CODE 2
+#define S_EPI 2
+#define S_L 3
+#define S_YB 2
+#define S_LDW 2
+#define S_LDY 2
+#define S_TH 8
+#define S_TW 16
+#define S_WM 4
+#define S_WN 2
+#include "qconv_emu_case.h"
+
 /* 128 channels a block (bnn_qhalo_variant's candidates from BNN_QHALO_WIDE: four warps across):
  * w1 and w3 the stride-2 threshold layers of a w1a2 ResNet's stages 2 and 4 made small, on their
  * batch alternatives' tiles (w1's taps in pairs; two column blocks, several tiles a block), w2 a
@@ -671,7 +731,7 @@ typedef struct Case {
 
 static const Case *const cases[] = {&case_t8, &case_t9, &case_t12, &case_t13, &case_t14, &case_t23, &case_t24,
                                     &case_o1, &case_o2, &case_o3, &case_o4, &case_o5, &case_o6, &case_o7, &case_o8,
-                                    &case_o9, &case_p1, &case_w1, &case_w2, &case_w3, &case_a9, &case_a28, &case_r1, &case_r2, &case_r3, &case_r4,
+                                    &case_o9, &case_p1, &case_h1, &case_h2, &case_w1, &case_w2, &case_w3, &case_a9, &case_a28, &case_r1, &case_r2, &case_r3, &case_r4,
                                     &case_r1f, &case_r2f, &case_r3f, &case_r4f};
 
 static uint32_t rng_state = 777;

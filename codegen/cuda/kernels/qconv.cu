@@ -483,16 +483,26 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #define QC_SHE (QC_SH / QC_FH) // output stride inside the halo
 #define QC_SWE (QC_SW / QC_FW)
 #define QC_HH ((QC_TH - 1) * QC_SHE + (QC_KH - 1) * QC_DH + 1)
-#define QC_HWD ((QC_TW - 1) * QC_SWE + (QC_KW - 1) * QC_DW + 1)
-// Row stride in slots: with unit stride in the halo, congruent to TW*SWE mod 8, so that the 8
+#define QC_HWD ((QC_TW - 1) * QC_SWE + (QC_KW - 1) * QC_DW + 1) // input pixels a halo row
+// Halved pairs (QC_HALF: paired taps 1 apart at stride 2 along the row): every item reads its
+// slot at an even pixel, ox * 2 + 2i, so a halo row keeps only those slots, slot j = pixels 2j
+// and 2j + 1 (each pixel copied once, into one half), and output ox's item i reads slot ox + i.
+// A full row of slots held each pixel twice and read half of them (the w1a2 ResNet's stride-2
+// 56x56 -> 28x28 layer).
+#define QC_HALF (QC_PAIR && QC_SWE == 2 && QC_DW == 1)
+#define QC_HWC (QC_HALF ? (QC_HWD + 1) / 2 : QC_HWD) // slots a halo row
+#define QC_SWC (QC_HALF ? 1 : QC_SWE)                // slots from one output column to the next
+#define QC_KXS(kx) (QC_HALF ? (kx) / 2 : (kx) * QC_DW) // slot offset of (an item's first) tap kx
+// Row stride in slots: with unit stride in the halo, congruent to TW*SWC mod 8, so that the 8
 // rows an ldmatrix reads lie in 8 bank groups (bconv.cu's bnn_halo_ws); no padding where a
 // tile row holds whole 8-row matrices (TW a multiple of 8, unit stride along it): their 8 rows
 // are 8 consecutive slots of one halo row. (The padding of 8x8 tiles was 60 % of each halo, and
 // kept the w1a2 ResNet's 7x7 layers at two blocks an SM.)
-#define QC_HWS (QC_TW % 8 == 0 && QC_SWE == 1 ? QC_HWD                                             \
-                : QC_SHE == 1                  ? QC_HWD + ((QC_TW * QC_SWE - QC_HWD) % 8 + 8) % 8 \
-                                               : QC_HWD)
+#define QC_HWS (QC_TW % 8 == 0 && QC_SWC == 1 ? QC_HWC                                             \
+                : QC_SHE == 1                  ? QC_HWC + ((QC_TW * QC_SWC - QC_HWC) % 8 + 8) % 8 \
+                                               : QC_HWC)
 #define QC_NHP (QC_HH * QC_HWS)
+#define QC_HPS (QC_HALF ? 2 * QC_HWS : QC_HWS) // a halo row's stride in hpop, a count a pixel
 #define QC_TX ((QC_OW + QC_TW - 1) / QC_TW)
 #define QC_TYX ((QC_OH + QC_TH - 1) / QC_TH * QC_TX)
 #define QC_BSZ (QC_WB * QC_NIT * QC_BN * 16)
@@ -507,7 +517,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #define QC_STAGE_RES 0
 #define QC_RSZ 0
 #endif
-#define QC_HSMEM (QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM + QC_RSZ)
+#define QC_HSMEM (QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_HH * QC_HPS + 4 * QC_BM + QC_RSZ)
 #if QC_BM % (16 * QC_WM) != 0 || QC_MI < 1 || QC_LDW == 3
 #error "qconv.cu: QC_TH * QC_TW must be a multiple of 16 * QC_WM"
 #endif
@@ -528,10 +538,10 @@ BNN_QC_FN void QC_CAT(QC_NAME, halo)(const unsigned *X, int tl, unsigned dst, in
         const int hy = px / QC_HWD, hx = px % QC_HWD, ih = ih0 + hy * QC_FH, iw = iw0 + hx * QC_FW;
         const bool in = ih >= 0 && ih < QC_H && iw >= 0 && iw < QC_W;
         const unsigned *src = X + (long long)n * QC_XB * QC_PLANE + ((long long)ih * QC_W + iw) * QC_LDW;
-        const unsigned d = dst + (hy * QC_HWS + hx) * 16;
+        const unsigned d = dst + (hy * QC_HWS + (QC_HALF ? hx / 2 : hx)) * 16 + (QC_HALF ? hx % 2 * 8 : 0);
         // (QC_PAIR: the pixel's words go to the first half of its slot and to the last half of
-        // the slot DW before it, whose item's second tap it is)
-        const bool left = QC_PAIR && hx >= QC_DW;
+        // the slot DW before it, whose item's second tap it is; QC_HALF: to one half of slot hx / 2)
+        const bool left = QC_PAIR && !QC_HALF && hx >= QC_DW;
         for (int p = 0; p < QC_XB; p++)
             for (int cc = 0; cc < QC_CCR; cc++) {
                 const unsigned dc = d + (p * QC_CCR + cc) * QC_NHP * 16, dl = dc - QC_DW * 16 + 8;
@@ -1098,15 +1108,15 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     if ((int)blockIdx.y >= ntiles)
         return;
     const unsigned sB = bnn_qh_smem(qc_dsmem), sA0 = sB + QC_BSZ, sZ = sA0 + 2 * QC_ASZ;
-    int *hpop = (int *)(qc_dsmem + QC_BSZ + 2 * QC_ASZ + 16), *rowpop = hpop + QC_NHP;
+    int *hpop = (int *)(qc_dsmem + QC_BSZ + 2 * QC_ASZ + 16), *rowpop = hpop + QC_HH * QC_HPS;
 #if QC_EPI == 3 && QC_RES
     const int rbase = warp * QC_MI * 16 * 33; // this warp's residuals: words of the region after rowpop
     float *res = (float *)(rowpop + QC_BM) + rbase;
-    const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM + 4 * rbase);
+    const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_HH * QC_HPS + 4 * QC_BM + 4 * rbase);
 #elif QC_RCODE
     const int rbase = warp * QC_MI * 16 * QC_RW; // this warp's residual words, after rowpop
     const unsigned *res = (const unsigned *)(rowpop + QC_BM) + rbase;
-    const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHP + 4 * QC_BM + 4 * rbase);
+    const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_HH * QC_HPS + 4 * QC_BM + 4 * rbase);
 #endif
     // Zero lines first: the zero line of B, and the words past LDW of every chunk (LDW < 4),
     // which the narrower cp.async below never write.
@@ -1128,7 +1138,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     unsigned abase[QC_MI]; // halo slot of this lane's ldmatrix row at tap (0, 0), per m16 tile
     for (int mi = 0; mi < QC_MI; mi++) {
         const int r = wm * (QC_MI * 16) + mi * 16 + ((lane >> 3) & 1) * 8 + (lane & 7);
-        abase[mi] = (unsigned)((r / QC_TW * QC_SHE * QC_HWS + r % QC_TW * QC_SWE) * 16);
+        abase[mi] = (unsigned)((r / QC_TW * QC_SHE * QC_HWS + r % QC_TW * QC_SWC) * 16);
     }
     int buf = 0;
     for (int tl = blockIdx.y; tl < ntiles; tl += gridDim.y, buf ^= 1) {
@@ -1158,25 +1168,28 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #endif
         __syncthreads();
 #if QC_WBIPOLAR
-        // sum_p 2^p popc(X_p) of each row over its taps (u = 2b - 1), from each slot's count.
+        // sum_p 2^p popc(X_p) of each row over its taps (u = 2b - 1), from each pixel's count
+        // (hpop: HH rows of QC_HPS, pixel hx at hx).
         for (int px = tid; px < QC_HH * QC_HWD; px += QC_NT) {
-            const int s = px / QC_HWD * QC_HWS + px % QC_HWD;
+            const int hy = px / QC_HWD, hx = px % QC_HWD, s = hy * QC_HWS + (QC_HALF ? hx / 2 : hx);
             int c = 0;
             for (int p = 0; p < QC_XB; p++)
                 for (int cc = 0; cc < QC_CCR; cc++) {
                     unsigned v[4];
                     bnn_qh_ld16(sA + ((p * QC_CCR + cc) * QC_NHP + s) * 16, v);
-                    // (QC_PAIR: the slot's own pixel, its first half)
-                    c += (__popc(v[0]) + __popc(v[1]) + (QC_PAIR ? 0 : __popc(v[2]) + __popc(v[3]))) << p;
+                    // (QC_PAIR: the slot's own pixel, its first half; QC_HALF: the pixel's half,
+                    // chosen by selects: v indexed by hx would live in local memory)
+                    const bool hi = QC_HALF && hx % 2;
+                    c += (__popc(hi ? v[2] : v[0]) + __popc(hi ? v[3] : v[1]) + (QC_PAIR ? 0 : __popc(v[2]) + __popc(v[3]))) << p;
                 }
-            hpop[s] = c;
+            hpop[hy * QC_HPS + hx] = c;
         }
         __syncthreads();
         for (int r = tid; r < QC_BM; r += QC_NT) {
-            const int b = r / QC_TW * QC_SHE * QC_HWS + r % QC_TW * QC_SWE;
+            const int b = r / QC_TW * QC_SHE * QC_HPS + r % QC_TW * QC_SWE;
             int c = 0;
             for (int tap = 0; tap < QC_TAPS; tap++)
-                c += hpop[b + tap / QC_KW * QC_DH * QC_HWS + tap % QC_KW * QC_DW];
+                c += hpop[b + tap / QC_KW * QC_DH * QC_HPS + tap % QC_KW * QC_DW];
             rowpop[r] = c;
         }
 #else
@@ -1190,7 +1203,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             // line of B, A any row).
             const int jl = 2 * k, jh = 2 * k + 1 < QC_NIT ? 2 * k + 1 : 2 * k, j = (lane >> 4) ? jh : jl;
             const int tap = QC_ITEM_TAP(j);
-            const unsigned ao = sA + ((j % QC_CCR) * QC_NHP + tap / QC_KW * QC_DH * QC_HWS + tap % QC_KW * QC_DW) * 16;
+            const unsigned ao = sA + ((j % QC_CCR) * QC_NHP + tap / QC_KW * QC_DH * QC_HWS + QC_KXS(tap % QC_KW)) * 16;
             unsigned a[QC_XB][QC_MI][4];
             for (int p = 0; p < QC_XB; p++)
                 for (int mi = 0; mi < QC_MI; mi++)
@@ -1501,6 +1514,11 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_HWD
 #undef QC_HWS
 #undef QC_NHP
+#undef QC_HALF
+#undef QC_HWC
+#undef QC_SWC
+#undef QC_KXS
+#undef QC_HPS
 #undef QC_TX
 #undef QC_TYX
 #undef QC_BSZ
