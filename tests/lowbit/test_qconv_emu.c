@@ -6,8 +6,8 @@
  * f32 results and the codes must match word for word, padding words and tails included. The
  * cases: the qconv steps bnncc makes of w1a2resnet18_tiny, and odd shapes (3, 40, 64, 65, 130,
  * 300 channels; strides 1, 2, 2x1; 1x1, 2x3, 3x3; dilation 2; pad codes; 1, 2, 3 planes; signed,
- * unsigned and bipolar weights; tiles that overhang the output; several tiles a block; a last
- * column block partly empty). The PTX itself: test_planes_nvrtc, test_w1a2_resnet; on a GPU,
+ * unsigned and bipolar weights; taps in pairs, halved at stride 2; blocks of 32 to 128 channels;
+ * tiles that overhang the output; several tiles a block; a last column block partly empty). The PTX itself: test_planes_nvrtc, test_w1a2_resnet; on a GPU,
  * tests/lowbit/test_qconv_bin.py --device gpu. */
 #include <math.h>
 #include <stdbool.h>
