@@ -445,6 +445,16 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
                         ms[best][tun[j].step], tun[j].candidate[best],
                         best != plan ? "" : plan ? " (the plan's at this batch)" : " (the cost model's)");
         }
+        if (t->progress) { /* every candidate's mean ms over the problem's layers: why one won */
+            fprintf(t->progress, "tune:   candidates, ms:");
+            for (int c = 0; c < tun[i].ncandidates; c++) {
+                if (valid[c] && total[c] >= 0)
+                    fprintf(t->progress, "%s %.4f %s", c ? " |" : "", total[c] / members, tun[i].candidate[c]);
+                else
+                    fprintf(t->progress, "%s - %s (not used)", c ? " |" : "", tun[i].candidate[c]);
+            }
+            fputc('\n', t->progress);
+        }
     }
     free(dkey);
     double whole = 0;

@@ -412,6 +412,11 @@ int main(void) {
         fputs(seen, stdout);
         CHECK_STR_CONTAINS(seen, "tune: the tunable layers' steps take 3.0000 ms with the plan's configurations "
                                  "at this batch, 2.0000 ms tuned (-33.3 %)");
+        /* every candidate's mean over conv1 and conv1b; variant 5 (its outputs differ) not used */
+        CHECK_STR_CONTAINS(seen, "tune:   candidates, ms: 1.0000 halo 2x8 px, 32 ch, 8 warps, minb 3 | 1.0000 halo "
+                                 "4x4 px, 32 ch, 8 warps, minb 3 | 0.9000 halo 4x8 px, 64 ch, 4 warps, minb 3 | "
+                                 "0.7000 halo 4x4 px, 64 ch, 4 warps, minb 4 | - halo 4x8 px, 64 ch, 8 warps, minb 2 "
+                                 "(not used) | 0.5000 halo 4x8 px, 32 ch, 4 warps, minb 4 |");
         free(seen);
         fclose(progress);
         to.progress = stdout;
