@@ -450,10 +450,11 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 //     that hold real channels (with QC_LDW < 4 a chunk is the tap's LDW words and zero words;
 //     with QC_PAIR, below, an item is two taps of a kernel row, each in half a line);
 //   two input halos (the next tile's loads while this one computes): line ((p*CCR + cc)*NHP +
-//     s) = chunk cc of activation plane p at halo slot s = hy*HWS + hx, the HH x HWD input
-//     pixels the tile's taps read (along a 1-wide kernel axis only every stride-th one), a
-//     pixel outside the image holding pad_code's planes as the direct kernel reads them;
-//   a zero line, the weighted popcount of each halo slot and of each tile row (bipolar only);
+//     s) = chunk cc of activation plane p at halo slot s = hy*HWS + hx (QC_HALF: hx / 2), the
+//     HH x HWD input pixels the tile's taps read (along a 1-wide kernel axis only every
+//     stride-th one), a pixel outside the image holding pad_code's planes as the direct kernel
+//     reads them;
+//   a zero line, the weighted popcount of each halo pixel and of each tile row (bipolar only);
 //   (a chain with a residual) each warp's residuals, [QC_MI * 16 rows][33 words], requested by
 //   cp.async at the start of its tile so that their DRAM latency passes under the MMAs (with
 //   QC_RCODE the residual's words of the warp's 32 channels instead, [QC_MI * 16][QC_RW]).
