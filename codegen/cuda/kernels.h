@@ -377,7 +377,8 @@ static inline int bnn_qhalo_batch_alts(int c, int oh, int ow, int o, int kh, int
      * +25 / -6 / -5 % at 4 / 8 / 32 / 64 / 256 (at 32, 128 blocks of 8 warps). The 28x28 -> 14x14
      * layer (C 128) stays: bnncc --tune=256 kept 8x16 of 64 channels. */
     if (n == 1 && sh == 2 && sw == 2 && !one && !chain && o % 128 == 0 && (c <= 64 || p <= 64)) {
-        alt[1].variant = BNN_QHALO_WIDE + (c <= 64 ? 1 : 0);
+        const int wide_tile = c <= 64 ? 2 : 1;           /* 4x8 or 8x8 of bnn_halo_tiles */
+        alt[1].variant = BNN_QHALO_WIDE + wide_tile - 1; /* bnn_qhalo_variant's mapping inverted */
         alt[1].from = BNN_QHALO_WIDE_BATCH;
         n = 2;
     }

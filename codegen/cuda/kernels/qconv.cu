@@ -503,7 +503,13 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
                 : QC_SHE == 1                  ? QC_HWC + ((QC_TW * QC_SWC - QC_HWC) % 8 + 8) % 8 \
                                                : QC_HWC)
 #define QC_NHP (QC_HH * QC_HWS)
+// Halo pixel (hy, hx): its slot, and whether it is the slot's second half (QC_HALF: odd hx),
+// as the byte offset of its words in the slot's line.
+#define QC_PX_SLOT(hy, hx) ((hy) * QC_HWS + (QC_HALF ? (hx) / 2 : (hx)))
+#define QC_PX_HI(hx) (QC_HALF && (hx) % 2)
+#define QC_PX_OFF(hx) (QC_HALF ? (hx) % 2 * 8 : 0)
 #define QC_HPS (QC_HALF ? 2 * QC_HWS : QC_HWS) // a halo row's stride in hpop, a count a pixel
+#define QC_NHPOP (QC_HH * QC_HPS)              // hpop's counts
 #define QC_TX ((QC_OW + QC_TW - 1) / QC_TW)
 #define QC_TYX ((QC_OH + QC_TH - 1) / QC_TH * QC_TX)
 #define QC_BSZ (QC_WB * QC_NIT * QC_BN * 16)
@@ -518,7 +524,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #define QC_STAGE_RES 0
 #define QC_RSZ 0
 #endif
-#define QC_HSMEM (QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_HH * QC_HPS + 4 * QC_BM + QC_RSZ)
+#define QC_HSMEM (QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHPOP + 4 * QC_BM + QC_RSZ)
 #if QC_BM % (16 * QC_WM) != 0 || QC_MI < 1 || QC_LDW == 3
 #error "qconv.cu: QC_TH * QC_TW must be a multiple of 16 * QC_WM"
 #endif
@@ -539,7 +545,7 @@ BNN_QC_FN void QC_CAT(QC_NAME, halo)(const unsigned *X, int tl, unsigned dst, in
         const int hy = px / QC_HWD, hx = px % QC_HWD, ih = ih0 + hy * QC_FH, iw = iw0 + hx * QC_FW;
         const bool in = ih >= 0 && ih < QC_H && iw >= 0 && iw < QC_W;
         const unsigned *src = X + (long long)n * QC_XB * QC_PLANE + ((long long)ih * QC_W + iw) * QC_LDW;
-        const unsigned d = dst + (hy * QC_HWS + (QC_HALF ? hx / 2 : hx)) * 16 + (QC_HALF ? hx % 2 * 8 : 0);
+        const unsigned d = dst + QC_PX_SLOT(hy, hx) * 16 + QC_PX_OFF(hx);
         // (QC_PAIR: the pixel's words go to the first half of its slot and to the last half of
         // the slot DW before it, whose item's second tap it is; QC_HALF: to one half of slot hx / 2)
         const bool left = QC_PAIR && !QC_HALF && hx >= QC_DW;
@@ -1109,15 +1115,15 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
     if ((int)blockIdx.y >= ntiles)
         return;
     const unsigned sB = bnn_qh_smem(qc_dsmem), sA0 = sB + QC_BSZ, sZ = sA0 + 2 * QC_ASZ;
-    int *hpop = (int *)(qc_dsmem + QC_BSZ + 2 * QC_ASZ + 16), *rowpop = hpop + QC_HH * QC_HPS;
+    int *hpop = (int *)(qc_dsmem + QC_BSZ + 2 * QC_ASZ + 16), *rowpop = hpop + QC_NHPOP;
 #if QC_EPI == 3 && QC_RES
     const int rbase = warp * QC_MI * 16 * 33; // this warp's residuals: words of the region after rowpop
     float *res = (float *)(rowpop + QC_BM) + rbase;
-    const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_HH * QC_HPS + 4 * QC_BM + 4 * rbase);
+    const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHPOP + 4 * QC_BM + 4 * rbase);
 #elif QC_RCODE
     const int rbase = warp * QC_MI * 16 * QC_RW; // this warp's residual words, after rowpop
     const unsigned *res = (const unsigned *)(rowpop + QC_BM) + rbase;
-    const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_HH * QC_HPS + 4 * QC_BM + 4 * rbase);
+    const unsigned sR = sB + (unsigned)(QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHPOP + 4 * QC_BM + 4 * rbase);
 #endif
     // Zero lines first: the zero line of B, and the words past LDW of every chunk (LDW < 4),
     // which the narrower cp.async below never write.
@@ -1172,7 +1178,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         // sum_p 2^p popc(X_p) of each row over its taps (u = 2b - 1), from each pixel's count
         // (hpop: HH rows of QC_HPS, pixel hx at hx).
         for (int px = tid; px < QC_HH * QC_HWD; px += QC_NT) {
-            const int hy = px / QC_HWD, hx = px % QC_HWD, s = hy * QC_HWS + (QC_HALF ? hx / 2 : hx);
+            const int hy = px / QC_HWD, hx = px % QC_HWD, s = QC_PX_SLOT(hy, hx);
             int c = 0;
             for (int p = 0; p < QC_XB; p++)
                 for (int cc = 0; cc < QC_CCR; cc++) {
@@ -1180,7 +1186,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
                     bnn_qh_ld16(sA + ((p * QC_CCR + cc) * QC_NHP + s) * 16, v);
                     // (QC_PAIR: the slot's own pixel, its first half; QC_HALF: the pixel's half,
                     // chosen by selects: v indexed by hx would live in local memory)
-                    const bool hi = QC_HALF && hx % 2;
+                    const bool hi = QC_PX_HI(hx);
                     c += (__popc(hi ? v[2] : v[0]) + __popc(hi ? v[3] : v[1]) + (QC_PAIR ? 0 : __popc(v[2]) + __popc(v[3]))) << p;
                 }
             hpop[hy * QC_HPS + hx] = c;
@@ -1519,7 +1525,11 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_HWC
 #undef QC_SWC
 #undef QC_KXS
+#undef QC_PX_SLOT
+#undef QC_PX_HI
+#undef QC_PX_OFF
 #undef QC_HPS
+#undef QC_NHPOP
 #undef QC_TX
 #undef QC_TYX
 #undef QC_BSZ
