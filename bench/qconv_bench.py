@@ -4,16 +4,19 @@ PyTorch's fp16 convolution of the same shape in the same run and against the 0.4
 quotes for the best published arbitrary-precision tensor-core convolution on this GPU.
 
     python3 bench/qconv_bench.py --bin DIR [--shapes C,O,HW,K,S/...] [--batch 256] [--wbits 1]
-                                 [--abits 2] [--runs 20] [--device gpu|cpu] [--keep DIR]
+                                 [--abits 2] [--lowbit auto[,planes,int8]] [--runs 20]
+                                 [--device gpu|cpu] [--keep DIR]
 
 DIR holds a release bnncc and bnnrun (bench/prepare_carry.sh's .cache/bench/carry). For each
 shape (C input and O output channels, an HW x HW input, a K x K kernel, stride S, padding K // 2):
 a QONNX model x -> Quant(abits) -> Conv(wbits) -> BatchNormalization -> Relu -> Quant(abits)
 (tests/lowbit/qconv_models.py's layer; bnncc -O3 makes the conv one qconv2d step whose epilogue
 writes the next layer's codes), then a classifier that reads them (flatten, dense to 10),
-compiled by DIR/bnncc. Its outputs on 4 images must equal the
-CPU path's byte for byte (else no time is printed for it); then `bnnrun --profile RUNS` at
---batch gives the qconv step's median. PyTorch: an fp16 conv of the same shape (cuDNN,
+compiled by DIR/bnncc with each --lowbit mode given (a row each: bit-planes, qconv.cu, or
+the int8 tensor cores, qgemm_s8.cu, whose layer is two GPU steps: the input planes to bytes,
+then the convolution; their sum is the layer's time, the first printed apart). Its outputs on 4
+images must equal the CPU path's byte for byte (else no time is printed for it); then `bnnrun
+--profile RUNS` at --batch gives the layer's steps' medians. PyTorch: an fp16 conv of the same shape (cuDNN,
 channels_last, benchmark mode) timed by bench/timing.py (CUDA-graph replays). The table gives
 effective POPS = 2 * M * N * K over the step's time (M = batch * OH * OW, N = O, K = C * K * K:
 a multiply-add of a code by a weight each, as the GEMM benchmarks count), that against 0.4 POPS,
@@ -63,12 +66,17 @@ def run(cmd):
 
 
 def qconv_step_ms(profile_out):
-    """The median ms of the profile's first qconv step (kernel sN_qconv), the layer timed."""
+    """The median ms of the profile's first low-bit convolution, the layer timed: its qconv step
+    (kernel sN_qconv), or its int8 steps (sN_q8bytes then sN_qconv8); and of those the bytes
+    step's (0 for bit-planes)."""
     steps, _ = profile(profile_out)
-    for i in sorted(steps):
+    order = sorted(steps)
+    for j, i in enumerate(order):
         kernel, ms = steps[i]
         if kernel.endswith("_qconv"):
-            return ms
+            return ms, 0.0
+        if kernel.endswith("_q8bytes") and j + 1 < len(order) and steps[order[j + 1]][0].endswith("_qconv8"):
+            return ms + steps[order[j + 1]][1], ms
     raise SystemExit("qconv_bench: no qconv step in bnnrun --profile's output:\n" + profile_out)
 
 
@@ -90,6 +98,7 @@ def main():
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--wbits", type=int, default=1)
     ap.add_argument("--abits", type=int, default=2)
+    ap.add_argument("--lowbit", default="auto", help="bnncc --lowbit modes, separated by commas: a row each")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--device", choices=("gpu", "cpu"), default="gpu")
     ap.add_argument("--keep", default="", help="keep the models and blobs in this folder")
@@ -104,43 +113,48 @@ def main():
     rng = np.random.default_rng(1)
     rows = []
     shapes = [tuple(int(v) for v in s.split(",")) for s in a.shapes.split("/") if s]
+    modes = [m for m in a.lowbit.split(",") if m]
     for i, (c, o, hw, k, s) in enumerate(shapes):
-        name = "w%da%d_%dx%d_%dx%d_k%ds%d" % (a.wbits, a.abits, c, o, hw, hw, k, s)
-        onnx_path, blob = os.path.join(work, name + ".onnx"), os.path.join(work, name + ".bin")
+        base = "w%da%d_%dx%d_%dx%d_k%ds%d" % (a.wbits, a.abits, c, o, hw, hw, k, s)
+        onnx_path = os.path.join(work, base + ".onnx")
         onnx.save(layer_model(c, o, hw, k, s, a.wbits, a.abits, 100 + i), onnx_path)
-        run([bnncc, "-O3", onnx_path, "-o", blob])
         x = rng.uniform(-0.5, 1.5, size=(a.batch, c, hw, hw)).astype(np.float32)
-        xin = os.path.join(work, name + "_x.npy")
+        xin = os.path.join(work, base + "_x.npy")
         np.save(xin, x)
-        small = os.path.join(work, name + "_x4.npy")
+        small = os.path.join(work, base + "_x4.npy")
         np.save(small, x[:4])
-        ys = [os.path.join(work, name + "_y4_%s.npy" % d) for d in ("cpu", a.device)]
-        run([bnnrun, blob, "--device", "cpu", "--input", small, "--output", ys[0]])
-        run([bnnrun, blob, "--device", a.device, "--input", small, "--output", ys[1]])
-        same = np.array_equal(np.load(ys[0]), np.load(ys[1]))
-        ops = 2.0 * a.batch * out_hw(hw, k, s) ** 2 * o * c * k * k
-        ms = None
-        if same:
-            ms = qconv_step_ms(run([bnnrun, blob, "--device", a.device, "--input", xin, "--batch", str(a.batch),
-                                    "--profile", str(a.runs)]))
         peer = torch_conv_ms(c, o, hw, k, s, a.batch, a.runs) if a.device == "gpu" else None
-        rows.append((name, ms, ops, peer, same))
-        print("%s: %s" % (name, "%.4f ms" % ms if ms else "outputs differ from the CPU path: no time"), flush=True)
-    print("\nbatch %d, device %s, bnnrun --profile %d (the qconv step's median), PyTorch fp16 cuDNN channels_last"
-          % (a.batch, a.device, a.runs))
-    print("| layer (wMaN_CxO_HxW_kKsS) | bnncc ms | effective POPS | vs %.1f POPS | PyTorch fp16 ms | vs PyTorch |"
-          % PUBLISHED_POPS)
+        ops = 2.0 * a.batch * out_hw(hw, k, s) ** 2 * o * c * k * k
+        for mode in modes:
+            name = base + ("" if len(modes) == 1 else " " + mode)
+            blob = os.path.join(work, "%s_%s.bin" % (base, mode))
+            run([bnncc, "-O3", "--lowbit=" + mode, onnx_path, "-o", blob])
+            ys = [os.path.join(work, "%s_%s_y4_%s.npy" % (base, mode, d)) for d in ("cpu", a.device)]
+            run([bnnrun, blob, "--device", "cpu", "--input", small, "--output", ys[0]])
+            run([bnnrun, blob, "--device", a.device, "--input", small, "--output", ys[1]])
+            same = np.array_equal(np.load(ys[0]), np.load(ys[1]))
+            ms = first = None
+            if same:
+                ms, first = qconv_step_ms(run([bnnrun, blob, "--device", a.device, "--input", xin, "--batch",
+                                               str(a.batch), "--profile", str(a.runs)]))
+            rows.append((name, ms, first, ops, peer, same))
+            print("%s: %s" % (name, "%.4f ms" % ms if ms else "outputs differ from the CPU path: no time"),
+                  flush=True)
+    print("\nbatch %d, device %s, bnnrun --profile %d (the layer's steps' medians), PyTorch fp16 cuDNN "
+          "channels_last" % (a.batch, a.device, a.runs))
+    print("| layer (wMaN_CxO_HxW_kKsS) | bnncc ms (of it planes to bytes) | effective POPS | vs %.1f POPS | "
+          "PyTorch fp16 ms | vs PyTorch |" % PUBLISHED_POPS)
     print("|---|---:|---:|---:|---:|---:|")
     failed = 0
-    for name, ms, ops, peer, same in rows:
+    for name, ms, first, ops, peer, same in rows:
         if not same:
             failed += 1
             print("| %s | WRONG (GPU != CPU path) | - | - | - | - |" % name)
             continue
         pops = ops / (ms * 1e-3) / 1e15
-        print("| %s | %.4f | %.2f | %.2fx | %s | %s |" % (name, ms, pops, pops / PUBLISHED_POPS,
-                                                           "%.4f" % peer if peer else "-",
-                                                           "%.2fx" % (peer / ms) if peer else "-"))
+        print("| %s | %.4f%s | %.2f | %.2fx | %s | %s |" % (name, ms, " (%.4f)" % first if first else "", pops,
+                                                             pops / PUBLISHED_POPS, "%.4f" % peer if peer else "-",
+                                                             "%.2fx" % (peer / ms) if peer else "-"))
     sys.exit(1 if failed else 0)
 
 

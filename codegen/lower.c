@@ -81,6 +81,7 @@ typedef struct Lower {
     int ntiled;       /* pre-tiled bgemm steps, for --report */
     int lowbit;       /* CodegenOptions.lowbit: bit-planes or int8 codes for the qgemm steps */
     int nqgemm_int8, nqgemm_planes; /* qgemm steps of each kind, for --report */
+    int nqconv_int8, nqconv_planes; /* low-bit convolutions of each kind, for --report */
     const int *tune_choice; /* CodegenOptions.tune_choice, ntune_choice */
     int ntune_choice;
     CodegenTunable *tunables; /* the layers with a choice of kernel configuration */
@@ -5017,6 +5018,80 @@ static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvPara
  * K order), zero words up to krow, a multiple of 8. GPU: kernels/qconv.cu, output pixels of the
  * batch as GEMM rows, one warp per 16 pixels x 32 channels; arguments (X, W, rows, T, dir, Y), T
  * and dir null for the i32 result, or for the chain (X, W, rows, EP, R, Yf, Y). */
+/* Whether qconv2d n (not a chain: the int8 kernel has no float chain) runs on the int8 tensor
+ * cores (qgemm_s8.cu Q8_CONV): --lowbit=int8 wherever it can, auto where activation bits x
+ * weight planes exceed 8 (a bipolar plane counts one), as for dense layers; sm_80 or later. */
+static bool qconv_wants_int8(const Lower *L, const BlobQconvParams *qp) {
+    if (qp->epi == BLOB_QCONV_EPI_CHAIN || L->lowbit == LOWBIT_PLANES || L->min_sm < 80)
+        return false;
+    return L->lowbit == LOWBIT_INT8 || qp->xb * (qp->bipolar ? 1 : qp->wb) > 8;
+}
+
+/* The GPU's steps of qconv step cs (made CPU-only) on the int8 tensor cores: the input's image
+ * planes to a bytes image (qgemm_s8.cu Q8_U_NAME, [H*W][32 ldw] bytes an image), then the
+ * convolution over it (Q8_CONV) into the step's own output, its thresholds (p0, p1) too. The
+ * weights as bytes [O][ld], (o, tap, c) at tap * 32 ldw + c, zero elsewhere. */
+static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const int8_t *u) {
+    const int64_t C = qp->c, O = qp->o, taps = qp->kh * qp->kw, cb = 32 * qp->ldw, ld = blob_int8_ld(taps * cb);
+    const int64_t pix = qp->h * qp->w, cells = qp->oh * qp->ow, words = pix * qp->ldw * 8;
+    const int in = L->steps[cs].buf[BLOB_SLOT_IN], out = L->steps[cs].buf[BLOB_SLOT_OUT];
+    const BlobRef p0 = L->steps[cs].s.slot[BLOB_SLOT_P0], p1 = L->steps[cs].s.slot[BLOB_SLOT_P1];
+    if (words * 32 > INT32_MAX || cells > INT32_MAX / 2)
+        return -1;
+    int8_t *w8 = xcalloc((size_t)(O * ld), 1);
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t tap = 0; tap < taps; tap++)
+                w8[o * ld + tap * cb + c] = u[(o * C + c) * taps + tap];
+    const int bytes = new_buf(L, pix * cb);
+    LStep *st = new_step(L, BLOB_STEP_KERNEL);
+    use_arena(L, st, BLOB_SLOT_IN, in);
+    use_arena(L, st, BLOB_SLOT_OUT, bytes);
+    name_kernel(L, st, "q8bytes");
+    st->k.family = KERNEL_Q8;
+    st->k.defines = str_printf("#define Q8_U_NAME %s\n#define Q8_U_XB %lld\n#define Q8_U_PIX %lld\n#define Q8_U_LDW "
+                               "%lld\n#define Q8_U_PLANE %lld\n",
+                               st->k.name, (long long)qp->xb, (long long)pix, (long long)qp->ldw,
+                               (long long)blob_image_plane_words(pix, qp->ldw));
+    BlobGridDim ugrid[3] = {{0, (uint32_t)words, 256}, {1, 0, 1}, {1, 0, 1}};
+    uint32_t block[3] = {256, 1, 1};
+    blob_step_set_kernel(&st->s, st->k.name, ugrid, block, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, words);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
+
+    st = new_step(L, BLOB_STEP_KERNEL);
+    use_arena(L, st, BLOB_SLOT_IN, bytes);
+    use_arena(L, st, BLOB_SLOT_OUT, out);
+    st->s.slot[BLOB_SLOT_W] = put_weights(L, w8, (size_t)(O * ld));
+    st->s.slot[BLOB_SLOT_P0] = p0;
+    st->s.slot[BLOB_SLOT_P1] = p1;
+    free(w8);
+    /* 128 pixels x 64 channels a block where O <= 64, else 64 x 128 */
+    const int bm = O <= 64 ? 128 : 64, bn = 8192 / bm;
+    name_kernel(L, st, "qconv8");
+    st->k.family = KERNEL_Q8;
+    st->k.defines = str_printf(
+        "#define Q8_NAME %s\n#define Q8_CONV 1\n#define Q8_N %lld\n#define Q8_LD %lld\n#define Q8_XB %lld\n"
+        "#define Q8_EPI %lld\n#define Q8_L %lld\n#define Q8_YB %lld\n#define Q8_BM %d\n#define Q8_H %lld\n"
+        "#define Q8_W %lld\n#define Q8_C %lld\n#define Q8_CB %lld\n#define Q8_KH %lld\n#define Q8_KW %lld\n"
+        "#define Q8_SH %lld\n#define Q8_SW %lld\n#define Q8_PT %lld\n#define Q8_PL %lld\n#define Q8_DH %lld\n"
+        "#define Q8_DW %lld\n#define Q8_OH %lld\n#define Q8_OW %lld\n#define Q8_PAD %lld\n#define Q8_LDYW %lld\n"
+        "#define Q8_YPLANE %lld\n",
+        st->k.name, (long long)O, (long long)ld, (long long)qp->xb, (long long)qp->epi,
+        (long long)(qp->epi == 2 ? qp->levels : 1), (long long)(qp->epi == 2 ? qp->yb : 1), bm, (long long)qp->h,
+        (long long)qp->w, (long long)C, (long long)cb, (long long)qp->kh, (long long)qp->kw, (long long)qp->stride_h,
+        (long long)qp->stride_w, (long long)qp->pad_top, (long long)qp->pad_left, (long long)qp->dil_h,
+        (long long)qp->dil_w, (long long)qp->oh, (long long)qp->ow, (long long)qp->pad_code,
+        (long long)(qp->epi == 2 ? qp->ldy : 1),
+        (long long)(qp->epi == 2 ? blob_image_plane_words(cells, qp->ldy) : 8));
+    BlobGridDim grid[3] = {{(uint32_t)((O + bn - 1) / bn), 0, 1}, {0, (uint32_t)cells, (uint32_t)bm}, {1, 0, 1}};
+    blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
+    add_planes_args(st, cells);
+    L->nqconv_int8++;
+    return 0;
+}
+
 static int lower_qconv(Lower *L, const Node *n) {
     const Value *x = n->in[0], *w = n->in[1], *y = n->out[0];
     bool chain = n->op == OP_QCONV2D_CHAIN;
@@ -5091,6 +5166,13 @@ static int lower_qconv(Lower *L, const Node *n) {
     if (!chain)
         put_code_thresholds(L, st, &ce, O);
     st->s.qconv = qp;
+    if (qconv_wants_int8(L, &qp)) { /* the CPU runs this step, the GPU lower_qconv_int8's */
+        make_cpu_only(st);
+        if (lower_qconv_int8(L, (int)(st - L->steps), &qp, u))
+            return fail_node(L, "a qconv2d too large for the int8 kernel's 32-bit indices; use --lowbit=planes");
+        return 0;
+    }
+    L->nqconv_planes++;
     if (chain && L->rcode[L->node_index]) { /* the CPU runs the chain, the GPU lower_qconv_rcode's kernel */
         free(chain_defs.data);
         make_cpu_only(st);
@@ -5979,6 +6061,12 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                                   "(bgemm_planes.cu)%s\n",
                        L.nqgemm_int8, L.nqgemm_planes,
                        o->lowbit == LOWBIT_AUTO ? ": int8 where activation x weight bits > 8" : "");
+        if (L.nqconv_int8 + L.nqconv_planes)
+            buf_printf(o->report, "codegen: low-bit convolutions: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
+                                  "(qconv.cu)%s\n",
+                       L.nqconv_int8, L.nqconv_planes,
+                       o->lowbit == LOWBIT_AUTO ? ": int8 where activation x weight bits > 8 and no float chain"
+                                                : "");
         if (L.nqgemm_tiled)
             buf_printf(o->report, "codegen: %d bit-plane dense layers run the pre-tiled GEMM (bgemm_planes_tiled.cu, "
                                   "%s) from the batch that fills %d of its tiles on (a batch alternative)\n",

@@ -8,7 +8,12 @@ enough for the pre-tiled bit-plane GEMM's batch alternative, which the GPU runs 
 each compiled at -O3 with --lowbit=int8, --lowbit=planes and --lowbit=auto: the -O3 report must
 count the layers of each kind (int8: every low-bit dense layer; planes: none; auto: those with
 activation bits x weight bits > 8), the outputs at batch 1, 3 and 67 must be byte-identical to
-`bnnrun --reference` and so to each other. With GPU targets (sm_90a, sm_80) NVRTC builds the
+`bnnrun --reference` and so to each other. Low-bit CNNs likewise (cnn_models: w4a4 with a
+signed activation's non-zero pad code and an i32 output conv, w8a8 on u8 codes beside a bipolar
+layer that stays bit-planes, a w4a4 conv writing packed bits for a binary conv, qcnn_tail's
+dilated conv of unsigned weights): with GPU targets the report must count the convolutions of
+each kind (qgemm_s8.cu Q8_CONV; none without a GPU target, nor for a conv with a float chain).
+With GPU targets (sm_90a, sm_80) NVRTC builds the
 int8 kernels (CUBINs non-empty); --device gpu runs those blobs on the GPU (exit 77 without one)
 and compares them with the CPU path too. --lowbit=int8 on a CNN whose dense layer reads a
 convolution's image planes is refused with the node's name and exit 1; damaged int8 qgemm and
@@ -130,6 +135,13 @@ def outputs(tmp, args, x):
     return np.load(yout)
 
 
+def mismatch(want, have):
+    """How many outputs differ (all where dtype or shape do); 0 when byte-identical."""
+    if want.dtype != have.dtype or want.shape != have.shape:
+        return want.size
+    return 0 if want.tobytes() == have.tobytes() else max(1, int((want != have).sum()))
+
+
 def check(tmp, name, model, xs, counts, device, gpu_targets):
     """counts: {mode: (int8 layers, plane layers, pre-tiled alternatives)} expected in the report,
     for each mode checked."""
@@ -177,15 +189,105 @@ def check(tmp, name, model, xs, counts, device, gpu_targets):
                 have = outputs(tmp, [b, "--device", dev], x)
                 if want is None or have is None:
                     return
-                if want.dtype != have.dtype or want.shape != have.shape or want.tobytes() != have.tobytes():
+                if mismatch(want, have):
                     return fail(f"{name} --lowbit={mode} ({dev}) batch {len(x)}: differs from the reference in "
-                                f"{int((want != have).sum())} of {want.size} outputs")
+                                f"{mismatch(want, have)} of {want.size} outputs")
                 results.setdefault(len(x), []).append(have.tobytes())
     same = all(len(set(v)) == 1 for v in results.values())
     if not same:
         return fail(f"{name}: int8, planes and auto outputs differ")
     print(f"ok: {name}: --lowbit={', '.join(counts)} (layers {counts}) identical to the reference and "
           f"to each other at batch {sorted(results)} ({'CPU and GPU' if device == 'gpu' else 'CPU'})")
+
+
+def cnn_w4a4(rng):
+    """3 -> 64 (3x3 pad 1) -> 96 (3x3 stride 2 pad 1, into signed 4-bit codes: the next conv's
+    padding reads pad code 8) -> 40 (3x3 pad 1) -> 5 (3x3 stride 2 pad 1, its i32 accumulator
+    out through the float epilogue), 4-bit weights and activations."""
+    n = qconv_models.Net("cnn_w4a4", rng)
+    x = n.quant("x", 0.25, 4, 0)
+    x = qconv_models.block(n, x, 3, 64, 3, 4, 4)
+    x = qconv_models.block(n, x, 64, 96, 3, 4, 4, stride=2, signed=1, relu=False)
+    x = qconv_models.block(n, x, 96, 40, 3, 4, 4)
+    return n.model((3, 10, 10), n.conv(x, 40, 5, 3, 4, stride=2, pad=1))
+
+
+def cnn_w8a8(rng):
+    """8-bit codes (the .u8 MMA): 3 -> 33 (3x3 pad 1, w8) -> 16 (3x3 stride 2, bipolar weights:
+    8 plane pairs, bit-planes under auto) -> 10 (3x3 pad 1, w8 over signed 3-bit codes) out."""
+    n = qconv_models.Net("cnn_w8a8", rng)
+    x = n.quant("x", 1 / 32, 8, 0)
+    x = qconv_models.block(n, x, 3, 33, 3, 8, 8)
+    x = qconv_models.block(n, x, 33, 16, 3, 1, 3, stride=2, signed=1, relu=False)
+    return n.model((3, 11, 9), n.conv(x, 16, 10, 3, 8, stride=1, pad=1))
+
+
+def cnn_tobits(rng):
+    """A w4a4 conv into a BipolarQuant (one level, one image plane of packed bits) read by a
+    binary conv with a float output."""
+    n = qconv_models.Net("cnn_tobits", rng)
+    x = n.quant("x", 0.25, 4, 0)
+    y = n.bn(n.conv(x, 3, 40, 3, 4, 1, 1), 40)
+    b = n.node("BipolarQuant", [y, n.const(np.float32(1))], qconv_models.QDOM)
+    return n.model((3, 6, 6), n.bn(n.conv(b, 40, 20, 3, 1, 1, 1), 20))
+
+
+# name, builder, input shape, {mode: (int8 convs, bit-plane convs)} with GPU targets; a conv with
+# a float chain (each model's last: its f32 out) is bit-planes in every mode
+CNN_MODELS = [
+    ("cnn_w4a4", cnn_w4a4, (3, 10, 10), {"auto": (3, 1), "int8": (3, 1), "planes": (0, 4)}),
+    ("cnn_w8a8", cnn_w8a8, (3, 11, 9), {"auto": (1, 2), "int8": (2, 1), "planes": (0, 3)}),
+    ("cnn_tobits", cnn_tobits, (3, 6, 6), {"auto": (1, 0), "int8": (1, 0), "planes": (0, 1)}),
+    ("qcnn_tail", qconv_models.tail, (5, 6, 7), {"auto": (0, 2), "int8": (1, 1), "planes": (0, 2)}),
+]
+
+
+def conv_counts(report):
+    m = re.search(r"low-bit convolutions: (\d+) on int8 MMA .*?, (\d+) as bit-planes", report)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def check_cnn(tmp, name, build, shape, counts, device, sanitized):
+    """Each mode's blob for the GPU targets (and one for the CPU: every conv bit-planes) against
+    the reference at batch 1, 3 and 17, on the CPU path and, with --device gpu, the GPU."""
+    import onnx
+    model = os.path.join(tmp, name + ".onnx")
+    onnx.save(build(np.random.default_rng(len(name))), model)
+    rng = np.random.default_rng(7)
+    xs = []
+    for b in (1, 3, 17):
+        x = rng.uniform(-3, 3, size=(b,) + shape).astype(np.float32)
+        x[::2] = np.round(x[::2] * 4) / 4  # the input quant's ties
+        xs.append(x)
+    wants = [outputs(tmp, ["--reference", model], x) for x in xs]
+    modes = ("auto",) if sanitized else tuple(counts)
+    for mode in modes:
+        for targets in ("cpu", "sm_90a,sm_80"):
+            if sanitized and targets != "cpu":
+                continue
+            blob = os.path.join(tmp, f"{name}.{mode}.{targets.replace(',', '_')}.bin")
+            p = run([BNNCC, "-O3", f"--lowbit={mode}", f"--target={targets}", "--report", model, "-o", blob])
+            if p.returncode:
+                return fail(f"{name} --lowbit={mode} --target={targets}: bnncc: {p.stderr.strip()}")
+            want_counts = counts[mode] if targets != "cpu" else (0, sum(counts[mode]))
+            if conv_counts(p.stderr) != want_counts:
+                return fail(f"{name} --lowbit={mode} --target={targets}: (int8, planes) convolutions "
+                            f"{conv_counts(p.stderr)}, want {want_counts}")
+            if targets != "cpu":
+                cubins = cubin_sections(blob)
+                if sorted(cubins) != ["sm_80", "sm_90a"] or min(cubins.values()) == 0:
+                    return fail(f"{name} --lowbit={mode}: CUBIN sections {cubins}")
+            devs = ["cpu"] + (["gpu"] if device == "gpu" and targets != "cpu" else [])
+            for dev in devs:
+                for x, want in zip(xs, wants):
+                    have = outputs(tmp, [blob, "--device", dev], x)
+                    if want is None or have is None:
+                        return
+                    if mismatch(want, have):
+                        return fail(f"{name} --lowbit={mode} --target={targets} ({dev}) batch {len(x)}: differs "
+                                    f"from the reference in {mismatch(want, have)} of {want.size} outputs")
+    print(f"ok: {name}: --lowbit={', '.join(modes)}, (int8, planes) convolutions {counts}, identical to the "
+          f"reference at batch 1, 3, 17 ({'CPU and GPU' if device == 'gpu' else 'CPU'})")
 
 
 def inputs(rng, k, batch):
@@ -272,6 +374,8 @@ def main():
             rng = np.random.default_rng(9)
             xs = [rng.uniform(-110, 110, size=(b, 1, 10, 49)).astype(np.float32) for b in (1, 3, 67)]
             check(tmp, "kwsmlp_w3a3", kws, xs, {m: (0, 0, 0) for m in ("int8", "planes", "auto")}, device, False)
+        for name, build, shape, counts in CNN_MODELS:
+            check_cnn(tmp, name, build, shape, counts, device, a.sanitized)
         refused(tmp)
         refused_blobs(tmp, os.path.join(tmp, "w4a4.onnx"))
     sys.exit(1 if failures else 0)

@@ -127,7 +127,155 @@ static void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
 #define Q8_YB 1
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 
+/* Convolutions (Q8_CONV): S_* describe a case, Q8_* follow from it as lower_qconv_int8 writes
+ * them; the converter of its input planes beside it. */
+#define CONV_CASE(ID, XB_, C_, H_, W_, O_, KH_, KW_, SH_, SW_, PT_, PL_, DH_, DW_, OH_, OW_, PAD_, EPI_, L_, YB_,   \
+                  LDW_, LDYW_, BM_)                                                                               \
+    static const int ID##_geom[] = {XB_, C_, H_, W_, O_, KH_, KW_, SH_, SW_, PT_, PL_, DH_, DW_, OH_, OW_,      \
+                                    PAD_, EPI_, L_, YB_, LDW_, LDYW_, BM_};
+#define Q8_CONV 1
+#define Q8_NAME emu_conv_w4a4
+#define Q8_N 96
+#define Q8_LD 576
+#define Q8_XB 4
+#define Q8_EPI 2
+#define Q8_L 15
+#define Q8_YB 4
+#define Q8_BM 64
+#define Q8_H 7
+#define Q8_W 7
+#define Q8_C 64
+#define Q8_CB 64
+#define Q8_KH 3
+#define Q8_KW 3
+#define Q8_SH 1
+#define Q8_SW 1
+#define Q8_PT 1
+#define Q8_PL 1
+#define Q8_DH 1
+#define Q8_DW 1
+#define Q8_OH 7
+#define Q8_OW 7
+#define Q8_PAD 5
+#define Q8_LDYW 4
+#define Q8_YPLANE 200
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+CONV_CASE(conv_w4a4, 4, 64, 7, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 7, 7, 5, 2, 15, 4, 2, 4, 64)
+#define Q8_U_NAME emu_unpack_w4a4
+#define Q8_U_XB 4
+#define Q8_U_PIX 49
+#define Q8_U_LDW 2
+#define Q8_U_PLANE 104
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+#define Q8_CONV 1
+#define Q8_NAME emu_conv_w8a8
+#define Q8_N 32
+#define Q8_LD 320
+#define Q8_XB 8
+#define Q8_EPI 1
+#define Q8_BM 128
+#define Q8_H 9
+#define Q8_W 11
+#define Q8_C 3
+#define Q8_CB 32
+#define Q8_KH 3
+#define Q8_KW 3
+#define Q8_SH 2
+#define Q8_SW 2
+#define Q8_PT 1
+#define Q8_PL 1
+#define Q8_DH 1
+#define Q8_DW 1
+#define Q8_OH 5
+#define Q8_OW 6
+#define Q8_PAD 0
+#define Q8_LDYW 1
+#define Q8_YPLANE 8
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+CONV_CASE(conv_w8a8, 8, 3, 9, 11, 32, 3, 3, 2, 2, 1, 1, 1, 1, 5, 6, 0, 1, 1, 1, 1, 1, 128)
+#define Q8_U_NAME emu_unpack_w8a8
+#define Q8_U_XB 8
+#define Q8_U_PIX 99
+#define Q8_U_LDW 1
+#define Q8_U_PLANE 104
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+/* 2x3 kernel, dilation 2 along y, stride 2 along x, uneven pads, 300 channels (16 words), two
+ * column blocks of 128, pad code 3 */
+#define Q8_CONV 1
+#define Q8_NAME emu_conv_w3a3
+#define Q8_N 130
+#define Q8_LD 3072
+#define Q8_XB 3
+#define Q8_EPI 2
+#define Q8_L 7
+#define Q8_YB 3
+#define Q8_BM 64
+#define Q8_H 5
+#define Q8_W 6
+#define Q8_C 300
+#define Q8_CB 512
+#define Q8_KH 2
+#define Q8_KW 3
+#define Q8_SH 1
+#define Q8_SW 2
+#define Q8_PT 1
+#define Q8_PL 2
+#define Q8_DH 2
+#define Q8_DW 1
+#define Q8_OH 4
+#define Q8_OW 4
+#define Q8_PAD 3
+#define Q8_LDYW 8
+#define Q8_YPLANE 128
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+CONV_CASE(conv_w3a3, 3, 300, 5, 6, 130, 2, 3, 1, 2, 1, 2, 2, 1, 4, 4, 3, 2, 7, 3, 16, 8, 64)
+#define Q8_U_NAME emu_unpack_w3a3
+#define Q8_U_XB 3
+#define Q8_U_PIX 30
+#define Q8_U_LDW 16
+#define Q8_U_PLANE 480
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+/* one level, one plane out (a b1 image for a binary conv), 40 channels in 2 words */
+#define Q8_CONV 1
+#define Q8_NAME emu_conv_b1out
+#define Q8_N 40
+#define Q8_LD 128
+#define Q8_XB 5
+#define Q8_EPI 2
+#define Q8_L 1
+#define Q8_YB 1
+#define Q8_BM 128
+#define Q8_H 4
+#define Q8_W 4
+#define Q8_C 17
+#define Q8_CB 32
+#define Q8_KH 2
+#define Q8_KW 2
+#define Q8_SH 1
+#define Q8_SW 1
+#define Q8_PT 0
+#define Q8_PL 0
+#define Q8_DH 1
+#define Q8_DW 1
+#define Q8_OH 3
+#define Q8_OW 3
+#define Q8_PAD 0
+#define Q8_LDYW 2
+#define Q8_YPLANE 24
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+CONV_CASE(conv_b1out, 5, 17, 4, 4, 40, 2, 2, 1, 1, 0, 0, 1, 1, 3, 3, 0, 2, 1, 1, 1, 2, 128)
+#define Q8_U_NAME emu_unpack_b1out
+#define Q8_U_XB 5
+#define Q8_U_PIX 16
+#define Q8_U_LDW 1
+#define Q8_U_PLANE 16
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
 typedef void (*Q8Kernel)(const unsigned char *, const signed char *, int, const int *, const int *, void *);
+typedef void (*Q8Unpack)(const unsigned *, int, unsigned *);
 
 typedef struct Spec {
     Q8Kernel fn;
@@ -225,8 +373,134 @@ static void check_spec(const Spec *s, int M) {
     free(want);
 }
 
+typedef struct ULaunch {
+    Q8Unpack fn;
+    const unsigned *X;
+    int M;
+    unsigned *Y;
+} ULaunch;
+
+static void run_unpack(unsigned tid, void *arg) {
+    (void)tid;
+    ULaunch *l = arg;
+    l->fn(l->X, l->M, l->Y);
+}
+
+typedef struct ConvSpec {
+    Q8Kernel fn;
+    Q8Unpack unpack;
+    const int *g; /* CONV_CASE's numbers */
+    const char *name;
+    int wlo, whi, images;
+} ConvSpec;
+
+/* One convolution case: codes -> image planes (as the quantize step writes them) -> the
+ * converter's bytes (checked) -> the kernel, every output word against a plain loop over the
+ * codes with the pad code outside the image. */
+static void check_conv(const ConvSpec *s) {
+    const int *g = s->g;
+    const int xb = g[0], C = g[1], H = g[2], W = g[3], O = g[4], KH = g[5], KW = g[6], SH = g[7], SW = g[8];
+    const int PT = g[9], PL = g[10], DH = g[11], DW = g[12], OH = g[13], OW = g[14], pad = g[15], epi = g[16];
+    const int L = g[17], yb = g[18], ldw = g[19], ldyw = g[20], bm = g[21], n = s->images;
+    const int pix = H * W, cells = OH * OW, cb = 32 * ldw, taps = KH * KW, M = n * cells;
+    const int64_t plane = blob_image_plane_words(pix, ldw), ld = blob_int8_ld(taps * cb);
+    uint8_t *codes = malloc((size_t)(n * C * pix));
+    for (int i = 0; i < n * C * pix; i++)
+        codes[i] = (uint8_t)rnd(0, (1 << xb) - 1);
+    uint32_t *X = calloc((size_t)(n * xb * plane), 4);
+    uint8_t *want_bytes = calloc((size_t)(n * pix * cb), 1), *bytes = malloc((size_t)(n * pix * cb));
+    for (int im = 0; im < n; im++)
+        for (int c = 0; c < C; c++)
+            for (int q = 0; q < pix; q++) {
+                uint8_t v = codes[(im * C + c) * pix + q];
+                want_bytes[(im * pix + q) * cb + c] = v;
+                for (int p = 0; p < xb; p++)
+                    X[(im * xb + p) * plane + q * ldw + c / 32] |= (uint32_t)((v >> p) & 1) << (c % 32);
+            }
+    memset(bytes, 0xa5, (size_t)(n * pix * cb));
+    ULaunch ul = {s->unpack, X, n * pix * ldw * 8, (unsigned *)bytes};
+    for (unsigned bx = 0; bx < (unsigned)(ul.M + 255) / 256; bx++) {
+        blockIdx.x = bx;
+        blockIdx.y = 0;
+        emu_fibers_run(256, run_unpack, &ul, resume);
+    }
+    CHECK_MSG(memcmp(bytes, want_bytes, (size_t)(n * pix * cb)) == 0, "%s: the bytes image differs", s->name);
+    int8_t *u = malloc((size_t)(O * C * taps)), *W8 = calloc((size_t)(O * ld), 1);
+    for (int i = 0; i < O * C * taps; i++)
+        u[i] = (int8_t)rnd(s->wlo, s->whi);
+    for (int o = 0; o < O; o++)
+        for (int c = 0; c < C; c++)
+            for (int tap = 0; tap < taps; tap++)
+                W8[o * ld + tap * cb + c] = u[(o * C + c) * taps + tap];
+    int32_t *acc = calloc((size_t)(n * O * cells), 4); /* NCHW */
+    for (int im = 0; im < n; im++)
+        for (int o = 0; o < O; o++)
+            for (int oy = 0; oy < OH; oy++)
+                for (int ox = 0; ox < OW; ox++) {
+                    int32_t a = 0;
+                    for (int c = 0; c < C; c++)
+                        for (int ky = 0; ky < KH; ky++)
+                            for (int kx = 0; kx < KW; kx++) {
+                                int iy = oy * SH - PT + ky * DH, ix = ox * SW - PL + kx * DW;
+                                int v = iy >= 0 && iy < H && ix >= 0 && ix < W ? codes[(im * C + c) * pix + iy * W + ix] : pad;
+                                a += v * u[(o * C + c) * taps + ky * KW + kx];
+                            }
+                    acc[(im * O + o) * cells + oy * OW + ox] = a;
+                }
+    int32_t *t = malloc((size_t)(O * L + O) * 4), *dir = t + O * L;
+    for (int o = 0; o < O; o++) {
+        dir[o] = rnd(0, 1) ? 1 : -1;
+        for (int l = 0; l < L; l++)
+            t[o * L + l] = acc[rnd(0, n * O * cells - 1)] + rnd(-2, 2);
+    }
+    const int64_t yplane = blob_image_plane_words(cells, ldyw);
+    size_t nbytes = epi == 1 ? (size_t)(n * O * cells) * 4 : (size_t)(n * yb * yplane) * 4;
+    uint8_t *want = calloc(2, nbytes), *got = want + nbytes;
+    if (epi == 1)
+        memcpy(want, acc, nbytes);
+    else
+        for (int im = 0; im < n; im++)
+            for (int o = 0; o < O; o++)
+                for (int q = 0; q < cells; q++) {
+                    int32_t a = acc[(im * O + o) * cells + q];
+                    int count = 0;
+                    for (int l = 0; l < L; l++)
+                        count += dir[o] < 0 ? a <= t[o * L + l] : a >= t[o * L + l];
+                    for (int b = 0; b < yb; b++)
+                        ((uint32_t *)want)[(im * yb + b) * yplane + q * ldyw + o / 32] |= (uint32_t)((count >> b) & 1)
+                                                                                         << (o % 32);
+                }
+    memset(got, 0xa5, nbytes);
+    launch(s->fn, (unsigned)(O + 8192 / bm - 1) / (8192 / bm), (unsigned)(M + bm - 1) / bm, bytes,
+           (const signed char *)W8, M, t, dir, got);
+    size_t bad = 0, first = nbytes;
+    for (size_t i = 0; i < nbytes; i++)
+        if (got[i] != want[i]) {
+            bad++;
+            first = first < i ? first : i;
+        }
+    CHECK_MSG(bad == 0, "%s: %zu of %zu bytes differ (the first at %zu)", s->name, bad, nbytes, first);
+    free(codes);
+    free(X);
+    free(want_bytes);
+    free(bytes);
+    free(u);
+    free(W8);
+    free(acc);
+    free(t);
+    free(want);
+}
+
 int main(void) {
     emu_fiber_barrier_init(&block_bar, 256);
+    static const ConvSpec convs[] = {
+        {emu_conv_w4a4, emu_unpack_w4a4, conv_w4a4_geom, "conv w4a4 3x3, pad code 5, planes out", -8, 7, 3},
+        {emu_conv_w8a8, emu_unpack_w8a8, conv_w8a8_geom, "conv w8a8 (u8) 3x3/2 over 3 channels, int32 out", -128, 127, 2},
+        {emu_conv_w3a3, emu_unpack_w3a3, conv_w3a3_geom, "conv w3a3 2x3, dilation, uneven pads, 300 channels", -4, 3, 1},
+        {emu_conv_b1out, emu_unpack_b1out, conv_b1out_geom, "conv unsigned w4 a5, one plane out", 0, 15, 5},
+    };
+    for (size_t i = 0; i < sizeof convs / sizeof *convs; i++)
+        check_conv(&convs[i]);
     static const int Ms[] = {1, 3, 67, 130};
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
         for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++)

@@ -15,18 +15,34 @@
 //   layer's codes: Q8_YFMT 0 bit-planes Y[M][Q8_YB][LDY] words (LDY = N rounded up to 256
 //   bits, padding words zero: bgemm_planes.cu's A), Q8_YFMT 1 bytes Y[M][round64(N)] (zero
 //   bytes past N: this kernel's A); 3 the counts as int32 Y[M][Q8_N].
-// Block tile 64 x 128, 8 warps of 32 x 32 (2 m16 x 4 n8 MMA tiles each); K in stages of 64
-// bytes staged through shared memory by 16-byte cp.async (zero-filled past M and N), a ring
-// of Q8_STAGES; rows padded to 80 bytes so the fragment loads hit 32 distinct banks.
-// Grid (ceil(N/128), ceil(M/64)), 256 threads, static shared memory only (45 KiB).
-// Each inclusion defines one kernel Q8_NAME and #undefs its Q8_* macros at the end.
+// Block tile Q8_BM x Q8_BN (64 x 128, or 128 x 64 for narrow layers), 8 warps of 32 x 32
+// (2 m16 x 4 n8 MMA tiles each); K in stages of 64 bytes staged through shared memory by
+// 16-byte cp.async (zero-filled past M and N), a ring of Q8_STAGES; rows padded to 80 bytes so
+// the fragment loads hit 32 distinct banks. Grid (ceil(N/Q8_BN), ceil(M/Q8_BM)), 256 threads,
+// static shared memory only (45 KiB).
+//
+// With Q8_CONV 1 the same GEMM is a convolution (qconv2d on int8, docs/kernels.md "Low-bit
+// convolution on int8 MMA"): row m an output pixel (image, oy, ox) of the batch, K the
+// Q8_KH*Q8_KW taps (row-major) of Q8_CB bytes of channels each, then zero bytes up to Q8_LD:
+//   A: the input codes as a bytes image, per image [Q8_H*Q8_W][Q8_CB] u8 (channel c at byte c,
+//      zero past Q8_C; Q8_U_NAME below writes it from the image planes)
+//   W: [Q8_N][Q8_LD] s8, weight (o, tap, c) at byte tap*Q8_CB + c
+// A tap outside the image reads Q8_PAD (the pad code) in every real channel: exactly what
+// qconv.cu's image planes give there. Epilogues as qconv.cu's: 1 int32 NCHW per image
+// ([Q8_N][Q8_OH*Q8_OW]); 2 the level counts as Q8_YB image planes of [Q8_OH*Q8_OW][Q8_LDYW]
+// words each (Q8_YPLANE words a plane, zero padding words and tail): the next qconv's X, or
+// with one plane a b1 NHWC-packed image.
+//
+// With Q8_U_NAME instead (and Q8_U_XB, Q8_U_PIX, Q8_U_LDW, Q8_U_PLANE) the file defines the
+// converter Q8_U_NAME(X, M, Y): image planes (qconv.cu's X: per image Q8_U_XB planes of
+// Q8_U_PLANE words, [Q8_U_PIX][Q8_U_LDW] each) to the bytes image above (Q8_CB = 32 Q8_U_LDW),
+// M = images x Q8_U_PIX x Q8_U_LDW x 8, one 32-bit word (4 channels) a thread.
+// Each inclusion defines one kernel and #undefs its macros at the end.
 #ifndef BNN_PDL_ENTER // compiled without common.cu (a test's own program): launched plainly
 #define BNN_PDL_ENTER() ((void)0)
 #endif
 
-#ifndef BNN_Q8_BM
-#define BNN_Q8_BM 64
-#define BNN_Q8_BN 128
+#ifndef BNN_Q8_BK
 #define BNN_Q8_BK 64     // bytes of K a stage: two k32 MMA steps
 #define BNN_Q8_ROW 80    // bytes of a staged row: 64 + 16 of padding (bank spread)
 #define BNN_Q8_THREADS 256
@@ -78,6 +94,33 @@ __device__ __forceinline__ int bnn_q8_count(int v, const int *t, int dir, int le
 }
 #endif
 
+#if defined(Q8_U_NAME)
+// Image planes to the bytes image (Q8_CONV's A): word i of the output is bytes 4j..4j+3 of
+// pixel word pw of an image (j = i % 8), byte c = sum_p bit c of plane p's word << p.
+BNN_Q8_LINKAGE __global__ void __launch_bounds__(BNN_Q8_THREADS)
+Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
+    BNN_PDL_ENTER();
+    const int i = blockIdx.x * BNN_Q8_THREADS + threadIdx.x;
+    if (i >= M)
+        return;
+    const int per = Q8_U_PIX * Q8_U_LDW * 8, image = i / per, r = i % per, j = r & 7;
+    const unsigned *x = X + (long long)image * Q8_U_XB * Q8_U_PLANE + (r >> 3);
+    unsigned v = 0u;
+    for (int p = 0; p < Q8_U_XB; p++) {
+        // the 4 bits of channels 4j.. spread to bit 0 of 4 bytes: nib * 0x00204081 puts bit b
+        // at 7b + b = 8b, and its four shifted copies do not overlap (no carries)
+        const unsigned nib = (x[(long long)p * Q8_U_PLANE] >> (4 * j)) & 15u;
+        v |= ((nib * 0x00204081u) & 0x01010101u) << p;
+    }
+    Y[i] = v;
+}
+#undef Q8_U_NAME
+#undef Q8_U_XB
+#undef Q8_U_PIX
+#undef Q8_U_LDW
+#undef Q8_U_PLANE
+#else
+
 #if !defined(Q8_N) || !defined(Q8_LD)
 #error "qgemm_s8.cu: define Q8_N and Q8_LD (bytes, a multiple of 64)"
 #endif
@@ -102,42 +145,103 @@ __device__ __forceinline__ int bnn_q8_count(int v, const int *t, int dir, int le
 #ifndef Q8_STAGES
 #define Q8_STAGES 3
 #endif
+#ifndef Q8_BM
+#define Q8_BM 64
+#endif
+#ifndef Q8_BN
+#define Q8_BN (8192 / Q8_BM)
+#endif
+#ifndef Q8_CONV
+#define Q8_CONV 0
+#endif
+#if Q8_BM * Q8_BN != 8192 || (Q8_BM != 64 && Q8_BM != 128)
+#error "qgemm_s8.cu: the block tile is 64 x 128 or 128 x 64"
+#endif
+#define Q8_WN (Q8_BN / 32) // warps along N
 #define Q8_KT (Q8_LD / BNN_Q8_BK)
 #define Q8_LDY ((Q8_N + 255) / 256 * 8)
 #define Q8_LDY8 ((Q8_N + 63) / 64 * 64)
-#define Q8_STAGE_BYTES ((BNN_Q8_BM + BNN_Q8_BN) * BNN_Q8_ROW)
+#define Q8_STAGE_BYTES ((Q8_BM + Q8_BN) * BNN_Q8_ROW)
 #if Q8_LD % 64 != 0
 #error "qgemm_s8.cu: Q8_LD must be a multiple of 64 bytes"
+#endif
+#if Q8_CONV
+#define Q8_CELLS (Q8_OH * Q8_OW)
+#define Q8_TAPS (Q8_KH * Q8_KW)
+#if Q8_CB % 32 != 0 || Q8_LD < Q8_TAPS * Q8_CB
+#error "qgemm_s8.cu: Q8_CB must be a multiple of 32 and Q8_LD hold every tap"
+#endif
 #endif
 
 BNN_Q8_LINKAGE __global__ void __launch_bounds__(BNN_Q8_THREADS)
 Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, int M,
         const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y) {
     BNN_PDL_ENTER();
-    // The stages, then (after the K loop) the block's accumulators [64][129] int32.
-    __shared__ __align__(16) unsigned char smem[Q8_STAGES * Q8_STAGE_BYTES > BNN_Q8_BM * (BNN_Q8_BN + 1) * 4
+    // The stages, then (after the K loop) the block's accumulators [Q8_BM][Q8_BN + 1] int32.
+    __shared__ __align__(16) unsigned char smem[Q8_STAGES * Q8_STAGE_BYTES > Q8_BM * (Q8_BN + 1) * 4
                                                     ? Q8_STAGES * Q8_STAGE_BYTES
-                                                    : BNN_Q8_BM * (BNN_Q8_BN + 1) * 4];
+                                                    : Q8_BM * (Q8_BN + 1) * 4];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-    const int wm = warp >> 2, wn = warp & 3; // 2 x 4 warps, each 32 rows x 32 columns
-    const int m0 = blockIdx.y * BNN_Q8_BM, n0 = blockIdx.x * BNN_Q8_BN;
+    const int wm = warp / Q8_WN, wn = warp % Q8_WN; // each warp 32 rows x 32 columns
+    const int m0 = blockIdx.y * Q8_BM, n0 = blockIdx.x * Q8_BN;
     (void)T; (void)dir;
+#define Q8_AH (Q8_BM / 64) // A chunks a thread a stage (4 of 16 bytes a row)
+#define Q8_WH (Q8_BN / 64) // W chunks
+#if Q8_CONV
+    // A thread's A rows (tid + 256 h) / 4: the image's base and the window's origin, once.
+    const unsigned char *abase[Q8_AH];
+    int iy0[Q8_AH], ix0[Q8_AH];
+    for (int h = 0; h < Q8_AH; h++) {
+        const int m = m0 + ((tid + BNN_Q8_THREADS * h) >> 2);
+        const int image = m / Q8_CELLS, cell = m % Q8_CELLS;
+        abase[h] = m < M ? A + (long long)image * (Q8_H * Q8_W * Q8_CB) : (const unsigned char *)0;
+        iy0[h] = cell / Q8_OW * Q8_SH - Q8_PT;
+        ix0[h] = cell % Q8_OW * Q8_SW - Q8_PL;
+    }
+#endif
 
-    // One stage: A rows m0.. (4 chunks of 16 bytes each: 256 chunks, one a thread), W rows n0..
-    // (512 chunks, two a thread); rows past M or N are zero-filled.
+    // One stage: Q8_BM A rows of 64 bytes (the row's K slice, or for a convolution its taps'
+    // channels) and Q8_BN W rows, 4 chunks of 16 bytes each; rows past M or N zero-filled.
 #define Q8_LOAD(kt, slot)                                                                                    \
     do {                                                                                                     \
-        unsigned char *sa = smem + (slot) * Q8_STAGE_BYTES, *sw = sa + BNN_Q8_BM * BNN_Q8_ROW;               \
-        const int r = tid >> 2, c = (tid & 3) * 16, kb = (kt) * BNN_Q8_BK + c;                               \
-        bnn_q8_cp16(sa + r * BNN_Q8_ROW + c, m0 + r < M ? A + (size_t)(m0 + r) * Q8_LD + kb : A,              \
-                    m0 + r < M);                                                                             \
-        for (int h = 0; h < 2; h++) {                                                                        \
-            const int rn = r + 64 * h;                                                                       \
+        unsigned char *sa = smem + (slot) * Q8_STAGE_BYTES, *sw = sa + Q8_BM * BNN_Q8_ROW;                   \
+        const int c = (tid & 3) * 16, kb = (kt) * BNN_Q8_BK + c;                                             \
+        for (int h = 0; h < Q8_AH; h++) {                                                                    \
+            const int r = (tid + BNN_Q8_THREADS * h) >> 2;                                                   \
+            Q8_LOAD_A(h, r, c, kb, sa + r * BNN_Q8_ROW + c);                                                 \
+        }                                                                                                    \
+        for (int h = 0; h < Q8_WH; h++) {                                                                    \
+            const int rn = (tid + BNN_Q8_THREADS * h) >> 2;                                                  \
             bnn_q8_cp16(sw + rn * BNN_Q8_ROW + c,                                                            \
                         n0 + rn < Q8_N ? (const void *)(W + (size_t)(n0 + rn) * Q8_LD + kb) : (const void *)W, \
                         n0 + rn < Q8_N);                                                                     \
         }                                                                                                    \
     } while (0)
+#if !Q8_CONV
+#define Q8_LOAD_A(h, r, c, kb, dst)                                                                          \
+    bnn_q8_cp16(dst, m0 + (r) < M ? A + (size_t)(m0 + (r)) * Q8_LD + (kb) : A, m0 + (r) < M)
+#else
+    // Tap kb / Q8_CB, channels kb % Q8_CB.. of the row's pixel: in the image a copy; outside it
+    // the pad code in the real channels (a plain store, seen after the stage's barrier like the
+    // copies); past the last tap or M zeros.
+#define Q8_LOAD_A(h, r, c, kb, dst)                                                                          \
+    do {                                                                                                     \
+        const int tap = (kb) / Q8_CB, cb = (kb) % Q8_CB;                                                     \
+        const int iy = iy0[h] + tap / Q8_KW * Q8_DH, ix = ix0[h] + tap % Q8_KW * Q8_DW;                      \
+        const bool real = abase[h] && tap < Q8_TAPS;                                                         \
+        if (real && iy >= 0 && iy < Q8_H && ix >= 0 && ix < Q8_W)                                            \
+            bnn_q8_cp16(dst, abase[h] + (iy * Q8_W + ix) * Q8_CB + cb, true);                                \
+        else if (!real || Q8_PAD == 0)                                                                       \
+            bnn_q8_cp16(dst, A, false);                                                                      \
+        else                                                                                                 \
+            for (int q = 0; q < 4; q++) {                                                                    \
+                unsigned word = 0u;                                                                          \
+                for (int i = 0; i < 4; i++)                                                                  \
+                    word |= (cb + 4 * q + i < Q8_C ? (unsigned)Q8_PAD : 0u) << (8 * i);                      \
+                ((unsigned *)(dst))[q] = word;                                                               \
+            }                                                                                                \
+    } while (0)
+#endif
 
     int acc[2][4][4];
     for (int i = 0; i < 2; i++)
@@ -155,7 +259,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
         if (kt + Q8_STAGES - 1 < Q8_KT)
             Q8_LOAD(kt + Q8_STAGES - 1, (kt + Q8_STAGES - 1) % Q8_STAGES);
         bnn_q8_commit();
-        const unsigned char *sa = smem + (kt % Q8_STAGES) * Q8_STAGE_BYTES, *sw = sa + BNN_Q8_BM * BNN_Q8_ROW;
+        const unsigned char *sa = smem + (kt % Q8_STAGES) * Q8_STAGE_BYTES, *sw = sa + Q8_BM * BNN_Q8_ROW;
         for (int kk = 0; kk < BNN_Q8_BK; kk += 32) {
             unsigned a[2][4], b[4][2];
             for (int i = 0; i < 2; i++) {
@@ -178,7 +282,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     bnn_q8_wait(0);
     __syncthreads(); // the stages are dead: the accumulators go to shared memory
     int *tile = (int *)smem;
-#define Q8_TILE(r, c) tile[(r) * (BNN_Q8_BN + 1) + (c)]
+#define Q8_TILE(r, c) tile[(r) * (Q8_BN + 1) + (c)]
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 4; j++) {
             const int r = wm * 32 + 16 * i + g, c = wn * 32 + 8 * j + 2 * t;
@@ -188,10 +292,17 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
             Q8_TILE(r + 8, c + 1) = acc[i][j][3];
         }
     __syncthreads();
-#if Q8_EPI != 2
+#if Q8_CONV && Q8_EPI == 1
+    // int32 NCHW per image, one output a thread at a time, along the pixels.
+    for (int e = tid; e < Q8_BM * Q8_BN; e += BNN_Q8_THREADS) {
+        const int r = e % Q8_BM, c = e / Q8_BM, m = m0 + r, n = n0 + c;
+        if (m < M && n < Q8_N)
+            ((int *)Y)[((long long)(m / Q8_CELLS) * Q8_N + n) * Q8_CELLS + m % Q8_CELLS] = Q8_TILE(r, c);
+    }
+#elif Q8_EPI != 2
     // int32 accumulators (1) or level counts (3), one output a thread at a time, along N.
-    for (int e = tid; e < BNN_Q8_BM * BNN_Q8_BN; e += BNN_Q8_THREADS) {
-        const int r = e / BNN_Q8_BN, c = e % BNN_Q8_BN, m = m0 + r, n = n0 + c;
+    for (int e = tid; e < Q8_BM * Q8_BN; e += BNN_Q8_THREADS) {
+        const int r = e / Q8_BN, c = e % Q8_BN, m = m0 + r, n = n0 + c;
         if (m >= M || n >= Q8_N)
             continue;
         int v = Q8_TILE(r, c);
@@ -200,10 +311,11 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #endif
         ((int *)Y)[(size_t)m * Q8_N + n] = v;
     }
-#elif Q8_YFMT == 0
-    // The counts as the next layer's bit-planes: one (row, 32 channels) word set a thread.
+#elif Q8_CONV || Q8_YFMT == 0
+    // The counts as the next layer's bit-planes: one (row, 32 channels) word set a thread. A
+    // convolution writes image planes: plane b of the image, the pixel's Q8_LDYW words.
     {
-        const int r = tid >> 2, wq = tid & 3, m = m0 + r, nw = n0 / 32 + wq;
+        const int r = tid / Q8_WN, wq = tid % Q8_WN, m = m0 + r, nw = n0 / 32 + wq;
         if (m < M) {
             unsigned word[Q8_YB];
             for (int b = 0; b < Q8_YB; b++)
@@ -216,20 +328,38 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
                 for (int b = 0; b < Q8_YB; b++)
                     word[b] |= (unsigned)((count >> b) & 1) << i;
             }
+#if Q8_CONV
+            const long long cell = m % Q8_CELLS;
+            unsigned *yrow = (unsigned *)Y + (long long)(m / Q8_CELLS) * Q8_YB * Q8_YPLANE + cell * Q8_LDYW;
+#define Q8_PSTRIDE Q8_YPLANE
+#define Q8_ROWW Q8_LDYW
+#else
             unsigned *yrow = (unsigned *)Y + (size_t)m * Q8_YB * Q8_LDY;
+#define Q8_PSTRIDE Q8_LDY
+#define Q8_ROWW Q8_LDY
+#endif
             for (int b = 0; b < Q8_YB; b++) {
-                yrow[b * Q8_LDY + nw] = word[b];
-                // the last column block zeroes the row's padding words past its 4
-                if (wq == 3 && n0 + BNN_Q8_BN >= Q8_N)
-                    for (int w = nw + 1; w < Q8_LDY; w++)
-                        yrow[b * Q8_LDY + w] = 0u;
+                if (nw < Q8_ROWW)
+                    yrow[b * Q8_PSTRIDE + nw] = word[b];
+                // the last column block zeroes the row's padding words past its own
+                if (wq == Q8_WN - 1 && n0 + Q8_BN >= Q8_N)
+                    for (int w = nw + 1; w < Q8_ROWW; w++)
+                        yrow[b * Q8_PSTRIDE + w] = 0u;
+#if Q8_CONV
+                // and at the last pixel the plane's tail
+                if (wq == Q8_WN - 1 && n0 + Q8_BN >= Q8_N && cell == Q8_CELLS - 1)
+                    for (long long w = (long long)Q8_CELLS * Q8_LDYW; w < Q8_YPLANE; w++)
+                        yrow[b * Q8_PSTRIDE + w - cell * Q8_LDYW] = 0u;
+#endif
             }
+#undef Q8_PSTRIDE
+#undef Q8_ROWW
         }
     }
 #else
     // The counts as bytes (the next int8 layer's A): 4 channels a 32-bit store.
-    for (int e = tid; e < BNN_Q8_BM * (BNN_Q8_BN / 4); e += BNN_Q8_THREADS) {
-        const int r = e / (BNN_Q8_BN / 4), c = (e % (BNN_Q8_BN / 4)) * 4, m = m0 + r;
+    for (int e = tid; e < Q8_BM * (Q8_BN / 4); e += BNN_Q8_THREADS) {
+        const int r = e / (Q8_BN / 4), c = (e % (Q8_BN / 4)) * 4, m = m0 + r;
         if (m >= M || n0 + c >= Q8_LDY8)
             continue;
         unsigned word = 0u;
@@ -242,6 +372,9 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #endif
 #undef Q8_TILE
 #undef Q8_LOAD
+#undef Q8_LOAD_A
+#undef Q8_AH
+#undef Q8_WH
 }
 
 #undef Q8_NAME
@@ -253,7 +386,33 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_YB
 #undef Q8_YFMT
 #undef Q8_STAGES
+#undef Q8_BM
+#undef Q8_BN
+#undef Q8_WN
 #undef Q8_KT
 #undef Q8_LDY
 #undef Q8_LDY8
 #undef Q8_STAGE_BYTES
+#if Q8_CONV
+#undef Q8_CELLS
+#undef Q8_TAPS
+#undef Q8_H
+#undef Q8_W
+#undef Q8_C
+#undef Q8_CB
+#undef Q8_KH
+#undef Q8_KW
+#undef Q8_SH
+#undef Q8_SW
+#undef Q8_PT
+#undef Q8_PL
+#undef Q8_DH
+#undef Q8_DW
+#undef Q8_OH
+#undef Q8_OW
+#undef Q8_PAD
+#undef Q8_LDYW
+#undef Q8_YPLANE
+#endif
+#undef Q8_CONV
+#endif
