@@ -1,7 +1,7 @@
 /* test_q8_emu: qgemm_s8.cu (the low-bit GEMM on int8 codes) run without a GPU. The kernel file
  * is compiled as C under a block emulator: 256 fibers (tests/emu/emu_fiber.h) stand for a block's threads,
  * __syncthreads meets at a barrier, cp.async is an immediate copy (zero-filled past M and N),
- * and mma.sync m16n8k32 .s8 / .u8 is computed from the 32 lanes' fragments of each warp with
+ * ldmatrix .x4 gathers each lane's words from the rows its warp's lanes name, and mma.sync m16n8k32 .s8 / .u8 is computed from the 32 lanes' fragments of each warp with
  * the PTX ISA's register layout (the same word layout HARDWARE.md verified for m16n8k256 b1).
  * Every output word (padding included, the buffer poisoned first) must equal the runtime's CPU
  * GEMM on int8 codes (rt_cpu_qgemm_int8, itself checked against the interpreter by
@@ -47,6 +47,16 @@ static void bnn_q8_cp16(void *dst, const void *src, bool ok) {
         memset(dst, 0, 16);
 }
 static void bnn_q8_commit(void) {}
+/* ldmatrix .x4: every lane's row address through the barrier, then each lane reads its words. */
+static const unsigned char *emu_ldsm_row[256];
+static void bnn_q8_ldsm4(unsigned *r, const void *p) {
+    unsigned tid = threadIdx.x, w0 = tid & ~31u, lane = tid & 31;
+    emu_ldsm_row[tid] = p;
+    emu_fiber_barrier_wait(&block_bar);
+    for (unsigned i = 0; i < 4; i++)
+        memcpy(&r[i], emu_ldsm_row[w0 + 8 * i + lane / 4] + 4 * (lane % 4), 4);
+    emu_fiber_barrier_wait(&block_bar);
+}
 #define bnn_q8_wait(n) ((void)(n))
 
 /* Every thread of the block calls this the same number of times (the kernel's main loop has

@@ -74,6 +74,14 @@ __device__ __forceinline__ void bnn_q8_mma(int *d, unsigned a0, unsigned a1, uns
     __trap(); // the s8 MMA m16n8k32 needs sm_80 or later
 #endif
 }
+// Four 8x8 matrices of 16-byte rows from shared memory (ldmatrix .x4 .b16): lane l gives the
+// address of row l % 8 of matrix l / 8 and gets r[i] = bytes 4 (l % 4).. of row l / 4 of
+// matrix i, the MMA's fragment word layout above (one instruction for four LDS.32 a lane).
+__device__ __forceinline__ void bnn_q8_ldsm4(unsigned *r, const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"((unsigned)__cvta_generic_to_shared(p)));
+}
 // 16-byte global -> shared copy, zero-filled (nothing read) when !ok.
 __device__ __forceinline__ void bnn_q8_cp16(void *dst, const void *src, bool ok) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
@@ -261,22 +269,21 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
         bnn_q8_commit();
         const unsigned char *sa = smem + (kt % Q8_STAGES) * Q8_STAGE_BYTES, *sw = sa + Q8_BM * BNN_Q8_ROW;
         for (int kk = 0; kk < BNN_Q8_BK; kk += 32) {
-            unsigned a[2][4], b[4][2];
-            for (int i = 0; i < 2; i++) {
-                const unsigned char *r0 = sa + (wm * 32 + 16 * i + g) * BNN_Q8_ROW + kk + 4 * t;
-                a[i][0] = *(const unsigned *)r0;
-                a[i][1] = *(const unsigned *)(r0 + 8 * BNN_Q8_ROW);
-                a[i][2] = *(const unsigned *)(r0 + 16);
-                a[i][3] = *(const unsigned *)(r0 + 8 * BNN_Q8_ROW + 16);
-            }
-            for (int j = 0; j < 4; j++) {
-                const unsigned char *r0 = sw + (wn * 32 + 8 * j + g) * BNN_Q8_ROW + kk + 4 * t;
-                b[j][0] = *(const unsigned *)r0;
-                b[j][1] = *(const unsigned *)(r0 + 16);
-            }
+            // A: matrices (rows 0-7, k 0-15), (8-15, 0-15), (0-7, 16-31), (8-15, 16-31) of each m16
+            // tile = a0..a3; W: (n 0-7, k 0-15), (0-7, 16-31), (8-15, 0-15), (8-15, 16-31) of
+            // each pair of n8 tiles = b0, b1 of the first, b0, b1 of the second. Rows 80 bytes
+            // apart: a matrix's 8 rows fall in distinct banks.
+            unsigned a[2][4], b[2][4]; // b[j / 2][2 (j % 2)..]: n8 tile j's b0, b1
+            for (int i = 0; i < 2; i++)
+                bnn_q8_ldsm4(a[i], sa + (wm * 32 + 16 * i + (lane & 7) + ((lane >> 3) & 1) * 8) * BNN_Q8_ROW + kk +
+                                       (lane >> 4) * 16);
+            for (int j = 0; j < 2; j++)
+                bnn_q8_ldsm4(b[j], sw + (wn * 32 + 16 * j + (lane & 7) + (lane >> 4) * 8) * BNN_Q8_ROW + kk +
+                                       ((lane >> 3) & 1) * 16);
             for (int i = 0; i < 2; i++)
                 for (int j = 0; j < 4; j++)
-                    bnn_q8_mma(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j][0], b[j][1], Q8_XB > 7);
+                    bnn_q8_mma(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j / 2][2 * (j % 2)],
+                               b[j / 2][2 * (j % 2) + 1], Q8_XB > 7);
         }
     }
     bnn_q8_wait(0);
