@@ -11,7 +11,7 @@ DIR holds a release bnncc and bnnrun (bench/prepare_carry.sh's .cache/bench/carr
 shape (C input and O output channels, an HW x HW input, a K x K kernel, stride S, padding K // 2):
 a QONNX model x -> Quant(abits) -> Conv(wbits) -> BatchNormalization -> Relu -> Quant(abits)
 (tests/lowbit/qconv_models.py's layer; bnncc -O3 makes the conv one qconv2d step whose epilogue
-writes the next layer's codes), then a classifier that reads them (flatten, dense to 10),
+writes the next layer's codes), then a 1x1 conv to 10 channels that reads them (a float out),
 compiled by DIR/bnncc with each --lowbit mode given (a row each: bit-planes, qconv.cu, or
 the int8 tensor cores, qgemm_s8.cu, whose layer is two GPU steps: the input planes to bytes,
 then the convolution; their sum is the layer's time, the first printed apart). Its outputs on 4
@@ -51,10 +51,10 @@ def layer_model(c, o, hw, k, s, wbits, abits, seed):
     n = qconv_models.Net("qconv_%d_%d_%d_%d_%d" % (c, o, hw, k, s), np.random.default_rng(seed))
     x = n.quant("x", 0.25, abits, 0)
     y = qconv_models.block(n, x, c, o, k, wbits, abits, stride=s, pad=k // 2)
-    # A small classifier reads the codes (flatten, dense to 10): with the quant's float as the
-    # graph's output, bnncc would keep the conv float, since nothing would read its codes.
-    f = n.node("Flatten", [y], axis=1)
-    return n.model((c, hw, hw), n.dense(f, o * out_hw(hw, k, s) ** 2, 10, wbits))
+    # A small 1x1 conv to 10 channels reads the codes (a float chain, bit-planes in every
+    # --lowbit mode): with the quant's float as the graph's output, bnncc would keep the conv
+    # float, since nothing would read its codes.
+    return n.model((c, hw, hw), n.conv(y, o, 10, 1, wbits))
 
 
 def run(cmd):

@@ -4319,21 +4319,37 @@ static int choose_code_epilogue(Lower *L, const Node *n, bool conv, int64_t ldy,
 
 /* The thresholds of a code epilogue as the kernels read them: t i32[O][levels] in p0, dir
  * i32[O] in p1. */
-static void put_code_thresholds(Lower *L, LStep *st, const CodeEpilogue *e, int64_t O) {
+static int cmp_i32(const void *a, const void *b) {
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The threshold epilogue's levels T [O][levels] in p0 and each channel's direction (+1 rising,
+ * -1 falling) in p1. With folded, each channel's levels as qgemm_s8.cu's convolution counts
+ * them: t ^ m (m = -1 for a falling channel, else 0: v <= t is ~v >= ~t) sorted ascending (a
+ * count does not depend on the order). */
+static void put_code_thresholds_as(Lower *L, LStep *st, const CodeEpilogue *e, int64_t O, bool folded) {
     if (!e->t)
         return;
     const Value *t = e->t, *dir = e->dir;
     int64_t levels = e->levels;
     int32_t *tv = xmalloc((size_t)(O * levels) * 4), *dv = xmalloc((size_t)O * 4);
     for (int64_t o = 0; o < O; o++) {
-        for (int64_t l = 0; l < levels; l++)
-            tv[o * levels + l] = (int32_t)const_at(t, t->type.dim[0] == 1 ? l : o * levels + l);
         dv[o] = dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : o) < 0 ? -1 : 1;
+        const int32_t m = folded && dv[o] < 0 ? -1 : 0;
+        for (int64_t l = 0; l < levels; l++)
+            tv[o * levels + l] = (int32_t)const_at(t, t->type.dim[0] == 1 ? l : o * levels + l) ^ m;
+        if (folded)
+            qsort(tv + o * levels, (size_t)levels, 4, cmp_i32);
     }
     st->s.slot[BLOB_SLOT_P0] = put_weights(L, tv, (size_t)(O * levels) * 4);
     st->s.slot[BLOB_SLOT_P1] = put_weights(L, dv, (size_t)O * 4);
     free(tv);
     free(dv);
+}
+
+static void put_code_thresholds(Lower *L, LStep *st, const CodeEpilogue *e, int64_t O) {
+    put_code_thresholds_as(L, st, e, O, false);
 }
 
 /* quantize of an NCHW tensor into image planes (the qconv operand). GPU: bnn_quantize_image,
@@ -5029,13 +5045,12 @@ static bool qconv_wants_int8(const Lower *L, const BlobQconvParams *qp) {
 
 /* The GPU's steps of qconv step cs (made CPU-only) on the int8 tensor cores: the input's image
  * planes to a bytes image (qgemm_s8.cu Q8_U_NAME, [H*W][32 ldw] bytes an image), then the
- * convolution over it (Q8_CONV) into the step's own output, its thresholds (p0, p1) too. The
- * weights as bytes [O][ld], (o, tap, c) at tap * 32 ldw + c, zero elsewhere. */
-static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const int8_t *u) {
+ * convolution over it (Q8_CONV) into the step's own output, its thresholds ce folded and sorted
+ * (p0, p1). The weights as bytes [O][ld], (o, tap, c) at tap * 32 ldw + c, zero elsewhere. */
+static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const int8_t *u, const CodeEpilogue *ce) {
     const int64_t C = qp->c, O = qp->o, taps = qp->kh * qp->kw, cb = 32 * qp->ldw, ld = blob_int8_ld(taps * cb);
     const int64_t pix = qp->h * qp->w, cells = qp->oh * qp->ow, words = pix * qp->ldw * 8;
     const int in = L->steps[cs].buf[BLOB_SLOT_IN], out = L->steps[cs].buf[BLOB_SLOT_OUT];
-    const BlobRef p0 = L->steps[cs].s.slot[BLOB_SLOT_P0], p1 = L->steps[cs].s.slot[BLOB_SLOT_P1];
     if (words * 32 > INT32_MAX || cells > INT32_MAX / 2)
         return -1;
     int8_t *w8 = xcalloc((size_t)(O * ld), 1);
@@ -5064,8 +5079,7 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     use_arena(L, st, BLOB_SLOT_IN, bytes);
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.slot[BLOB_SLOT_W] = put_weights(L, w8, (size_t)(O * ld));
-    st->s.slot[BLOB_SLOT_P0] = p0;
-    st->s.slot[BLOB_SLOT_P1] = p1;
+    put_code_thresholds_as(L, st, ce, O, true);
     free(w8);
     /* 128 pixels x 64 channels a block where O <= 64, else 64 x 128 */
     const int bm = O <= 64 ? 128 : 64, bn = 8192 / bm;
@@ -5168,7 +5182,7 @@ static int lower_qconv(Lower *L, const Node *n) {
     st->s.qconv = qp;
     if (qconv_wants_int8(L, &qp)) { /* the CPU runs this step, the GPU lower_qconv_int8's */
         make_cpu_only(st);
-        if (lower_qconv_int8(L, (int)(st - L->steps), &qp, u))
+        if (lower_qconv_int8(L, (int)(st - L->steps), &qp, u, &ce))
             return fail_node(L, "a qconv2d too large for the int8 kernel's 32-bit indices; use --lowbit=planes");
         return 0;
     }

@@ -284,6 +284,42 @@ CONV_CASE(conv_b1out, 5, 17, 4, 4, 40, 2, 2, 1, 1, 0, 0, 1, 1, 3, 3, 0, 2, 1, 1,
 #define Q8_U_PLANE 16
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 
+/* 8-bit codes out: 255 levels (the binary search's deepest), 8 planes */
+#define Q8_CONV 1
+#define Q8_NAME emu_conv_a8out
+#define Q8_N 33
+#define Q8_LD 576
+#define Q8_XB 8
+#define Q8_EPI 2
+#define Q8_L 255
+#define Q8_YB 8
+#define Q8_BM 128
+#define Q8_H 5
+#define Q8_W 6
+#define Q8_C 40
+#define Q8_CB 64
+#define Q8_KH 3
+#define Q8_KW 3
+#define Q8_SH 1
+#define Q8_SW 1
+#define Q8_PT 1
+#define Q8_PL 1
+#define Q8_DH 1
+#define Q8_DW 1
+#define Q8_OH 5
+#define Q8_OW 6
+#define Q8_PAD 0
+#define Q8_LDYW 2
+#define Q8_YPLANE 64
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+CONV_CASE(conv_a8out, 8, 40, 5, 6, 33, 3, 3, 1, 1, 1, 1, 1, 1, 5, 6, 0, 2, 255, 8, 2, 2, 128)
+#define Q8_U_NAME emu_unpack_a8out
+#define Q8_U_XB 8
+#define Q8_U_PIX 30
+#define Q8_U_LDW 2
+#define Q8_U_PLANE 64
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
 typedef void (*Q8Kernel)(const unsigned char *, const signed char *, int, const int *, const int *, void *);
 typedef void (*Q8Unpack)(const unsigned *, int, unsigned *);
 
@@ -463,6 +499,15 @@ static void check_conv(const ConvSpec *s) {
         for (int l = 0; l < L; l++)
             t[o * L + l] = acc[rnd(0, n * O * cells - 1)] + rnd(-2, 2);
     }
+    /* the kernel's levels: folded (t ^ -1 for a falling channel) and sorted, as lower.c writes them */
+    int32_t *ts = malloc((size_t)(O * L) * 4 + 4);
+    for (int o = 0; o < O; o++)
+        for (int l = 0; l < L; l++) {
+            int32_t v = t[o * L + l] ^ (dir[o] < 0 ? -1 : 0), j = l;
+            for (; j > 0 && ts[o * L + j - 1] > v; j--) /* insertion */
+                ts[o * L + j] = ts[o * L + j - 1];
+            ts[o * L + j] = v;
+        }
     const int64_t yplane = blob_image_plane_words(cells, ldyw);
     size_t nbytes = epi == 1 ? (size_t)(n * O * cells) * 4 : (size_t)(n * yb * yplane) * 4;
     uint8_t *want = calloc(2, nbytes), *got = want + nbytes;
@@ -482,7 +527,7 @@ static void check_conv(const ConvSpec *s) {
                 }
     memset(got, 0xa5, nbytes);
     launch(s->fn, (unsigned)(O + 8192 / bm - 1) / (8192 / bm), (unsigned)(M + bm - 1) / bm, bytes,
-           (const signed char *)W8, M, t, dir, got);
+           (const signed char *)W8, M, ts, dir, got);
     size_t bad = 0, first = nbytes;
     for (size_t i = 0; i < nbytes; i++)
         if (got[i] != want[i]) {
@@ -498,6 +543,7 @@ static void check_conv(const ConvSpec *s) {
     free(W8);
     free(acc);
     free(t);
+    free(ts);
     free(want);
 }
 
@@ -508,6 +554,7 @@ int main(void) {
         {emu_conv_w8a8, emu_unpack_w8a8, conv_w8a8_geom, "conv w8a8 (u8) 3x3/2 over 3 channels, int32 out", -128, 127, 2},
         {emu_conv_w3a3, emu_unpack_w3a3, conv_w3a3_geom, "conv w3a3 2x3, dilation, uneven pads, 300 channels", -4, 3, 1},
         {emu_conv_b1out, emu_unpack_b1out, conv_b1out_geom, "conv unsigned w4 a5, one plane out", 0, 15, 5},
+        {emu_conv_a8out, emu_unpack_a8out, conv_a8out_geom, "conv w8a8, 255 levels, 8 planes out", -128, 127, 2},
     };
     for (size_t i = 0; i < sizeof convs / sizeof *convs; i++)
         check_conv(&convs[i]);

@@ -12,7 +12,8 @@
 //   W: [Q8_N][Q8_LD] s8 weight codes, K-major (the MMA's "col" operand)
 // Epilogues (Q8_EPI), as bgemm_planes.cu's: 1 int32 Y[M][Q8_N]; 2 the level counts
 //   count = sum_l (dir[n] >= 0 ? acc >= T[n][l] : acc <= T[n][l]) over Q8_L levels as the next
-//   layer's codes: Q8_YFMT 0 bit-planes Y[M][Q8_YB][LDY] words (LDY = N rounded up to 256
+//   layer's codes (with Q8_CONV from each channel's levels folded and sorted, T[N][Q8_L], by a
+//   binary search: bnn_q8_count_sorted): Q8_YFMT 0 bit-planes Y[M][Q8_YB][LDY] words (LDY = N rounded up to 256
 //   bits, padding words zero: bgemm_planes.cu's A), Q8_YFMT 1 bytes Y[M][round64(N)] (zero
 //   bytes past N: this kernel's A); 3 the counts as int32 Y[M][Q8_N].
 // Block tile Q8_BM x Q8_BN (64 x 128, or 128 x 64 for narrow layers), 8 warps of 32 x 32
@@ -100,6 +101,16 @@ __device__ __forceinline__ int bnn_q8_count(int v, const int *t, int dir, int le
         count += dir >= 0 ? v >= t[l] : v <= t[l];
     return count;
 }
+// The same count from a channel's levels folded and sorted (Q8_CONV: lower_qconv_int8 writes
+// u[l] = sorted(t[l] ^ m), m = -1 for a falling channel, else 0: v <= t is ~v >= ~t): the number
+// of u[l] <= v ^ m, by a binary search of pow2 (the largest power of two <= levels) first.
+__device__ __forceinline__ int bnn_q8_count_sorted(int v, const int *u, int levels, int pow2) {
+    int count = 0;
+    for (int step = pow2; step > 0; step >>= 1)
+        if (count + step <= levels && u[count + step - 1] <= v)
+            count += step;
+    return count;
+}
 #endif
 
 #if defined(Q8_U_NAME)
@@ -174,6 +185,7 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #error "qgemm_s8.cu: Q8_LD must be a multiple of 64 bytes"
 #endif
 #if Q8_CONV
+#define Q8_POW2 (Q8_L >= 128 ? 128 : Q8_L >= 64 ? 64 : Q8_L >= 32 ? 32 : Q8_L >= 16 ? 16 : Q8_L >= 8 ? 8 : Q8_L >= 4 ? 4 : Q8_L >= 2 ? 2 : 1)
 #define Q8_CELLS (Q8_OH * Q8_OW)
 #define Q8_TAPS (Q8_KH * Q8_KW)
 #if Q8_CB % 32 != 0 || Q8_LD < Q8_TAPS * Q8_CB
@@ -318,9 +330,42 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #endif
         ((int *)Y)[(size_t)m * Q8_N + n] = v;
     }
-#elif Q8_CONV || Q8_YFMT == 0
-    // The counts as the next layer's bit-planes: one (row, 32 channels) word set a thread. A
-    // convolution writes image planes: plane b of the image, the pixel's Q8_LDYW words.
+#elif Q8_CONV
+    // The counts as the next layer's image planes: one (row, 32 channels) word set a thread,
+    // consecutive rows in a warp (its tile reads in distinct banks); plane b of the image, the
+    // pixel's Q8_LDYW words.
+    {
+        const int r = tid % Q8_BM, wq = tid / Q8_BM, m = m0 + r, nw = n0 / 32 + wq;
+        if (m < M) {
+            unsigned word[Q8_YB];
+            for (int b = 0; b < Q8_YB; b++)
+                word[b] = 0u;
+            for (int i = 0; i < 32; i++) {
+                const int n = n0 + 32 * wq + i;
+                if (n >= Q8_N)
+                    break;
+                const int fold = dir[n] < 0 ? -1 : 0;
+                const int count = bnn_q8_count_sorted(Q8_TILE(r, 32 * wq + i) ^ fold, T + n * Q8_L, Q8_L, Q8_POW2);
+                for (int b = 0; b < Q8_YB; b++)
+                    word[b] |= (unsigned)((count >> b) & 1) << i;
+            }
+            const long long cell = m % Q8_CELLS;
+            unsigned *yrow = (unsigned *)Y + (long long)(m / Q8_CELLS) * Q8_YB * Q8_YPLANE + cell * Q8_LDYW;
+            const bool last = wq == Q8_WN - 1 && n0 + Q8_BN >= Q8_N; // the last column block's last word
+            for (int b = 0; b < Q8_YB; b++) {
+                if (nw < Q8_LDYW)
+                    yrow[b * Q8_YPLANE + nw] = word[b];
+                // the last column block zeroes the pixel's padding words past its own, and at
+                // the last pixel the plane's tail
+                for (int w = nw + 1; last && w < Q8_LDYW; w++)
+                    yrow[b * Q8_YPLANE + w] = 0u;
+                for (long long w = (long long)Q8_CELLS * Q8_LDYW; last && cell == Q8_CELLS - 1 && w < Q8_YPLANE; w++)
+                    yrow[b * Q8_YPLANE + w - cell * Q8_LDYW] = 0u;
+            }
+        }
+    }
+#elif Q8_YFMT == 0
+    // The counts as the next layer's bit-planes: one (row, 32 channels) word set a thread.
     {
         const int r = tid / Q8_WN, wq = tid % Q8_WN, m = m0 + r, nw = n0 / 32 + wq;
         if (m < M) {
@@ -335,32 +380,15 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
                 for (int b = 0; b < Q8_YB; b++)
                     word[b] |= (unsigned)((count >> b) & 1) << i;
             }
-#if Q8_CONV
-            const long long cell = m % Q8_CELLS;
-            unsigned *yrow = (unsigned *)Y + (long long)(m / Q8_CELLS) * Q8_YB * Q8_YPLANE + cell * Q8_LDYW;
-#define Q8_PSTRIDE Q8_YPLANE
-#define Q8_ROWW Q8_LDYW
-#else
             unsigned *yrow = (unsigned *)Y + (size_t)m * Q8_YB * Q8_LDY;
-#define Q8_PSTRIDE Q8_LDY
-#define Q8_ROWW Q8_LDY
-#endif
             for (int b = 0; b < Q8_YB; b++) {
-                if (nw < Q8_ROWW)
-                    yrow[b * Q8_PSTRIDE + nw] = word[b];
+                if (nw < Q8_LDY)
+                    yrow[b * Q8_LDY + nw] = word[b];
                 // the last column block zeroes the row's padding words past its own
                 if (wq == Q8_WN - 1 && n0 + Q8_BN >= Q8_N)
-                    for (int w = nw + 1; w < Q8_ROWW; w++)
-                        yrow[b * Q8_PSTRIDE + w] = 0u;
-#if Q8_CONV
-                // and at the last pixel the plane's tail
-                if (wq == Q8_WN - 1 && n0 + Q8_BN >= Q8_N && cell == Q8_CELLS - 1)
-                    for (long long w = (long long)Q8_CELLS * Q8_LDYW; w < Q8_YPLANE; w++)
-                        yrow[b * Q8_PSTRIDE + w - cell * Q8_LDYW] = 0u;
-#endif
+                    for (int w = nw + 1; w < Q8_LDY; w++)
+                        yrow[b * Q8_LDY + w] = 0u;
             }
-#undef Q8_PSTRIDE
-#undef Q8_ROWW
         }
     }
 #else
@@ -401,6 +429,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_LDY8
 #undef Q8_STAGE_BYTES
 #if Q8_CONV
+#undef Q8_POW2
 #undef Q8_CELLS
 #undef Q8_TAPS
 #undef Q8_H
