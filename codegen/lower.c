@@ -5034,13 +5034,18 @@ static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvPara
  * K order), zero words up to krow, a multiple of 8. GPU: kernels/qconv.cu, output pixels of the
  * batch as GEMM rows, one warp per 16 pixels x 32 channels; arguments (X, W, rows, T, dir, Y), T
  * and dir null for the i32 result, or for the chain (X, W, rows, EP, R, Yf, Y). */
-/* Whether qconv2d n (not a chain: the int8 kernel has no float chain) runs on the int8 tensor
- * cores (qgemm_s8.cu Q8_CONV): --lowbit=int8 wherever it can, auto where activation bits x
- * weight planes exceed 8 (a bipolar plane counts one), as for dense layers; sm_80 or later. */
+#define Q8C_BK 128 /* bytes of K a stage of the int8 convolution (qgemm_s8.cu Q8_BK) */
+
+/* Whether a qconv2d (not a chain: the int8 kernel has no float chain) runs on the int8 tensor
+ * cores (qgemm_s8.cu Q8_CONV): --lowbit=int8 wherever it can; auto by the convolutions' own
+ * measurements (docs/perf.md stop 51, H200, batch 256): the bit-plane halo kernel wins for +-1
+ * weights over up to 4 activation bits (w1a2 4x, w1a3 1.7-2.3x, w1a4 even) and for fewer than 4
+ * plane pairs, int8 from 4 pairs of other weights on (w2a2 1.06-1.6x, w2a3 3-5x, w4a4 10-20x)
+ * and for +-1 weights over 5 bits or more (w1a8 17-24x). sm_80 or later. */
 static bool qconv_wants_int8(const Lower *L, const BlobQconvParams *qp) {
     if (qp->epi == BLOB_QCONV_EPI_CHAIN || L->lowbit == LOWBIT_PLANES || L->min_sm < 80)
         return false;
-    return L->lowbit == LOWBIT_INT8 || qp->xb * (qp->bipolar ? 1 : qp->wb) > 8;
+    return L->lowbit == LOWBIT_INT8 || (qp->bipolar ? qp->xb > 4 : qp->xb * qp->wb >= 4);
 }
 
 /* The GPU's steps of qconv step cs (made CPU-only) on the int8 tensor cores: the input's image
@@ -5048,7 +5053,8 @@ static bool qconv_wants_int8(const Lower *L, const BlobQconvParams *qp) {
  * convolution over it (Q8_CONV) into the step's own output, its thresholds ce folded and sorted
  * (p0, p1). The weights as bytes [O][ld], (o, tap, c) at tap * 32 ldw + c, zero elsewhere. */
 static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const int8_t *u, const CodeEpilogue *ce) {
-    const int64_t C = qp->c, O = qp->o, taps = qp->kh * qp->kw, cb = 32 * qp->ldw, ld = blob_int8_ld(taps * cb);
+    const int64_t C = qp->c, O = qp->o, taps = qp->kh * qp->kw, cb = 32 * qp->ldw;
+    const int64_t ld = (taps * cb + Q8C_BK - 1) / Q8C_BK * Q8C_BK;
     const int64_t pix = qp->h * qp->w, cells = qp->oh * qp->ow, words = pix * qp->ldw * 8;
     const int in = L->steps[cs].buf[BLOB_SLOT_IN], out = L->steps[cs].buf[BLOB_SLOT_OUT];
     if (words * 32 > INT32_MAX || cells > INT32_MAX / 2)
@@ -5081,18 +5087,20 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     st->s.slot[BLOB_SLOT_W] = put_weights(L, w8, (size_t)(O * ld));
     put_code_thresholds_as(L, st, ce, O, true);
     free(w8);
-    /* 128 pixels x 64 channels a block where O <= 64, else 64 x 128 */
+    /* 128 pixels x 64 channels a block where O <= 64, else 64 x 128; stages of Q8C_BK bytes of K,
+     * three, in dynamic shared memory (qgemm_s8.cu Q8_SMEM) */
     const int bm = O <= 64 ? 128 : 64, bn = 8192 / bm;
+    const uint32_t smem = 3u * (uint32_t)(bm + bn) * (Q8C_BK + 16);
     name_kernel(L, st, "qconv8");
     st->k.family = KERNEL_Q8;
     st->k.defines = str_printf(
-        "#define Q8_NAME %s\n#define Q8_CONV 1\n#define Q8_N %lld\n#define Q8_LD %lld\n#define Q8_XB %lld\n"
+        "#define Q8_NAME %s\n#define Q8_CONV 1\n#define Q8_BK %d\n#define Q8_DYN 1\n#define Q8_N %lld\n#define Q8_LD %lld\n#define Q8_XB %lld\n"
         "#define Q8_EPI %lld\n#define Q8_L %lld\n#define Q8_YB %lld\n#define Q8_BM %d\n#define Q8_H %lld\n"
         "#define Q8_W %lld\n#define Q8_C %lld\n#define Q8_CB %lld\n#define Q8_KH %lld\n#define Q8_KW %lld\n"
         "#define Q8_SH %lld\n#define Q8_SW %lld\n#define Q8_PT %lld\n#define Q8_PL %lld\n#define Q8_DH %lld\n"
         "#define Q8_DW %lld\n#define Q8_OH %lld\n#define Q8_OW %lld\n#define Q8_PAD %lld\n#define Q8_LDYW %lld\n"
         "#define Q8_YPLANE %lld\n",
-        st->k.name, (long long)O, (long long)ld, (long long)qp->xb, (long long)qp->epi,
+        st->k.name, Q8C_BK, (long long)O, (long long)ld, (long long)qp->xb, (long long)qp->epi,
         (long long)(qp->epi == 2 ? qp->levels : 1), (long long)(qp->epi == 2 ? qp->yb : 1), bm, (long long)qp->h,
         (long long)qp->w, (long long)C, (long long)cb, (long long)qp->kh, (long long)qp->kw, (long long)qp->stride_h,
         (long long)qp->stride_w, (long long)qp->pad_top, (long long)qp->pad_left, (long long)qp->dil_h,
@@ -5100,7 +5108,7 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
         (long long)(qp->epi == 2 ? qp->ldy : 1),
         (long long)(qp->epi == 2 ? blob_image_plane_words(cells, qp->ldy) : 8));
     BlobGridDim grid[3] = {{(uint32_t)((O + bn - 1) / bn), 0, 1}, {0, (uint32_t)cells, (uint32_t)bm}, {1, 0, 1}};
-    blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
+    blob_step_set_kernel(&st->s, st->k.name, grid, block, smem);
     add_planes_args(st, cells);
     L->nqconv_int8++;
     return 0;
@@ -6079,8 +6087,7 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             buf_printf(o->report, "codegen: low-bit convolutions: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
                                   "(qconv.cu)%s\n",
                        L.nqconv_int8, L.nqconv_planes,
-                       o->lowbit == LOWBIT_AUTO ? ": int8 where activation x weight bits > 8 and no float chain"
-                                                : "");
+                       o->lowbit == LOWBIT_AUTO ? ": int8 from w2a2 and w1a5 on, where no float chain" : "");
         if (L.nqgemm_tiled)
             buf_printf(o->report, "codegen: %d bit-plane dense layers run the pre-tiled GEMM (bgemm_planes_tiled.cu, "
                                   "%s) from the batch that fills %d of its tiles on (a batch alternative)\n",

@@ -213,8 +213,8 @@ def cnn_w4a4(rng):
 
 
 def cnn_w8a8(rng):
-    """8-bit codes (the .u8 MMA): 3 -> 33 (3x3 pad 1, w8) -> 16 (3x3 stride 2, bipolar weights:
-    8 plane pairs, bit-planes under auto) -> 10 (3x3 pad 1, w8 over signed 3-bit codes) out."""
+    """8-bit codes (the .u8 MMA): 3 -> 33 (3x3 pad 1, w8) -> 16 (3x3 stride 2, bipolar weights
+    over 8 bits: int8 too under auto) -> 10 (3x3 pad 1, w8 over signed 3-bit codes) out."""
     n = qconv_models.Net("cnn_w8a8", rng)
     x = n.quant("x", 1 / 32, 8, 0)
     x = qconv_models.block(n, x, 3, 33, 3, 8, 8)
@@ -233,12 +233,15 @@ def cnn_tobits(rng):
 
 
 # name, builder, input shape, {mode: (int8 convs, bit-plane convs)} with GPU targets; a conv with
-# a float chain (each model's last: its f32 out) is bit-planes in every mode
+# a float chain (each model's last: its f32 out) is bit-planes in every mode, and under auto so
+# are +-1 weights over up to 4 bits and fewer than 4 plane pairs (qcnn_w1a2; its dense layer
+# over image planes keeps it from --lowbit=int8)
 CNN_MODELS = [
     ("cnn_w4a4", cnn_w4a4, (3, 10, 10), {"auto": (3, 1), "int8": (3, 1), "planes": (0, 4)}),
-    ("cnn_w8a8", cnn_w8a8, (3, 11, 9), {"auto": (1, 2), "int8": (2, 1), "planes": (0, 3)}),
+    ("cnn_w8a8", cnn_w8a8, (3, 11, 9), {"auto": (2, 1), "int8": (2, 1), "planes": (0, 3)}),
     ("cnn_tobits", cnn_tobits, (3, 6, 6), {"auto": (1, 0), "int8": (1, 0), "planes": (0, 1)}),
-    ("qcnn_tail", qconv_models.tail, (5, 6, 7), {"auto": (0, 2), "int8": (1, 1), "planes": (0, 2)}),
+    ("qcnn_tail", qconv_models.tail, (5, 6, 7), {"auto": (1, 1), "int8": (1, 1), "planes": (0, 2)}),
+    ("qcnn_w1a2", qconv_models.w1a2, (3, 7, 8), {"auto": (0, 3), "planes": (0, 3)}),
 ]
 
 

@@ -104,7 +104,7 @@ int main(void) {
     }
     /* convolutions (Q8_CONV: a w4a4 3x3 into image planes with a pad code, a w8a8 stride-2 one
      * to int32 on 128 x 64 tiles) and the converter of image planes to bytes */
-    buf_puts(&b, "#define Q8_NAME q8c_0\n#define Q8_CONV 1\n#define Q8_N 96\n#define Q8_LD 576\n#define Q8_XB 4\n"
+    buf_puts(&b, "#define Q8_NAME q8c_0\n#define Q8_CONV 1\n#define Q8_BK 128\n#define Q8_DYN 1\n#define Q8_N 96\n#define Q8_LD 640\n#define Q8_XB 4\n"
                  "#define Q8_EPI 2\n#define Q8_L 15\n#define Q8_YB 4\n#define Q8_BM 64\n#define Q8_H 56\n"
                  "#define Q8_W 56\n#define Q8_C 64\n#define Q8_CB 64\n#define Q8_KH 3\n#define Q8_KW 3\n"
                  "#define Q8_SH 1\n#define Q8_SW 1\n#define Q8_PT 1\n#define Q8_PL 1\n#define Q8_DH 1\n"

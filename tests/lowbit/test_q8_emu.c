@@ -47,6 +47,8 @@ static void bnn_q8_cp16(void *dst, const void *src, bool ok) {
         memset(dst, 0, 16);
 }
 static void bnn_q8_commit(void) {}
+static _Alignas(16) unsigned char emu_dsmem[96 * 1024]; /* Q8_DYN kernels' shared memory */
+#define bnn_q8_dyn_smem() emu_dsmem
 /* ldmatrix .x4: every lane's row address through the barrier, then each lane reads its words. */
 static const unsigned char *emu_ldsm_row[256];
 static void bnn_q8_ldsm4(unsigned *r, const void *p) {
@@ -146,7 +148,9 @@ static void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
 #define Q8_CONV 1
 #define Q8_NAME emu_conv_w4a4
 #define Q8_N 96
-#define Q8_LD 576
+#define Q8_BK 128
+#define Q8_DYN 1
+#define Q8_LD 640
 #define Q8_XB 4
 #define Q8_EPI 2
 #define Q8_L 15
@@ -181,7 +185,9 @@ CONV_CASE(conv_w4a4, 4, 64, 7, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 7, 7, 5, 2, 15, 4,
 #define Q8_CONV 1
 #define Q8_NAME emu_conv_w8a8
 #define Q8_N 32
-#define Q8_LD 320
+#define Q8_BK 128
+#define Q8_DYN 1
+#define Q8_LD 384
 #define Q8_XB 8
 #define Q8_EPI 1
 #define Q8_BM 128
@@ -216,6 +222,8 @@ CONV_CASE(conv_w8a8, 8, 3, 9, 11, 32, 3, 3, 2, 2, 1, 1, 1, 1, 5, 6, 0, 1, 1, 1, 
 #define Q8_CONV 1
 #define Q8_NAME emu_conv_w3a3
 #define Q8_N 130
+#define Q8_BK 128
+#define Q8_DYN 1
 #define Q8_LD 3072
 #define Q8_XB 3
 #define Q8_EPI 2
@@ -252,6 +260,8 @@ CONV_CASE(conv_w3a3, 3, 300, 5, 6, 130, 2, 3, 1, 2, 1, 2, 2, 1, 4, 4, 3, 2, 7, 3
 #define Q8_CONV 1
 #define Q8_NAME emu_conv_b1out
 #define Q8_N 40
+#define Q8_BK 128
+#define Q8_DYN 1
 #define Q8_LD 128
 #define Q8_XB 5
 #define Q8_EPI 2
@@ -288,7 +298,9 @@ CONV_CASE(conv_b1out, 5, 17, 4, 4, 40, 2, 2, 1, 1, 0, 0, 1, 1, 3, 3, 0, 2, 1, 1,
 #define Q8_CONV 1
 #define Q8_NAME emu_conv_a8out
 #define Q8_N 33
-#define Q8_LD 576
+#define Q8_BK 128
+#define Q8_DYN 1
+#define Q8_LD 640
 #define Q8_XB 8
 #define Q8_EPI 2
 #define Q8_L 255
@@ -449,7 +461,7 @@ static void check_conv(const ConvSpec *s) {
     const int PT = g[9], PL = g[10], DH = g[11], DW = g[12], OH = g[13], OW = g[14], pad = g[15], epi = g[16];
     const int L = g[17], yb = g[18], ldw = g[19], ldyw = g[20], bm = g[21], n = s->images;
     const int pix = H * W, cells = OH * OW, cb = 32 * ldw, taps = KH * KW, M = n * cells;
-    const int64_t plane = blob_image_plane_words(pix, ldw), ld = blob_int8_ld(taps * cb);
+    const int64_t plane = blob_image_plane_words(pix, ldw), ld = (taps * cb + 127) / 128 * 128; /* lower.c Q8C_BK */
     uint8_t *codes = malloc((size_t)(n * C * pix));
     for (int i = 0; i < n * C * pix; i++)
         codes[i] = (uint8_t)rnd(0, (1 << xb) - 1);

@@ -17,10 +17,11 @@
 //   bits, padding words zero: bgemm_planes.cu's A), Q8_YFMT 1 bytes Y[M][round64(N)] (zero
 //   bytes past N: this kernel's A); 3 the counts as int32 Y[M][Q8_N].
 // Block tile Q8_BM x Q8_BN (64 x 128, or 128 x 64 for narrow layers), 8 warps of 32 x 32
-// (2 m16 x 4 n8 MMA tiles each); K in stages of 64 bytes staged through shared memory by
-// 16-byte cp.async (zero-filled past M and N), a ring of Q8_STAGES; rows padded to 80 bytes so
-// the fragment loads hit 32 distinct banks. Grid (ceil(N/Q8_BN), ceil(M/Q8_BM)), 256 threads,
-// static shared memory only (45 KiB).
+// (2 m16 x 4 n8 MMA tiles each); K in stages of Q8_BK bytes (64, or 128 for the convolutions)
+// staged through shared memory by 16-byte cp.async (zero-filled past M and N), a ring of
+// Q8_STAGES; rows padded by 16 bytes so the fragments' ldmatrix hits 32 distinct banks. Grid
+// (ceil(N/Q8_BN), ceil(M/Q8_BM)), 256 threads; static shared memory (45 KiB at Q8_BK 64), or
+// with Q8_DYN 1 Q8_SMEM bytes of dynamic shared memory (83 KiB at Q8_BK 128).
 //
 // With Q8_CONV 1 the same GEMM is a convolution (qconv2d on int8, docs/kernels.md "Low-bit
 // convolution on int8 MMA"): row m an output pixel (image, oy, ox) of the batch, K the
@@ -43,9 +44,7 @@
 #define BNN_PDL_ENTER() ((void)0)
 #endif
 
-#ifndef BNN_Q8_BK
-#define BNN_Q8_BK 64     // bytes of K a stage: two k32 MMA steps
-#define BNN_Q8_ROW 80    // bytes of a staged row: 64 + 16 of padding (bank spread)
+#ifndef BNN_Q8_THREADS
 #define BNN_Q8_THREADS 256
 #endif
 // The PTX helpers (tests/lowbit/test_q8_emu.c defines BNN_Q8_ONCE and its own, to run this
@@ -90,6 +89,9 @@ __device__ __forceinline__ void bnn_q8_cp16(void *dst, const void *src, bool ok)
                  : "memory");
 }
 __device__ __forceinline__ void bnn_q8_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// The dynamic shared memory of a kernel with Q8_DYN (its launch gives the size).
+extern __shared__ __align__(16) unsigned char bnn_q8_dsmem[];
+#define bnn_q8_dyn_smem() bnn_q8_dsmem
 #define bnn_q8_wait(n) asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory")
 #endif
 #ifndef BNN_Q8_COUNT_ONCE
@@ -173,16 +175,26 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #ifndef Q8_CONV
 #define Q8_CONV 0
 #endif
+#ifndef Q8_BK
+#define Q8_BK 64 // bytes of K a stage: two (64) or four (128) k32 MMA steps
+#endif
+#ifndef Q8_DYN
+#define Q8_DYN 0 // 1: the shared memory dynamic (Q8_SMEM bytes, past 48 KiB with Q8_BK 128)
+#endif
+#define Q8_ROW (Q8_BK + 16) // bytes of a staged row: 16 of padding spread a matrix's rows over the banks
+#define Q8_CPR (Q8_BK / 16) // 16-byte chunks a row
 #if Q8_BM * Q8_BN != 8192 || (Q8_BM != 64 && Q8_BM != 128)
 #error "qgemm_s8.cu: the block tile is 64 x 128 or 128 x 64"
 #endif
 #define Q8_WN (Q8_BN / 32) // warps along N
-#define Q8_KT (Q8_LD / BNN_Q8_BK)
+#define Q8_KT (Q8_LD / Q8_BK)
 #define Q8_LDY ((Q8_N + 255) / 256 * 8)
 #define Q8_LDY8 ((Q8_N + 63) / 64 * 64)
-#define Q8_STAGE_BYTES ((Q8_BM + Q8_BN) * BNN_Q8_ROW)
-#if Q8_LD % 64 != 0
-#error "qgemm_s8.cu: Q8_LD must be a multiple of 64 bytes"
+#define Q8_STAGE_BYTES ((Q8_BM + Q8_BN) * Q8_ROW)
+#define Q8_SMEM (Q8_STAGES * Q8_STAGE_BYTES > Q8_BM * (Q8_BN + 1) * 4 ? Q8_STAGES * Q8_STAGE_BYTES \
+                                                                  : Q8_BM * (Q8_BN + 1) * 4)
+#if Q8_LD % Q8_BK != 0 || (Q8_BK != 64 && Q8_BK != 128)
+#error "qgemm_s8.cu: Q8_BK is 64 or 128 bytes and Q8_LD a multiple of it"
 #endif
 #if Q8_CONV
 #define Q8_POW2 (Q8_L >= 128 ? 128 : Q8_L >= 64 ? 64 : Q8_L >= 32 ? 32 : Q8_L >= 16 ? 16 : Q8_L >= 8 ? 8 : Q8_L >= 4 ? 4 : Q8_L >= 2 ? 2 : 1)
@@ -198,21 +210,23 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
         const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y) {
     BNN_PDL_ENTER();
     // The stages, then (after the K loop) the block's accumulators [Q8_BM][Q8_BN + 1] int32.
-    __shared__ __align__(16) unsigned char smem[Q8_STAGES * Q8_STAGE_BYTES > Q8_BM * (Q8_BN + 1) * 4
-                                                    ? Q8_STAGES * Q8_STAGE_BYTES
-                                                    : Q8_BM * (Q8_BN + 1) * 4];
+#if Q8_DYN
+    unsigned char *smem = bnn_q8_dyn_smem();
+#else
+    __shared__ __align__(16) unsigned char smem[Q8_SMEM];
+#endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const int wm = warp / Q8_WN, wn = warp % Q8_WN; // each warp 32 rows x 32 columns
     const int m0 = blockIdx.y * Q8_BM, n0 = blockIdx.x * Q8_BN;
     (void)T; (void)dir;
-#define Q8_AH (Q8_BM / 64) // A chunks a thread a stage (4 of 16 bytes a row)
-#define Q8_WH (Q8_BN / 64) // W chunks
+#define Q8_AH (Q8_BM * Q8_CPR / BNN_Q8_THREADS) // A chunks a thread a stage
+#define Q8_WH (Q8_BN * Q8_CPR / BNN_Q8_THREADS) // W chunks
 #if Q8_CONV
-    // A thread's A rows (tid + 256 h) / 4: the image's base and the window's origin, once.
+    // A thread's A rows (tid + 256 h) / Q8_CPR: the image's base and the window's origin, once.
     const unsigned char *abase[Q8_AH];
     int iy0[Q8_AH], ix0[Q8_AH];
     for (int h = 0; h < Q8_AH; h++) {
-        const int m = m0 + ((tid + BNN_Q8_THREADS * h) >> 2);
+        const int m = m0 + (tid + BNN_Q8_THREADS * h) / Q8_CPR;
         const int image = m / Q8_CELLS, cell = m % Q8_CELLS;
         abase[h] = m < M ? A + (long long)image * (Q8_H * Q8_W * Q8_CB) : (const unsigned char *)0;
         iy0[h] = cell / Q8_OW * Q8_SH - Q8_PT;
@@ -220,19 +234,19 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     }
 #endif
 
-    // One stage: Q8_BM A rows of 64 bytes (the row's K slice, or for a convolution its taps'
-    // channels) and Q8_BN W rows, 4 chunks of 16 bytes each; rows past M or N zero-filled.
+    // One stage: Q8_BM A rows of Q8_BK bytes (the row's K slice, or for a convolution its taps'
+    // channels) and Q8_BN W rows, in chunks of 16 bytes; rows past M or N zero-filled.
 #define Q8_LOAD(kt, slot)                                                                                    \
     do {                                                                                                     \
-        unsigned char *sa = smem + (slot) * Q8_STAGE_BYTES, *sw = sa + Q8_BM * BNN_Q8_ROW;                   \
-        const int c = (tid & 3) * 16, kb = (kt) * BNN_Q8_BK + c;                                             \
+        unsigned char *sa = smem + (slot) * Q8_STAGE_BYTES, *sw = sa + Q8_BM * Q8_ROW;                       \
+        const int c = tid % Q8_CPR * 16, kb = (kt) * Q8_BK + c;                                              \
         for (int h = 0; h < Q8_AH; h++) {                                                                    \
-            const int r = (tid + BNN_Q8_THREADS * h) >> 2;                                                   \
-            Q8_LOAD_A(h, r, c, kb, sa + r * BNN_Q8_ROW + c);                                                 \
+            const int r = (tid + BNN_Q8_THREADS * h) / Q8_CPR;                                               \
+            Q8_LOAD_A(h, r, c, kb, sa + r * Q8_ROW + c);                                                     \
         }                                                                                                    \
         for (int h = 0; h < Q8_WH; h++) {                                                                    \
-            const int rn = (tid + BNN_Q8_THREADS * h) >> 2;                                                  \
-            bnn_q8_cp16(sw + rn * BNN_Q8_ROW + c,                                                            \
+            const int rn = (tid + BNN_Q8_THREADS * h) / Q8_CPR;                                              \
+            bnn_q8_cp16(sw + rn * Q8_ROW + c,                                                                \
                         n0 + rn < Q8_N ? (const void *)(W + (size_t)(n0 + rn) * Q8_LD + kb) : (const void *)W, \
                         n0 + rn < Q8_N);                                                                     \
         }                                                                                                    \
@@ -279,18 +293,18 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
         if (kt + Q8_STAGES - 1 < Q8_KT)
             Q8_LOAD(kt + Q8_STAGES - 1, (kt + Q8_STAGES - 1) % Q8_STAGES);
         bnn_q8_commit();
-        const unsigned char *sa = smem + (kt % Q8_STAGES) * Q8_STAGE_BYTES, *sw = sa + Q8_BM * BNN_Q8_ROW;
-        for (int kk = 0; kk < BNN_Q8_BK; kk += 32) {
+        const unsigned char *sa = smem + (kt % Q8_STAGES) * Q8_STAGE_BYTES, *sw = sa + Q8_BM * Q8_ROW;
+        for (int kk = 0; kk < Q8_BK; kk += 32) {
             // A: matrices (rows 0-7, k 0-15), (8-15, 0-15), (0-7, 16-31), (8-15, 16-31) of each m16
             // tile = a0..a3; W: (n 0-7, k 0-15), (0-7, 16-31), (8-15, 0-15), (8-15, 16-31) of
-            // each pair of n8 tiles = b0, b1 of the first, b0, b1 of the second. Rows 80 bytes
-            // apart: a matrix's 8 rows fall in distinct banks.
+            // each pair of n8 tiles = b0, b1 of the first, b0, b1 of the second. Rows 80 or 144
+            // bytes apart: a matrix's 8 rows fall in distinct banks.
             unsigned a[2][4], b[2][4]; // b[j / 2][2 (j % 2)..]: n8 tile j's b0, b1
             for (int i = 0; i < 2; i++)
-                bnn_q8_ldsm4(a[i], sa + (wm * 32 + 16 * i + (lane & 7) + ((lane >> 3) & 1) * 8) * BNN_Q8_ROW + kk +
+                bnn_q8_ldsm4(a[i], sa + (wm * 32 + 16 * i + (lane & 7) + ((lane >> 3) & 1) * 8) * Q8_ROW + kk +
                                        (lane >> 4) * 16);
             for (int j = 0; j < 2; j++)
-                bnn_q8_ldsm4(b[j], sw + (wn * 32 + 16 * j + (lane & 7) + (lane >> 4) * 8) * BNN_Q8_ROW + kk +
+                bnn_q8_ldsm4(b[j], sw + (wn * 32 + 16 * j + (lane & 7) + (lane >> 4) * 8) * Q8_ROW + kk +
                                        ((lane >> 3) & 1) * 16);
             for (int i = 0; i < 2; i++)
                 for (int j = 0; j < 4; j++)
@@ -428,6 +442,11 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_LDY
 #undef Q8_LDY8
 #undef Q8_STAGE_BYTES
+#undef Q8_SMEM
+#undef Q8_BK
+#undef Q8_DYN
+#undef Q8_ROW
+#undef Q8_CPR
 #if Q8_CONV
 #undef Q8_POW2
 #undef Q8_CELLS
