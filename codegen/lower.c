@@ -5034,18 +5034,16 @@ static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvPara
  * K order), zero words up to krow, a multiple of 8. GPU: kernels/qconv.cu, output pixels of the
  * batch as GEMM rows, one warp per 16 pixels x 32 channels; arguments (X, W, rows, T, dir, Y), T
  * and dir null for the i32 result, or for the chain (X, W, rows, EP, R, Yf, Y). */
-#define Q8C_BK 128 /* bytes of K a stage of the int8 convolution (qgemm_s8.cu Q8_BK) */
-
 /* Whether a qconv2d (not a chain: the int8 kernel has no float chain) runs on the int8 tensor
  * cores (qgemm_s8.cu Q8_CONV): --lowbit=int8 wherever it can; auto by the convolutions' own
  * measurements (docs/perf.md stop 51, H200, batch 256): the bit-plane halo kernel wins for +-1
- * weights over up to 4 activation bits (w1a2 4x, w1a3 1.7-2.3x, w1a4 even) and for fewer than 4
- * plane pairs, int8 from 4 pairs of other weights on (w2a2 1.06-1.6x, w2a3 3-5x, w4a4 10-20x)
- * and for +-1 weights over 5 bits or more (w1a8 17-24x). sm_80 or later. */
+ * weights over up to 4 activation bits (w1a2 4x, w1a3 1.7-2.3x, w1a4 even) and for up to 4
+ * plane pairs of other weights (w2a2: 3 of 5 ResNet layers, by up to 3x; int8 the other two, by
+ * up to 1.7x), int8 past that (w2a3 3-5x, w4a4 10-20x, w1a8 17-24x). sm_80 or later. */
 static bool qconv_wants_int8(const Lower *L, const BlobQconvParams *qp) {
     if (qp->epi == BLOB_QCONV_EPI_CHAIN || L->lowbit == LOWBIT_PLANES || L->min_sm < 80)
         return false;
-    return L->lowbit == LOWBIT_INT8 || (qp->bipolar ? qp->xb > 4 : qp->xb * qp->wb >= 4);
+    return L->lowbit == LOWBIT_INT8 || (qp->bipolar ? qp->xb > 4 : qp->xb * qp->wb > 4);
 }
 
 /* The GPU's steps of qconv step cs (made CPU-only) on the int8 tensor cores: the input's image
@@ -5054,7 +5052,11 @@ static bool qconv_wants_int8(const Lower *L, const BlobQconvParams *qp) {
  * (p0, p1). The weights as bytes [O][ld], (o, tap, c) at tap * 32 ldw + c, zero elsewhere. */
 static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const int8_t *u, const CodeEpilogue *ce) {
     const int64_t C = qp->c, O = qp->o, taps = qp->kh * qp->kw, cb = 32 * qp->ldw;
-    const int64_t ld = (taps * cb + Q8C_BK - 1) / Q8C_BK * Q8C_BK;
+    /* K stages of 128 bytes where a tap holds 128 channels or more (in dynamic shared memory,
+     * two blocks an SM: 4-7 % faster on the deep ResNet layers), else 64 (static, four blocks
+     * an SM: 19 % faster at 64 channels; docs/perf.md stop 51) */
+    const int bk = cb >= 128 ? 128 : 64;
+    const int64_t ld = (taps * cb + bk - 1) / bk * bk;
     const int64_t pix = qp->h * qp->w, cells = qp->oh * qp->ow, words = pix * qp->ldw * 8;
     const int in = L->steps[cs].buf[BLOB_SLOT_IN], out = L->steps[cs].buf[BLOB_SLOT_OUT];
     if (words * 32 > INT32_MAX || cells > INT32_MAX / 2)
@@ -5087,20 +5089,20 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     st->s.slot[BLOB_SLOT_W] = put_weights(L, w8, (size_t)(O * ld));
     put_code_thresholds_as(L, st, ce, O, true);
     free(w8);
-    /* 128 pixels x 64 channels a block where O <= 64, else 64 x 128; stages of Q8C_BK bytes of K,
-     * three, in dynamic shared memory (qgemm_s8.cu Q8_SMEM) */
+    /* 128 pixels x 64 channels a block where O <= 64, else 64 x 128; three stages (qgemm_s8.cu
+     * Q8_SMEM) */
     const int bm = O <= 64 ? 128 : 64, bn = 8192 / bm;
-    const uint32_t smem = 3u * (uint32_t)(bm + bn) * (Q8C_BK + 16);
+    const uint32_t smem = bk == 128 ? 3u * (uint32_t)(bm + bn) * (uint32_t)(bk + 16) : 0;
     name_kernel(L, st, "qconv8");
     st->k.family = KERNEL_Q8;
     st->k.defines = str_printf(
-        "#define Q8_NAME %s\n#define Q8_CONV 1\n#define Q8_BK %d\n#define Q8_DYN 1\n#define Q8_N %lld\n#define Q8_LD %lld\n#define Q8_XB %lld\n"
+        "#define Q8_NAME %s\n#define Q8_CONV 1\n#define Q8_BK %d\n#define Q8_DYN %d\n#define Q8_N %lld\n#define Q8_LD %lld\n#define Q8_XB %lld\n"
         "#define Q8_EPI %lld\n#define Q8_L %lld\n#define Q8_YB %lld\n#define Q8_BM %d\n#define Q8_H %lld\n"
         "#define Q8_W %lld\n#define Q8_C %lld\n#define Q8_CB %lld\n#define Q8_KH %lld\n#define Q8_KW %lld\n"
         "#define Q8_SH %lld\n#define Q8_SW %lld\n#define Q8_PT %lld\n#define Q8_PL %lld\n#define Q8_DH %lld\n"
         "#define Q8_DW %lld\n#define Q8_OH %lld\n#define Q8_OW %lld\n#define Q8_PAD %lld\n#define Q8_LDYW %lld\n"
         "#define Q8_YPLANE %lld\n",
-        st->k.name, Q8C_BK, (long long)O, (long long)ld, (long long)qp->xb, (long long)qp->epi,
+        st->k.name, bk, bk == 128, (long long)O, (long long)ld, (long long)qp->xb, (long long)qp->epi,
         (long long)(qp->epi == 2 ? qp->levels : 1), (long long)(qp->epi == 2 ? qp->yb : 1), bm, (long long)qp->h,
         (long long)qp->w, (long long)C, (long long)cb, (long long)qp->kh, (long long)qp->kw, (long long)qp->stride_h,
         (long long)qp->stride_w, (long long)qp->pad_top, (long long)qp->pad_left, (long long)qp->dil_h,
@@ -6087,7 +6089,9 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             buf_printf(o->report, "codegen: low-bit convolutions: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
                                   "(qconv.cu)%s\n",
                        L.nqconv_int8, L.nqconv_planes,
-                       o->lowbit == LOWBIT_AUTO ? ": int8 from w2a2 and w1a5 on, where no float chain" : "");
+                       o->lowbit == LOWBIT_AUTO ? ": int8 past 4 plane pairs (+-1 weights: past 4 activation bits), "
+                                                  "where no float chain"
+                                                : "");
         if (L.nqgemm_tiled)
             buf_printf(o->report, "codegen: %d bit-plane dense layers run the pre-tiled GEMM (bgemm_planes_tiled.cu, "
                                   "%s) from the batch that fills %d of its tiles on (a batch alternative)\n",

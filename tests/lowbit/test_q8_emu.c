@@ -148,9 +148,7 @@ static void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
 #define Q8_CONV 1
 #define Q8_NAME emu_conv_w4a4
 #define Q8_N 96
-#define Q8_BK 128
-#define Q8_DYN 1
-#define Q8_LD 640
+#define Q8_LD 576
 #define Q8_XB 4
 #define Q8_EPI 2
 #define Q8_L 15
@@ -185,9 +183,7 @@ CONV_CASE(conv_w4a4, 4, 64, 7, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 7, 7, 5, 2, 15, 4,
 #define Q8_CONV 1
 #define Q8_NAME emu_conv_w8a8
 #define Q8_N 32
-#define Q8_BK 128
-#define Q8_DYN 1
-#define Q8_LD 384
+#define Q8_LD 320
 #define Q8_XB 8
 #define Q8_EPI 1
 #define Q8_BM 128
@@ -260,8 +256,6 @@ CONV_CASE(conv_w3a3, 3, 300, 5, 6, 130, 2, 3, 1, 2, 1, 2, 2, 1, 4, 4, 3, 2, 7, 3
 #define Q8_CONV 1
 #define Q8_NAME emu_conv_b1out
 #define Q8_N 40
-#define Q8_BK 128
-#define Q8_DYN 1
 #define Q8_LD 128
 #define Q8_XB 5
 #define Q8_EPI 2
@@ -294,13 +288,14 @@ CONV_CASE(conv_b1out, 5, 17, 4, 4, 40, 2, 2, 1, 1, 0, 0, 1, 1, 3, 3, 0, 2, 1, 1,
 #define Q8_U_PLANE 16
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 
-/* 8-bit codes out: 255 levels (the binary search's deepest), 8 planes */
+/* 8-bit codes out: 255 levels (the binary search's deepest), 8 planes; 130 channels (stages of
+ * 128 bytes of K on 128 x 64 tiles) */
 #define Q8_CONV 1
 #define Q8_NAME emu_conv_a8out
 #define Q8_N 33
 #define Q8_BK 128
 #define Q8_DYN 1
-#define Q8_LD 640
+#define Q8_LD 2304
 #define Q8_XB 8
 #define Q8_EPI 2
 #define Q8_L 255
@@ -308,8 +303,8 @@ CONV_CASE(conv_b1out, 5, 17, 4, 4, 40, 2, 2, 1, 1, 0, 0, 1, 1, 3, 3, 0, 2, 1, 1,
 #define Q8_BM 128
 #define Q8_H 5
 #define Q8_W 6
-#define Q8_C 40
-#define Q8_CB 64
+#define Q8_C 130
+#define Q8_CB 256
 #define Q8_KH 3
 #define Q8_KW 3
 #define Q8_SH 1
@@ -324,12 +319,12 @@ CONV_CASE(conv_b1out, 5, 17, 4, 4, 40, 2, 2, 1, 1, 0, 0, 1, 1, 3, 3, 0, 2, 1, 1,
 #define Q8_LDYW 2
 #define Q8_YPLANE 64
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
-CONV_CASE(conv_a8out, 8, 40, 5, 6, 33, 3, 3, 1, 1, 1, 1, 1, 1, 5, 6, 0, 2, 255, 8, 2, 2, 128)
+CONV_CASE(conv_a8out, 8, 130, 5, 6, 33, 3, 3, 1, 1, 1, 1, 1, 1, 5, 6, 0, 2, 255, 8, 8, 2, 128)
 #define Q8_U_NAME emu_unpack_a8out
 #define Q8_U_XB 8
 #define Q8_U_PIX 30
-#define Q8_U_LDW 2
-#define Q8_U_PLANE 64
+#define Q8_U_LDW 8
+#define Q8_U_PLANE 240
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 
 typedef void (*Q8Kernel)(const unsigned char *, const signed char *, int, const int *, const int *, void *);
@@ -461,7 +456,8 @@ static void check_conv(const ConvSpec *s) {
     const int PT = g[9], PL = g[10], DH = g[11], DW = g[12], OH = g[13], OW = g[14], pad = g[15], epi = g[16];
     const int L = g[17], yb = g[18], ldw = g[19], ldyw = g[20], bm = g[21], n = s->images;
     const int pix = H * W, cells = OH * OW, cb = 32 * ldw, taps = KH * KW, M = n * cells;
-    const int64_t plane = blob_image_plane_words(pix, ldw), ld = (taps * cb + 127) / 128 * 128; /* lower.c Q8C_BK */
+    const int bk = cb >= 128 ? 128 : 64; /* lower.c lower_qconv_int8's stage of K */
+    const int64_t plane = blob_image_plane_words(pix, ldw), ld = (taps * cb + bk - 1) / bk * bk;
     uint8_t *codes = malloc((size_t)(n * C * pix));
     for (int i = 0; i < n * C * pix; i++)
         codes[i] = (uint8_t)rnd(0, (1 << xb) - 1);
@@ -566,7 +562,7 @@ int main(void) {
         {emu_conv_w8a8, emu_unpack_w8a8, conv_w8a8_geom, "conv w8a8 (u8) 3x3/2 over 3 channels, int32 out", -128, 127, 2},
         {emu_conv_w3a3, emu_unpack_w3a3, conv_w3a3_geom, "conv w3a3 2x3, dilation, uneven pads, 300 channels", -4, 3, 1},
         {emu_conv_b1out, emu_unpack_b1out, conv_b1out_geom, "conv unsigned w4 a5, one plane out", 0, 15, 5},
-        {emu_conv_a8out, emu_unpack_a8out, conv_a8out_geom, "conv w8a8, 255 levels, 8 planes out", -128, 127, 2},
+        {emu_conv_a8out, emu_unpack_a8out, conv_a8out_geom, "conv w8a8, 255 levels, 8 planes out, K stages of 128", -128, 127, 2},
     };
     for (size_t i = 0; i < sizeof convs / sizeof *convs; i++)
         check_conv(&convs[i]);
