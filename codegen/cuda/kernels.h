@@ -272,7 +272,8 @@ static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, 
  * (candidate v = 0): the tile of bnn_halo_pick with min_blocks 66 (at least half an H100's SMs
  * busy at batch 1), bn = 64 (32 when O <= 32), each warp 32 channels; a warp takes two m16 tiles
  * of rows (one when the tile has 16 rows, or when nacc, the accumulator sets pos + neg of the
- * plane pairs, exceeds 4: registers), QC_MINB 2. Candidates v = 1..3 (bnncc --tune) take the
+ * plane pairs, exceeds 4: registers), QC_MINB 2 (1 for a block of 8 warps or more whose
+ * accumulators take more than 64 registers a thread). Candidates v = 1..3 (bnncc --tune) take the
  * other tiles of bnn_halo_tiles, in its order, with the same rest; v = 4, 5 its 8x8 and 4x8
  * tiles with bn = 128 (four warps across; only where O is a multiple of 128), which load each
  * halo once for twice the channels: a stride-2 layer's halo is about four times its tile's
@@ -307,6 +308,11 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
     }
     if (cfg->smem > BNN_HALO_SMEM_MAX)
         return -1;
+    /* More accumulators than the w1a2 layers' two sets of two m16 tiles (64 registers) in a
+     * block of 8 warps or more: one block an SM, so that ptxas may give a thread 255 registers
+     * (at two, 128, and the 8x16 tiles of w1a3 ... w2a3 layers spilled 12-2,796 bytes). */
+    if (mi * nacc > 4 && cfg->wm * cfg->wn > 4)
+        cfg->minb = 1;
     bnn_halo_set_grid(cfg, oh, ow, o);
     return 0;
 }

@@ -12,7 +12,8 @@ activation bits x weight bits > 8), the outputs at batch 1, 3 and 67 must be byt
 signed activation's non-zero pad code and an i32 output conv, w8a8 on u8 codes beside a bipolar
 layer that stays bit-planes, a w4a4 conv writing packed bits for a binary conv, qcnn_tail's
 dilated conv of unsigned weights): with GPU targets the report must count the convolutions of
-each kind (qgemm_s8.cu Q8_CONV; none without a GPU target, nor for a conv with a float chain).
+each kind (qgemm_s8.cu Q8_CONV; none without a GPU target, nor for a conv with a float chain);
+the bit-plane halo kernels of a w1a4 and a w2a2 layer must compile without spills.
 With GPU targets (sm_90a, sm_80) NVRTC builds the
 int8 kernels (CUBINs non-empty); --device gpu runs those blobs on the GPU (exit 77 without one)
 and compares them with the CPU path too. --lowbit=int8 on a CNN whose dense layer reads a
@@ -293,6 +294,24 @@ def check_cnn(tmp, name, build, shape, counts, device, sanitized):
           f"reference at batch 1, 3, 17 ({'CPU and GPU' if device == 'gpu' else 'CPU'})")
 
 
+def planes_spills(tmp):
+    """The bit-plane halo kernel's larger tiles (its batch alternatives, 8 warps) of layers with
+    more accumulators than w1a2's (w1a4, w2a2) compile without a stack frame or spills for sm_90a
+    (kernels.h bnn_qhalo_variant: one block an SM; at two they spilled up to 1.9 KB)."""
+    import onnx
+    for name, c, hw, wbits, abits in (("w1a4_128_28", 128, 28, 1, 4), ("w2a2_256_14", 256, 14, 2, 2)):
+        n = qconv_models.Net(name, np.random.default_rng(3))
+        x = n.quant("x", 0.25, abits, 0)
+        y = qconv_models.block(n, x, c, c, 3, wbits, abits)
+        model, blob = os.path.join(tmp, name + ".onnx"), os.path.join(tmp, name + ".bin")
+        onnx.save(n.model((c, hw, hw), n.conv(y, c, 10, 1, wbits)), model)
+        p = run([BNNCC, "-O3", "--lowbit=planes", "--target=sm_90a", "-v", model, "-o", blob])
+        line = re.search(r"codegen: sm_90a: .*", p.stderr)
+        if p.returncode or not line or "no stack or spills" not in line.group(0):
+            return fail(f"{name} (bit-planes): exit {p.returncode}, {line.group(0) if line else p.stderr.strip()}")
+    print("ok: the bit-plane halo kernels of w1a4 and w2a2 layers have no stack or spills")
+
+
 def inputs(rng, k, batch):
     x = rng.uniform(-3, 3, size=(batch, k)).astype(np.float32)
     x[::3] = np.round(x[::3] * 8) / 8  # the input quant's ties
@@ -379,6 +398,8 @@ def main():
             check(tmp, "kwsmlp_w3a3", kws, xs, {m: (0, 0, 0) for m in ("int8", "planes", "auto")}, device, False)
         for name, build, shape, counts in CNN_MODELS:
             check_cnn(tmp, name, build, shape, counts, device, a.sanitized)
+        if not a.sanitized:
+            planes_spills(tmp)
         refused(tmp)
         refused_blobs(tmp, os.path.join(tmp, "w4a4.onnx"))
     sys.exit(1 if failures else 0)
