@@ -5109,7 +5109,7 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
         (long long)qp->dil_w, (long long)qp->oh, (long long)qp->ow, (long long)qp->pad_code,
         (long long)(qp->epi == 2 ? qp->ldy : 1),
         (long long)(qp->epi == 2 ? blob_image_plane_words(cells, qp->ldy) : 8));
-    BlobGridDim grid[3] = {{(uint32_t)((O + bn - 1) / bn), 0, 1}, {0, (uint32_t)cells, (uint32_t)bm}, {1, 0, 1}};
+    BlobGridDim grid[3] = {{0, (uint32_t)cells, (uint32_t)bm}, {(uint32_t)((O + bn - 1) / bn), 0, 1}, {1, 0, 1}};
     blob_step_set_kernel(&st->s, st->k.name, grid, block, smem);
     add_planes_args(st, cells);
     L->nqconv_int8++;

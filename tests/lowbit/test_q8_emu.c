@@ -534,7 +534,7 @@ static void check_conv(const ConvSpec *s) {
                                                                                          << (o % 32);
                 }
     memset(got, 0xa5, nbytes);
-    launch(s->fn, (unsigned)(O + 8192 / bm - 1) / (8192 / bm), (unsigned)(M + bm - 1) / bm, bytes,
+    launch(s->fn, (unsigned)(M + bm - 1) / bm, (unsigned)(O + 8192 / bm - 1) / (8192 / bm), bytes,
            (const signed char *)W8, M, ts, dir, got);
     size_t bad = 0, first = nbytes;
     for (size_t i = 0; i < nbytes; i++)

@@ -217,7 +217,9 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
     const int wm = warp / Q8_WN, wn = warp % Q8_WN; // each warp 32 rows x 32 columns
-    const int m0 = blockIdx.y * Q8_BM, n0 = blockIdx.x * Q8_BN;
+    // A convolution's row tiles run along x (2^31 - 1 blocks: batch x pixels / Q8_BM passes
+    // 65,535 at a large batch), a GEMM's along y.
+    const int m0 = (Q8_CONV ? blockIdx.x : blockIdx.y) * Q8_BM, n0 = (Q8_CONV ? blockIdx.y : blockIdx.x) * Q8_BN;
     (void)T; (void)dir;
 #define Q8_AH (Q8_BM * Q8_CPR / BNN_Q8_THREADS) // A chunks a thread a stage
 #define Q8_WH (Q8_BN * Q8_CPR / BNN_Q8_THREADS) // W chunks
