@@ -4317,8 +4317,6 @@ static int choose_code_epilogue(Lower *L, const Node *n, bool conv, int64_t ldy,
     return 0;
 }
 
-/* The thresholds of a code epilogue as the kernels read them: t i32[O][levels] in p0, dir
- * i32[O] in p1. */
 static int cmp_i32(const void *a, const void *b) {
     const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return (x > y) - (x < y);
@@ -4348,6 +4346,7 @@ static void put_code_thresholds_as(Lower *L, LStep *st, const CodeEpilogue *e, i
     free(dv);
 }
 
+/* The thresholds of a code epilogue as the bit-plane and qgemm kernels read them. */
 static void put_code_thresholds(Lower *L, LStep *st, const CodeEpilogue *e, int64_t O) {
     put_code_thresholds_as(L, st, e, O, false);
 }
@@ -5029,17 +5028,14 @@ static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvPara
     return 0;
 }
 
-/* qconv2d (qconv2d_chain): one qconv step over image planes (docs/codegen.md). Weights
- * [wb][O][krow]: per output channel the taps' ldw words one after the other (the implicit GEMM's
- * K order), zero words up to krow, a multiple of 8. GPU: kernels/qconv.cu, output pixels of the
- * batch as GEMM rows, one warp per 16 pixels x 32 channels; arguments (X, W, rows, T, dir, Y), T
- * and dir null for the i32 result, or for the chain (X, W, rows, EP, R, Yf, Y). */
 /* Whether a qconv2d (not a chain: the int8 kernel has no float chain) runs on the int8 tensor
  * cores (qgemm_s8.cu Q8_CONV): --lowbit=int8 wherever it can; auto by the convolutions' own
  * measurements (docs/perf.md stop 51, H200, batch 256): the bit-plane halo kernel wins for +-1
  * weights over up to 4 activation bits (w1a2 4x, w1a3 1.7-2.3x, w1a4 even) and for up to 4
  * plane pairs of other weights (w2a2: 3 of 5 ResNet layers, by up to 3x; int8 the other two, by
- * up to 1.7x), int8 past that (w2a3 3-5x, w4a4 10-20x, w1a8 17-24x). sm_80 or later. */
+ * up to 1.7x), int8 past that (w2a3 3-5x, w4a4 10-20x, w1a8 17-24x). Measured while the halo
+ * kernel's larger tiles still spilled for w1a3 ... w2a3 (kernels.h bnn_qhalo_variant): the
+ * bit-plane side of the line can only have gained since. sm_80 or later. */
 static bool qconv_wants_int8(const Lower *L, const BlobQconvParams *qp) {
     if (qp->epi == BLOB_QCONV_EPI_CHAIN || L->lowbit == LOWBIT_PLANES || L->min_sm < 80)
         return false;
@@ -5059,7 +5055,7 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     const int64_t ld = (taps * cb + bk - 1) / bk * bk;
     const int64_t pix = qp->h * qp->w, cells = qp->oh * qp->ow, words = pix * qp->ldw * 8;
     const int in = L->steps[cs].buf[BLOB_SLOT_IN], out = L->steps[cs].buf[BLOB_SLOT_OUT];
-    if (words * 32 > INT32_MAX || cells > INT32_MAX / 2)
+    if (pix * cb > INT32_MAX) /* the kernels' offsets inside an item are int */
         return -1;
     int8_t *w8 = xcalloc((size_t)(O * ld), 1);
     for (int64_t o = 0; o < O; o++)
@@ -5116,6 +5112,12 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     return 0;
 }
 
+/* qconv2d (qconv2d_chain): one qconv step over image planes (docs/codegen.md). Weights
+ * [wb][O][krow]: per output channel the taps' ldw words one after the other (the implicit GEMM's
+ * K order), zero words up to krow, a multiple of 8. GPU: kernels/qconv.cu, output pixels of the
+ * batch as GEMM rows, one warp per 16 pixels x 32 channels; arguments (X, W, rows, T, dir, Y), T
+ * and dir null for the i32 result, or for the chain (X, W, rows, EP, R, Yf, Y). Where
+ * qconv_wants_int8, the step is CPU-only and lower_qconv_int8's steps run on the GPU. */
 static int lower_qconv(Lower *L, const Node *n) {
     const Value *x = n->in[0], *w = n->in[1], *y = n->out[0];
     bool chain = n->op == OP_QCONV2D_CHAIN;
