@@ -67,6 +67,10 @@ typedef struct CodegenTunable {
     int ncandidates;
     char *candidate[CODEGEN_MAX_CANDIDATES]; /* "halo 4x8 px, 64 ch, 4 warps, minb 3" */
     int chosen; /* the candidate the options gave it (0 by codegen_tunables) */
+    /* The plan steps the layer takes with each candidate, from `step` on: 1, but 3 for a
+     * low-bit convolution on the int8 tensor cores (its bit-plane step made CPU-only, the
+     * bytes converter, the int8 convolution), so the tuner finds each variant's steps. */
+    int nsteps[CODEGEN_MAX_CANDIDATES];
     /* The batch alternatives the plan gives the layer when it has no tune entry: from batch
      * alt_from[a] on (increasing) the GPU runs candidate alt_candidate[a]. bnncc --tune compares
      * a batch's candidates with the one the plan runs at that batch. */

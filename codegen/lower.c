@@ -1429,6 +1429,9 @@ static char *kernel_signature(const LStep *st) {
     return buf_take(&b);
 }
 
+/* The int8 tensor cores as a low-bit layer's tuning candidate (the other: bit-planes) */
+#define INT8_CANDIDATE "int8 MMA (qgemm_s8.cu)"
+
 static char *halo_candidate_name(const BnnHaloCfg *c) {
     return str_printf("halo %dx%d px, %d ch, %d warps, minb %d", c->th, c->tw, c->bn, c->wm * c->wn, c->minb);
 }
@@ -1473,8 +1476,10 @@ static void add_tunable(Lower *L, const LStep *st, int n, char **names, char *si
     t->layer = L->node->src_name ? xstrdup(L->node->src_name) : str_printf("%%%s", L->node->out[0]->name);
     t->signature = signature;
     t->ncandidates = n;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         t->candidate[i] = names[i];
+        t->nsteps[i] = 1;
+    }
     t->chosen = pick;
     L->ntuned += pick > 0;
 }
@@ -4665,7 +4670,7 @@ static int lower_qdense(Lower *L, const Node *n) {
         qgemm_tiled_alt(L, (int)(st - L->steps), wp, K, wb, wsigned, bipolar, levels, yb);
     free(wp);
     if (qdense_tunable(L, n)) { /* candidate 0 the cost model's kind, 1 the other */
-        static const char *const kinds[2] = {"bit-planes (bgemm_planes.cu)", "int8 MMA (qgemm_s8.cu)"};
+        static const char *const kinds[2] = {"bit-planes (bgemm_planes.cu)", INT8_CANDIDATE};
         int pick = tuned_pick(L, n, 2);
         bool model = int8 != (pick == 1);
         char *names[2] = {xstrdup(kinds[model]), xstrdup(kinds[!model])};
@@ -5030,16 +5035,14 @@ static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvPara
 
 /* Whether a qconv2d (not a chain: the int8 kernel has no float chain) runs on the int8 tensor
  * cores (qgemm_s8.cu Q8_CONV): --lowbit=int8 wherever it can; auto by the convolutions' own
- * measurements (docs/perf.md stop 51, H200, batch 256): the bit-plane halo kernel wins for +-1
- * weights over up to 4 activation bits (w1a2 4x, w1a3 1.7-2.3x, w1a4 even) and for up to 4
- * plane pairs of other weights (w2a2: 3 of 5 ResNet layers, by up to 3x; int8 the other two, by
- * up to 1.7x), int8 past that (w2a3 3-5x, w4a4 10-20x, w1a8 17-24x). Measured while the halo
- * kernel's larger tiles still spilled for w1a3 ... w2a3 (kernels.h bnn_qhalo_variant): the
- * bit-plane side of the line can only have gained since. sm_80 or later. */
-static bool qconv_wants_int8(const Lower *L, const BlobQconvParams *qp) {
-    if (qp->epi == BLOB_QCONV_EPI_CHAIN || L->lowbit == LOWBIT_PLANES || L->min_sm < 80)
-        return false;
-    return L->lowbit == LOWBIT_INT8 || (qp->bipolar ? qp->xb > 4 : qp->xb * qp->wb > 4);
+ * measurements (docs/perf.md stop 52, H200, batch 256, ResNet-18's 3x3 shapes): the bit-plane
+ * halo kernel wins every shape up to 4 activation bits over 2-bit codes times 4 weight bits
+ * (w1a2 ... w1a4 1.2-4.3x, w2a2 2.9x, w4a2 1.4-1.7x) or 6 plane pairs (w2a3, w3a2 1.2-2.2x);
+ * int8 wins past that (w2a4, w3a3: 1.2-2.6x at 28x28 and 14x14, the planes the same or better
+ * at 56x56 and 7x7; 5 activation bits and more 2-8x, w4a4 10-20x). bnncc --tune measures it
+ * per layer (qconv_int8_candidate). sm_80 or later. */
+static bool qconv_int8_rule(const BlobQconvParams *qp) {
+    return qp->xb > 4 || qp->xb * qp->wb > (qp->xb <= 2 ? 8 : 6);
 }
 
 /* The GPU's steps of qconv step cs (made CPU-only) on the int8 tensor cores: the input's image
@@ -5055,8 +5058,6 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     const int64_t ld = (taps * cb + bk - 1) / bk * bk;
     const int64_t pix = qp->h * qp->w, cells = qp->oh * qp->ow, words = pix * qp->ldw * 8;
     const int in = L->steps[cs].buf[BLOB_SLOT_IN], out = L->steps[cs].buf[BLOB_SLOT_OUT];
-    if (pix * cb > INT32_MAX) /* the kernels' offsets inside an item are int */
-        return -1;
     int8_t *w8 = xcalloc((size_t)(O * ld), 1);
     for (int64_t o = 0; o < O; o++)
         for (int64_t c = 0; c < C; c++)
@@ -5112,12 +5113,49 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     return 0;
 }
 
+/* The kernel of st, a qconv2d step that may run on either kernel (--lowbit=auto, no float
+ * chain, sm_80 or later), recorded as a tunable layer (its bit-plane #defines set: the
+ * signature): the bit-plane kernel's tiles (the halo variants that apply, else the direct
+ * kernel) and the int8 tensor cores, the rule's kind first (rule_int8: qconv_int8_rule); the
+ * candidate bnncc --tune chose, else the first. 1 for int8 (three plan steps: st, made
+ * CPU-only, and lower_qconv_int8's two); else 0 with *halo the halo variant (-1: the direct
+ * kernel). *ncandidates: their number. */
+static int choose_qconv_kind(Lower *L, const LStep *st, bool rule_int8, const HaloLayer *hl, int *halo,
+                             int *ncandidates) {
+    int cand[CODEGEN_MAX_CANDIDATES], np = 0, n = 0;
+    BnnHaloCfg hc;
+    for (int v = 0; !L->qconv_direct && v < BNN_QHALO_VARIANTS && np < CODEGEN_MAX_CANDIDATES - 1; v++)
+        if (qconv_halo_variant(v, hl, &hc) == 0)
+            cand[np++] = v;
+    if (np && cand[0] != 0) /* the rule's tile does not fit: the direct kernel */
+        np = 0;
+    char *names[CODEGEN_MAX_CANDIDATES];
+    if (rule_int8)
+        names[n++] = xstrdup(INT8_CANDIDATE);
+    for (int i = 0; i < np; i++) {
+        qconv_halo_variant(cand[i], hl, &hc);
+        names[n++] = halo_candidate_name(&hc);
+    }
+    if (np == 0)
+        names[n++] = xstrdup("direct (qconv.cu)");
+    const int int8 = rule_int8 ? 0 : n;
+    if (!rule_int8)
+        names[n++] = xstrdup(INT8_CANDIDATE);
+    const int pick = tuned_pick(L, L->node, n);
+    add_tunable(L, st, n, names, kernel_signature(st), pick);
+    L->tunables[L->ntunables - 1].nsteps[int8] = 3;
+    *ncandidates = n;
+    *halo = pick == int8 || np == 0 ? -1 : cand[pick - (rule_int8 ? 1 : 0)];
+    return pick == int8;
+}
+
 /* qconv2d (qconv2d_chain): one qconv step over image planes (docs/codegen.md). Weights
  * [wb][O][krow]: per output channel the taps' ldw words one after the other (the implicit GEMM's
  * K order), zero words up to krow, a multiple of 8. GPU: kernels/qconv.cu, output pixels of the
  * batch as GEMM rows, one warp per 16 pixels x 32 channels; arguments (X, W, rows, T, dir, Y), T
- * and dir null for the i32 result, or for the chain (X, W, rows, EP, R, Yf, Y). Where
- * qconv_wants_int8, the step is CPU-only and lower_qconv_int8's steps run on the GPU. */
+ * and dir null for the i32 result, or for the chain (X, W, rows, EP, R, Yf, Y). On the int8
+ * tensor cores (choose_qconv_kind) the step is CPU-only and lower_qconv_int8's steps run on the
+ * GPU. */
 static int lower_qconv(Lower *L, const Node *n) {
     const Value *x = n->in[0], *w = n->in[1], *y = n->out[0];
     bool chain = n->op == OP_QCONV2D_CHAIN;
@@ -5192,13 +5230,19 @@ static int lower_qconv(Lower *L, const Node *n) {
     if (!chain)
         put_code_thresholds(L, st, &ce, O);
     st->s.qconv = qp;
-    if (qconv_wants_int8(L, &qp)) { /* the CPU runs this step, the GPU lower_qconv_int8's */
-        make_cpu_only(st);
-        if (lower_qconv_int8(L, (int)(st - L->steps), &qp, u, &ce))
+    /* The int8 tensor cores (lower_qconv_int8) for a layer without a float chain on sm_80 or
+     * later: every one under --lowbit=int8, by the rule or bnncc --tune's choice under auto. */
+    const bool int8_ok = qp.epi != BLOB_QCONV_EPI_CHAIN && L->lowbit != LOWBIT_PLANES && L->min_sm >= 80;
+    if (int8_ok && H * W * 32 * ldw > INT32_MAX) { /* the int8 kernels' offsets inside an item are int */
+        if (L->lowbit == LOWBIT_INT8)
             return fail_node(L, "a qconv2d too large for the int8 kernel's 32-bit indices; use --lowbit=planes");
-        return 0;
+    } else if (int8_ok && L->lowbit == LOWBIT_INT8) {
+        make_cpu_only(st); /* the CPU runs this step, the GPU lower_qconv_int8's */
+        return lower_qconv_int8(L, (int)(st - L->steps), &qp, u, &ce);
     }
-    L->nqconv_planes++;
+    const bool kind_tunable = int8_ok && H * W * 32 * ldw <= INT32_MAX;
+    if (!kind_tunable)
+        L->nqconv_planes++;
     if (chain && L->rcode[L->node_index]) { /* the CPU runs the chain, the GPU lower_qconv_rcode's kernel */
         free(chain_defs.data);
         make_cpu_only(st);
@@ -5217,14 +5261,26 @@ static int lower_qconv(Lower *L, const Node *n) {
     st->k.defines = qconv_defines(st->k.name, &qp, chain_defs.data);
     free(chain_defs.data);
     /* The halo-tile kernel (qconv.cu QC_HALO) wherever its shared memory fits, its tile the
-     * rule's (bnn_qhalo_variant 0, kernels.h) or the one bnncc --tune chose (choose_halo); else
-     * (or with --qconv=direct) the direct kernel. Same operands, arguments and results either
-     * way. */
+     * rule's (bnn_qhalo_variant 0, kernels.h) or the one bnncc --tune chose (choose_halo,
+     * choose_qconv_kind); else (or with --qconv=direct) the direct kernel. Same operands,
+     * arguments and results either way. */
     BnnHaloCfg hc;
     const HaloLayer hl = qconv_halo_layer(n, chain && n->nin == 4 ? 33 : 0);
-    int ncand = 0;
+    int ncand = 0, halo = -1;
+    if (kind_tunable) {
+        if (choose_qconv_kind(L, st, qconv_int8_rule(&qp), &hl, &halo, &ncand)) {
+            make_cpu_only(st); /* the CPU runs this step, the GPU lower_qconv_int8's */
+            return lower_qconv_int8(L, (int)(st - L->steps), &qp, u, &ce);
+        }
+        L->nqconv_planes++;
+        if (halo >= 0)
+            qconv_halo_variant(halo, &hl, &hc);
+    } else if (!L->qconv_direct &&
+               choose_halo(L, st, BNN_QHALO_VARIANTS, qconv_halo_variant, &hl, &hc, &ncand) == 0) {
+        halo = 0;
+    }
     char *halo_body = NULL; /* the layer's defines after QC_NAME, for a batch alternative too */
-    if (!L->qconv_direct && choose_halo(L, st, BNN_QHALO_VARIANTS, qconv_halo_variant, &hl, &hc, &ncand) == 0) {
+    if (halo >= 0) {
         halo_body = xstrdup(strchr(st->k.defines, '\n') + 1);
         set_qconv_halo(st, halo_body, &hc, O);
     } else {
@@ -6091,8 +6147,9 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             buf_printf(o->report, "codegen: low-bit convolutions: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
                                   "(qconv.cu)%s\n",
                        L.nqconv_int8, L.nqconv_planes,
-                       o->lowbit == LOWBIT_AUTO ? ": int8 past 4 plane pairs (+-1 weights: past 4 activation bits), "
-                                                  "where no float chain"
+                       o->lowbit == LOWBIT_AUTO ? ": int8 by the rule past 4 activation bits or 6 "
+                                                  "plane pairs (8 over 2-bit codes), where no float chain, or by "
+                                                  "the tune file"
                                                 : "");
         if (L.nqgemm_tiled)
             buf_printf(o->report, "codegen: %d bit-plane dense layers run the pre-tiled GEMM (bgemm_planes_tiled.cu, "

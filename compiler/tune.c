@@ -239,6 +239,33 @@ static char *variant_path(const TuneOptions *t, int v) {
     return buf_take(&b);
 }
 
+/* Tunable layer j's candidate in variant v (every layer on its candidate v, the cost model's
+ * where it has fewer). */
+static int variant_candidate(const CodegenTunable *tun, int j, int v) { return v < tun[j].ncandidates ? v : 0; }
+
+/* How many more plan steps variant v has than variant 0 in the layers before tunable j (all
+ * of them: j = nt): a candidate may take several steps (CodegenTunable.nsteps). */
+static int variant_shift(const CodegenTunable *tun, int j, int v) {
+    int shift = 0;
+    for (int k = 0; k < j; k++)
+        shift += tun[k].nsteps[variant_candidate(tun, k, v)] - tun[k].nsteps[0];
+    return shift;
+}
+
+/* Tunable layer j's ms in variant v (its steps' ms summed; steps not run on the GPU, such as
+ * the CPU's copy of an int8 convolution, count nothing), from ms, that variant's steps
+ * (nsteps of them); -1 when none of its steps was timed. */
+static double layer_ms(const CodegenTunable *tun, int j, int v, const double *ms, int nsteps) {
+    if (!ms)
+        return -1.0;
+    const int first = tun[j].step + variant_shift(tun, j, v), n = tun[j].nsteps[variant_candidate(tun, j, v)];
+    double sum = -1.0;
+    for (int st = first; st >= 0 && st < first + n && st < nsteps; st++)
+        if (ms[st] >= 0)
+            sum = (sum < 0 ? 0 : sum) + ms[st];
+    return sum;
+}
+
 int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t, const TuneMeasurer *m,
                int **choice) {
     CodegenTunable *tun = NULL;
@@ -345,10 +372,10 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
                 ref_bytes = out_bytes;
                 continue;
             }
-            if (nsteps != nsteps0) {
+            if (nsteps != nsteps0 + variant_shift(tun, nt, v)) {
                 free(out);
-                diag_error("--tune: variant %d has %d plan steps, the cost model's %d (a bnncc bug: please report it)",
-                           v + 1, nsteps, nsteps0);
+                diag_error("--tune: variant %d has %d plan steps, the cost model's %d and its candidates' %+d (a bnncc "
+                           "bug: please report it)", v + 1, nsteps, nsteps0, variant_shift(tun, nt, v));
                 goto done;
             }
             /* Every candidate computes the same function: outputs that differ mean a kernel bug. */
@@ -366,8 +393,9 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
     for (int v = 0; v < nvar; v++) {
         if (!valid[v])
             continue;
-        ms[v] = xmalloc(((size_t)nsteps0 + 1) * sizeof **ms);
-        for (int st = 0; st < nsteps0; st++) {
+        const int nv = nsteps0 + variant_shift(tun, nt, v);
+        ms[v] = xmalloc(((size_t)nv + 1) * sizeof **ms);
+        for (int st = 0; st < nv; st++) {
             double sum = 0;
             int n = 0;
             for (int r = 0; r < t->rounds; r++)
@@ -393,7 +421,7 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
                              "tune: %-40s %10s %10s  %s\n", device, t->batch, t->rounds, t->runs, "layer", "plan ms",
                 "tuned ms", "configuration");
     for (int i = 0; i < nt; i++) {
-        if (tun[i].step < 0 || tun[i].step >= nsteps0 || ms[0][tun[i].step] < 0) {
+        if (tun[i].step < 0 || tun[i].step >= nsteps0 || layer_ms(tun, i, 0, ms[0], nsteps0) < 0) {
             free(dkey);
             diag_error("--tune: layer %s: its step %d was not timed (a bnncc bug: please report it)", tun[i].layer,
                        tun[i].step);
@@ -412,8 +440,10 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
             if (strcmp(tun[j].signature, tun[i].signature) != 0)
                 continue;
             members++;
-            for (int c = 0; c < tun[i].ncandidates; c++)
-                total[c] = total[c] < 0 || !ms[c] || ms[c][tun[j].step] < 0 ? -1.0 : total[c] + ms[c][tun[j].step];
+            for (int c = 0; c < tun[i].ncandidates; c++) {
+                const double lm = layer_ms(tun, j, c, ms[c], nsteps0 + variant_shift(tun, nt, c));
+                total[c] = total[c] < 0 || lm < 0 ? -1.0 : total[c] + lm;
+            }
         }
         int plan = plan_candidate(&tun[i], t->batch);
         if (plan >= tun[i].ncandidates || !valid[plan] || total[plan] < 0)
@@ -438,11 +468,13 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
                 continue;
             (*choice)[tun[j].node] = best;
             changed += best != plan;
-            before += ms[plan][tun[j].step];
-            after += ms[best][tun[j].step];
+            const double plan_ms = layer_ms(tun, j, plan, ms[plan], nsteps0 + variant_shift(tun, nt, plan)),
+                         best_ms = layer_ms(tun, j, best, ms[best], nsteps0 + variant_shift(tun, nt, best));
+            before += plan_ms;
+            after += best_ms;
             if (t->progress)
-                fprintf(t->progress, "tune: %-40s %10.4f %10.4f  %s%s\n", tun[j].layer, ms[plan][tun[j].step],
-                        ms[best][tun[j].step], tun[j].candidate[best],
+                fprintf(t->progress, "tune: %-40s %10.4f %10.4f  %s%s\n", tun[j].layer, plan_ms, best_ms,
+                        tun[j].candidate[best],
                         best != plan ? "" : plan ? " (the plan's at this batch)" : " (the cost model's)");
         }
         if (t->progress) { /* every candidate's mean ms over the problem's layers: why one won */

@@ -13,7 +13,9 @@ signed activation's non-zero pad code and an i32 output conv, w8a8 on u8 codes b
 layer that stays bit-planes, a w4a4 conv writing packed bits for a binary conv, qcnn_tail's
 dilated conv of unsigned weights): with GPU targets the report must count the convolutions of
 each kind (qgemm_s8.cu Q8_CONV; none without a GPU target, nor for a conv with a float chain);
-the bit-plane halo kernels of a w1a4 and a w2a2 layer must compile without spills.
+the bit-plane halo kernels of a w1a4 and a w2a2 layer must compile without spills; a tune file
+that turns each convolution with a choice to the other kind (cnn_kinds) must do so, the outputs
+unchanged.
 With GPU targets (sm_90a, sm_80) NVRTC builds the
 int8 kernels (CUBINs non-empty); --device gpu runs those blobs on the GPU (exit 77 without one)
 and compares them with the CPU path too. --lowbit=int8 on a CNN whose dense layer reads a
@@ -37,6 +39,7 @@ from test_qconv_bin import patched_qconv  # noqa: E402
 SRC = os.environ.get("BNN_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 SHARED = os.environ.get("BNN_SHARED", os.path.join(SRC, "..", "shared"))
 failures = []
+INT8 = "int8 MMA (qgemm_s8.cu)"  # the int8 kind's name among bnncc --tune's candidates
 
 
 def fail(msg):
@@ -235,13 +238,13 @@ def cnn_tobits(rng):
 
 # name, builder, input shape, {mode: (int8 convs, bit-plane convs)} with GPU targets; a conv with
 # a float chain (each model's last: its f32 out) is bit-planes in every mode, and under auto so
-# are +-1 weights over up to 4 bits and fewer than 4 plane pairs (qcnn_w1a2; its dense layer
-# over image planes keeps it from --lowbit=int8)
+# are up to 4 activation bits of up to 6 plane pairs, 8 over 2-bit codes (qcnn_tail's w2a3;
+# qcnn_w1a2, whose dense layer over image planes keeps it from --lowbit=int8)
 CNN_MODELS = [
     ("cnn_w4a4", cnn_w4a4, (3, 10, 10), {"auto": (3, 1), "int8": (3, 1), "planes": (0, 4)}),
     ("cnn_w8a8", cnn_w8a8, (3, 11, 9), {"auto": (2, 1), "int8": (2, 1), "planes": (0, 3)}),
     ("cnn_tobits", cnn_tobits, (3, 6, 6), {"auto": (1, 0), "int8": (1, 0), "planes": (0, 1)}),
-    ("qcnn_tail", qconv_models.tail, (5, 6, 7), {"auto": (1, 1), "int8": (1, 1), "planes": (0, 2)}),
+    ("qcnn_tail", qconv_models.tail, (5, 6, 7), {"auto": (0, 2), "int8": (1, 1), "planes": (0, 2)}),
     ("qcnn_w1a2", qconv_models.w1a2, (3, 7, 8), {"auto": (0, 3), "planes": (0, 3)}),
 ]
 
@@ -249,6 +252,21 @@ CNN_MODELS = [
 def conv_counts(report):
     m = re.search(r"low-bit convolutions: (\d+) on int8 MMA .*?, (\d+) as bit-planes", report)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def same_as_reference(tmp, what, blob, devs, xs, wants):
+    """Whether blob's outputs on each device of devs equal the reference's (wants) on each input
+    of xs; a failure is reported."""
+    for dev in devs:
+        for x, want in zip(xs, wants):
+            have = outputs(tmp, [blob, "--device", dev], x)
+            if want is None or have is None:
+                return False
+            if mismatch(want, have):
+                fail(f"{what} ({dev}) batch {len(x)}: differs from the reference in {mismatch(want, have)} of "
+                     f"{want.size} outputs")
+                return False
+    return True
 
 
 def check_cnn(tmp, name, build, shape, counts, device, sanitized):
@@ -282,16 +300,61 @@ def check_cnn(tmp, name, build, shape, counts, device, sanitized):
                 if sorted(cubins) != ["sm_80", "sm_90a"] or min(cubins.values()) == 0:
                     return fail(f"{name} --lowbit={mode}: CUBIN sections {cubins}")
             devs = ["cpu"] + (["gpu"] if device == "gpu" and targets != "cpu" else [])
-            for dev in devs:
-                for x, want in zip(xs, wants):
-                    have = outputs(tmp, [blob, "--device", dev], x)
-                    if want is None or have is None:
-                        return
-                    if mismatch(want, have):
-                        return fail(f"{name} --lowbit={mode} --target={targets} ({dev}) batch {len(x)}: differs "
-                                    f"from the reference in {mismatch(want, have)} of {want.size} outputs")
+            if not same_as_reference(tmp, f"{name} --lowbit={mode} --target={targets}", blob, devs, xs, wants):
+                return
     print(f"ok: {name}: --lowbit={', '.join(modes)}, (int8, planes) convolutions {counts}, identical to the "
           f"reference at batch 1, 3, 17 ({'CPU and GPU' if device == 'gpu' else 'CPU'})")
+
+
+def cnn_kinds(rng):
+    """w2a4 (int8 by the rule) -> w2a2 -> w2a2 (bit-planes by the rule) -> a 1x1 conv with a
+    float out (a chain: bit-planes, no choice)."""
+    n = qconv_models.Net("cnn_kinds", rng)
+    x = n.quant("x", 0.25, 4, 0)
+    x = qconv_models.block(n, x, 16, 32, 3, 2, 2)
+    x = qconv_models.block(n, x, 32, 24, 3, 2, 2, stride=2)
+    x = qconv_models.block(n, x, 24, 24, 3, 2, 2)
+    return n.model((16, 9, 9), n.conv(x, 24, 6, 1, 2))
+
+
+def tuned_kinds(tmp, device):
+    """A tune file turns every convolution with a choice to the other kind (bnncc --tune's
+    candidates: the rule's kind first, the int8 MMA last or first): --report's tune lines name
+    the int8 MMA among each such layer's candidates, the tuned blob counts the kinds flipped, and
+    its outputs equal the reference at batch 1, 3 and 17 (CPU path, and with --device gpu the
+    GPU)."""
+    import onnx
+    model, blob = os.path.join(tmp, "cnn_kinds.onnx"), os.path.join(tmp, "cnn_kinds.bin")
+    onnx.save(cnn_kinds(np.random.default_rng(11)), model)
+    args = [BNNCC, "-O3", "--target=sm_90a,sm_80", "--report", model, "-o", blob]
+    p = run(args)
+    if p.returncode or conv_counts(p.stderr) != (1, 3):
+        return fail(f"cnn_kinds: exit {p.returncode}, (int8, planes) convolutions {conv_counts(p.stderr)}, want "
+                    f"(1, 3): {p.stderr.strip()[-300:]}")
+    lines = re.findall(r"^tune: step \d+ \((\w+)\) runs .*; candidates: (.*); kernel signature: (.*)$", p.stderr, re.M)
+    tune = ["bnncc-tune 1"]
+    for layer, cands, sig in lines:
+        cands = cands.split(" | ")
+        if INT8 not in cands:
+            continue
+        other = cands[1] if cands[0] == INT8 else INT8
+        tune.append("\t".join(["Test GPU", "256", "0.1", "0.2", sig, other]))
+    if len(tune) != 4:
+        return fail(f"cnn_kinds: {len(tune) - 1} convolutions with the int8 MMA among their candidates, want 3")
+    tfile = os.path.join(tmp, "cnn_kinds.tune")
+    with open(tfile, "w") as f:
+        f.write("\n".join(tune) + "\n")
+    p = run(args + [f"--tune-file={tfile}"])
+    if p.returncode or conv_counts(p.stderr) != (2, 2):
+        return fail(f"cnn_kinds tuned: exit {p.returncode}, (int8, planes) convolutions {conv_counts(p.stderr)}, "
+                    f"want (2, 2): {p.stderr.strip()[-300:]}")
+    rng = np.random.default_rng(12)
+    xs = [rng.uniform(-1, 4, size=(b, 16, 9, 9)).astype(np.float32) for b in (1, 3, 17)]
+    wants = [outputs(tmp, ["--reference", model], x) for x in xs]
+    if not same_as_reference(tmp, "cnn_kinds tuned", blob, ["cpu"] + (["gpu"] if device == "gpu" else []), xs, wants):
+        return
+    print(f"ok: cnn_kinds: a tune file flips 3 convolutions' kind (int8 1 -> 2), identical to the reference at "
+          f"batch 1, 3, 17 ({'CPU and GPU' if device == 'gpu' else 'CPU'})")
 
 
 def planes_spills(tmp):
@@ -400,6 +463,7 @@ def main():
             check_cnn(tmp, name, build, shape, counts, device, a.sanitized)
         if not a.sanitized:
             planes_spills(tmp)
+            tuned_kinds(tmp, device)
         refused(tmp)
         refused_blobs(tmp, os.path.join(tmp, "w4a4.onnx"))
     sys.exit(1 if failures else 0)

@@ -358,6 +358,172 @@ static void check_tuned_alts(void) {
     free_graph(g);
 }
 
+/* A constant of n random integers in [lo, hi] (sorted: thresholds) in the text format. */
+static void int_const(Buf *b, const char *name, const char *type, int n, int lo, int hi, bool sorted) {
+    int *v = xmalloc((size_t)n * sizeof *v);
+    for (int i = 0; i < n; i++)
+        v[i] = lo + (int)(rnd() % (unsigned)(hi - lo + 1));
+    for (int i = 1; sorted && i < n; i++) /* each row of 3 ascending */
+        if (i % 3 && v[i] < v[i - 1])
+            v[i] = v[i - 1];
+    buf_printf(b, "const $%s: %s = [", name, type);
+    for (int i = 0; i < n; i++)
+        buf_printf(b, "%s%d", i ? ", " : "", v[i]);
+    buf_puts(b, "]\n");
+    free(v);
+}
+
+/* The fake device of check_qconv_kinds: layer l's time on candidate c is ms[l][c] (for the int8
+ * MMA 0.05 of it the bytes converter, the rest the convolution); a step not run on the GPU
+ * (the CPU's copy of an int8 convolution) has none, every other step 1.0. */
+typedef struct KindsFake {
+    int calls, ncand[3];
+    double ms[3][8];
+} KindsFake;
+
+static int kinds_probe(void *ctx, const char *cpu_blob) {
+    (void)ctx;
+    CHECK(access(cpu_blob, R_OK) == 0);
+    return 0;
+}
+
+static int kinds_measure(void *ctx, const char *path, int batch, int runs, unsigned seed, double **step_ms,
+                         int *nsteps, unsigned char **outputs, size_t *out_bytes, char *device, size_t device_len) {
+    KindsFake *f = ctx;
+    const char *dot = strrchr(path, '.');
+    const int v = dot ? atoi(dot + 1) : -1;
+    f->calls++;
+    (void)runs;
+    *outputs = run_on_cpu(path, batch, seed, out_bytes, NULL, 0, nsteps);
+    bnn_model *m = NULL;
+    if (!*outputs || bnn_model_load_file(path, &m) != BNN_STATUS_OK)
+        return -1;
+    *step_ms = xmalloc((size_t)*nsteps * sizeof **step_ms);
+    for (int i = 0, layer = -1; i < *nsteps; i++) {
+        bnn_step_info info;
+        CHECK(bnn_model_step_info(m, i, &info) == BNN_STATUS_OK);
+        layer += !strcmp(info.kind, "qconv");
+        const char *tag = strchr(info.kernel, '_');
+        const int c = layer >= 0 && layer < 3 && v < f->ncand[layer] ? v : 0;
+        double ms = 1.0;
+        if (!info.on_gpu)
+            ms = -1.0;
+        else if (layer >= 0 && layer < 3 && !strcmp(info.kind, "qconv"))
+            ms = f->ms[layer][c];
+        else if (layer >= 0 && layer < 3 && tag && !strcmp(tag, "_q8bytes"))
+            ms = 0.05;
+        else if (layer >= 0 && layer < 3 && tag && !strcmp(tag, "_qconv8"))
+            ms = f->ms[layer][c] - 0.05;
+        (*step_ms)[i] = ms;
+    }
+    bnn_model_free(m);
+    snprintf(device, device_len, "Test GPU 9000 (sm_90, running sm_90a code)");
+    return 0;
+}
+
+/* Low-bit convolutions choose between the bit-plane kernel's tiles and the int8 tensor cores,
+ * whose layer takes three plan steps (the CPU's copy, the bytes converter, the convolution)
+ * against one: a w2a4 conv (int8 by the rule: candidate 0), two w2a2 convs (bit-planes by the
+ * rule, the int8 MMA their last candidate). The tuner finds each variant's steps: a tile 2x
+ * faster than the rule's int8 wins the first, the int8 MMA 2.5x faster the second, the third
+ * keeps its tile; read back, the kernels are the winners'. */
+static void check_qconv_kinds(void) {
+    Buf b = {0};
+    buf_puts(&b, "const $s: f32[] = [0.25]\nconst $z: f32[] = [0.0]\nconst $nb: f32[] = [4.0]\n");
+    for (int l = 1; l <= 3; l++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "w%d", l);
+        int_const(&b, nm, "i8[16,16,3,3]", 16 * 16 * 9, -2, 1, false);
+        if (l < 3) {
+            snprintf(nm, sizeof nm, "t%d", l);
+            int_const(&b, nm, "i32[16,3]", 16 * 3, -12, 12, true);
+            snprintf(nm, sizeof nm, "d%d", l);
+            int_const(&b, nm, "i8[16]", 16, 1, 1, false);
+        }
+    }
+    buf_puts(&b, "graph $kinds(%x: f32[N,16,8,8]) -> (i32[N,16,8,8]) {\n"
+                 "    %c0 = i32[N,16,8,8] quantize %x, $s, $z, $nb {signed=0, narrow=0, rounding=ROUND}\n"
+                 "    %c1 = i32[N,16,8,8] qconv2d %c0, $w1, $t1, $d1 {strides=[1,1], pads=[1,1,1,1], "
+                 "dilations=[1,1], xbits=4} loc(\"q1\", Conv)\n"
+                 "    %c2 = i32[N,16,8,8] qconv2d %c1, $w2, $t2, $d2 {strides=[1,1], pads=[1,1,1,1], "
+                 "dilations=[1,1], xbits=2} loc(\"q2\", Conv)\n"
+                 "    %y = i32[N,16,8,8] qconv2d %c2, $w3 {strides=[1,1], pads=[1,1,1,1], dilations=[1,1], "
+                 "xbits=2} loc(\"q3\", Conv)\n"
+                 "    ret %y\n"
+                 "}\n");
+    Graph *g = parse_text_string("kinds.bnn", b.data, b.len);
+    buf_free(&b);
+    CHECK_MSG(g != NULL, "parse: %s", diag_message());
+    if (!g)
+        return;
+    CodegenOptions o = {0};
+    CHECK(codegen_parse_targets("sm_90a,sm_80", &o) == 0);
+    CodegenTunable *t;
+    int nt;
+    CHECK(codegen_tunables(g, &o, &t, &nt) == 0);
+    CHECK_MSG(nt == 3, "kinds: %d tunable layers", nt);
+    if (nt != 3) {
+        free_graph(g);
+        return;
+    }
+    KindsFake f = {0};
+    static const char *const int8 = "int8 MMA (qgemm_s8.cu)";
+    for (int l = 0; l < 3; l++) {
+        const int n = t[l].ncandidates, i8 = l == 0 ? 0 : n - 1;
+        CHECK_MSG(n >= 3 && !strcmp(t[l].candidate[i8], int8) && t[l].nsteps[i8] == 3 &&
+                      t[l].nsteps[l == 0 ? 1 : 0] == 1 && !strncmp(t[l].signature, "qconv: QC_C=16 ", 15),
+                  "%s: %d candidates, candidate %d %s (%d steps), signature %s", t[l].layer, n, i8, t[l].candidate[i8],
+                  t[l].nsteps[i8], t[l].signature);
+        f.ncand[l] = n;
+        for (int c = 0; c < n; c++)
+            f.ms[l][c] = 1.0;
+    }
+    CHECK(t[1].step == t[0].step + 3 && t[2].step == t[1].step + 1);
+    f.ms[0][1] = 0.5;                 /* q1: the rule's int8 1.0, its first tile 0.5 */
+    f.ms[1][f.ncand[1] - 1] = 0.4;    /* q2: int8 0.4 */
+    TuneMeasurer m = {.ctx = &f, .probe = kinds_probe, .measure = kinds_measure};
+    char dir[] = "/tmp/bnn-tune-kinds-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char file[256], work[256];
+    snprintf(file, sizeof file, "%s/kinds.tune", dir);
+    snprintf(work, sizeof work, "%s/variant.bin", dir);
+    FILE *progress = tmpfile();
+    TuneOptions to = {.batch = 2, .runs = 5, .rounds = 2, .file = file, .work_path = work,
+                      .progress = progress ? progress : stdout};
+    int *choice = NULL;
+    CHECK_MSG(tune_model(g, &o, &to, &m, &choice) == 0, "%s", diag_message());
+    CHECK_MSG(choice && choice[t[0].node] == 1 && choice[t[1].node] == f.ncand[1] - 1 && choice[t[2].node] == 0,
+              "kinds: choices %d %d %d", choice ? choice[t[0].node] : -1, choice ? choice[t[1].node] : -1,
+              choice ? choice[t[2].node] : -1);
+    if (progress) {
+        char *seen = progress_text(progress);
+        fputs(seen, stdout);
+        CHECK_STR_CONTAINS(seen, "tune: the tunable layers' steps take 3.0000 ms with the plan's configurations "
+                                 "at this batch, 1.9000 ms tuned");
+        free(seen);
+        fclose(progress);
+    }
+    int *back = NULL, tuned = 0;
+    CHECK(tune_read_file(file, g, &o, &back, &tuned, stderr) == 0);
+    CHECK(tuned == 3 && back && back[t[0].node] == 1 && back[t[1].node] == f.ncand[1] - 1);
+    o.tune_choice = back;
+    o.ntune_choice = g->nnodes;
+    char *src = codegen_cuda_source(g, &o);
+    int convs8 = 0;
+    for (const char *p = src; p && (p = strstr(p, "#define Q8_CONV 1\n")); p++)
+        convs8++;
+    CHECK_MSG(convs8 == 1, "kinds tuned: %d int8 convolution kernels, want 1 (q2's)", convs8);
+    printf("kinds: q1 int8 -> %s, q2 bit-planes -> %s, q3 kept; %d int8 convolution kernel in the tuned source\n",
+           t[0].candidate[1], int8, convs8);
+    free(src);
+    free(back);
+    free(choice);
+    remove(file);
+    rmdir(dir);
+    codegen_tunables_free(t, nt);
+    free_graph(g);
+}
+
 int main(void) {
     Graph *g = model();
     if (!g)
@@ -591,5 +757,6 @@ int main(void) {
     free_graph(g);
     check_lowbit();
     check_tuned_alts();
+    check_qconv_kinds();
     return check_report("tune");
 }
