@@ -4886,7 +4886,7 @@ static int lower_qconv_rcode(Lower *L, const Node *n, int cs, const BlobQconvPar
     const QconvArgs qa = {.rows = qp.oh * qp.ow, .rcode = true};
     add_qconv_args(st, &qa);
     BnnQhaloAlt alts[2] = {{0, 0}, {0, 0}};
-    const int nalt = bnn_qhalo_batch_alts(hl.c, hl.oh, hl.ow, hl.o, hl.kh, hl.kw, hl.sh, hl.sw, 0, 0, alts);
+    const int nalt = bnn_qhalo_batch_alts(hl.c, hl.oh, hl.ow, hl.o, hl.kh, hl.kw, hl.sh, hl.sw, 0, 0, 0, alts);
     add_qconv_batch_alts(L, (int)(st - L->steps), body, &hl, O, alts, nalt, &qa, tunable_alts(L, n, ncand));
     free(body);
     return 0;
@@ -5027,22 +5027,21 @@ static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvPara
     L->nqresd++;
     add_qconv_args(st, qa);
     BnnQhaloAlt alts[2];
-    const int nalt = bnn_qhalo_batch_alts(hl.c, hl.oh, hl.ow, hl.o, hl.kh, hl.kw, hl.sh, hl.sw, 1, qa->gpu_f32, alts);
+    const int nalt = bnn_qhalo_batch_alts(hl.c, hl.oh, hl.ow, hl.o, hl.kh, hl.kw, hl.sh, hl.sw, 1, qa->gpu_f32, 0, alts);
     add_qconv_batch_alts(L, (int)(st - L->steps), body, &hl, O, alts, nalt, qa, tunable_alts(L, n, ncand));
     free(body);
     return 0;
 }
 
 /* Whether a qconv2d (not a chain: the int8 kernel has no float chain) runs on the int8 tensor
- * cores (qgemm_s8.cu Q8_CONV): --lowbit=int8 wherever it can; auto by the convolutions' own
- * measurements (docs/perf.md stop 52, H200, batch 256, ResNet-18's 3x3 shapes): the bit-plane
- * halo kernel wins every shape up to 4 activation bits over 2-bit codes times 4 weight bits
- * (w1a2 ... w1a4 1.2-4.3x, w2a2 2.9x, w4a2 1.4-1.7x) or 6 plane pairs (w2a3, w3a2 1.2-2.2x);
- * int8 wins past that (w2a4, w3a3: 1.2-2.6x at 28x28 and 14x14, the planes the same or better
- * at 56x56 and 7x7; 5 activation bits and more 2-8x, w4a4 10-20x). bnncc --tune measures it
- * per layer (qconv_int8_candidate). sm_80 or later. */
+ * cores (qgemm_s8.cu Q8_CONV) under --lowbit=auto when bnncc --tune has not chosen: by the
+ * convolutions' own measurements (docs/perf.md stop 52, H200, batch 256, ResNet-18's 3x3
+ * shapes, each on its best tile): the bit-plane halo kernel wins every layer up to 9 plane
+ * pairs over up to 4 activation bits (w1a2 ... w1a4, w2a2 ... w4a2, w2a3, w3a3, w2a4: 1.2-4.3x)
+ * and int8 past 4 activation bits (w1a5, w1a6: 2-8x) and at 16 pairs (w4a4, stop 51: 10-20x);
+ * between 9 and 16 the line is drawn at 12, unmeasured. sm_80 or later. */
 static bool qconv_int8_rule(const BlobQconvParams *qp) {
-    return qp->xb > 4 || qp->xb * qp->wb > (qp->xb <= 2 ? 8 : 6);
+    return qp->xb > 4 || qp->xb * qp->wb > 12;
 }
 
 /* The GPU's steps of qconv step cs (made CPU-only) on the int8 tensor cores: the input's image
@@ -5291,9 +5290,12 @@ static int lower_qconv(Lower *L, const Node *n) {
     const QconvArgs qa = {.rows = OH * OW, .chain = chain, .res = n->nin == 4, .f32 = f32_buf >= 0,
                           .codes = codes_buf >= 0, .gpu_f32 = f32_buf >= 0 && gpu_reads_float(L, y)};
     add_qconv_args(st, &qa);
-    /* The tiles of larger batches (bnn_qhalo_batch_alts) */
+    /* The tiles of larger batches (bnn_qhalo_batch_alts; heavy: past 2 activation or weight bits) */
     BnnQhaloAlt qa_alt[2];
-    const int nalt = halo_body ? bnn_qhalo_batch_alts(hl.c, hl.oh, hl.ow, hl.o, hl.kh, hl.kw, hl.sh, hl.sw, chain, qa.gpu_f32, qa_alt) : 0;
+    const int heavy = qp.xb > 2 || qp.wb > 2;
+    const int nalt = halo_body ? bnn_qhalo_batch_alts(hl.c, hl.oh, hl.ow, hl.o, hl.kh, hl.kw, hl.sh, hl.sw, chain,
+                                                      qa.gpu_f32, heavy, qa_alt)
+                               : 0;
     add_qconv_batch_alts(L, (int)(st - L->steps), halo_body, &hl, O, qa_alt, nalt, &qa, tunable_alts(L, n, ncand));
     free(halo_body);
     return 0;
@@ -6147,9 +6149,8 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             buf_printf(o->report, "codegen: low-bit convolutions: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
                                   "(qconv.cu)%s\n",
                        L.nqconv_int8, L.nqconv_planes,
-                       o->lowbit == LOWBIT_AUTO ? ": int8 by the rule past 4 activation bits or 6 "
-                                                  "plane pairs (8 over 2-bit codes), where no float chain, or by "
-                                                  "the tune file"
+                       o->lowbit == LOWBIT_AUTO ? ": int8 by the rule past 4 activation bits or 12 "
+                                                  "plane pairs, where no float chain, or by the tune file"
                                                 : "");
         if (L.nqgemm_tiled)
             buf_printf(o->report, "codegen: %d bit-plane dense layers run the pre-tiled GEMM (bgemm_planes_tiled.cu, "

@@ -308,10 +308,12 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
     }
     if (cfg->smem > BNN_HALO_SMEM_MAX)
         return -1;
-    /* More accumulators than the w1a2 layers' two sets of two m16 tiles (64 registers) in a
-     * block of 8 warps or more: one block an SM, so that ptxas may give a thread 255 registers
-     * (at two, 128, and the 8x16 tiles of w1a3 ... w2a3 layers spilled 12-2,796 bytes). */
-    if (mi * nacc > 4 && cfg->wm * cfg->wn > 4)
+    /* Accumulators past 1.5x the w1a2 layers' two sets of two m16 tiles (64 registers), or past
+     * them with weights of several planes (their fragments take registers too), in a block of 8
+     * warps or more: one block an SM, so that ptxas may give a thread 255 registers (at two,
+     * 128, the 8x16 tiles of w1a4 ... w2a3 layers spilled 116-2,796 bytes). w1a3's (1.5x) spill
+     * 12 bytes at two and run 11-13 % faster there than at one (H200, docs/perf.md stop 52). */
+    if ((mi * nacc > 6 || (wb > 1 && mi * nacc > 4)) && cfg->wm * cfg->wn > 4)
         cfg->minb = 1;
     bnn_halo_set_grid(cfg, oh, ow, o);
     return 0;
@@ -344,11 +346,21 @@ typedef struct BnnQhaloAlt {
     int variant, from;
 } BnnQhaloAlt;
 static inline int bnn_qhalo_batch_alts(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int chain,
-                                       int f32, BnnQhaloAlt alt[2]) {
+                                       int f32, int heavy, BnnQhaloAlt alt[2]) {
     const long p = (long)oh * ow;
     const int one = kh == 1 && kw == 1;
     int tile[2] = {0, 0}, from[2] = {0, 0}, n = 0; /* a tile of bnn_halo_tiles (-1: the rule's) from a batch on */
-    if (p <= 64 && !one)
+    if (heavy && !one && !chain) {
+        /* A threshold layer of more than 2 activation or weight bits (heavy; the above was
+         * measured on w1a2): its larger tiles need more registers than a thread has at two
+         * blocks an SM (bnn_qhalo_variant: minb 1) and lose, up to 3.3x on 8x16 at 28x28 and
+         * 14x14; bnncc --tune=256 on an H200 (w3a2, w4a2, w1a3, w2a3, w1a4, w2a4, w3a3 over
+         * ResNet-18's shapes, docs/perf.md stop 52) picked 4x4 above 256 output pixels (and for a
+         * stride-2 layer above 64), 4x8 up to 256 (stride 2: up to 64), 8x8 up to 64 at stride 1,
+         * and no 128-channel block. */
+        const int s1 = sh == 1 && sw == 1;
+        tile[n] = p <= 64 && s1 ? 1 : p <= (s1 ? 256 : 64) ? 2 : 3, from[n++] = BNN_QHALO_ALT_BATCH;
+    } else if (p <= 64 && !one)
         tile[n] = 1, from[n++] = BNN_QHALO_ALT_BATCH;
     else if (p <= 256 && !one)
         tile[n] = 0, from[n++] = BNN_QHALO_ALT_BATCH;
@@ -382,7 +394,9 @@ static inline int bnn_qhalo_batch_alts(int c, int oh, int ow, int o, int kh, int
      * 16 / 32 / 64 / 256; its 14x14 -> 7x7 layer on 8x8 of 128 against 8x8 of 64: +17 / +14 /
      * +25 / -6 / -5 % at 4 / 8 / 32 / 64 / 256 (at 32, 128 blocks of 8 warps). The 28x28 -> 14x14
      * layer (C 128) stays: bnncc --tune=256 kept 8x16 of 64 channels. */
-    if (n == 1 && sh == 2 && sw == 2 && !one && !chain && o % 128 == 0 && (c <= 64 || p <= 64)) {
+    if (heavy && n == 1 && alt[0].variant == 0) /* the rule's tile already */
+        n = 0;
+    if (n == 1 && !heavy && sh == 2 && sw == 2 && !one && !chain && o % 128 == 0 && (c <= 64 || p <= 64)) {
         const int wide_tile = c <= 64 ? 2 : 1;           /* 4x8 or 8x8 of bnn_halo_tiles */
         alt[1].variant = BNN_QHALO_WIDE + wide_tile - 1; /* bnn_qhalo_variant's mapping inverted */
         alt[1].from = BNN_QHALO_WIDE_BATCH;

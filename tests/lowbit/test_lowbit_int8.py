@@ -238,7 +238,7 @@ def cnn_tobits(rng):
 
 # name, builder, input shape, {mode: (int8 convs, bit-plane convs)} with GPU targets; a conv with
 # a float chain (each model's last: its f32 out) is bit-planes in every mode, and under auto so
-# are up to 4 activation bits of up to 6 plane pairs, 8 over 2-bit codes (qcnn_tail's w2a3;
+# are up to 4 activation bits of up to 12 plane pairs (qcnn_tail's w2a3;
 # qcnn_w1a2, whose dense layer over image planes keeps it from --lowbit=int8)
 CNN_MODELS = [
     ("cnn_w4a4", cnn_w4a4, (3, 10, 10), {"auto": (3, 1), "int8": (3, 1), "planes": (0, 4)}),
@@ -307,11 +307,11 @@ def check_cnn(tmp, name, build, shape, counts, device, sanitized):
 
 
 def cnn_kinds(rng):
-    """w2a4 (int8 by the rule) -> w2a2 -> w2a2 (bit-planes by the rule) -> a 1x1 conv with a
+    """w4a4 (int8 by the rule) -> w2a2 -> w2a2 (bit-planes by the rule) -> a 1x1 conv with a
     float out (a chain: bit-planes, no choice)."""
     n = qconv_models.Net("cnn_kinds", rng)
     x = n.quant("x", 0.25, 4, 0)
-    x = qconv_models.block(n, x, 16, 32, 3, 2, 2)
+    x = qconv_models.block(n, x, 16, 32, 3, 4, 2)
     x = qconv_models.block(n, x, 32, 24, 3, 2, 2, stride=2)
     x = qconv_models.block(n, x, 24, 24, 3, 2, 2)
     return n.model((16, 9, 9), n.conv(x, 24, 6, 1, 2))

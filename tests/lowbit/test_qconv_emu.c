@@ -1067,7 +1067,7 @@ int main(void) {
         BnnQhaloAlt alt[2];
         BnnHaloCfg hc;
         const Case *s = &case_a9;
-        CHECK(bnn_qhalo_batch_alts(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, 1, 1, alt) == 1 && alt[0].variant == 2 &&
+        CHECK(bnn_qhalo_batch_alts(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, 1, 1, 0, alt) == 1 && alt[0].variant == 2 &&
               alt[0].from == BNN_QHALO_ALT_BATCH);
         CHECK(bnn_qhalo_variant(2, s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->xb, s->wb,
                                 s->xb + s->wb - 1, 33, &hc) == 0 &&
@@ -1078,16 +1078,39 @@ int main(void) {
         BnnQhaloAlt alt[2];
         BnnHaloCfg hc;
         const Case *s = k == 0 ? &case_w1 : &case_w3;
-        CHECK(bnn_qhalo_batch_alts(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, 0, 0, alt) == 2 &&
+        CHECK(bnn_qhalo_batch_alts(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, 0, 0, 0, alt) == 2 &&
               alt[0].variant < BNN_QHALO_WIDE && alt[0].from == BNN_QHALO_ALT_BATCH &&
               alt[1].variant >= BNN_QHALO_WIDE && alt[1].from > alt[0].from);
         CHECK(bnn_qhalo_variant(alt[1].variant, s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw,
                                 s->xb, s->wb, s->xb + s->wb - 1, 0, &hc) == 0 &&
               hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn && hc.minb == 2);
         /* as a chain (not measured): none */
-        const int na = bnn_qhalo_batch_alts(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, 1, 0, alt);
+        const int na = bnn_qhalo_batch_alts(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, 1, 0, 0, alt);
         for (int i = 0; i < na; i++)
             CHECK(alt[i].variant < BNN_QHALO_WIDE);
+    }
+    /* Threshold layers past 2 activation or weight bits (heavy) on ResNet-18's 3x3 shapes: their
+     * larger batches' tiles (bnncc --tune=256, docs/perf.md stop 52) 4x4 at 56x56 (the rule's
+     * 4x8 before), the rule's 4x4 kept into 28x28 and 14x14 at stride 2 and at 28x28, 4x8 at
+     * 14x14 and into 7x7 at stride 2, 8x8 at 7x7; never 128 channels a block. */
+    {
+        static const int shapes[7][5] = {/* c, out hw, o, stride, bnn_halo_tiles index or -1 */
+                                         {64, 56, 64, 1, 3},   {64, 28, 128, 2, -1}, {128, 28, 128, 1, -1},
+                                         {128, 14, 256, 2, -1}, {256, 14, 256, 1, 2}, {256, 7, 512, 2, 2},
+                                         {512, 7, 512, 1, 1}};
+        for (int i = 0; i < 7; i++) {
+            const int *h = shapes[i];
+            BnnQhaloAlt alt[2];
+            BnnHaloCfg hc = {0};
+            const int na = bnn_qhalo_batch_alts(h[0], h[1], h[1], h[2], 3, 3, h[3], h[3], 0, 0, 1, alt);
+            const int ok = na == (h[4] >= 0) &&
+                           (na == 0 || (alt[0].from == BNN_QHALO_ALT_BATCH &&
+                                        bnn_qhalo_variant(alt[0].variant, h[0], h[1], h[1], h[2], 3, 3, h[3], h[3], 1, 1,
+                                                          4, 2, 8, 0, &hc) == 0 &&
+                                        hc.th == bnn_halo_tiles[h[4]][0] && hc.tw == bnn_halo_tiles[h[4]][1]));
+            CHECK_MSG(ok, "heavy %dx%d, %d -> %d channels, stride %d: %d alternatives, the first %dx%d (want tile %d)",
+                      h[1], h[1], h[0], h[2], h[3], na, na ? hc.th : 0, na ? hc.tw : 0, h[4]);
+        }
     }
     check_fast_rows();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)

@@ -423,7 +423,7 @@ static int kinds_measure(void *ctx, const char *path, int batch, int runs, unsig
 
 /* Low-bit convolutions choose between the bit-plane kernel's tiles and the int8 tensor cores,
  * whose layer takes three plan steps (the CPU's copy, the bytes converter, the convolution)
- * against one: a w2a4 conv (int8 by the rule: candidate 0), two w2a2 convs (bit-planes by the
+ * against one: a w4a4 conv (int8 by the rule: candidate 0), two w2a2 convs (bit-planes by the
  * rule, the int8 MMA their last candidate). The tuner finds each variant's steps: a tile 2x
  * faster than the rule's int8 wins the first, the int8 MMA 2.5x faster the second, the third
  * keeps its tile; read back, the kernels are the winners'. */
@@ -433,7 +433,7 @@ static void check_qconv_kinds(void) {
     for (int l = 1; l <= 3; l++) {
         char nm[8];
         snprintf(nm, sizeof nm, "w%d", l);
-        int_const(&b, nm, "i8[16,16,3,3]", 16 * 16 * 9, -2, 1, false);
+        int_const(&b, nm, "i8[16,16,3,3]", 16 * 16 * 9, l == 1 ? -8 : -2, l == 1 ? 7 : 1, false);
         if (l < 3) {
             snprintf(nm, sizeof nm, "t%d", l);
             int_const(&b, nm, "i32[16,3]", 16 * 3, -12, 12, true);
