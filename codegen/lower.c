@@ -1501,6 +1501,26 @@ static void note_tunable_alt(Lower *L, int si, uint32_t from, const BnnHaloCfg *
     free(name);
 }
 
+/* The variants of fn (nvar of them) that apply to ctx, at most max: their indices in cand; how
+ * many. */
+static int halo_candidates(int nvar, HaloVariantFn fn, const void *ctx, int max, int *cand) {
+    BnnHaloCfg hc;
+    int n = 0;
+    for (int v = 0; v < nvar && n < max; v++)
+        if (fn(v, ctx, &hc) == 0)
+            cand[n++] = v;
+    return n;
+}
+
+/* The tuning names of the n variants cand of fn into names (halo_candidate_name). */
+static void halo_candidate_names(HaloVariantFn fn, const void *ctx, const int *cand, int n, char **names) {
+    BnnHaloCfg hc;
+    for (int i = 0; i < n; i++) {
+        fn(cand[i], ctx, &hc);
+        names[i] = halo_candidate_name(&hc);
+    }
+}
+
 /* The halo configuration of st, the step being lowered, into hc: among the nvar variants of fn
  * those that apply are the candidates; the one bnncc --tune chose for this node, else the first.
  * Recorded as a tunable layer when there is more than one (their number in *ncandidates). -1
@@ -1508,20 +1528,15 @@ static void note_tunable_alt(Lower *L, int si, uint32_t from, const BnnHaloCfg *
  * are complete but for the tile's (they are the layer's signature). */
 static int choose_halo(Lower *L, const LStep *st, int nvar, HaloVariantFn fn, const void *ctx, BnnHaloCfg *hc,
                        int *ncandidates) {
-    int cand[CODEGEN_MAX_CANDIDATES], n = 0;
-    for (int v = 0; v < nvar && n < CODEGEN_MAX_CANDIDATES; v++)
-        if (fn(v, ctx, hc) == 0)
-            cand[n++] = v;
+    int cand[CODEGEN_MAX_CANDIDATES];
+    const int n = halo_candidates(nvar, fn, ctx, CODEGEN_MAX_CANDIDATES, cand);
     *ncandidates = n;
     if (n == 0 || cand[0] != 0)
         return -1;
     int pick = tuned_pick(L, L->node, n);
     if (n > 1) {
         char *names[CODEGEN_MAX_CANDIDATES];
-        for (int i = 0; i < n; i++) {
-            fn(cand[i], ctx, hc);
-            names[i] = halo_candidate_name(hc);
-        }
+        halo_candidate_names(fn, ctx, cand, n, names);
         add_tunable(L, st, n, names, kernel_signature(st), pick);
     }
     return fn(cand[pick], ctx, hc);
@@ -5121,20 +5136,17 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
  * kernel). *ncandidates: their number. */
 static int choose_qconv_kind(Lower *L, const LStep *st, bool rule_int8, const HaloLayer *hl, int *halo,
                              int *ncandidates) {
-    int cand[CODEGEN_MAX_CANDIDATES], np = 0, n = 0;
-    BnnHaloCfg hc;
-    for (int v = 0; !L->qconv_direct && v < BNN_QHALO_VARIANTS && np < CODEGEN_MAX_CANDIDATES - 1; v++)
-        if (qconv_halo_variant(v, hl, &hc) == 0)
-            cand[np++] = v;
+    int cand[CODEGEN_MAX_CANDIDATES], n = 0;
+    int np = L->qconv_direct
+                 ? 0
+                 : halo_candidates(BNN_QHALO_VARIANTS, qconv_halo_variant, hl, CODEGEN_MAX_CANDIDATES - 1, cand);
     if (np && cand[0] != 0) /* the rule's tile does not fit: the direct kernel */
         np = 0;
     char *names[CODEGEN_MAX_CANDIDATES];
     if (rule_int8)
         names[n++] = xstrdup(INT8_CANDIDATE);
-    for (int i = 0; i < np; i++) {
-        qconv_halo_variant(cand[i], hl, &hc);
-        names[n++] = halo_candidate_name(&hc);
-    }
+    halo_candidate_names(qconv_halo_variant, hl, cand, np, names + n);
+    n += np;
     if (np == 0)
         names[n++] = xstrdup("direct (qconv.cu)");
     const int int8 = rule_int8 ? 0 : n;
@@ -5231,15 +5243,15 @@ static int lower_qconv(Lower *L, const Node *n) {
     st->s.qconv = qp;
     /* The int8 tensor cores (lower_qconv_int8) for a layer without a float chain on sm_80 or
      * later: every one under --lowbit=int8, by the rule or bnncc --tune's choice under auto. */
-    const bool int8_ok = qp.epi != BLOB_QCONV_EPI_CHAIN && L->lowbit != LOWBIT_PLANES && L->min_sm >= 80;
-    if (int8_ok && H * W * 32 * ldw > INT32_MAX) { /* the int8 kernels' offsets inside an item are int */
-        if (L->lowbit == LOWBIT_INT8)
+    const bool int8_ok = qp.epi != BLOB_QCONV_EPI_CHAIN && L->lowbit != LOWBIT_PLANES && L->min_sm >= 80,
+               int8_fits = H * W * 32 * ldw <= INT32_MAX; /* the int8 kernels' offsets inside an item are int */
+    if (int8_ok && L->lowbit == LOWBIT_INT8) {
+        if (!int8_fits)
             return fail_node(L, "a qconv2d too large for the int8 kernel's 32-bit indices; use --lowbit=planes");
-    } else if (int8_ok && L->lowbit == LOWBIT_INT8) {
         make_cpu_only(st); /* the CPU runs this step, the GPU lower_qconv_int8's */
         return lower_qconv_int8(L, (int)(st - L->steps), &qp, u, &ce);
     }
-    const bool kind_tunable = int8_ok && H * W * 32 * ldw <= INT32_MAX;
+    const bool kind_tunable = int8_ok && int8_fits;
     if (!kind_tunable)
         L->nqconv_planes++;
     if (chain && L->rcode[L->node_index]) { /* the CPU runs the chain, the GPU lower_qconv_rcode's kernel */

@@ -253,12 +253,14 @@ static int variant_shift(const CodegenTunable *tun, int j, int v) {
 }
 
 /* Tunable layer j's ms in variant v (its steps' ms summed; steps not run on the GPU, such as
- * the CPU's copy of an int8 convolution, count nothing), from ms, that variant's steps
- * (nsteps of them); -1 when none of its steps was timed. */
-static double layer_ms(const CodegenTunable *tun, int j, int v, const double *ms, int nsteps) {
+ * the CPU's copy of an int8 convolution, count nothing), from ms, that variant's steps (nsteps0,
+ * variant 0's number, shifted: the nt tunable layers' variant_shift); -1 when none of its steps
+ * was timed. */
+static double layer_ms(const CodegenTunable *tun, int nt, int j, int v, const double *ms, int nsteps0) {
     if (!ms)
         return -1.0;
-    const int first = tun[j].step + variant_shift(tun, j, v), n = tun[j].nsteps[variant_candidate(tun, j, v)];
+    const int first = tun[j].step + variant_shift(tun, j, v), n = tun[j].nsteps[variant_candidate(tun, j, v)],
+              nsteps = nsteps0 + variant_shift(tun, nt, v);
     double sum = -1.0;
     for (int st = first; st >= 0 && st < first + n && st < nsteps; st++)
         if (ms[st] >= 0)
@@ -421,7 +423,7 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
                              "tune: %-40s %10s %10s  %s\n", device, t->batch, t->rounds, t->runs, "layer", "plan ms",
                 "tuned ms", "configuration");
     for (int i = 0; i < nt; i++) {
-        if (tun[i].step < 0 || tun[i].step >= nsteps0 || layer_ms(tun, i, 0, ms[0], nsteps0) < 0) {
+        if (tun[i].step < 0 || tun[i].step >= nsteps0 || layer_ms(tun, nt, i, 0, ms[0], nsteps0) < 0) {
             free(dkey);
             diag_error("--tune: layer %s: its step %d was not timed (a bnncc bug: please report it)", tun[i].layer,
                        tun[i].step);
@@ -441,7 +443,7 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
                 continue;
             members++;
             for (int c = 0; c < tun[i].ncandidates; c++) {
-                const double lm = layer_ms(tun, j, c, ms[c], nsteps0 + variant_shift(tun, nt, c));
+                const double lm = layer_ms(tun, nt, j, c, ms[c], nsteps0);
                 total[c] = total[c] < 0 || lm < 0 ? -1.0 : total[c] + lm;
             }
         }
@@ -468,8 +470,8 @@ int tune_model(const Graph *g, const CodegenOptions *base, const TuneOptions *t,
                 continue;
             (*choice)[tun[j].node] = best;
             changed += best != plan;
-            const double plan_ms = layer_ms(tun, j, plan, ms[plan], nsteps0 + variant_shift(tun, nt, plan)),
-                         best_ms = layer_ms(tun, j, best, ms[best], nsteps0 + variant_shift(tun, nt, best));
+            const double plan_ms = layer_ms(tun, nt, j, plan, ms[plan], nsteps0),
+                         best_ms = layer_ms(tun, nt, j, best, ms[best], nsteps0);
             before += plan_ms;
             after += best_ms;
             if (t->progress)
