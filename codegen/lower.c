@@ -2089,6 +2089,7 @@ static int lower_bconv(Lower *L, const Node *n, const Value *t, const Value *dir
         uint32_t block[3] = {(uint32_t)bnn_tile_threads(BNN_BCONV_WM, BNN_BCONV_WN), 1, 1};
         blob_step_set_kernel(&st->s, st->k.name, grid, block,
                              (uint32_t)bnn_tile_smem(BNN_BCONV_BM, BNN_BCONV_BN, BNN_BCONV_KC, BNN_BCONV_STAGES));
+        st->s.flags |= BLOB_STEP_ONE_WAVE; /* its blocks walk the row tiles in y: no 65,535 bound on the batch */
     }
     if (chain) {
         add_chain_args(st, e.need_f32, bits_out >= 0 ? BLOB_SLOT_X1 : e.bits ? BLOB_SLOT_OUT : -1);
@@ -4342,27 +4343,37 @@ static int cmp_i32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* The threshold epilogue's levels T [O][levels] in p0 and each channel's direction (+1 rising,
- * -1 falling) in p1. With folded, each channel's levels as qgemm_s8.cu's convolution counts
- * them: t ^ m (m = -1 for a falling channel, else 0: v <= t is ~v >= ~t) sorted ascending (a
- * count does not depend on the order). */
-static void put_code_thresholds_as(Lower *L, LStep *st, const CodeEpilogue *e, int64_t O, bool folded) {
-    if (!e->t)
-        return;
+/* A code epilogue's levels [O][levels] into the weights: as the CPU path and the bit-plane
+ * kernels count them, or folded, as qgemm_s8.cu counts them by a binary search: t ^ m (m = -1
+ * for a falling channel, else 0: v <= t is ~v >= ~t) sorted ascending (a count does not depend
+ * on the order). */
+static BlobRef put_code_levels(Lower *L, const CodeEpilogue *e, int64_t O, bool folded) {
     const Value *t = e->t, *dir = e->dir;
     int64_t levels = e->levels;
-    int32_t *tv = xmalloc((size_t)(O * levels) * 4), *dv = xmalloc((size_t)O * 4);
+    int32_t *tv = xmalloc((size_t)(O * levels) * 4);
     for (int64_t o = 0; o < O; o++) {
-        dv[o] = dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : o) < 0 ? -1 : 1;
-        const int32_t m = folded && dv[o] < 0 ? -1 : 0;
+        const int32_t m = folded && dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : o) < 0 ? -1 : 0;
         for (int64_t l = 0; l < levels; l++)
             tv[o * levels + l] = (int32_t)const_at(t, t->type.dim[0] == 1 ? l : o * levels + l) ^ m;
         if (folded)
             qsort(tv + o * levels, (size_t)levels, 4, cmp_i32);
     }
-    st->s.slot[BLOB_SLOT_P0] = put_weights(L, tv, (size_t)(O * levels) * 4);
-    st->s.slot[BLOB_SLOT_P1] = put_weights(L, dv, (size_t)O * 4);
+    BlobRef r = put_weights(L, tv, (size_t)(O * levels) * 4);
     free(tv);
+    return r;
+}
+
+/* The threshold epilogue's levels T [O][levels] in p0 (put_code_levels) and each channel's
+ * direction (+1 rising, -1 falling) in p1. */
+static void put_code_thresholds_as(Lower *L, LStep *st, const CodeEpilogue *e, int64_t O, bool folded) {
+    if (!e->t)
+        return;
+    const Value *dir = e->dir;
+    int32_t *dv = xmalloc((size_t)O * 4);
+    for (int64_t o = 0; o < O; o++)
+        dv[o] = dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : o) < 0 ? -1 : 1;
+    st->s.slot[BLOB_SLOT_P0] = put_code_levels(L, e, O, folded);
+    st->s.slot[BLOB_SLOT_P1] = put_weights(L, dv, (size_t)O * 4);
     free(dv);
 }
 
@@ -4402,9 +4413,11 @@ static void add_planes_args(LStep *st, int64_t rows_per_item) {
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows_per_item);
+    /* T: the levels (p0), or where x0 holds them folded for the int8 kernel, those */
+    const int tslot = st->s.slot[BLOB_SLOT_X0].space == BLOB_SPACE_WEIGHTS ? BLOB_SLOT_X0 : BLOB_SLOT_P0;
     for (int slot = BLOB_SLOT_P0; slot <= BLOB_SLOT_P1; slot++)
         if (st->s.slot[slot].space != BLOB_SPACE_NONE)
-            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)slot, 0);
+            blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)(slot == BLOB_SLOT_P0 ? tslot : slot), 0);
         else
             blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
@@ -4648,6 +4661,8 @@ static int lower_qdense(Lower *L, const Node *n) {
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.slot[BLOB_SLOT_W] = put_weights(L, wp, wbytes);
     put_code_thresholds(L, st, &ce, O);
+    if (int8 && ce.t) /* the int8 kernel's levels, folded and sorted (a binary search: 8 steps, not 255) */
+        st->s.slot[BLOB_SLOT_X0] = put_code_levels(L, &ce, O, true);
     st->s.qgemm = qp;
     int64_t levels = qp.epi == 2 ? qp.levels : 1, yb = qp.epi == 2 ? qp.yb : 1;
     /* The GPU, the batch items as the kernel's M rows (one row per item); arguments (A, W, M, T,
@@ -4818,9 +4833,12 @@ static void add_qconv_batch_alts(Lower *L, int si, const char *body, const HaloL
                                  const BnnQhaloAlt *alts, int nalt, const QconvArgs *qa, bool emit) {
     for (int i = 0, prev = 0; i < nalt; i++) {
         BnnHaloCfg ha;
-        if (alts[i].variant == prev || qconv_halo_variant(alts[i].variant, hl, &ha) != 0)
+        int v = alts[i].variant;
+        if (v != prev && qconv_halo_variant(v, hl, &ha) != 0) /* its shared memory does not fit */
+            v = alts[i].fallback;
+        if (v == prev || qconv_halo_variant(v, hl, &ha) != 0)
             continue;
-        prev = alts[i].variant;
+        prev = v;
         note_tunable_alt(L, si, (uint32_t)alts[i].from, &ha);
         if (!emit)
             continue;
@@ -4900,7 +4918,7 @@ static int lower_qconv_rcode(Lower *L, const Node *n, int cs, const BlobQconvPar
     L->nrcode++;
     const QconvArgs qa = {.rows = qp.oh * qp.ow, .rcode = true};
     add_qconv_args(st, &qa);
-    BnnQhaloAlt alts[2] = {{0, 0}, {0, 0}};
+    BnnQhaloAlt alts[2] = {{0, 0, 0}, {0, 0, 0}};
     const int nalt = bnn_qhalo_batch_alts(hl.c, hl.oh, hl.ow, hl.o, hl.kh, hl.kw, hl.sh, hl.sw, 0, 0, 0, alts);
     add_qconv_batch_alts(L, (int)(st - L->steps), body, &hl, O, alts, nalt, &qa, tunable_alts(L, n, ncand));
     free(body);
@@ -5050,13 +5068,16 @@ static int lower_qconv_resd(Lower *L, const Node *n, int cs, const BlobQconvPara
 
 /* Whether a qconv2d (not a chain: the int8 kernel has no float chain) runs on the int8 tensor
  * cores (qgemm_s8.cu Q8_CONV) under --lowbit=auto when bnncc --tune has not chosen: by the
- * convolutions' own measurements (docs/perf.md stop 52, H200, batch 256, ResNet-18's 3x3
- * shapes, each on its best tile): the bit-plane halo kernel wins every layer up to 9 plane
- * pairs over up to 4 activation bits (w1a2 ... w1a4, w2a2 ... w4a2, w2a3, w3a3, w2a4: 1.2-4.3x)
- * and int8 past 4 activation bits (w1a5, w1a6: 2-8x) and at 16 pairs (w4a4, stop 51: 10-20x);
- * between 9 and 16 the line is drawn at 12, unmeasured. sm_80 or later. */
+ * convolutions' own measurements (docs/perf.md stops 52 and 53, H200, batch 256, ResNet-18's
+ * 3x3 shapes, each on its best tile): the bit-plane halo kernel wins every layer up to 14 plane
+ * pairs over up to 4 activation bits (w1a2 ... w7a2, w1a3 ... w4a3, w1a4 ... w3a4), int8 wins
+ * past 4 activation bits (w1a5, w1a6: 2-8x); at 15 and 16 pairs (w5a3, w8a2, w4a4) the planes
+ * win or tie above 14x14 output pixels and int8 wins at 14x14 and below (3-28 %). Past 16 pairs
+ * int8, unmeasured. (choose_qconv_kind also takes int8 where no halo tile fits: the direct
+ * kernel took 2-3x int8's time.) sm_80 or later. */
 static bool qconv_int8_rule(const BlobQconvParams *qp) {
-    return qp->xb > 4 || qp->xb * qp->wb > 12;
+    const int64_t pairs = qp->xb * qp->wb;
+    return qp->xb > 4 || pairs > 16 || (pairs >= 15 && qp->oh * qp->ow <= 196);
 }
 
 /* The GPU's steps of qconv step cs (made CPU-only) on the int8 tensor cores: the input's image
@@ -5130,7 +5151,8 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
 /* The kernel of st, a qconv2d step that may run on either kernel (--lowbit=auto, no float
  * chain, sm_80 or later), recorded as a tunable layer (its bit-plane #defines set: the
  * signature): the bit-plane kernel's tiles (the halo variants that apply, else the direct
- * kernel) and the int8 tensor cores, the rule's kind first (rule_int8: qconv_int8_rule); the
+ * kernel) and the int8 tensor cores, the rule's kind first (rule_int8: qconv_int8_rule, or
+ * where no halo tile fits); the
  * candidate bnncc --tune chose, else the first. 1 for int8 (three plan steps: st, made
  * CPU-only, and lower_qconv_int8's two); else 0 with *halo the halo variant (-1: the direct
  * kernel). *ncandidates: their number. */
@@ -5142,6 +5164,8 @@ static int choose_qconv_kind(Lower *L, const LStep *st, bool rule_int8, const Ha
                  : halo_candidates(BNN_QHALO_VARIANTS, qconv_halo_variant, hl, CODEGEN_MAX_CANDIDATES - 1, cand);
     if (np && cand[0] != 0) /* the rule's tile does not fit: the direct kernel */
         np = 0;
+    if (np == 0 && !L->qconv_direct) /* int8 first: the direct kernel took 2-3x its time (stop 53) */
+        rule_int8 = true;
     char *names[CODEGEN_MAX_CANDIDATES];
     if (rule_int8)
         names[n++] = xstrdup(INT8_CANDIDATE);
@@ -5298,6 +5322,7 @@ static int lower_qconv(Lower *L, const Node *n) {
         BlobGridDim grid[3] = {{(uint32_t)((O + 31) / 32), 0, 1}, {0, (uint32_t)(OH * OW), 16}, {1, 0, 1}};
         uint32_t block[3] = {32, 1, 1};
         blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
+        st->s.flags |= BLOB_STEP_ONE_WAVE; /* its blocks walk the row tiles in y: no 65,535 bound on the batch */
     }
     const QconvArgs qa = {.rows = OH * OW, .chain = chain, .res = n->nin == 4, .f32 = f32_buf >= 0,
                           .codes = codes_buf >= 0, .gpu_f32 = f32_buf >= 0 && gpu_reads_float(L, y)};
@@ -6161,8 +6186,9 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             buf_printf(o->report, "codegen: low-bit convolutions: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
                                   "(qconv.cu)%s\n",
                        L.nqconv_int8, L.nqconv_planes,
-                       o->lowbit == LOWBIT_AUTO ? ": int8 by the rule past 4 activation bits or 12 "
-                                                  "plane pairs, where no float chain, or by the tune file"
+                       o->lowbit == LOWBIT_AUTO ? ": int8 by the rule past 4 activation bits or 16 "
+                                                  "plane pairs (15 at 14x14 or fewer output pixels) or where "
+                                                  "no halo tile fits, where no float chain, or by the tune file"
                                                 : "");
         if (L.nqgemm_tiled)
             buf_printf(o->report, "codegen: %d bit-plane dense layers run the pre-tiled GEMM (bgemm_planes_tiled.cu, "

@@ -770,6 +770,9 @@ static bnn_status check_qgemm(const StepCheck *c) {
     TRY(want_slot(c, BLOB_SLOT_P1, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS, (uint64_t)p->n * 4,
                   false));
     TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
+    /* int8: the GPU kernel's levels, folded and sorted (the CPU path reads p0) */
+    if (x8 && !(c->s->flags & BLOB_STEP_BATCH_ALT))
+        TRY(want_slot(c, BLOB_SLOT_X0, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS, t, true));
     return check_overlap(c, false);
 }
 

@@ -115,7 +115,7 @@ struct RtCuda {
     CUmodule module;
     CUfunction *funcs; /* per step; NULL where the GPU skips the step */
     /* per step: the blocks of a BLOB_STEP_ONE_WAVE step's kernel the GPU holds at once (its
-     * SMs times the kernel's blocks an SM), 0 for no cap (launch_grid_y) */
+     * SMs times the kernel's blocks an SM), 0 for none (launch_grid_y: still 65,535 at most) */
     uint32_t *wave;
     CUdeviceptr arena, weights;
     CUstream stream;
@@ -231,6 +231,8 @@ static const RtCubin *pick_cubin(const bnn_model *m, int major, int minor) {
 }
 
 /* grid dimension d of step s for a batch. */
+#define GRID_Y_MAX 65535u /* blocks a grid holds in y (and z) */
+
 static uint64_t grid_dim(const BlobStep *s, int d, int batch) {
     const BlobGridDim *g = &s->grid[d];
     return g->base + ((uint64_t)batch * g->per_batch + g->div - 1) / g->div;
@@ -246,13 +248,16 @@ static unsigned launch_grid_x(const RtCuda *c, const BlobStep *s, int batch) {
 }
 
 /* The blocks in y a launch of step i gets: its grid, or for a BLOB_STEP_ONE_WAVE step at most
- * one wave of them (c->wave[i] over the blocks in x), at least 1. */
+ * one wave of them (c->wave[i] over the blocks in x), at least 1, and at most the 65,535 blocks
+ * a grid holds in y (its blocks walk the tiles: any grid.y works). */
 static unsigned launch_grid_y(const RtCuda *c, int i, const BlobStep *s, int batch, unsigned gx) {
     uint64_t y = grid_dim(s, 1, batch);
-    if ((s->flags & BLOB_STEP_ONE_WAVE) && c->wave[i] > 0) {
-        const uint64_t cap = c->wave[i] >= gx ? c->wave[i] / gx : 1;
+    if (s->flags & BLOB_STEP_ONE_WAVE) {
+        const uint64_t cap = c->wave[i] == 0 ? GRID_Y_MAX : c->wave[i] >= gx ? c->wave[i] / gx : 1;
         if (y > cap)
             y = cap;
+        if (y > GRID_Y_MAX)
+            y = GRID_Y_MAX;
     }
     return (unsigned)y;
 }
@@ -285,9 +290,10 @@ static bool gpu_runs_at(const bnn_model *m, bool sm90a, int i, int batch) {
 }
 
 /* Every step the GPU runs has a kernel, and its grid is legal at batch 1 and max_batch
- * (grid sizes grow with the batch, so these two bound every batch between). */
+ * (grid sizes grow with the batch, so these two bound every batch between; a ONE_WAVE step's y
+ * is capped at launch instead). */
 static bnn_status check_plan_for_gpu(const bnn_model *m, bool sm90a, int max_batch) {
-    static const uint64_t limit[3] = {0x7fffffffu, 65535u, 65535u};
+    static const uint64_t limit[3] = {0x7fffffffu, GRID_Y_MAX, 65535u};
     for (int i = 0; i < m->nsteps; i++) {
         const BlobStep *s = &m->steps[i];
         if (!gpu_runs(s, sm90a))
@@ -305,6 +311,8 @@ static bnn_status check_plan_for_gpu(const bnn_model *m, bool sm90a, int max_bat
                                 (long long)s->args[a].value);
         for (int d = 0; d < 3; d++) {
             uint64_t lo = grid_dim(s, d, 1), hi = grid_dim(s, d, max_batch);
+            if (d == 1 && (s->flags & BLOB_STEP_ONE_WAVE) && hi > limit[d])
+                hi = limit[d];
             if (lo < 1 || hi > limit[d])
                 return rt_error(BNN_STATUS_UNSUPPORTED,
                                 "step %d (%s): grid dimension %d is %llu at batch %d, outside 1..%llu",

@@ -344,6 +344,7 @@ enum { BNN_QHALO_ALT_BATCH = 4 }; /* the batch from which a 3x3 layer takes its 
 enum { BNN_QHALO_WIDE_BATCH = 64 }; /* ... and a stride-2 one its 128 channels a block */
 typedef struct BnnQhaloAlt {
     int variant, from;
+    int fallback; /* the candidate to take where variant's shared memory does not fit (0: none) */
 } BnnQhaloAlt;
 static inline int bnn_qhalo_batch_alts(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int chain,
                                        int f32, int heavy, BnnQhaloAlt alt[2]) {
@@ -385,7 +386,14 @@ static inline int bnn_qhalo_batch_alts(int c, int oh, int ow, int o, int kh, int
     for (int i = 0; i < n; i++) { /* the tile as bnn_qhalo_variant's candidate: its mapping inverted */
         alt[i].variant = tile[i] < 0 || tile[i] == rule ? 0 : tile[i] < rule ? tile[i] + 1 : tile[i];
         alt[i].from = from[i];
+        alt[i].fallback = 0;
     }
+    /* A heavy layer's 8x8 tile where its weights leave no room for it (512 channels past 9 plane
+     * pairs: w5a2, w4a3) takes 4x8: bnncc --tune=256 on an H200 timed 4x8 / 32 channels / 2 warps
+     * at 0.13 and 0.20 ms on ResNet-18's 7x7 layer against the rule's 4x4's 0.24 and 0.36
+     * (docs/perf.md stop 53). */
+    if (heavy && n == 1 && tile[0] == 1)
+        alt[0].fallback = 2 == rule ? 0 : 2 < rule ? 3 : 2;
     /* A stride-2 3x3 threshold layer of 128k channels, with taps in pairs (C <= 64: 4x8 tiles) or
      * into at most 8x8 pixels (8x8 tiles), then takes 128 channels a block (BNN_QHALO_WIDE) from
      * batch 64: a stride-2 halo is about four times its tile's pixels, and one block loads it for
@@ -400,6 +408,7 @@ static inline int bnn_qhalo_batch_alts(int c, int oh, int ow, int o, int kh, int
         const int wide_tile = c <= 64 ? 2 : 1;           /* 4x8 or 8x8 of bnn_halo_tiles */
         alt[1].variant = BNN_QHALO_WIDE + wide_tile - 1; /* bnn_qhalo_variant's mapping inverted */
         alt[1].from = BNN_QHALO_WIDE_BATCH;
+        alt[1].fallback = 0;
         n = 2;
     }
     return n;

@@ -511,7 +511,7 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
         snprintf(tilestr, sizeof tilestr, "halo %dx%d bn%d w%d%s", s.th, s.tw, s.tile.bn, s.tile.wm,
                  s.gy ? " loop" : "");
     else
-        snprintf(tilestr, sizeof tilestr, "%dx%d", s.tile.bm, s.tile.bn);
+        snprintf(tilestr, sizeof tilestr, "%dx%d%s", s.tile.bm, s.tile.bn, s.gy ? " loop" : "");
     snprintf(variant, sizeof variant, "%s s%d p%d%s%s d%d %s %s%s%s", epi_name(s.epi), s.SH, s.PT,
              s.PB != s.PT ? "/" : "", s.PB != s.PT ? (s.PB ? "1" : "0") : "", s.DH, s.pad_one ? "one" : "zero",
              tilestr, s.nb ? " nb=const" : "", s.pool ? " pool" : "");
@@ -632,6 +632,8 @@ static void test_bconv(int nb, BconvSpec s, bool full, int reps) {
         bnn_halo_grid(tiles, kdiv_up(O, s.tile.bn), &base, &div);
         div = (unsigned)(s.tile.wm * (s.tpw ? s.tpw : 4)); /* tiles per block: tpw for each warp */
         gy = s.gy ? (unsigned)s.gy : base + ((unsigned)(nb * tiles) + div - 1) / div;
+    } else if (s.gy) { /* the direct kernel on fewer blocks than row tiles: each walks several */
+        gy = (unsigned)s.gy;
     }
     launch(k.fn, gx, gy, (unsigned)k.threads, (unsigned)k.smem, args);
     CU(cu.CtxSynchronize());
@@ -837,7 +839,7 @@ int main(int argc, char **argv) {
 #define P1 .PT = 1, .PL = 1, .PB = 1, .PR = 1
         {2, {.C = 32, .H = 7, .W = 7, .O = 64, .KH = 3, .KW = 3, P1, .epi = BNN_EPI_I32}},
         {3, {.C = 65, .H = 14, .W = 14, .O = 130, .KH = 3, .KW = 3, P1, .epi = BNN_EPI_THRESHOLD}},
-        {3, {.C = 65, .H = 14, .W = 14, .O = 130, .KH = 3, .KW = 3, P1, .pad_one = true, .epi = BNN_EPI_I32}},
+        {3, {.C = 65, .H = 14, .W = 14, .O = 130, .KH = 3, .KW = 3, P1, .pad_one = true, .epi = BNN_EPI_I32, .gy = 2}},
         {1, {.C = 65, .H = 7, .W = 7, .O = 10, .KH = 3, .KW = 3, .SH = 2, .SW = 2, P1, .epi = BNN_EPI_AFFINE}},
         {2, {.C = 128, .H = 14, .W = 14, .O = 128, .KH = 3, .KW = 3, .SH = 2, .SW = 2, P1, .epi = BNN_EPI_THRESHOLD,
              .tile = ct}},
@@ -854,7 +856,7 @@ int main(int argc, char **argv) {
         {2, {.C = 32, .H = 14, .W = 14, .O = 64, .KH = 3, .KW = 3, P1, .cwp = 8, .epi = BNN_EPI_THRESHOLD}},
         {2, {.C = 65, .H = 14, .W = 14, .O = 130, .KH = 3, .KW = 3, P1, .pool = true, .epi = BNN_EPI_THRESHOLD}},
         {1, {.C = 128, .H = 15, .W = 15, .O = 64, .KH = 3, .KW = 3, P1, .pool = true, .pad_one = true,
-             .epi = BNN_EPI_THRESHOLD, .tile = ct}},
+             .epi = BNN_EPI_THRESHOLD, .tile = ct, .gy = 1}},
         {3, {.C = 32, .H = 7, .W = 7, .O = 64, .KH = 3, .KW = 3, P1, .pool = true, .epi = BNN_EPI_THRESHOLD,
              .ldy = 4, .tile = {64, 64, 2, 2, 4, 2}}}, /* words 2, 3: past the last tile */
         {2, {.C = 256, .H = 32, .W = 32, .O = 130, .KH = 3, .KW = 3, P1, .pool = true, .epi = BNN_EPI_THRESHOLD,

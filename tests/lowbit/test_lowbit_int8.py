@@ -15,7 +15,7 @@ dilated conv of unsigned weights): with GPU targets the report must count the co
 each kind (qgemm_s8.cu Q8_CONV; none without a GPU target, nor for a conv with a float chain);
 the bit-plane halo kernels of a w1a4 and a w2a2 layer must compile without spills; a tune file
 that turns each convolution with a choice to the other kind (cnn_kinds) must do so, the outputs
-unchanged.
+unchanged; the rule's kinds at 15-16 plane pairs and where no halo tile fits (rule_kinds).
 With GPU targets (sm_90a, sm_80) NVRTC builds the
 int8 kernels (CUBINs non-empty); --device gpu runs those blobs on the GPU (exit 77 without one)
 and compares them with the CPU path too. --lowbit=int8 on a CNN whose dense layer reads a
@@ -238,7 +238,7 @@ def cnn_tobits(rng):
 
 # name, builder, input shape, {mode: (int8 convs, bit-plane convs)} with GPU targets; a conv with
 # a float chain (each model's last: its f32 out) is bit-planes in every mode, and under auto so
-# are up to 4 activation bits of up to 12 plane pairs (qcnn_tail's w2a3;
+# are up to 4 activation bits of up to 14 plane pairs, 16 over more than 14x14 output pixels (qcnn_tail's w2a3;
 # qcnn_w1a2, whose dense layer over image planes keeps it from --lowbit=int8)
 CNN_MODELS = [
     ("cnn_w4a4", cnn_w4a4, (3, 10, 10), {"auto": (3, 1), "int8": (3, 1), "planes": (0, 4)}),
@@ -357,6 +357,38 @@ def tuned_kinds(tmp, device):
           f"batch 1, 3, 17 ({'CPU and GPU' if device == 'gpu' else 'CPU'})")
 
 
+def rule_kinds(tmp, device):
+    """qconv_int8_rule and the direct kernel's place under --lowbit=auto (docs/perf.md stop 53):
+    w8a2 (16 plane pairs) stays bit-planes at 28x28 and goes int8 into 14x14; w6a2 (12) stays
+    bit-planes into 7x7, and goes int8 at 7x7 with 512 channels, where no halo tile fits (the
+    direct kernel among its candidates); outputs equal the reference at batch 2 (CPU path, and
+    with --device gpu the GPU)."""
+    import onnx
+    n = qconv_models.Net("rule_kinds", np.random.default_rng(3))
+    x = n.quant("x", 0.25, 2, 0)
+    x = qconv_models.block(n, x, 64, 64, 3, 8, 2)
+    x = qconv_models.block(n, x, 64, 128, 3, 8, 2, stride=2)
+    x = qconv_models.block(n, x, 128, 512, 3, 6, 2, stride=2)
+    x = qconv_models.block(n, x, 512, 512, 3, 6, 2)
+    model, blob = os.path.join(tmp, "rule_kinds.onnx"), os.path.join(tmp, "rule_kinds.bin")
+    onnx.save(n.model((64, 28, 28), n.conv(x, 512, 10, 1, 2)), model)
+    p = run([BNNCC, "-O3", "--target=sm_90a,sm_80", "--report", model, "-o", blob])
+    runs = dict(re.findall(r"^tune: step \d+ \((\w+)\) runs (halo|int8)", p.stderr, re.M))
+    want = {"Conv_10": "halo", "Conv_26": "int8", "Conv_42": "halo", "Conv_58": "int8", "Conv_74": "halo"}
+    direct = re.search(r"^tune: step \d+ \(Conv_58\) .*candidates: int8 MMA \(qgemm_s8.cu\) \| direct \(qconv.cu\);",
+                       p.stderr, re.M)
+    if p.returncode or runs != want or not direct or conv_counts(p.stderr) != (2, 3):
+        return fail(f"rule_kinds: exit {p.returncode}, kinds {runs} (want {want}), the direct kernel a candidate of "
+                    f"Conv_58: {bool(direct)}, (int8, planes) {conv_counts(p.stderr)}: {p.stderr.strip()[-300:]}")
+    rng = np.random.default_rng(4)
+    xs = [rng.uniform(-1, 4, size=(2, 64, 28, 28)).astype(np.float32)]
+    wants = [outputs(tmp, ["--reference", model], x) for x in xs]
+    if not same_as_reference(tmp, "rule_kinds", blob, ["cpu"] + (["gpu"] if device == "gpu" else []), xs, wants):
+        return
+    print(f"ok: rule_kinds: w8a2 planes at 28x28, int8 into 14x14; w6a2 planes into 7x7, int8 where no halo tile "
+          f"fits; identical to the reference ({'CPU and GPU' if device == 'gpu' else 'CPU'})")
+
+
 def planes_spills(tmp):
     """The bit-plane halo kernel's larger tiles (its batch alternatives, 8 warps) of layers with
     more accumulators than w1a2's (w1a4, w2a2) compile without a stack frame or spills for sm_90a
@@ -464,6 +496,7 @@ def main():
         if not a.sanitized:
             planes_spills(tmp)
             tuned_kinds(tmp, device)
+            rule_kinds(tmp, device)
         refused(tmp)
         refused_blobs(tmp, os.path.join(tmp, "w4a4.onnx"))
     sys.exit(1 if failures else 0)

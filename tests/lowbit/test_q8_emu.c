@@ -378,6 +378,20 @@ static void launch(Q8Kernel fn, unsigned gx, unsigned gy, const unsigned char *A
         }
 }
 
+/* The kernel's levels (lower.c put_code_levels): folded (t ^ -1 for a falling channel) and
+ * sorted ascending, each channel's l of them. */
+static int32_t *folded_levels(const int32_t *t, const int32_t *dir, int64_t n, int l) {
+    int32_t *ts = malloc((size_t)(n * l) * 4 + 4);
+    for (int64_t o = 0; o < n; o++)
+        for (int i = 0; i < l; i++) {
+            int32_t v = t[o * l + i] ^ (dir[o] < 0 ? -1 : 0), j = i;
+            for (; j > 0 && ts[o * l + j - 1] > v; j--) /* insertion */
+                ts[o * l + j] = ts[o * l + j - 1];
+            ts[o * l + j] = v;
+        }
+    return ts;
+}
+
 static void check_spec(const Spec *s, int M) {
     int64_t N = s->n, K = s->k, ld = blob_int8_ld(K);
     uint8_t *A = calloc((size_t)(M * ld), 1);
@@ -411,7 +425,9 @@ static void check_spec(const Spec *s, int M) {
         ((int32_t *)want)[i] = c;
     }
     memset(got, 0xa5, bytes);
-    launch(s->fn, (unsigned)(N + 127) / 128, (unsigned)(M + 63) / 64, A, (const signed char *)W, M, t, dir, got);
+    int32_t *ts = folded_levels(t, dir, N, s->l);
+    launch(s->fn, (unsigned)(N + 127) / 128, (unsigned)(M + 63) / 64, A, (const signed char *)W, M, ts, dir, got);
+    free(ts);
     size_t bad = 0, first = bytes;
     for (size_t i = 0; i < bytes; i++)
         if (got[i] != want[i]) {
@@ -507,15 +523,7 @@ static void check_conv(const ConvSpec *s) {
         for (int l = 0; l < L; l++)
             t[o * L + l] = acc[rnd(0, n * O * cells - 1)] + rnd(-2, 2);
     }
-    /* the kernel's levels: folded (t ^ -1 for a falling channel) and sorted, as lower.c writes them */
-    int32_t *ts = malloc((size_t)(O * L) * 4 + 4);
-    for (int o = 0; o < O; o++)
-        for (int l = 0; l < L; l++) {
-            int32_t v = t[o * L + l] ^ (dir[o] < 0 ? -1 : 0), j = l;
-            for (; j > 0 && ts[o * L + j - 1] > v; j--) /* insertion */
-                ts[o * L + j] = ts[o * L + j - 1];
-            ts[o * L + j] = v;
-        }
+    int32_t *ts = folded_levels(t, dir, O, L);
     const int64_t yplane = blob_image_plane_words(cells, ldyw);
     size_t nbytes = epi == 1 ? (size_t)(n * O * cells) * 4 : (size_t)(n * yb * yplane) * 4;
     uint8_t *want = calloc(2, nbytes), *got = want + nbytes;

@@ -14,7 +14,8 @@ random inputs (a third of them on the input quant's rounding ties) are byte-iden
 `bnnrun --reference` on the ONNX model; so are -O1's (qconv2d and its multi-level threshold
 unfused). So are 8 random nets (qconv_models.random_net: channels 1-130, kernels 1-3, strides,
 dilations, asymmetric pads, 1-3 bit weights, 2-3 bit activations). A grouped qconv2d is refused with the node's name and exit 1; qconv steps with impossible
-parameters (a checksum-valid blob) are refused by the loader. --device gpu runs the blob on the GPU and exits 77 (skipped) without one."""
+parameters (a checksum-valid blob) are refused by the loader. --device gpu runs the blob on the GPU and exits 77 (skipped) without one;
+it also runs the direct qconv kernel at a batch past 65,535 row tiles (direct_large_batch)."""
 import argparse
 import os
 import re
@@ -151,6 +152,34 @@ def refused_blobs(tmp):
     print(f"ok: {len(cases)} damaged qconv steps refused by the loader")
 
 
+def direct_large_batch(tmp, device, rng):
+    """--qconv=direct (qconv.cu's direct kernel, a block a 16-row tile in y) at a batch of 1040
+    32x32 images: 66,560 row tiles, past the 65,535 blocks a grid holds in y. The kernel walks its
+    row tiles (BLOB_STEP_ONE_WAVE), so the loader accepts the batch and the GPU's outputs are the
+    CPU path's byte for byte (the CPU path equals the reference above)."""
+    import onnx
+    n = qconv_models.Net("direct_big", np.random.default_rng(5))
+    x = n.quant("x", 0.25, 2, 0)
+    x = qconv_models.block(n, x, 8, 8, 3, 1, 2)
+    model, blob = os.path.join(tmp, "direct_big.onnx"), os.path.join(tmp, "direct_big.bin")
+    onnx.save(n.model((8, 32, 32), n.conv(qconv_models.block(n, x, 8, 8, 3, 2, 2), 8, 4, 1, 2)), model)
+    p = run([BNNCC, "-O3", "--qconv=direct", "--target=sm_90a,sm_80", model, "-o", blob])
+    if p.returncode:
+        return fail(f"direct_big: bnncc: {p.stderr.strip()}")
+    xin = os.path.join(tmp, "direct_big_x.npy")
+    np.save(xin, inputs((8, 32, 32), 1040, rng))
+    outs = {}
+    for dev in ("cpu", device):
+        outs[dev] = os.path.join(tmp, f"direct_big_{dev}.npy")
+        p = run([BNNRUN, blob, "--device", dev, "--input", xin, "--output", outs[dev]])
+        if p.returncode:
+            return fail(f"direct_big: bnnrun --device {dev} at batch 1040: {p.stderr.strip()}")
+    a, b = np.load(outs["cpu"]), np.load(outs[device])
+    if a.shape != b.shape or a.tobytes() != b.tobytes():
+        return fail(f"direct_big: the GPU differs from the CPU path in {int((a != b).sum())} of {a.size} outputs")
+    print(f"ok: direct_big: the direct qconv kernel at batch 1040 (66,560 row tiles), {device} = CPU path")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
@@ -165,6 +194,8 @@ def main():
         shapes = np.random.default_rng(2026)
         for i in range(8):
             check(tmp, f"qcnn_random{i}", a.device, rng, qconv_models.random_net(shapes))
+        if a.device == "gpu":
+            direct_large_batch(tmp, a.device, rng)
         refused(tmp)
         refused_blobs(tmp)
     sys.exit(1 if failures else 0)

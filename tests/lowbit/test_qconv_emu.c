@@ -1,5 +1,5 @@
 /* test_qconv_emu: qconv.cu run without a GPU, as C under the block emulator (warp_emu.h): the
- * direct kernel and the halo-tile kernel (QC_HALO 1) of every case against a plain loop over the
+ * direct kernel (on half its row tiles' blocks: its loop) and the halo-tile kernel (QC_HALO 1) of every case against a plain loop over the
  * integer codes (qconv2d's definition, docs/ir.md: a padded tap reads pad_code) and, for the
  * float chain (epi 3), the chain's operations on that exact sum (rt_cpu.c run_qconv_chain's
  * order, each rounded on its own): the int32 accumulators, the level counts as image planes, the
@@ -762,7 +762,8 @@ static size_t run_one(const Case *s, bool halo, int M, const unsigned *X, const 
     float *gotf = malloc(nf * 4 + 4);
     memset(got, 0xa5, words * 4 + 4);
     memset(gotf, 0xa5, nf * 4 + 4);
-    unsigned gx = (unsigned)(s->o + 31) / 32, gy = (unsigned)(M + 15) / 16, threads = 32, smem = 0;
+    /* the direct kernel on half the row tiles' blocks: each walks two (its grid-stride loop) */
+    unsigned gx = (unsigned)(s->o + 31) / 32, gy = ((unsigned)(M + 15) / 16 + 1) / 2, threads = 32, smem = 0;
     if (halo) {
         gx = (unsigned)((s->o + 32 * s->wn - 1) / (32 * s->wn));
         gy = (unsigned)s->gy;
@@ -1111,6 +1112,17 @@ int main(void) {
             CHECK_MSG(ok, "heavy %dx%d, %d -> %d channels, stride %d: %d alternatives, the first %dx%d (want tile %d)",
                       h[1], h[1], h[0], h[2], h[3], na, na ? hc.th : 0, na ? hc.tw : 0, h[4]);
         }
+        /* w4a3 (signed: 3 + 4 - 2 + 3 accumulators) at 7x7, 512 channels: 8x8 does not fit, its
+         * fallback is 4x8 (lower.c add_qconv_batch_alts takes it) */
+        BnnQhaloAlt alt[2];
+        BnnHaloCfg hc = {0};
+        const int na = bnn_qhalo_batch_alts(512, 7, 7, 512, 3, 3, 1, 1, 0, 0, 1, alt);
+        CHECK_MSG(na == 1 && bnn_qhalo_variant(alt[0].variant, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 3, 4, 8, 0, &hc) != 0 &&
+                      alt[0].fallback > 0 &&
+                      bnn_qhalo_variant(alt[0].fallback, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 3, 4, 8, 0, &hc) == 0 &&
+                      hc.th == 4 && hc.tw == 8,
+                  "w4a3 7x7, 512 channels: %d alternatives, the fallback %d (%dx%d), want 4x8", na, na ? alt[0].fallback : -1,
+                  hc.th, hc.tw);
     }
     check_fast_rows();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)

@@ -671,7 +671,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM * 32, BC_MINB)
     }
 }
 #else
-// Grid: (ceil(O/BC_BN), ceil(M/BC_BM)), M = nb*OH*OW (nb*PH*PW*4 with BC_POOL); block: BC_WM*BC_WN*32 threads; dynamic shared
+// Grid: (ceil(O/BC_BN), up to ceil(M/BC_BM)), M = nb*OH*OW (nb*PH*PW*4 with BC_POOL); block: BC_WM*BC_WN*32 threads; dynamic shared
 // memory: BnnTile<...>::SMEM bytes (bnn_tile_smem() in kernels.h), checked on entry.
 // P: the popc(w) prefix table above; ep0/ep1 as in bgemm.cu; nb_rt is the batch unless BC_NB
 // fixes it. BC_EPI BNN_EPI_CHAIN (common.cu bnn_epilogue_chain): ep0 = the chain's parameters,
@@ -707,20 +707,7 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
     extern __shared__ __align__(128) unsigned char bnn_dsmem[];
     if (bnn_dyn_smem_size() < (unsigned)Cfg::SMEM) __trap(); // launched with too little shared memory
     int *rowpop = (int *)(bnn_dsmem + Cfg::S * Cfg::STAGE);
-    const int tid = threadIdx.x, m0 = blockIdx.y * Cfg::BM, n0 = blockIdx.x * Cfg::BN;
-
-    // Each thread's output pixels are fixed for the whole loop: resolve them once.
-    long long aoff[Cfg::AIT]; // word offset of input pixel (n, ih0, iw0), may lie outside X
-    int aih[Cfg::AIT], aiw[Cfg::AIT];
-    bool aok[Cfg::AIT];
-#pragma unroll
-    for (int it = 0; it < Cfg::AIT; ++it) {
-        const int m = m0 + (tid + it * Cfg::T) / Cfg::KC;
-        aok[it] = m < M;
-        int n;
-        bnn_conv_pixel<OH, OW, SH, SW, PT, PL, POOL>(aok[it] ? m : 0, n, aih[it], aiw[it]);
-        aoff[it] = (((long long)n * H + aih[it]) * W + aiw[it]) * CWP;
-    }
+    const int tid = threadIdx.x, n0 = blockIdx.x * Cfg::BN;
     const unsigned *brow[Cfg::BIT];
     bool bok[Cfg::BIT];
 #pragma unroll
@@ -729,28 +716,45 @@ extern "C" __global__ void __launch_bounds__(BC_WM *BC_WN * 32, 1)
         bok[it] = o < O;
         brow[it] = Wt + (long long)(bok[it] ? o : 0) * LDW;
     }
-    auto load_a = [&](int it, int, int cg, unsigned dst) {
-        const int tap = cg / CC, cc = cg % CC, kh = tap / KW, kw = tap % KW;
-        const int ih = aih[it] + kh * DH, iw = aiw[it] + kw * DW;
-        const bool live = aok[it] && cg < KCH, inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
-        if (ONE && live && !inside) {
-            bnn_st16(dst, bnn_chmask(C, 4 * cc), bnn_chmask(C, 4 * cc + 1), bnn_chmask(C, 4 * cc + 2),
-                     bnn_chmask(C, 4 * cc + 3));
-        } else {
-            const bool ok = live && inside;
-            bnn_cp16(dst, X + (ok ? aoff[it] + (long long)(kh * DH * W + kw * DW) * CWP + cc * 4 : 0),
-                     ok ? 16u : 0u);
+    // Row tiles blockIdx.y, + gridDim.y, ...: any grid.y works (the runtime caps it at 65,535
+    // and at one wave: BLOB_STEP_ONE_WAVE).
+    for (int m0 = blockIdx.y * Cfg::BM; m0 < M; m0 += gridDim.y * Cfg::BM) {
+        // Each thread's output pixels are fixed for the whole loop: resolve them once.
+        long long aoff[Cfg::AIT]; // word offset of input pixel (n, ih0, iw0), may lie outside X
+        int aih[Cfg::AIT], aiw[Cfg::AIT];
+        bool aok[Cfg::AIT];
+#pragma unroll
+        for (int it = 0; it < Cfg::AIT; ++it) {
+            const int m = m0 + (tid + it * Cfg::T) / Cfg::KC;
+            aok[it] = m < M;
+            int n;
+            bnn_conv_pixel<OH, OW, SH, SW, PT, PL, POOL>(aok[it] ? m : 0, n, aih[it], aiw[it]);
+            aoff[it] = (((long long)n * H + aih[it]) * W + aiw[it]) * CWP;
         }
-    };
-    auto load_b = [&](int it, int, int cg, unsigned dst) {
-        const bool ok = bok[it] && cg < KCH;
-        bnn_cp16(dst, brow[it] + (ok ? cg * 4 : 0), ok ? 16u : 0u);
-    };
-    int acc[Cfg::MI][Cfg::NI][4];
-    bnn_mainloop<Cfg>(bnn_dsmem, (KCH + Cfg::KC - 1) / Cfg::KC, load_a, load_b, acc, rowpop);
-    bnn_pdl_trigger(); // the kernels after it may launch (common.cu)
-    BnnConvCorr<C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW, ONE, POOL> e{P};
-    BC_EPILOGUE(m0);
+        auto load_a = [&](int it, int, int cg, unsigned dst) {
+            const int tap = cg / CC, cc = cg % CC, kh = tap / KW, kw = tap % KW;
+            const int ih = aih[it] + kh * DH, iw = aiw[it] + kw * DW;
+            const bool live = aok[it] && cg < KCH, inside = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W;
+            if (ONE && live && !inside) {
+                bnn_st16(dst, bnn_chmask(C, 4 * cc), bnn_chmask(C, 4 * cc + 1), bnn_chmask(C, 4 * cc + 2),
+                         bnn_chmask(C, 4 * cc + 3));
+            } else {
+                const bool ok = live && inside;
+                bnn_cp16(dst, X + (ok ? aoff[it] + (long long)(kh * DH * W + kw * DW) * CWP + cc * 4 : 0),
+                         ok ? 16u : 0u);
+            }
+        };
+        auto load_b = [&](int it, int, int cg, unsigned dst) {
+            const bool ok = bok[it] && cg < KCH;
+            bnn_cp16(dst, brow[it] + (ok ? cg * 4 : 0), ok ? 16u : 0u);
+        };
+        int acc[Cfg::MI][Cfg::NI][4];
+        bnn_mainloop<Cfg>(bnn_dsmem, (KCH + Cfg::KC - 1) / Cfg::KC, load_a, load_b, acc, rowpop);
+        bnn_pdl_trigger(); // the kernels after it may launch (common.cu)
+        BnnConvCorr<C, H, W, O, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW, ONE, POOL> e{P};
+        BC_EPILOGUE(m0);
+        __syncthreads(); // the stages and rowpop are free for the next row tile
+    }
 }
 #endif // BC_HALO
 

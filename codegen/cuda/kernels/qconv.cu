@@ -264,14 +264,22 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 #define QC_NACC (QC_NPOS > 0 ? QC_NPOS : 1)
 #define QC_NNEG (QC_NEG ? QC_XB : 1)
 BNN_QC_FN void QC_CAT(QC_NAME, zero)(int pos[][QC_MI][4][4], int neg[][QC_MI][4][4]) {
+    BNN_QC_UNROLL
     for (int s = 0; s < QC_NACC; s++)
+        BNN_QC_UNROLL
         for (int mi = 0; mi < QC_MI; mi++)
+            BNN_QC_UNROLL
             for (int j = 0; j < 4; j++)
+                BNN_QC_UNROLL
                 for (int i = 0; i < 4; i++)
                     pos[s][mi][j][i] = 0;
+    BNN_QC_UNROLL
     for (int p = 0; p < QC_NNEG; p++)
+        BNN_QC_UNROLL
         for (int mi = 0; mi < QC_MI; mi++)
+            BNN_QC_UNROLL
             for (int j = 0; j < 4; j++)
+                BNN_QC_UNROLL
                 for (int i = 0; i < 4; i++)
                     neg[p][mi][j][i] = 0;
 }
@@ -1212,12 +1220,19 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
             const int tap = QC_ITEM_TAP(j);
             const unsigned ao = sA + ((j % QC_CCR) * QC_NHP + tap / QC_KW * QC_DH * QC_HWS + QC_KXS(tap % QC_KW)) * 16;
             unsigned a[QC_XB][QC_MI][4];
+            BNN_QC_UNROLL
             for (int p = 0; p < QC_XB; p++)
+                BNN_QC_UNROLL
                 for (int mi = 0; mi < QC_MI; mi++)
                     bnn_qh_ldsm4(ao + p * QC_CCR * QC_NHP * 16 + abase[mi], a[p][mi]);
+            // Every loop below unrolled, so that pos and neg are indexed by constants (nvcc left
+            // w6a2's q loop rolled: the accumulators in local memory, a 512-byte stack, and the
+            // layers 5 to 13 times slower than w5a2's).
+            BNN_QC_UNROLL
             for (int q = 0; q < QC_WB; q++) {
                 // b0, b1 of n8 tiles 2h and 2h+1: matrices (rows of tile 2h | 2h+1) x (lo | hi).
                 unsigned b[4][2];
+                BNN_QC_UNROLL
                 for (int h = 0; h < 2; h++) {
                     const int br = wn * 32 + h * 16 + (lane >> 4) * 8 + (lane & 7);
                     const unsigned ba = !((lane >> 3) & 1) ? sB + ((q * QC_NIT + jl) * QC_BN + br) * 16
@@ -1227,8 +1242,11 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
                     bnn_qh_ldsm4(ba, r4);
                     b[2 * h][0] = r4[0], b[2 * h][1] = r4[1], b[2 * h + 1][0] = r4[2], b[2 * h + 1][1] = r4[3];
                 }
+                BNN_QC_UNROLL
                 for (int p = 0; p < QC_XB; p++)
+                    BNN_QC_UNROLL
                     for (int mi = 0; mi < QC_MI; mi++)
+                        BNN_QC_UNROLL
                         for (int jn = 0; jn < 4; jn++) {
                             int *d = QC_NEG && q == QC_WB - 1 ? neg[QC_NEG ? p : 0][mi][jn] : pos[p + q][mi][jn];
                             bnn_qc_mma(d, a[p][mi][0], a[p][mi][1], a[p][mi][2], a[p][mi][3], b[jn][0], b[jn][1]);
@@ -1345,108 +1363,116 @@ BNN_QC_LINKAGE __global__ void __launch_bounds__(32)
 QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, QC_EPARAMS) {
     BNN_PDL_ENTER();
     const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
-    const int m0 = blockIdx.y * 16, n0 = blockIdx.x * 32;
+    const int n0 = blockIdx.x * 32;
     __shared__ int tile[16][33];
-    // Plane pairs with the same shift s = p + q share an accumulator (pos[s]); those of a signed
-    // top weight plane get their own (neg[p]), as in bgemm_planes.cu.
-    int pos[QC_NACC][1][4][4], neg[QC_NNEG][1][4][4];
-    QC_CAT(QC_NAME, zero)(pos, neg);
-    // This lane's two A rows (g and g + 8): image, top-left tap, and whether the row exists.
-    const unsigned *img[2];
-    int ih0[2], iw0[2];
-    bool live[2];
-    for (int h = 0; h < 2; h++) {
-        const int m = m0 + g + 8 * h;
-        live[h] = m < M;
-        const int cell = live[h] ? m % QC_CELLS : 0;
-        img[h] = X + (live[h] ? (long long)(m / QC_CELLS) * QC_XB * QC_PLANE : 0);
-        ih0[h] = cell / QC_OW * QC_SH - QC_PT;
-        iw0[h] = cell % QC_OW * QC_SW - QC_PL;
-    }
-    for (int k = 0; k < QC_KROW; k += 8) {
-        // HARDWARE.md's m16n8k256 fragments: a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][4+t],
-        // a3 = A[g+8][4+t]; b0 = B[g][t], b1 = B[g][4+t]. Word e of a row is word e % LDW of tap
-        // e / LDW: an input word, pad_code's bit p over the real channels of that word (a tap
-        // outside the image), or zero (past the last tap, or a row past M).
-        const unsigned *src[4];
-        unsigned pad[4];
-        for (int i = 0; i < 4; i++) {
-            const int h = i & 1, e = k + t + 4 * (i >> 1), tap = e / QC_LDW, wi = e % QC_LDW;
-            const int ih = ih0[h] + tap / QC_KW * QC_DH, iw = iw0[h] + tap % QC_KW * QC_DW;
-            const int bits = QC_C - 32 * wi;
-            const bool real = live[h] && tap < QC_TAPS;
-            src[i] = real && ih >= 0 && ih < QC_H && iw >= 0 && iw < QC_W
-                         ? img[h] + ((long long)ih * QC_W + iw) * QC_LDW + wi
-                         : 0;
-            pad[i] = !real ? 0u : bits >= 32 ? 0xffffffffu : bits <= 0 ? 0u : (1u << bits) - 1u;
+    // Row tiles blockIdx.y, + gridDim.y, ...: any grid.y works (the runtime caps it at 65,535 and
+    // at one wave: BLOB_STEP_ONE_WAVE).
+    for (int m0 = blockIdx.y * 16; m0 < M; m0 += gridDim.y * 16) {
+        // Plane pairs with the same shift s = p + q share an accumulator (pos[s]); those of a signed
+        // top weight plane get their own (neg[p]), as in bgemm_planes.cu.
+        int pos[QC_NACC][1][4][4], neg[QC_NNEG][1][4][4];
+        QC_CAT(QC_NAME, zero)(pos, neg);
+        // This lane's two A rows (g and g + 8): image, top-left tap, and whether the row exists.
+        const unsigned *img[2];
+        int ih0[2], iw0[2];
+        bool live[2];
+        for (int h = 0; h < 2; h++) {
+            const int m = m0 + g + 8 * h;
+            live[h] = m < M;
+            const int cell = live[h] ? m % QC_CELLS : 0;
+            img[h] = X + (live[h] ? (long long)(m / QC_CELLS) * QC_XB * QC_PLANE : 0);
+            ih0[h] = cell / QC_OW * QC_SH - QC_PT;
+            iw0[h] = cell % QC_OW * QC_SW - QC_PL;
         }
-        unsigned a[QC_XB][4];
-        for (int p = 0; p < QC_XB; p++)
-            for (int i = 0; i < 4; i++)
-                a[p][i] = src[i] ? src[i][p * QC_PLANE] : ((QC_PAD_CODE >> p) & 1) ? pad[i] : 0u;
-        for (int q = 0; q < QC_WB; q++)
-            for (int j = 0; j < 4; j++) {
-                const int n = n0 + 8 * j + g;
-                const unsigned *wq = W + ((long long)q * QC_O + n) * QC_KROW + k;
-                const unsigned b0 = n < QC_O ? wq[t] : 0u;
-                const unsigned b1 = n < QC_O ? wq[4 + t] : 0u;
-                for (int p = 0; p < QC_XB; p++) {
-                    int *d = QC_NEG && q == QC_WB - 1 ? neg[QC_NEG ? p : 0][0][j] : pos[p + q][0][j];
-                    bnn_qc_mma(d, a[p][0], a[p][1], a[p][2], a[p][3], b0, b1);
-                }
+        for (int k = 0; k < QC_KROW; k += 8) {
+            // HARDWARE.md's m16n8k256 fragments: a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][4+t],
+            // a3 = A[g+8][4+t]; b0 = B[g][t], b1 = B[g][4+t]. Word e of a row is word e % LDW of tap
+            // e / LDW: an input word, pad_code's bit p over the real channels of that word (a tap
+            // outside the image), or zero (past the last tap, or a row past M).
+            const unsigned *src[4];
+            unsigned pad[4];
+            for (int i = 0; i < 4; i++) {
+                const int h = i & 1, e = k + t + 4 * (i >> 1), tap = e / QC_LDW, wi = e % QC_LDW;
+                const int ih = ih0[h] + tap / QC_KW * QC_DH, iw = iw0[h] + tap % QC_KW * QC_DW;
+                const int bits = QC_C - 32 * wi;
+                const bool real = live[h] && tap < QC_TAPS;
+                src[i] = real && ih >= 0 && ih < QC_H && iw >= 0 && iw < QC_W
+                             ? img[h] + ((long long)ih * QC_W + iw) * QC_LDW + wi
+                             : 0;
+                pad[i] = !real ? 0u : bits >= 32 ? 0xffffffffu : bits <= 0 ? 0u : (1u << bits) - 1u;
             }
-    }
-    QC_CAT(QC_NAME, combine)(pos, neg, 0, lane, tile);
-    __syncwarp();
-#if QC_WBIPOLAR
-    // u = 2b - 1: subtract sum_p 2^p * popc(X_p) over each row's taps, padded taps included.
-    for (int r = 0; r < 16; r++) {
-        const int m = m0 + r;
-        int pop = 0;
-        if (m < M) {
-            const int cell = m % QC_CELLS;
-            const unsigned *im = X + (long long)(m / QC_CELLS) * QC_XB * QC_PLANE;
-            for (int e = lane; e < QC_TAPS * QC_LDW; e += 32) {
-                const int tap = e / QC_LDW, wi = e % QC_LDW, bits = QC_C - 32 * wi;
-                const int ih = cell / QC_OW * QC_SH - QC_PT + tap / QC_KW * QC_DH;
-                const int iw = cell % QC_OW * QC_SW - QC_PL + tap % QC_KW * QC_DW;
-                const bool in = ih >= 0 && ih < QC_H && iw >= 0 && iw < QC_W;
-                const unsigned real = bits >= 32 ? 0xffffffffu : bits <= 0 ? 0u : (1u << bits) - 1u;
-                for (int p = 0; p < QC_XB; p++) {
-                    const unsigned word = in ? im[p * QC_PLANE + ((long long)ih * QC_W + iw) * QC_LDW + wi]
-                                             : (((QC_PAD_CODE >> p) & 1) ? real : 0u);
-                    pop += __popc(word) << p;
+            unsigned a[QC_XB][4];
+            for (int p = 0; p < QC_XB; p++)
+                for (int i = 0; i < 4; i++)
+                    a[p][i] = src[i] ? src[i][p * QC_PLANE] : ((QC_PAD_CODE >> p) & 1) ? pad[i] : 0u;
+            BNN_QC_UNROLL // (as the halo kernel's: pos and neg indexed by constants)
+            for (int q = 0; q < QC_WB; q++)
+                BNN_QC_UNROLL
+                for (int j = 0; j < 4; j++) {
+                    const int n = n0 + 8 * j + g;
+                    const unsigned *wq = W + ((long long)q * QC_O + n) * QC_KROW + k;
+                    const unsigned b0 = n < QC_O ? wq[t] : 0u;
+                    const unsigned b1 = n < QC_O ? wq[4 + t] : 0u;
+                    BNN_QC_UNROLL
+                    for (int p = 0; p < QC_XB; p++) {
+                        int *d = QC_NEG && q == QC_WB - 1 ? neg[QC_NEG ? p : 0][0][j] : pos[p + q][0][j];
+                        bnn_qc_mma(d, a[p][0], a[p][1], a[p][2], a[p][3], b0, b1);
+                    }
                 }
-            }
         }
-        for (int o = 16; o > 0; o >>= 1)
-            pop += __shfl_xor_sync(0xffffffffu, pop, o);
-        tile[r][lane] -= pop;
+        QC_CAT(QC_NAME, combine)(pos, neg, 0, lane, tile);
         __syncwarp();
-    }
+#if QC_WBIPOLAR
+        // u = 2b - 1: subtract sum_p 2^p * popc(X_p) over each row's taps, padded taps included.
+        for (int r = 0; r < 16; r++) {
+            const int m = m0 + r;
+            int pop = 0;
+            if (m < M) {
+                const int cell = m % QC_CELLS;
+                const unsigned *im = X + (long long)(m / QC_CELLS) * QC_XB * QC_PLANE;
+                for (int e = lane; e < QC_TAPS * QC_LDW; e += 32) {
+                    const int tap = e / QC_LDW, wi = e % QC_LDW, bits = QC_C - 32 * wi;
+                    const int ih = cell / QC_OW * QC_SH - QC_PT + tap / QC_KW * QC_DH;
+                    const int iw = cell % QC_OW * QC_SW - QC_PL + tap % QC_KW * QC_DW;
+                    const bool in = ih >= 0 && ih < QC_H && iw >= 0 && iw < QC_W;
+                    const unsigned real = bits >= 32 ? 0xffffffffu : bits <= 0 ? 0u : (1u << bits) - 1u;
+                    for (int p = 0; p < QC_XB; p++) {
+                        const unsigned word = in ? im[p * QC_PLANE + ((long long)ih * QC_W + iw) * QC_LDW + wi]
+                                                 : (((QC_PAD_CODE >> p) & 1) ? real : 0u);
+                        pop += __popc(word) << p;
+                    }
+                }
+            }
+            for (int o = 16; o > 0; o >>= 1)
+                pop += __shfl_xor_sync(0xffffffffu, pop, o);
+            tile[r][lane] -= pop;
+            __syncwarp();
+        }
 #endif
-    float rv[16] = {0.0f};
+        float rv[16] = {0.0f};
 #if QC_EPI == 3 && QC_RES
 #ifdef __CUDACC__
 #pragma unroll
 #endif
-    for (int r = 0; r < 16; r++)
-        if (m0 + r < M && n0 + lane < QC_O)
-            rv[r] = R[((long long)(m0 + r) / QC_CELLS * QC_O + n0 + lane) * QC_CELLS + (m0 + r) % QC_CELLS];
+        for (int r = 0; r < 16; r++)
+            if (m0 + r < M && n0 + lane < QC_O)
+                rv[r] = R[((long long)(m0 + r) / QC_CELLS * QC_O + n0 + lane) * QC_CELLS + (m0 + r) % QC_CELLS];
 #endif
 #ifdef __CUDACC__
 #pragma unroll
 #endif
-    for (int r = 0; r < 16; r++) {
-        const int m = m0 + r;
-        if (m >= M)
-            break;
+        for (int r = 0; r < 16; r++) {
+            const int m = m0 + r;
+            if (m >= M)
+                break;
 #if QC_EPI == 3 && QC_F32
-        float *fdst = Yf ? Yf + ((long long)(m / QC_CELLS) * QC_O + n0 + lane) * QC_CELLS + m % QC_CELLS : 0;
+            float *fdst = Yf ? Yf + ((long long)(m / QC_CELLS) * QC_O + n0 + lane) * QC_CELLS + m % QC_CELLS : 0;
 #else
-        float *fdst = 0;
+            float *fdst = 0;
 #endif
-        QC_CAT(QC_NAME, row)(tile[r][lane], rv[r], m / QC_CELLS, m % QC_CELLS, n0, lane, fdst, QC_EARGS);
+            QC_CAT(QC_NAME, row)(tile[r][lane], rv[r], m / QC_CELLS, m % QC_CELLS, n0, lane, fdst, QC_EARGS);
+        }
+        __syncwarp(); // tile is free for the next row tile
     }
 }
 #endif // QC_HALO

@@ -11,9 +11,9 @@
 //   A: [M][Q8_LD] u8   activation codes (an arena batch item per row)
 //   W: [Q8_N][Q8_LD] s8 weight codes, K-major (the MMA's "col" operand)
 // Epilogues (Q8_EPI), as bgemm_planes.cu's: 1 int32 Y[M][Q8_N]; 2 the level counts
-//   count = sum_l (dir[n] >= 0 ? acc >= T[n][l] : acc <= T[n][l]) over Q8_L levels as the next
-//   layer's codes (with Q8_CONV from each channel's levels folded and sorted, T[N][Q8_L], by a
-//   binary search: bnn_q8_count_sorted): Q8_YFMT 0 bit-planes Y[M][Q8_YB][LDY] words (LDY = N rounded up to 256
+//   count = sum_l (dir[n] >= 0 ? acc >= t[n][l] : acc <= t[n][l]) over Q8_L levels as the next
+//   layer's codes, from each channel's levels folded and sorted, T[N][Q8_L], by a binary search
+//   (bnn_q8_count_sorted; the blob's x0 for a qgemm step, p0 for the conv): Q8_YFMT 0 bit-planes Y[M][Q8_YB][LDY] words (LDY = N rounded up to 256
 //   bits, padding words zero: bgemm_planes.cu's A), Q8_YFMT 1 bytes Y[M][round64(N)] (zero
 //   bytes past N: this kernel's A); 3 the counts as int32 Y[M][Q8_N].
 // Block tile Q8_BM x Q8_BN (64 x 128, or 128 x 64 for narrow layers), 8 warps of 32 x 32
@@ -96,16 +96,11 @@ extern __shared__ __align__(16) unsigned char bnn_q8_dsmem[];
 #endif
 #ifndef BNN_Q8_COUNT_ONCE
 #define BNN_Q8_COUNT_ONCE
-// The levels the accumulator v reaches: sum_l (dir >= 0 ? v >= t[l] : v <= t[l]).
-__device__ __forceinline__ int bnn_q8_count(int v, const int *t, int dir, int levels) {
-    int count = 0;
-    for (int l = 0; l < levels; l++)
-        count += dir >= 0 ? v >= t[l] : v <= t[l];
-    return count;
-}
-// The same count from a channel's levels folded and sorted (Q8_CONV: lower_qconv_int8 writes
-// u[l] = sorted(t[l] ^ m), m = -1 for a falling channel, else 0: v <= t is ~v >= ~t): the number
-// of u[l] <= v ^ m, by a binary search of pow2 (the largest power of two <= levels) first.
+// The levels the accumulator v reaches, sum_l (dir >= 0 ? v >= t[l] : v <= t[l]), from the
+// channel's levels folded and sorted (lower.c put_code_levels writes u[l] = sorted(t[l] ^ m),
+// m = -1 for a falling channel, else 0: v <= t is ~v >= ~t): the number of u[l] <= v ^ m, by a
+// binary search of pow2 (the largest power of two <= levels) first: 8 loads for 255 levels,
+// where counting them one by one took 255 (a w8a8 MLP's epilogues were most of its time).
 __device__ __forceinline__ int bnn_q8_count_sorted(int v, const int *u, int levels, int pow2) {
     int count = 0;
     for (int step = pow2; step > 0; step >>= 1)
@@ -196,8 +191,10 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #if Q8_LD % Q8_BK != 0 || (Q8_BK != 64 && Q8_BK != 128)
 #error "qgemm_s8.cu: Q8_BK is 64 or 128 bytes and Q8_LD a multiple of it"
 #endif
-#if Q8_CONV
 #define Q8_POW2 (Q8_L >= 128 ? 128 : Q8_L >= 64 ? 64 : Q8_L >= 32 ? 32 : Q8_L >= 16 ? 16 : Q8_L >= 8 ? 8 : Q8_L >= 4 ? 4 : Q8_L >= 2 ? 2 : 1)
+// The count of channel n for accumulator v (bnn_q8_count_sorted over T's folded levels).
+#define Q8_COUNT(v, n) bnn_q8_count_sorted((v) ^ (dir[n] < 0 ? -1 : 0), T + (n) * Q8_L, Q8_L, Q8_POW2)
+#if Q8_CONV
 #define Q8_CELLS (Q8_OH * Q8_OW)
 #define Q8_TAPS (Q8_KH * Q8_KW)
 #if Q8_CB % 32 != 0 || Q8_LD < Q8_TAPS * Q8_CB
@@ -342,7 +339,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
             continue;
         int v = Q8_TILE(r, c);
 #if Q8_EPI == 3
-        v = bnn_q8_count(v, T + n * Q8_L, dir[n], Q8_L);
+        v = Q8_COUNT(v, n);
 #endif
         ((int *)Y)[(size_t)m * Q8_N + n] = v;
     }
@@ -360,8 +357,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
                 const int n = n0 + 32 * wq + i;
                 if (n >= Q8_N)
                     break;
-                const int fold = dir[n] < 0 ? -1 : 0;
-                const int count = bnn_q8_count_sorted(Q8_TILE(r, 32 * wq + i) ^ fold, T + n * Q8_L, Q8_L, Q8_POW2);
+                const int count = Q8_COUNT(Q8_TILE(r, 32 * wq + i), n);
                 for (int b = 0; b < Q8_YB; b++)
                     word[b] |= (unsigned)((count >> b) & 1) << i;
             }
@@ -392,7 +388,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
                 const int n = n0 + 32 * wq + i;
                 if (n >= Q8_N)
                     break;
-                const int count = bnn_q8_count(Q8_TILE(r, 32 * wq + i), T + n * Q8_L, dir[n], Q8_L);
+                const int count = Q8_COUNT(Q8_TILE(r, 32 * wq + i), n);
                 for (int b = 0; b < Q8_YB; b++)
                     word[b] |= (unsigned)((count >> b) & 1) << i;
             }
@@ -416,7 +412,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
         unsigned word = 0u;
         for (int i = 0; i < 4 && n0 + c + i < Q8_N; i++) {
             const int n = n0 + c + i;
-            word |= (unsigned)bnn_q8_count(Q8_TILE(r, c + i), T + n * Q8_L, dir[n], Q8_L) << (8 * i);
+            word |= (unsigned)Q8_COUNT(Q8_TILE(r, c + i), n) << (8 * i);
         }
         *(unsigned *)((unsigned char *)Y + (size_t)m * Q8_LDY8 + n0 + c) = word;
     }
@@ -449,8 +445,9 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_DYN
 #undef Q8_ROW
 #undef Q8_CPR
-#if Q8_CONV
 #undef Q8_POW2
+#undef Q8_COUNT
+#if Q8_CONV
 #undef Q8_CELLS
 #undef Q8_TAPS
 #undef Q8_H
