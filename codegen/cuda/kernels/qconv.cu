@@ -1227,7 +1227,7 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
                     bnn_qh_ldsm4(ao + p * QC_CCR * QC_NHP * 16 + abase[mi], a[p][mi]);
             // Every loop below unrolled, so that pos and neg are indexed by constants (nvcc left
             // w6a2's q loop rolled: the accumulators in local memory, a 512-byte stack, and the
-            // layers 5 to 13 times slower than w5a2's).
+            // layers 4.5 to 13 times slower than with it unrolled).
             BNN_QC_UNROLL
             for (int q = 0; q < QC_WB; q++) {
                 // b0, b1 of n8 tiles 2h and 2h+1: matrices (rows of tile 2h | 2h+1) x (lo | hi).
