@@ -40,6 +40,15 @@ __device__ __forceinline__ void bnn_pl_mma(int *d, unsigned a0, unsigned a1, uns
 #endif
 }
 #endif
+// The plane loops unrolled, so that pos and neg are indexed by constants: nvcc left them rolled
+// from 9 plane pairs on (w3a3: a 448-byte stack, w8a8 1,408: the accumulators in local memory).
+#ifndef BNN_PL_UNROLL
+#ifdef __CUDACC__
+#define BNN_PL_UNROLL _Pragma("unroll")
+#else
+#define BNN_PL_UNROLL
+#endif
+#endif
 
 #if !defined(PL_N) || !defined(PL_K) || !defined(PL_XB) || !defined(PL_WB)
 #error "bgemm_planes.cu: define PL_N, PL_K (bits), PL_XB and PL_WB (planes)"
@@ -83,12 +92,18 @@ PL_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, int M,
 #define PL_NPOS (PL_NEG ? PL_XB + PL_WB - 2 : PL_XB + PL_WB - 1)
     int pos[PL_NPOS > 0 ? PL_NPOS : 1][4][4];
     int neg[PL_NEG ? PL_XB : 1][4][4];
+    BNN_PL_UNROLL
     for (int s = 0; s < (PL_NPOS > 0 ? PL_NPOS : 1); s++)
+        BNN_PL_UNROLL
         for (int j = 0; j < 4; j++)
+            BNN_PL_UNROLL
             for (int i = 0; i < 4; i++)
                 pos[s][j][i] = 0;
+    BNN_PL_UNROLL
     for (int p = 0; p < (PL_NEG ? PL_XB : 1); p++)
+        BNN_PL_UNROLL
         for (int j = 0; j < 4; j++)
+            BNN_PL_UNROLL
             for (int i = 0; i < 4; i++)
                 neg[p][j][i] = 0;
     const bool r0 = m0 + g < M, r1 = m0 + g + 8 < M;
@@ -96,6 +111,7 @@ PL_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, int M,
         // HARDWARE.md's m16n8k256 fragments: a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][4+t],
         // a3 = A[g+8][4+t]; b0 = B[g][t], b1 = B[g][4+t].
         unsigned a[PL_XB][4];
+        BNN_PL_UNROLL
         for (int p = 0; p < PL_XB; p++) {
             const unsigned *ap = A + (size_t)p * PL_LD + k;
             a[p][0] = r0 ? ap[(size_t)(m0 + g) * PL_XB * PL_LD + t] : 0u;
@@ -103,12 +119,15 @@ PL_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, int M,
             a[p][2] = r0 ? ap[(size_t)(m0 + g) * PL_XB * PL_LD + 4 + t] : 0u;
             a[p][3] = r1 ? ap[(size_t)(m0 + g + 8) * PL_XB * PL_LD + 4 + t] : 0u;
         }
+        BNN_PL_UNROLL
         for (int q = 0; q < PL_WB; q++) {
             const unsigned *wq = W + (size_t)q * PL_N * PL_LD + k;
+            BNN_PL_UNROLL
             for (int j = 0; j < 4; j++) {
                 const int n = n0 + 8 * j + g;
                 const unsigned b0 = n < PL_N ? wq[(size_t)n * PL_LD + t] : 0u;
                 const unsigned b1 = n < PL_N ? wq[(size_t)n * PL_LD + 4 + t] : 0u;
+                BNN_PL_UNROLL
                 for (int p = 0; p < PL_XB; p++) {
                     int *d = PL_NEG && q == PL_WB - 1 ? neg[PL_NEG ? p : 0][j] : pos[p + q][j];
                     bnn_pl_mma(d, a[p][0], a[p][1], a[p][2], a[p][3], b0, b1);
@@ -118,12 +137,16 @@ PL_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, int M,
     }
     // Combine: acc = sum_s 2^s pos[s] - sum_p 2^(p + WB - 1) neg[p]; bipolar planes count twice.
     int acc[4][4];
+    BNN_PL_UNROLL
     for (int j = 0; j < 4; j++)
+        BNN_PL_UNROLL
         for (int i = 0; i < 4; i++) {
             int v = 0;
+            BNN_PL_UNROLL
             for (int s = 0; s < PL_NPOS; s++)
                 v += pos[s][j][i] << s;
 #if PL_NEG
+            BNN_PL_UNROLL
             for (int p = 0; p < PL_XB; p++)
                 v -= neg[p][j][i] << (p + PL_WB - 1);
 #endif
