@@ -4661,7 +4661,7 @@ static int lower_qdense(Lower *L, const Node *n) {
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.slot[BLOB_SLOT_W] = put_weights(L, wp, wbytes);
     put_code_thresholds(L, st, &ce, O);
-    if (int8 && ce.t) /* the int8 kernel's levels, folded and sorted (a binary search: 8 steps, not 255) */
+    if (int8 && ce.t && L->min_sm) /* the int8 kernel's levels, folded and sorted (a binary search: 8 steps, not 255) */
         st->s.slot[BLOB_SLOT_X0] = put_code_levels(L, &ce, O, true);
     st->s.qgemm = qp;
     int64_t levels = qp.epi == 2 ? qp.levels : 1, yb = qp.epi == 2 ? qp.yb : 1;

@@ -25,6 +25,7 @@ quantize steps are refused by the loader. --sanitized (the ASan / UBSan build): 
 import argparse
 import os
 import re
+import struct
 import sys
 import tempfile
 
@@ -33,8 +34,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "codegen_e2e"))
 import qconv_models  # noqa: E402
-from test_e2e import BNNCC, BNNRUN, cubin_sections, gpu_available, run  # noqa: E402
-from test_qconv_bin import patched_qconv  # noqa: E402
+from test_e2e import BNNCC, BNNRUN, blob_sections, cubin_sections, gpu_available, run  # noqa: E402
+from test_qconv_bin import patched_qconv, rechecksum  # noqa: E402
 
 SRC = os.environ.get("BNN_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 SHARED = os.environ.get("BNN_SHARED", os.path.join(SRC, "..", "shared"))
@@ -433,7 +434,8 @@ def refused(tmp):
 
 
 def refused_blobs(tmp, model):
-    """Damaged int8 steps (checksums valid): refused by the loader, naming the step kind."""
+    """Damaged int8 steps (checksums valid): refused by the loader, naming the step kind; the
+    GPU kernel's folded levels (x0) a level short too."""
     blob, _, _, _ = compile_blob(tmp, model, "int8", "cpu")
     if not blob:
         return
@@ -450,6 +452,24 @@ def refused_blobs(tmp, model):
         if p.returncode == 0 or f"({kname})" not in p.stderr:
             fail(f"a {kname} step with {what} was not refused: exit {p.returncode}, {p.stderr.strip()!r}")
     print(f"ok: {len(cases)} damaged int8 qgemm / quantize steps refused by the loader")
+    # the GPU kernel's folded levels (slot x0, only with a GPU target) one level short
+    blob, _, _, _ = compile_blob(tmp, model, "int8", "sm_80")
+    if not blob:
+        return
+    b = bytearray(open(blob, "rb").read())
+    poff, psize = blob_sections(b)[2]
+    steps = [at for at in range(poff + 64, poff + psize - 647, 648) if struct.unpack_from("<I", b, at)[0] == 19]
+    x0 = [struct.unpack_from("<IIQQ", b, at + 264 + 24 * 6) for at in steps]  # (space, reserved, offset, bytes)
+    if not steps or x0[0][0] != 2 or x0[0][3] == 0:
+        return fail(f"int8 qgemm steps with a GPU target: slot x0 {x0[:1]}, want the folded levels in the weights")
+    struct.pack_into("<Q", b, steps[0] + 264 + 24 * 6 + 16, x0[0][3] - 4)
+    bad = os.path.join(tmp, "bad.bin")
+    open(bad, "wb").write(rechecksum(b))
+    p = run([BNNRUN, bad, "--device", "cpu", "--input", x, "--output", os.path.join(tmp, "bad.npy")])
+    if p.returncode == 0 or "(qgemm): slot x0 has" not in p.stderr:
+        return fail(f"an int8 qgemm step whose x0 is 4 bytes short was not refused: exit {p.returncode}, "
+                    f"{p.stderr.strip()!r}")
+    print("ok: an int8 qgemm step whose folded levels (x0) are 4 bytes short is refused by the loader")
 
 
 def main():
