@@ -4343,16 +4343,22 @@ static int cmp_i32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Whether channel o of a code epilogue falls (its dir negative): its codes count levels at or
+ * above the accumulator. */
+static bool code_falls(const CodeEpilogue *e, int64_t o) {
+    return e->dir && const_at(e->dir, e->dir->type.dim[0] == 1 ? 0 : o) < 0;
+}
+
 /* A code epilogue's levels [O][levels] into the weights: as the CPU path and the bit-plane
  * kernels count them, or folded, as qgemm_s8.cu counts them by a binary search: t ^ m (m = -1
  * for a falling channel, else 0: v <= t is ~v >= ~t) sorted ascending (a count does not depend
  * on the order). */
 static BlobRef put_code_levels(Lower *L, const CodeEpilogue *e, int64_t O, bool folded) {
-    const Value *t = e->t, *dir = e->dir;
+    const Value *t = e->t;
     int64_t levels = e->levels;
     int32_t *tv = xmalloc((size_t)(O * levels) * 4);
     for (int64_t o = 0; o < O; o++) {
-        const int32_t m = folded && dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : o) < 0 ? -1 : 0;
+        const int32_t m = folded && code_falls(e, o) ? -1 : 0;
         for (int64_t l = 0; l < levels; l++)
             tv[o * levels + l] = (int32_t)const_at(t, t->type.dim[0] == 1 ? l : o * levels + l) ^ m;
         if (folded)
@@ -4368,10 +4374,9 @@ static BlobRef put_code_levels(Lower *L, const CodeEpilogue *e, int64_t O, bool 
 static void put_code_thresholds_as(Lower *L, LStep *st, const CodeEpilogue *e, int64_t O, bool folded) {
     if (!e->t)
         return;
-    const Value *dir = e->dir;
     int32_t *dv = xmalloc((size_t)O * 4);
     for (int64_t o = 0; o < O; o++)
-        dv[o] = dir && const_at(dir, dir->type.dim[0] == 1 ? 0 : o) < 0 ? -1 : 1;
+        dv[o] = code_falls(e, o) ? -1 : 1;
     st->s.slot[BLOB_SLOT_P0] = put_code_levels(L, e, O, folded);
     st->s.slot[BLOB_SLOT_P1] = put_weights(L, dv, (size_t)O * 4);
     free(dv);
@@ -4409,12 +4414,11 @@ static int lower_quantize_image(Lower *L, int in, const Value *y, BlobQuantizePa
 
 /* The arguments of the bit-plane kernels (qgemm, qconv): (A, W, rows, T, dir, Y), rows = the
  * batch times rows_per_item, T and dir null for the i32 result. */
-static void add_planes_args(LStep *st, int64_t rows_per_item) {
+static void add_planes_args(LStep *st, int64_t rows_per_item, int tslot) {
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows_per_item);
-    /* T: the levels (p0), or where x0 holds them folded for the int8 kernel, those */
-    const int tslot = st->s.slot[BLOB_SLOT_X0].space == BLOB_SPACE_WEIGHTS ? BLOB_SLOT_X0 : BLOB_SLOT_P0;
+    /* T from tslot: the levels (p0), or the int8 qgemm's folded ones (x0) */
     for (int slot = BLOB_SLOT_P0; slot <= BLOB_SLOT_P1; slot++)
         if (st->s.slot[slot].space != BLOB_SPACE_NONE)
             blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)(slot == BLOB_SLOT_P0 ? tslot : slot), 0);
@@ -4694,7 +4698,7 @@ static int lower_qdense(Lower *L, const Node *n) {
         uint32_t block[3] = {32, 1, 1};
         blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
     }
-    add_planes_args(st, 1);
+    add_planes_args(st, 1, st->s.slot[BLOB_SLOT_X0].space != BLOB_SPACE_NONE ? BLOB_SLOT_X0 : BLOB_SLOT_P0);
     if (!int8 && !img && qp.yformat != BLOB_CODES_INT8 && tunable_alts(L, n, qdense_tunable(L, n) ? 2 : 1) &&
         L->min_sm >= 80 && O >= QGEMM_TILED_MIN_N && K >= QGEMM_TILED_MIN_K)
         qgemm_tiled_alt(L, (int)(st - L->steps), wp, K, wb, wsigned, bipolar, levels, yb);
@@ -4809,7 +4813,7 @@ static void add_qconv_args(LStep *st, const QconvArgs *a) {
         return;
     }
     if (!a->chain) {
-        add_planes_args(st, a->rows);
+        add_planes_args(st, a->rows, BLOB_SLOT_P0);
         return;
     }
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
@@ -4834,9 +4838,12 @@ static void add_qconv_batch_alts(Lower *L, int si, const char *body, const HaloL
     for (int i = 0, prev = 0; i < nalt; i++) {
         BnnHaloCfg ha;
         int v = alts[i].variant;
-        if (v != prev && qconv_halo_variant(v, hl, &ha) != 0) /* its shared memory does not fit */
+        bool fits = v != prev && qconv_halo_variant(v, hl, &ha) == 0;
+        if (!fits && v != prev && alts[i].fallback > 0) { /* its shared memory does not fit */
             v = alts[i].fallback;
-        if (v == prev || qconv_halo_variant(v, hl, &ha) != 0)
+            fits = v != prev && qconv_halo_variant(v, hl, &ha) == 0;
+        }
+        if (!fits)
             continue;
         prev = v;
         note_tunable_alt(L, si, (uint32_t)alts[i].from, &ha);
@@ -5143,7 +5150,7 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
         (long long)(qp->epi == 2 ? blob_image_plane_words(cells, qp->ldy) : 8));
     BlobGridDim grid[3] = {{0, (uint32_t)cells, (uint32_t)bm}, {(uint32_t)((O + bn - 1) / bn), 0, 1}, {1, 0, 1}};
     blob_step_set_kernel(&st->s, st->k.name, grid, block, smem);
-    add_planes_args(st, cells);
+    add_planes_args(st, cells, BLOB_SLOT_P0);
     L->nqconv_int8++;
     return 0;
 }

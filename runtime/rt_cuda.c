@@ -293,7 +293,7 @@ static bool gpu_runs_at(const bnn_model *m, bool sm90a, int i, int batch) {
  * (grid sizes grow with the batch, so these two bound every batch between; a ONE_WAVE step's y
  * is capped at launch instead). */
 static bnn_status check_plan_for_gpu(const bnn_model *m, bool sm90a, int max_batch) {
-    static const uint64_t limit[3] = {0x7fffffffu, GRID_Y_MAX, 65535u};
+    static const uint64_t limit[3] = {0x7fffffffu, GRID_Y_MAX, GRID_Y_MAX};
     for (int i = 0; i < m->nsteps; i++) {
         const BlobStep *s = &m->steps[i];
         if (!gpu_runs(s, sm90a))

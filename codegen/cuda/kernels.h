@@ -342,6 +342,11 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
  * its f32 value (not where only the CPU path reads it: lower.c plan_rcode). Returns how many. */
 enum { BNN_QHALO_ALT_BATCH = 4 }; /* the batch from which a 3x3 layer takes its larger tile */
 enum { BNN_QHALO_WIDE_BATCH = 64 }; /* ... and a stride-2 one its 128 channels a block */
+/* Tile t of bnn_halo_tiles as bnn_qhalo_variant's candidate (its mapping inverted: the rule's
+ * tile is candidate 0, the others follow in order); t < 0: the rule's. */
+static inline int bnn_qhalo_tile_variant(int t, int rule) {
+    return t < 0 || t == rule ? 0 : t < rule ? t + 1 : t;
+}
 typedef struct BnnQhaloAlt {
     int variant, from;
     int fallback; /* the candidate to take where variant's shared memory does not fit (0: none) */
@@ -383,8 +388,8 @@ static inline int bnn_qhalo_batch_alts(int c, int oh, int ow, int o, int kh, int
             n = 0;
     }
     const int rule = bnn_qhalo_rule_tile(oh, ow, o);
-    for (int i = 0; i < n; i++) { /* the tile as bnn_qhalo_variant's candidate: its mapping inverted */
-        alt[i].variant = tile[i] < 0 || tile[i] == rule ? 0 : tile[i] < rule ? tile[i] + 1 : tile[i];
+    for (int i = 0; i < n; i++) {
+        alt[i].variant = bnn_qhalo_tile_variant(tile[i], rule);
         alt[i].from = from[i];
         alt[i].fallback = 0;
     }
@@ -393,7 +398,7 @@ static inline int bnn_qhalo_batch_alts(int c, int oh, int ow, int o, int kh, int
      * at 0.13 and 0.20 ms on ResNet-18's 7x7 layer against the rule's 4x4's 0.24 and 0.36
      * (docs/perf.md stop 53). */
     if (heavy && n == 1 && tile[0] == 1)
-        alt[0].fallback = 2 == rule ? 0 : 2 < rule ? 3 : 2;
+        alt[0].fallback = bnn_qhalo_tile_variant(2, rule);
     /* A stride-2 3x3 threshold layer of 128k channels, with taps in pairs (C <= 64: 4x8 tiles) or
      * into at most 8x8 pixels (8x8 tiles), then takes 128 channels a block (BNN_QHALO_WIDE) from
      * batch 64: a stride-2 halo is about four times its tile's pixels, and one block loads it for

@@ -34,9 +34,11 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "codegen_e2e"))
 import qconv_models  # noqa: E402
-from test_e2e import BNNCC, BNNRUN, blob_sections, cubin_sections, gpu_available, run  # noqa: E402
+from test_e2e import (BLOB_SLOTS_AT, BNNCC, BNNRUN, blob_slot, blob_steps, cubin_sections, gpu_available,  # noqa: E402
+                      run)
 from test_qconv_bin import patched_qconv, rechecksum  # noqa: E402
 
+X0 = 6  # the slot x0 (docs/blob-format.md)
 SRC = os.environ.get("BNN_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 SHARED = os.environ.get("BNN_SHARED", os.path.join(SRC, "..", "shared"))
 failures = []
@@ -457,12 +459,11 @@ def refused_blobs(tmp, model):
     if not blob:
         return
     b = bytearray(open(blob, "rb").read())
-    poff, psize = blob_sections(b)[2]
-    steps = [at for at in range(poff + 64, poff + psize - 647, 648) if struct.unpack_from("<I", b, at)[0] == 19]
-    x0 = [struct.unpack_from("<IIQQ", b, at + 264 + 24 * 6) for at in steps]  # (space, reserved, offset, bytes)
+    steps = [at for at, kind, _ in blob_steps(b) if kind == 19]
+    x0 = [blob_slot(b, at, X0) for at in steps]  # (space, reserved, offset, bytes)
     if not steps or x0[0][0] != 2 or x0[0][3] == 0:
         return fail(f"int8 qgemm steps with a GPU target: slot x0 {x0[:1]}, want the folded levels in the weights")
-    struct.pack_into("<Q", b, steps[0] + 264 + 24 * 6 + 16, x0[0][3] - 4)
+    struct.pack_into("<Q", b, steps[0] + BLOB_SLOTS_AT + 24 * X0 + 16, x0[0][3] - 4)
     bad = os.path.join(tmp, "bad.bin")
     open(bad, "wb").write(rechecksum(b))
     p = run([BNNRUN, bad, "--device", "cpu", "--input", x, "--output", os.path.join(tmp, "bad.npy")])
