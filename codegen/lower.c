@@ -4600,46 +4600,6 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
     L->nqgemm_tiled++;
 }
 
-/* The int8 kernel on wgmma (qgemm_s8.cu Q8_WG: 128-row tiles of 64 (O <= 64) or 128 columns,
- * four stages of bk bytes of K in dynamic shared memory; IGMMA, 1.96 POPS peak against
- * mma.sync's 1.3, HARDWARE.md) for the int8 step si, whose mma.sync kernel's #defines are
- * `defines` (those of the tile left out): where every GPU target is sm_90a the step's own
- * kernel; else, where one is, a batch alternative from batch 2 flagged BLOB_STEP_SM90A (the
- * mma.sync kernel stays at batch 1 and on the other targets). conv: the grid's rows are the
- * batch's output pixels (`cells` an item) along x, the columns along y; else the items along y.
- * The arguments are the step's. */
-#define Q8_WG_STAGES 4
-static void q8_wgmma_kernel(Lower *L, int si, const char *defines, int64_t O, int bk, bool conv, int64_t cells) {
-    if (!L->sm90a)
-        return;
-    const int bn = O <= 64 ? 64 : 128;
-    const uint32_t smem = (uint32_t)(Q8_WG_STAGES * (128 + bn) * bk > 128 * (bn + 1) * 4 ? Q8_WG_STAGES * (128 + bn) * bk
-                                                                                        : 128 * (bn + 1) * 4);
-    LStep *st = &L->steps[si];
-    if (L->tiled_kernel != 2) {
-        st = new_batch_alt(L, si, 2);
-        st->s.flags |= BLOB_STEP_SM90A;
-        memcpy(st->s.args, L->steps[si].s.args, sizeof st->s.args);
-        st->s.nargs = L->steps[si].s.nargs;
-        free(st->k.defines);
-    } else {
-        free(st->k.defines);
-    }
-    name_kernel(L, st, conv ? "qconv8_wg" : "qgemm8_wg");
-    st->k.family = KERNEL_Q8;
-    st->k.defines = str_printf("#define Q8_NAME %s\n#define Q8_WG 1\n#define Q8_BN %d\n#define Q8_BK %d\n#define Q8_STAGES "
-                               "%d\n%s",
-                               st->k.name, bn, bk, Q8_WG_STAGES, defines);
-    const uint32_t ntn = (uint32_t)((O + bn - 1) / bn);
-    BlobGridDim grid[3] = {{ntn, 0, 1}, {0, 1, 128}, {1, 0, 1}};
-    if (conv) {
-        grid[0] = (BlobGridDim){0, (uint32_t)cells, 128};
-        grid[1] = (BlobGridDim){ntn, 0, 1};
-    }
-    uint32_t block[3] = {256, 1, 1};
-    blob_step_set_kernel(&st->s, st->k.name, grid, block, smem);
-}
-
 /* qdense: one qgemm step; its i32 result, its codes as bit-planes or int8 bytes (with
  * thresholds: the format the next layers read, codes_int8), or, when a one-level threshold to
  * packed bits is its only reader, those bits directly (one plane). The step runs on bit-planes
@@ -4714,15 +4674,13 @@ static int lower_qdense(Lower *L, const Node *n) {
      * threads, grid (ceil(N/128), ceil(batch/64)). Bit-planes: bgemm_planes.cu, one warp per
      * 16 x 32 tile, grid (ceil(N/32), ceil(batch/16)). */
     name_kernel(L, st, "qgemm");
-    char *q8 = NULL; /* the int8 kernel's #defines but its name */
     if (int8) {
         L->nqgemm_int8++;
         st->k.family = KERNEL_Q8;
-        q8 = str_printf("#define Q8_N %lld\n#define Q8_LD %lld\n#define Q8_XB %lld\n#define Q8_EPI %lld\n#define Q8_L "
-                        "%lld\n#define Q8_YB %lld\n#define Q8_YFMT %lld\n",
-                        (long long)O, (long long)ld, (long long)xb, (long long)qp.epi, (long long)levels,
-                        (long long)yb, (long long)qp.yformat);
-        st->k.defines = str_printf("#define Q8_NAME %s\n%s", st->k.name, q8);
+        st->k.defines = str_printf("#define Q8_NAME %s\n#define Q8_N %lld\n#define Q8_LD %lld\n#define Q8_XB %lld\n"
+                                   "#define Q8_EPI %lld\n#define Q8_L %lld\n#define Q8_YB %lld\n#define Q8_YFMT %lld\n",
+                                   st->k.name, (long long)O, (long long)ld, (long long)xb, (long long)qp.epi,
+                                   (long long)levels, (long long)yb, (long long)qp.yformat);
         BlobGridDim grid[3] = {{(uint32_t)((O + 127) / 128), 0, 1}, {0, 1, 64}, {1, 0, 1}};
         uint32_t block[3] = {256, 1, 1};
         blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
@@ -4741,12 +4699,6 @@ static int lower_qdense(Lower *L, const Node *n) {
         blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
     }
     add_planes_args(st, 1, st->s.slot[BLOB_SLOT_X0].space != BLOB_SPACE_NONE ? BLOB_SLOT_X0 : BLOB_SLOT_P0);
-    if (int8) { /* K stages of 128 bytes where ld allows (fewer barriers), else 64 */
-        const int si = (int)(st - L->steps);
-        q8_wgmma_kernel(L, si, q8, O, ld % 128 ? 64 : 128, false, 0);
-        st = &L->steps[si];
-        free(q8);
-    }
     if (!int8 && !img && qp.yformat != BLOB_CODES_INT8 && tunable_alts(L, n, qdense_tunable(L, n) ? 2 : 1) &&
         L->min_sm >= 80 && O >= QGEMM_TILED_MIN_N && K >= QGEMM_TILED_MIN_K)
         qgemm_tiled_alt(L, (int)(st - L->steps), wp, K, wb, wsigned, bipolar, levels, yb);
@@ -5182,28 +5134,23 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     const uint32_t smem = bk == 128 ? 3u * (uint32_t)(bm + bn) * (uint32_t)(bk + 16) : 0;
     name_kernel(L, st, "qconv8");
     st->k.family = KERNEL_Q8;
-    /* the convolution's #defines but the name and the tile's */
-    char *q8 = str_printf(
-        "#define Q8_CONV 1\n#define Q8_N %lld\n#define Q8_LD %lld\n#define Q8_XB %lld\n"
-        "#define Q8_EPI %lld\n#define Q8_L %lld\n#define Q8_YB %lld\n#define Q8_H %lld\n"
+    st->k.defines = str_printf(
+        "#define Q8_NAME %s\n#define Q8_CONV 1\n#define Q8_BK %d\n#define Q8_DYN %d\n#define Q8_N %lld\n#define Q8_LD %lld\n#define Q8_XB %lld\n"
+        "#define Q8_EPI %lld\n#define Q8_L %lld\n#define Q8_YB %lld\n#define Q8_BM %d\n#define Q8_H %lld\n"
         "#define Q8_W %lld\n#define Q8_C %lld\n#define Q8_CB %lld\n#define Q8_KH %lld\n#define Q8_KW %lld\n"
         "#define Q8_SH %lld\n#define Q8_SW %lld\n#define Q8_PT %lld\n#define Q8_PL %lld\n#define Q8_DH %lld\n"
         "#define Q8_DW %lld\n#define Q8_OH %lld\n#define Q8_OW %lld\n#define Q8_PAD %lld\n#define Q8_LDYW %lld\n"
         "#define Q8_YPLANE %lld\n",
-        (long long)O, (long long)ld, (long long)qp->xb, (long long)qp->epi,
-        (long long)(qp->epi == 2 ? qp->levels : 1), (long long)(qp->epi == 2 ? qp->yb : 1), (long long)qp->h,
+        st->k.name, bk, bk == 128, (long long)O, (long long)ld, (long long)qp->xb, (long long)qp->epi,
+        (long long)(qp->epi == 2 ? qp->levels : 1), (long long)(qp->epi == 2 ? qp->yb : 1), bm, (long long)qp->h,
         (long long)qp->w, (long long)C, (long long)cb, (long long)qp->kh, (long long)qp->kw, (long long)qp->stride_h,
         (long long)qp->stride_w, (long long)qp->pad_top, (long long)qp->pad_left, (long long)qp->dil_h,
         (long long)qp->dil_w, (long long)qp->oh, (long long)qp->ow, (long long)qp->pad_code,
         (long long)(qp->epi == 2 ? qp->ldy : 1),
         (long long)(qp->epi == 2 ? blob_image_plane_words(cells, qp->ldy) : 8));
-    st->k.defines = str_printf("#define Q8_NAME %s\n#define Q8_BK %d\n#define Q8_DYN %d\n#define Q8_BM %d\n%s", st->k.name,
-                               bk, bk == 128, bm, q8);
     BlobGridDim grid[3] = {{0, (uint32_t)cells, (uint32_t)bm}, {(uint32_t)((O + bn - 1) / bn), 0, 1}, {1, 0, 1}};
     blob_step_set_kernel(&st->s, st->k.name, grid, block, smem);
     add_planes_args(st, cells, BLOB_SLOT_P0);
-    q8_wgmma_kernel(L, (int)(st - L->steps), q8, O, bk, true, cells);
-    free(q8);
     L->nqconv_int8++;
     return 0;
 }

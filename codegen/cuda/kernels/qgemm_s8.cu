@@ -23,17 +23,6 @@
 // (ceil(N/Q8_BN), ceil(M/Q8_BM)), 256 threads; static shared memory (45 KiB at Q8_BK 64), or
 // with Q8_DYN 1 Q8_SMEM bytes of dynamic shared memory (83 KiB at Q8_BK 128).
 //
-// With Q8_WG 1 (sm_90a only; elsewhere the kernel traps) the block tile is 128 x Q8_BN (64, 128
-// or 256) and the MMAs are wgmma.mma_async m64nQ8_BNk32 .s32.{s8,u8}.s8 (IGMMA: 1.96 POPS peak
-// against mma.sync's 1.3, HARDWARE.md), each of the two warpgroups 64 rows, both operands read
-// by the tensor cores from shared memory through matrix descriptors: a stage of an operand is
-// chunk-major, [Q8_BK / 16][rows][16 bytes] (no swizzle: LBO rows * 16, SBO 128), written by the
-// same 16-byte cp.async copies (8 consecutive rows of one chunk a quarter warp: 128 contiguous
-// bytes, no bank conflicts). A ring of Q8_STAGES (4) in dynamic shared memory (Q8_SMEM bytes),
-// loads Q8_STAGES - 2 stages ahead: a slot is refilled two iterations after the wgmmas that read
-// it were issued, when every warpgroup has waited for them (wgmma.wait_group 1, then the next
-// iteration's barrier). The accumulators then go through shared memory to the same epilogues.
-//
 // With Q8_CONV 1 the same GEMM is a convolution (qconv2d on int8, docs/kernels.md "Low-bit
 // convolution on int8 MMA"): row m an output pixel (image, oy, ox) of the batch, K the
 // Q8_KH*Q8_KW taps (row-major) of Q8_CB bytes of channels each, then zero bytes up to Q8_LD:
@@ -104,64 +93,6 @@ __device__ __forceinline__ void bnn_q8_commit(void) { asm volatile("cp.async.com
 extern __shared__ __align__(16) unsigned char bnn_q8_dsmem[];
 #define bnn_q8_dyn_smem() bnn_q8_dsmem
 #define bnn_q8_wait(n) asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory")
-#if !defined(__CUDA_ARCH__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// wgmma (Q8_WG): the shared-memory address of p; the proxy fence that shows the copies' bytes
-// to the tensor cores (cp.async writes through the generic proxy, wgmma reads through the
-// async one); wgmma's fence, commit and wait; and D(64 x N) += A(64 x 32 bytes) * B(N x 32
-// bytes)^T, aty "u8" or "s8" (B s8), from the descriptors da, db: d[j][0..3] is the m16n8
-// fragment of n8 tile j for this warp's 16 rows of the 64 (mma.sync's layout above).
-#define bnn_q8_saddr(p) ((unsigned)__cvta_generic_to_shared(p))
-__device__ __forceinline__ void bnn_q8_fence_proxy(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-__device__ __forceinline__ void bnn_q8_wg_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void bnn_q8_wg_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-#define bnn_q8_wg_wait(n) asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(n) : "memory")
-#define BNN_Q8_WG_LIST64 \
-    "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
-    "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
-#define BNN_Q8_WG_LIST128 \
-    BNN_Q8_WG_LIST64 "," \
-    "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47," \
-    "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
-#define BNN_Q8_WG_LIST256 \
-    BNN_Q8_WG_LIST128 "," \
-    "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79," \
-    "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95," \
-    "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111," \
-    "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
-#define BNN_Q8_WG_D4(d, j) "+r"(d[j][0]), "+r"(d[j][1]), "+r"(d[j][2]), "+r"(d[j][3])
-#define BNN_Q8_WG_D32(d, j)                                                                                        \
-    BNN_Q8_WG_D4(d, j), BNN_Q8_WG_D4(d, j + 1), BNN_Q8_WG_D4(d, j + 2), BNN_Q8_WG_D4(d, j + 3),                     \
-        BNN_Q8_WG_D4(d, j + 4), BNN_Q8_WG_D4(d, j + 5), BNN_Q8_WG_D4(d, j + 6), BNN_Q8_WG_D4(d, j + 7)
-#define BNN_Q8_WG_ASM(n, aty, list, operands)                                                                     \
-    "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\nwgmma.mma_async.sync.aligned.m64n" #n "k32.s32." aty ".s8 {" list    \
-    "}, " operands ", p;\n}\n"
-#define BNN_Q8_WGMMA_64(d, da, db, aty)                                                                           \
-    asm volatile(BNN_Q8_WG_ASM(64, aty, BNN_Q8_WG_LIST64, "%32, %33")                                            \
-                 : BNN_Q8_WG_D32(d, 0) : "l"(da), "l"(db) : "memory")
-#define BNN_Q8_WGMMA_128(d, da, db, aty)                                                                          \
-    asm volatile(BNN_Q8_WG_ASM(128, aty, BNN_Q8_WG_LIST128, "%64, %65")                                          \
-                 : BNN_Q8_WG_D32(d, 0), BNN_Q8_WG_D32(d, 8) : "l"(da), "l"(db) : "memory")
-#define BNN_Q8_WGMMA_256(d, da, db, aty)                                                                          \
-    asm volatile(BNN_Q8_WG_ASM(256, aty, BNN_Q8_WG_LIST256, "%128, %129")                                        \
-                 : BNN_Q8_WG_D32(d, 0), BNN_Q8_WG_D32(d, 8), BNN_Q8_WG_D32(d, 16), BNN_Q8_WG_D32(d, 24)         \
-                 : "l"(da), "l"(db) : "memory")
-// Keeps the compiler from moving accumulator reads across wgmma.wait_group.
-#define BNN_Q8_WG_FENCE_ACC(d, tiles)                                                                             \
-    for (int bnn_j = 0; bnn_j < (tiles); bnn_j++)                                                                 \
-        asm volatile("" : "+r"(d[bnn_j][0]), "+r"(d[bnn_j][1]), "+r"(d[bnn_j][2]), "+r"(d[bnn_j][3])::"memory")
-#endif
-#endif
-#ifndef BNN_Q8_DESC_ONCE
-#define BNN_Q8_DESC_ONCE
-// A K-major matrix descriptor without swizzle (bgemm_wgmma.cu's encoding): bits 0-13 the
-// shared address >> 4, 16-29 LBO >> 4 (the next 16-byte chunk of K), 32-45 SBO >> 4 (the next
-// 8 rows). Plain arithmetic: test_q8_emu decodes what this encodes.
-__device__ __forceinline__ unsigned long long bnn_q8_desc(unsigned saddr, unsigned lbo, unsigned sbo) {
-    return (unsigned long long)((saddr & 0x3FFFF) >> 4) | (unsigned long long)((lbo & 0x3FFFF) >> 4) << 16 |
-           (unsigned long long)((sbo & 0x3FFFF) >> 4) << 32;
-}
-#define BNN_Q8_CAT_(a, b) a##b
-#define BNN_Q8_CAT(a, b) BNN_Q8_CAT_(a, b)
 #endif
 #ifndef BNN_Q8_COUNT_ONCE
 #define BNN_Q8_COUNT_ONCE
@@ -218,26 +149,6 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #ifndef Q8_EPI
 #define Q8_EPI 1
 #endif
-#ifndef Q8_WG
-#define Q8_WG 0
-#endif
-#if Q8_WG // 128 rows (two warpgroups of 64), four stages in dynamic shared memory
-#ifndef Q8_BM
-#define Q8_BM 128
-#endif
-#ifndef Q8_BN
-#define Q8_BN 128
-#endif
-#ifndef Q8_STAGES
-#define Q8_STAGES 4
-#endif
-#ifndef Q8_DYN
-#define Q8_DYN 1
-#endif
-#if Q8_BM != 128 || (Q8_BN != 64 && Q8_BN != 128 && Q8_BN != 256) || Q8_STAGES < 3 || !Q8_DYN
-#error "qgemm_s8.cu: Q8_WG tiles are 128 x 64, 128 or 256, with 3 or more stages in dynamic shared memory"
-#endif
-#endif
 #ifndef Q8_L
 #define Q8_L 1
 #endif
@@ -265,24 +176,10 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #ifndef Q8_DYN
 #define Q8_DYN 0 // 1: the shared memory dynamic (Q8_SMEM bytes, past 48 KiB with Q8_BK 128)
 #endif
+#define Q8_ROW (Q8_BK + 16) // bytes of a staged row: 16 of padding spread a matrix's rows over the banks
 #define Q8_CPR (Q8_BK / 16) // 16-byte chunks a row
-#if Q8_WG
-// A stage's operand chunk-major, [Q8_CPR][rows][16]; thread tid copies chunk (tid / 8) % Q8_CPR
-// of rows 8 (e / (8 Q8_CPR)) + tid % 8, e = tid + 256 h
-#define Q8_ROW Q8_BK
-#define Q8_CHUNK (tid / 8 % Q8_CPR)
-#define Q8_RROW(h) ((tid + BNN_Q8_THREADS * (h)) / (8 * Q8_CPR) * 8 + tid % 8)
-#define Q8_AT(base, rows, r, c) ((base) + ((c) * (rows) + (r)) * 16)
-#else
-// A stage's operand row-major, rows padded by 16 bytes (a matrix's 8 rows in distinct banks);
-// thread tid copies chunk tid % Q8_CPR of rows (tid + 256 h) / Q8_CPR
-#define Q8_ROW (Q8_BK + 16)
-#define Q8_CHUNK (tid % Q8_CPR)
-#define Q8_RROW(h) ((tid + BNN_Q8_THREADS * (h)) / Q8_CPR)
-#define Q8_AT(base, rows, r, c) ((base) + (r) * Q8_ROW + (c) * 16)
 #if Q8_BM * Q8_BN != 8192 || (Q8_BM != 64 && Q8_BM != 128)
 #error "qgemm_s8.cu: the block tile is 64 x 128 or 128 x 64"
-#endif
 #endif
 #define Q8_WN (Q8_BN / 32) // warps along N
 #define Q8_KT (Q8_LD / Q8_BK)
@@ -308,9 +205,6 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 BNN_Q8_LINKAGE __global__ void __launch_bounds__(BNN_Q8_THREADS)
 Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, int M,
         const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y) {
-#if Q8_WG && defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    __trap(); // wgmma: sm_90a only (lower.c flags the step BLOB_STEP_SM90A: no other GPU runs it)
-#else
     BNN_PDL_ENTER();
     // The stages, then (after the K loop) the block's accumulators [Q8_BM][Q8_BN + 1] int32.
 #if Q8_DYN
@@ -319,9 +213,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     __shared__ __align__(16) unsigned char smem[Q8_SMEM];
 #endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-#if !Q8_WG
     const int wm = warp / Q8_WN, wn = warp % Q8_WN; // each warp 32 rows x 32 columns
-#endif
     // A convolution's row tiles run along x (2^31 - 1 blocks: batch x pixels / Q8_BM passes
     // 65,535 at a large batch), a GEMM's along y.
     const int m0 = (Q8_CONV ? blockIdx.x : blockIdx.y) * Q8_BM, n0 = (Q8_CONV ? blockIdx.y : blockIdx.x) * Q8_BN;
@@ -329,11 +221,11 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #define Q8_AH (Q8_BM * Q8_CPR / BNN_Q8_THREADS) // A chunks a thread a stage
 #define Q8_WH (Q8_BN * Q8_CPR / BNN_Q8_THREADS) // W chunks
 #if Q8_CONV
-    // A thread's A rows Q8_RROW(h): the image's base and the window's origin, once.
+    // A thread's A rows (tid + 256 h) / Q8_CPR: the image's base and the window's origin, once.
     const unsigned char *abase[Q8_AH];
     int iy0[Q8_AH], ix0[Q8_AH];
     for (int h = 0; h < Q8_AH; h++) {
-        const int m = m0 + Q8_RROW(h);
+        const int m = m0 + (tid + BNN_Q8_THREADS * h) / Q8_CPR;
         const int image = m / Q8_CELLS, cell = m % Q8_CELLS;
         abase[h] = m < M ? A + (long long)image * (Q8_H * Q8_W * Q8_CB) : (const unsigned char *)0;
         iy0[h] = cell / Q8_OW * Q8_SH - Q8_PT;
@@ -346,14 +238,14 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #define Q8_LOAD(kt, slot)                                                                                    \
     do {                                                                                                     \
         unsigned char *sa = smem + (slot) * Q8_STAGE_BYTES, *sw = sa + Q8_BM * Q8_ROW;                       \
-        const int c = Q8_CHUNK * 16, kb = (kt) * Q8_BK + c;                                                  \
+        const int c = tid % Q8_CPR * 16, kb = (kt) * Q8_BK + c;                                              \
         for (int h = 0; h < Q8_AH; h++) {                                                                    \
-            const int r = Q8_RROW(h);                                                                        \
-            Q8_LOAD_A(h, r, c, kb, Q8_AT(sa, Q8_BM, r, Q8_CHUNK));                                           \
+            const int r = (tid + BNN_Q8_THREADS * h) / Q8_CPR;                                               \
+            Q8_LOAD_A(h, r, c, kb, sa + r * Q8_ROW + c);                                                     \
         }                                                                                                    \
         for (int h = 0; h < Q8_WH; h++) {                                                                    \
-            const int rn = Q8_RROW(h);                                                                       \
-            bnn_q8_cp16(Q8_AT(sw, Q8_BN, rn, Q8_CHUNK),                                                      \
+            const int rn = (tid + BNN_Q8_THREADS * h) / Q8_CPR;                                              \
+            bnn_q8_cp16(sw + rn * Q8_ROW + c,                                                                \
                         n0 + rn < Q8_N ? (const void *)(W + (size_t)(n0 + rn) * Q8_LD + kb) : (const void *)W, \
                         n0 + rn < Q8_N);                                                                     \
         }                                                                                                    \
@@ -384,52 +276,6 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     } while (0)
 #endif
 
-#if Q8_WG
-    // Warpgroup wg's 64 rows (warp w its 16 rows 16 (w % 4)..) by the tile's Q8_BN columns.
-    int acc[Q8_BN / 8][4];
-    for (int j = 0; j < Q8_BN / 8; j++)
-        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0;
-    const unsigned s0 = bnn_q8_saddr(smem);
-    const int wg = warp >> 2;
-    for (int s = 0; s < Q8_STAGES - 2; s++) {
-        if (s < Q8_KT)
-            Q8_LOAD(s, s);
-        bnn_q8_commit(); // empty groups keep the count of groups in flight fixed
-    }
-    for (int kt = 0; kt < Q8_KT; kt++) {
-        bnn_q8_wait(Q8_STAGES - 3); // stage kt has landed (this thread's copies) ...
-        bnn_q8_fence_proxy();       // ... for the tensor cores' reads too ...
-        __syncthreads();            // ... everyone's; and every warpgroup's wgmmas of stage kt - 2 retired
-        if (kt + Q8_STAGES - 2 < Q8_KT)
-            Q8_LOAD(kt + Q8_STAGES - 2, (kt + Q8_STAGES - 2) % Q8_STAGES);
-        bnn_q8_commit();
-        const unsigned sa = s0 + (kt % Q8_STAGES) * Q8_STAGE_BYTES, sw = sa + Q8_BM * Q8_ROW;
-        bnn_q8_wg_fence();
-        for (int ks = 0; ks < Q8_BK / 32; ks++) { // two 16-byte chunks of K a wgmma
-            const unsigned long long da = bnn_q8_desc(sa + (2 * ks * Q8_BM + 64 * wg) * 16, Q8_BM * 16, 128);
-            const unsigned long long db = bnn_q8_desc(sw + 2 * ks * Q8_BN * 16, Q8_BN * 16, 128);
-            if (Q8_XB > 7)
-                BNN_Q8_CAT(BNN_Q8_WGMMA_, Q8_BN)(acc, da, db, "u8");
-            else
-                BNN_Q8_CAT(BNN_Q8_WGMMA_, Q8_BN)(acc, da, db, "s8");
-        }
-        bnn_q8_wg_commit();
-        bnn_q8_wg_wait(1); // stage kt - 1's wgmmas retired (this warpgroup's)
-    }
-    bnn_q8_wg_wait(0);
-    BNN_Q8_WG_FENCE_ACC(acc, Q8_BN / 8);
-    bnn_q8_wait(0);
-    __syncthreads(); // the stages are dead: the accumulators go to shared memory
-    int *tile = (int *)smem;
-#define Q8_TILE(r, c) tile[(r) * (Q8_BN + 1) + (c)]
-    for (int j = 0; j < Q8_BN / 8; j++) {
-        const int r = 16 * warp + g, c = 8 * j + 2 * t; // warp w: rows 64 (w / 4) + 16 (w % 4) = 16 w
-        Q8_TILE(r, c) = acc[j][0];
-        Q8_TILE(r, c + 1) = acc[j][1];
-        Q8_TILE(r + 8, c) = acc[j][2];
-        Q8_TILE(r + 8, c + 1) = acc[j][3];
-    }
-#else
     int acc[2][4][4];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 4; j++)
@@ -477,7 +323,6 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
             Q8_TILE(r + 8, c) = acc[i][j][2];
             Q8_TILE(r + 8, c + 1) = acc[i][j][3];
         }
-#endif
     __syncthreads();
 #if Q8_CONV && Q8_EPI == 1
     // int32 NCHW per image, one output a thread at a time, along the pixels.
@@ -499,11 +344,11 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
         ((int *)Y)[(size_t)m * Q8_N + n] = v;
     }
 #elif Q8_CONV
-    // The counts as the next layer's image planes: one (row, 32 channels) word set a thread at a
-    // time, consecutive rows in a warp (its tile reads in distinct banks); plane b of the image,
-    // the pixel's Q8_LDYW words.
-    for (int e = tid; e < Q8_BM * Q8_WN; e += BNN_Q8_THREADS) {
-        const int r = e % Q8_BM, wq = e / Q8_BM, m = m0 + r, nw = n0 / 32 + wq;
+    // The counts as the next layer's image planes: one (row, 32 channels) word set a thread,
+    // consecutive rows in a warp (its tile reads in distinct banks); plane b of the image, the
+    // pixel's Q8_LDYW words.
+    {
+        const int r = tid % Q8_BM, wq = tid / Q8_BM, m = m0 + r, nw = n0 / 32 + wq;
         if (m < M) {
             unsigned word[Q8_YB];
             for (int b = 0; b < Q8_YB; b++)
@@ -532,9 +377,9 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
         }
     }
 #elif Q8_YFMT == 0
-    // The counts as the next layer's bit-planes: one (row, 32 channels) word set a thread at a time.
-    for (int e = tid; e < Q8_BM * Q8_WN; e += BNN_Q8_THREADS) {
-        const int r = e / Q8_WN, wq = e % Q8_WN, m = m0 + r, nw = n0 / 32 + wq;
+    // The counts as the next layer's bit-planes: one (row, 32 channels) word set a thread.
+    {
+        const int r = tid / Q8_WN, wq = tid % Q8_WN, m = m0 + r, nw = n0 / 32 + wq;
         if (m < M) {
             unsigned word[Q8_YB];
             for (int b = 0; b < Q8_YB; b++)
@@ -577,7 +422,6 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_LOAD_A
 #undef Q8_AH
 #undef Q8_WH
-#endif // the sm_90a-only kernel elsewhere
 }
 
 #undef Q8_NAME
@@ -600,10 +444,6 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_BK
 #undef Q8_DYN
 #undef Q8_ROW
-#undef Q8_CHUNK
-#undef Q8_RROW
-#undef Q8_AT
-#undef Q8_WG
 #undef Q8_CPR
 #undef Q8_POW2
 #undef Q8_COUNT
