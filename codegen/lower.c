@@ -4243,9 +4243,19 @@ static int32_t *rcode_levels(const Node *n, const int32_t *d, const float *ep, i
 }
 
 /* Bit-planes or int8 codes (docs/codegen.md "Bit-planes or int8"). A qdense over xb-bit codes
- * and wb-bit weights costs xb*wb binary MMAs as bit-planes, one int8 MMA of the same work at
- * 1/8 of the b1 rate (HARDWARE.md: 10.3 vs 1.3 POPS with mma.sync, 15.7 vs 1.96 with wgmma):
- * int8 wins once xb*wb > 8. --lowbit=planes / int8 force either. The weight planes of n. */
+ * and wb-bit weights costs xb*wb binary MMAs as bit-planes, one int8 MMA of the same work.
+ * HARDWARE.md's peak rates (1/8 of the b1 rate) put the crossover at 8 plane pairs, but the
+ * kernels themselves, timed on MLPs of 4 x 4096 (docs/perf.md stop 54, H200, batches 1024,
+ * 256, 1), put it elsewhere: the int8 GEMM runs at a quarter of its peak, and the bit-plane
+ * epilogue counts the levels one by one. Bit-planes win at 9-16 pairs over up to 4 activation
+ * bits (w3a3, w4a3, w3a4 and w4a4: 2.5-3.9x at 1024, 1.4-3.2x at batch 1; at 256 w3a3 1.97x,
+ * w4a4 0.78x, on the pre-tiled GEMM from 8 pairs: qgemm_tiled_alt); int8 wins past 4
+ * activation bits (w1a8 14x at 1024, w4a6 4x, w4a8 and w8a8 15x; the planes ahead only at
+ * batch 1 below 32 pairs) and is taken past 16 pairs (unmeasured between 17 and 23).
+ * --lowbit=planes / int8 force either. */
+static bool qdense_int8_rule(int64_t xb, int64_t wb) { return xb > 4 || xb * wb > 16; }
+
+/* The weight planes of n. */
 static int64_t qdense_weight_planes(const Node *n) {
     bool wsigned, bipolar;
     return weight_planes(n->in[1]->data, type_numel(&n->in[1]->type, 1), &wsigned, &bipolar);
@@ -4277,7 +4287,7 @@ static int qdense_wants_int8(const Lower *L, const Node *n, int64_t xb) {
         return -1;
     if (L->lowbit != LOWBIT_AUTO)
         return L->lowbit == LOWBIT_INT8;
-    bool model = xb * qdense_weight_planes(n) > 8;
+    bool model = qdense_int8_rule(xb, qdense_weight_planes(n));
     return qdense_tunable(L, n) && tuned_pick(L, n, 2) == 1 ? !model : model;
 }
 
@@ -4544,8 +4554,14 @@ static int lower_quantize(Lower *L, const Node *n) {
  * runtime encodes, two consumer warpgroups), flagged BLOB_STEP_SM90A, where one is: from the
  * same batch, it replaces the mma.sync one on sm_90a. From the batch that gives
  * QGEMM_TILED_MIN_TILES tiles (half an H100's SMs; at a quarter, 4 layers of 4096 at batch 256
- * ran 1.25-1.4x slower than bgemm_planes.cu on mma.sync, at a whole 2.2x faster: docs/perf.md). */
+ * ran 1.25-1.4x slower than bgemm_planes.cu on mma.sync, at a whole 2.2x faster: docs/perf.md),
+ * and from half of them over 8 plane pairs or more, where bgemm_planes.cu's time grows with
+ * the pairs and the batch while a pre-tiled tile's stays that of one wave (MLPs of 4 x 4096 on
+ * an H200 at batch 256, docs/perf.md stop 54: w3a3 0.2227 -> 0.1228 ms, w4a4 0.2745 -> 0.1939;
+ * w2a4's 0.2427 on bgemm_planes.cu against 0.1257 on the alternative at 512; at a quarter,
+ * batch 128, the alternative was 9-31 % slower). */
 #define QGEMM_TILED_MIN_TILES 64
+#define QGEMM_TILED_MANY_PAIRS 8
 #define QGEMM_TILED_MIN_N 128
 #define QGEMM_TILED_MIN_K 512
 static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t wb, bool wsigned, bool bipolar,
@@ -4554,7 +4570,8 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
     const BlobQgemmParams qp = L->steps[si].s.qgemm;
     const int64_t O = qp.n, ld = qp.ld;
     const uint32_t ntn = (uint32_t)((O + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
-    const uint32_t from = BNN_PLANES_TILED_BM * ((QGEMM_TILED_MIN_TILES + ntn - 1) / ntn);
+    const uint32_t min_tiles = qp.xb * wb >= QGEMM_TILED_MANY_PAIRS ? QGEMM_TILED_MIN_TILES / 2 : QGEMM_TILED_MIN_TILES;
+    const uint32_t from = BNN_PLANES_TILED_BM * ((min_tiles + ntn - 1) / ntn);
     /* the W image of both kernels (same tile rows, same K stage) */
     const int kalign = BNN_PLANES_TILED_KC * 128;
     size_t tbytes = bnn_tiled_planes_bytes((int)O, (int)wb, (int)K, BNN_PLANES_TILED_BN, kalign);

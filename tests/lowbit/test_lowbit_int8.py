@@ -7,7 +7,7 @@ activation quants, odd K and N, an i32 output layer behind a float epilogue; two
 enough for the pre-tiled bit-plane GEMM's batch alternative, which the GPU runs at batch 1025) and kwsmlp_w3a3,
 each compiled at -O3 with --lowbit=int8, --lowbit=planes and --lowbit=auto: the -O3 report must
 count the layers of each kind (int8: every low-bit dense layer; planes: none; auto: those with
-activation bits x weight bits > 8), the outputs at batch 1, 3 and 67 must be byte-identical to
+more than 4 activation bits or more than 16 plane pairs: lower.c qdense_int8_rule), the outputs at batch 1, 3 and 67 must be byte-identical to
 `bnnrun --reference` and so to each other. Low-bit CNNs likewise (cnn_models: w4a4 with a
 signed activation's non-zero pad code and an i32 output conv, w8a8 on u8 codes beside a bipolar
 layer that stays bit-planes, a w4a4 conv writing packed bits for a binary conv, qcnn_tail's
@@ -15,7 +15,8 @@ dilated conv of unsigned weights): with GPU targets the report must count the co
 each kind (qgemm_s8.cu Q8_CONV; none without a GPU target, nor for a conv with a float chain);
 the bit-plane halo kernels of a w1a4 and a w2a2 layer must compile without spills; a tune file
 that turns each convolution with a choice to the other kind (cnn_kinds) must do so, the outputs
-unchanged; the rule's kinds at 15-16 plane pairs and where no halo tile fits (rule_kinds).
+unchanged; the rule's kinds at 15-16 plane pairs and where no halo tile fits (rule_kinds); the pre-tiled
+bit-plane GEMM's first batch below and from 8 plane pairs (tiled_from).
 With GPU targets (sm_90a, sm_80) NVRTC builds the
 int8 kernels (CUBINs non-empty); --device gpu runs those blobs on the GPU (exit 77 without one)
 and compares them with the CPU path too. --lowbit=int8 on a CNN whose dense layer reads a
@@ -90,7 +91,7 @@ TILED_LAYERS = {"tiled": 2, "tiled_out": 1}
 
 def want_layers(bits):
     """Layers per mode: (int8 under auto, low-bit dense layers in all)."""
-    return sum(w * a > 8 for w, a in bits), len(bits)
+    return sum(a > 4 or w * a > 16 for w, a in bits), len(bits)
 
 
 def compile_blob(tmp, model, mode, targets, extra=()):
@@ -392,6 +393,24 @@ def rule_kinds(tmp, device):
           f"fits; identical to the reference ({'CPU and GPU' if device == 'gpu' else 'CPU'})")
 
 
+def tiled_from(tmp):
+    """The pre-tiled bit-plane GEMM's first batch (lower.c qgemm_tiled_alt): the batch that gives
+    64 tiles of 128 x 256 below 8 plane pairs (a w1a2 layer of 2048 outputs: 8 column tiles, from
+    batch 1024), 32 from 8 pairs on (a w2a4 one: from 512), both alternatives of a layer (mma.sync,
+    wgmma) from the same batch (docs/perf.md stop 54)."""
+    import onnx
+    model = os.path.join(tmp, "tiled_from.onnx")
+    onnx.save(mlp("tiled_from", np.random.default_rng(7), 600, [2048, 2048, 7], [(1, 2), (2, 4), (2, 2)]), model)
+    blob, _, alts, _ = compile_blob(tmp, model, "planes", "sm_90a,sm_80")
+    if not blob:
+        return
+    froms = [(k, b) for _, k, b, _, _ in alts]
+    want = [("qgemm_tiled", 1024), ("qgemm_wgmma", 1024), ("qgemm_tiled", 512), ("qgemm_wgmma", 512)]
+    if froms != want:
+        return fail(f"tiled_from: pre-tiled alternatives (kernel, from batch) {froms}, want {want}")
+    print("ok: the pre-tiled alternative from batch 1024 (64 tiles) at 2 plane pairs, 512 (32 tiles) at 8")
+
+
 def planes_spills(tmp):
     """The bit-plane halo kernel's larger tiles (its batch alternatives, 8 warps) of layers with
     more accumulators than w1a2's (w1a4, w2a2) compile without a stack frame or spills for sm_90a
@@ -516,6 +535,7 @@ def main():
             check_cnn(tmp, name, build, shape, counts, device, a.sanitized)
         if not a.sanitized:
             planes_spills(tmp)
+            tiled_from(tmp)
             tuned_kinds(tmp, device)
             rule_kinds(tmp, device)
         refused(tmp)
