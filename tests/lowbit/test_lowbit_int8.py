@@ -84,6 +84,9 @@ MODELS = [
     # codes, a w2a3 output layer writing i32
     ("tiled", 700, [2048, 2048, 7], [(1, 2), (2, 2), (2, 2)]),
     ("tiled_out", 513, [2100], [(2, 3)]),
+    # qdense_int8_rule's edges: 16 pairs over 2 bits and 9 over 3 stay bit-planes, 20 over 4
+    # and 5 over 5 bits go int8 (the rule before stop 54, int8 past 8 pairs, counts 3, not 2)
+    ("edges", 50, [40, 30, 20, 6], [(8, 2), (5, 4), (1, 5), (3, 3)]),
 ]
 # low-bit dense layers with the pre-tiled alternative under --lowbit=planes and auto
 TILED_LAYERS = {"tiled": 2, "tiled_out": 1}
