@@ -230,9 +230,9 @@ static const RtCubin *pick_cubin(const bnn_model *m, int major, int minor) {
     return best;
 }
 
-/* grid dimension d of step s for a batch. */
 #define GRID_Y_MAX 65535u /* blocks a grid holds in y (and z) */
 
+/* grid dimension d of step s for a batch. */
 static uint64_t grid_dim(const BlobStep *s, int d, int batch) {
     const BlobGridDim *g = &s->grid[d];
     return g->base + ((uint64_t)batch * g->per_batch + g->div - 1) / g->div;
@@ -253,11 +253,11 @@ static unsigned launch_grid_x(const RtCuda *c, const BlobStep *s, int batch) {
 static unsigned launch_grid_y(const RtCuda *c, int i, const BlobStep *s, int batch, unsigned gx) {
     uint64_t y = grid_dim(s, 1, batch);
     if (s->flags & BLOB_STEP_ONE_WAVE) {
-        const uint64_t cap = c->wave[i] == 0 ? GRID_Y_MAX : c->wave[i] >= gx ? c->wave[i] / gx : 1;
+        uint64_t cap = c->wave[i] == 0 ? GRID_Y_MAX : c->wave[i] >= gx ? c->wave[i] / gx : 1;
+        if (cap > GRID_Y_MAX)
+            cap = GRID_Y_MAX;
         if (y > cap)
             y = cap;
-        if (y > GRID_Y_MAX)
-            y = GRID_Y_MAX;
     }
     return (unsigned)y;
 }

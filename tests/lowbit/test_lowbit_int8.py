@@ -7,16 +7,16 @@ activation quants, odd K and N, an i32 output layer behind a float epilogue; two
 enough for the pre-tiled bit-plane GEMM's batch alternative, which the GPU runs at batch 1025) and kwsmlp_w3a3,
 each compiled at -O3 with --lowbit=int8, --lowbit=planes and --lowbit=auto: the -O3 report must
 count the layers of each kind (int8: every low-bit dense layer; planes: none; auto: those with
-more than 4 activation bits or more than 16 plane pairs: lower.c qdense_int8_rule), the outputs at batch 1, 3 and 67 must be byte-identical to
-`bnnrun --reference` and so to each other. Low-bit CNNs likewise (cnn_models: w4a4 with a
+more than 4 activation bits or more than 16 plane pairs: lower.c qdense_int8_rule), the outputs
+at batch 1, 3 and 67 must be byte-identical to `bnnrun --reference` and so to each other. Low-bit CNNs likewise (cnn_models: w4a4 with a
 signed activation's non-zero pad code and an i32 output conv, w8a8 on u8 codes beside a bipolar
 layer that stays bit-planes, a w4a4 conv writing packed bits for a binary conv, qcnn_tail's
 dilated conv of unsigned weights): with GPU targets the report must count the convolutions of
 each kind (qgemm_s8.cu Q8_CONV; none without a GPU target, nor for a conv with a float chain);
 the bit-plane halo kernels of a w1a4 and a w2a2 layer must compile without spills; a tune file
 that turns each convolution with a choice to the other kind (cnn_kinds) must do so, the outputs
-unchanged; the rule's kinds at 15-16 plane pairs and where no halo tile fits (rule_kinds); the pre-tiled
-bit-plane GEMM's first batch below and from 8 plane pairs (tiled_from).
+unchanged; the rule's kinds at 15-16 plane pairs and where no halo tile fits (rule_kinds); the
+pre-tiled bit-plane GEMM's first batch below and from 8 plane pairs (tiled_from).
 With GPU targets (sm_90a, sm_80) NVRTC builds the
 int8 kernels (CUBINs non-empty); --device gpu runs those blobs on the GPU (exit 77 without one)
 and compares them with the CPU path too. --lowbit=int8 on a CNN whose dense layer reads a
