@@ -75,6 +75,7 @@ typedef struct Lower {
     int min_sm;           /* the lowest target's sm (0: no GPU target) */
     bool sm90a;           /* a target is sm_90a (wgmma kernels, in that CUBIN only) */
     int nqgemm_tiled;     /* qgemm steps with a pre-tiled batch alternative (qgemm_tiled_alt) */
+    int nqgemm_int8_wide; /* int8 qgemm steps with a 128 x 128 tile batch alternative (qgemm_int8_wide_alt) */
     int ncast_affines;    /* casts whose affines run in their GPU pass (fuse_cast_affines) */
     int ngap_denses;      /* pools of bits computed in the dense kernel after them (fuse_gap_dense) */
     int tiled_kernel; /* codegen_tiled_kernel of the options: which pre-tiled GEMM the targets run */
@@ -4617,6 +4618,36 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
     L->nqgemm_tiled++;
 }
 
+/* The int8 qgemm step si's batch alternative on 128 x 128 tiles (qgemm_s8.cu Q8_BM = Q8_BN = 128,
+ * 8 warps of 64 x 32, four stages in 80 KiB of dynamic shared memory: two blocks an SM) from the
+ * batch that gives QGEMM_INT8_WIDE_TILES of them: a k step's fragments serve twice the MMAs of
+ * the 64 x 128 tile's warps and a stage's bytes twice the products. H200, docs/perf.md stop 55:
+ * 1024 x 4096 x 4096 0.1080 -> 0.0642 ms (256 tiles), 8192^3 2.84 -> 1.93 ms; at 256 x 4096 x
+ * 4096 (64 tiles) 0.0298 -> 0.0450, slower. Where the output has fewer than 128 channels, none. */
+#define QGEMM_INT8_WIDE_TILES 256
+static void qgemm_int8_wide_alt(Lower *L, int si, int tslot) {
+    const LStep *st = &L->steps[si];
+    const int64_t O = st->s.qgemm.n;
+    if (O < 128)
+        return;
+    const uint32_t ntn = (uint32_t)((O + 127) / 128), from = 128 * ((QGEMM_INT8_WIDE_TILES + ntn - 1) / ntn);
+    char *defines = str_printf("%s#define Q8_BM 128\n#define Q8_BN 128\n#define Q8_DYN 1\n#define Q8_STAGES 4\n",
+                               st->k.defines);
+    LStep *alt = new_batch_alt(L, si, from); /* (st may dangle from here) */
+    name_kernel(L, alt, "qgemm8w");
+    alt->k.family = KERNEL_Q8;
+    /* the main step's defines with its name replaced by the alternative's (the first line) */
+    const char *rest = strchr(defines, '\n');
+    alt->k.defines = str_printf("#define Q8_NAME %s%s", alt->k.name, rest);
+    free(defines);
+    BlobGridDim grid[3] = {{ntn, 0, 1}, {0, 1, 128}, {1, 0, 1}};
+    uint32_t block[3] = {256, 1, 1};
+    /* qgemm_s8.cu Q8_SMEM: 4 stages of 256 rows of 80 bytes, more than the 128 x 129 int32 tile */
+    blob_step_set_kernel(&alt->s, alt->k.name, grid, block, 4u * 256u * 80u);
+    add_planes_args(alt, 1, tslot);
+    L->nqgemm_int8_wide++;
+}
+
 /* qdense: one qgemm step; its i32 result, its codes as bit-planes or int8 bytes (with
  * thresholds: the format the next layers read, codes_int8), or, when a one-level threshold to
  * packed bits is its only reader, those bits directly (one plane). The step runs on bit-planes
@@ -4688,7 +4719,8 @@ static int lower_qdense(Lower *L, const Node *n) {
     int64_t levels = qp.epi == 2 ? qp.levels : 1, yb = qp.epi == 2 ? qp.yb : 1;
     /* The GPU, the batch items as the kernel's M rows (one row per item); arguments (A, W, M, T,
      * dir, Y), T and dir null for the i32 result. int8: qgemm_s8.cu, 64 x 128 tiles of 256
-     * threads, grid (ceil(N/128), ceil(batch/64)). Bit-planes: bgemm_planes.cu, one warp per
+     * threads, grid (ceil(N/128), ceil(batch/64)) (and 128 x 128 ones from a large batch:
+     * qgemm_int8_wide_alt). Bit-planes: bgemm_planes.cu, one warp per
      * 16 x 32 tile, grid (ceil(N/32), ceil(batch/16)). */
     name_kernel(L, st, "qgemm");
     if (int8) {
@@ -4715,10 +4747,15 @@ static int lower_qdense(Lower *L, const Node *n) {
         uint32_t block[3] = {32, 1, 1};
         blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
     }
-    add_planes_args(st, 1, st->s.slot[BLOB_SLOT_X0].space != BLOB_SPACE_NONE ? BLOB_SLOT_X0 : BLOB_SLOT_P0);
+    const int tslot = st->s.slot[BLOB_SLOT_X0].space != BLOB_SPACE_NONE ? BLOB_SLOT_X0 : BLOB_SLOT_P0;
+    add_planes_args(st, 1, tslot);
+    const int si = (int)(st - L->steps); /* the alternatives' new steps may move L->steps */
+    if (int8 && L->min_sm >= 80 && tunable_alts(L, n, qdense_tunable(L, n) ? 2 : 1))
+        qgemm_int8_wide_alt(L, si, tslot);
     if (!int8 && !img && qp.yformat != BLOB_CODES_INT8 && tunable_alts(L, n, qdense_tunable(L, n) ? 2 : 1) &&
         L->min_sm >= 80 && O >= QGEMM_TILED_MIN_N && K >= QGEMM_TILED_MIN_K)
-        qgemm_tiled_alt(L, (int)(st - L->steps), wp, K, wb, wsigned, bipolar, levels, yb);
+        qgemm_tiled_alt(L, si, wp, K, wb, wsigned, bipolar, levels, yb);
+    st = &L->steps[si];
     free(wp);
     if (qdense_tunable(L, n)) { /* candidate 0 the cost model's kind, 1 the other */
         static const char *const kinds[2] = {"bit-planes (bgemm_planes.cu)", INT8_CANDIDATE};
@@ -6222,6 +6259,10 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                        : L.sm90a           ? "wgmma on sm_90a, mma.sync on the other targets"
                                            : "mma.sync",
                        QGEMM_TILED_MIN_TILES);
+        if (L.nqgemm_int8_wide)
+            buf_printf(o->report, "codegen: %d int8 dense layers run 128 x 128 tiles (qgemm_s8.cu) from the batch "
+                                  "that fills %d of them on (a batch alternative)\n",
+                       L.nqgemm_int8_wide, QGEMM_INT8_WIDE_TILES);
         if (L.ncast_affines)
             buf_printf(o->report, "codegen: %d casts to f32 run with the affine steps after them in one GPU pass "
                                   "(cast_affine)\n",

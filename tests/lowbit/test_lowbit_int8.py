@@ -16,7 +16,9 @@ each kind (qgemm_s8.cu Q8_CONV; none without a GPU target, nor for a conv with a
 the bit-plane halo kernels of a w1a4 and a w2a2 layer must compile without spills; a tune file
 that turns each convolution with a choice to the other kind (cnn_kinds) must do so, the outputs
 unchanged; the rule's kinds at 15-16 plane pairs and where no halo tile fits (rule_kinds); the
-pre-tiled bit-plane GEMM's first batch below and from 8 plane pairs (tiled_from).
+pre-tiled bit-plane GEMM's first batch below and from 8 plane pairs (tiled_from); the int8 layers'
+128 x 128 tiles from the batch that fills 256 of them (wide_from; the GPU runs the wide models at
+batch 1025 on them, bit-planes and bytes out).
 With GPU targets (sm_90a, sm_80) NVRTC builds the
 int8 kernels (CUBINs non-empty); --device gpu runs those blobs on the GPU (exit 77 without one)
 and compares them with the CPU path too. --lowbit=int8 on a CNN whose dense layer reads a
@@ -87,18 +89,28 @@ MODELS = [
     # qdense_int8_rule's edges: 16 pairs over 2 bits and 9 over 3 stay bit-planes, 20 over 4
     # and 5 over 5 bits go int8 (the rule before stop 54, int8 past 8 pairs, counts 3, not 2)
     ("edges", 50, [40, 30, 20, 6], [(8, 2), (5, 4), (1, 5), (3, 3)]),
+    # an int8 layer of 4096 outputs, whose 128 x 128 tiles the GPU runs from batch 1024 on (256
+    # of them; lower.c qgemm_int8_wide_alt), writing bit-planes for a bit-plane layer (wide) or
+    # bytes for an int8 one (wide_bytes)
+    # (w1a5 over 16 inputs: the lowbit pass checks every reachable accumulator of each channel)
+    ("wide", 16, [4096, 6], [(1, 5), (2, 3)]),
+    ("wide_bytes", 16, [4096, 6], [(1, 5), (1, 6)]),
 ]
 # low-bit dense layers with the pre-tiled alternative under --lowbit=planes and auto
 TILED_LAYERS = {"tiled": 2, "tiled_out": 1}
+WIDE_FROM = 1024  # the batch from which the wide models' int8 layer runs 128 x 128 tiles
 
 
-def want_layers(bits):
-    """Layers per mode: (int8 under auto, low-bit dense layers in all)."""
-    return sum(a > 4 or w * a > 16 for w, a in bits), len(bits)
+def want_layers(bits, widths):
+    """Layers per mode: (int8 under auto, low-bit dense layers in all, int8 layers with 128 x 128
+    tiles as a batch alternative under --lowbit=int8 (128 outputs or more) and under auto)."""
+    auto = [a > 4 or w * a > 16 for w, a in bits]
+    return (sum(auto), len(bits), sum(o >= 128 for o in widths),
+            sum(o >= 128 and i8 for o, i8 in zip(widths, auto)))
 
 
 def compile_blob(tmp, model, mode, targets, extra=()):
-    """The blob; its (int8, plane, pre-tiled) dense layer counts; its qgemm alternatives
+    """The blob; its (int8, plane, pre-tiled, int8 on 128 x 128 tiles) dense layer counts; its qgemm alternatives
     (qgemm_alts); how many casts run with their affines in one GPU pass (cast_affine). (None,
     None, None, None) when bnncc failed."""
     blob = os.path.join(tmp, f"{os.path.basename(model)}.{mode}.{targets.replace(',', '_')}.bin")
@@ -108,7 +120,9 @@ def compile_blob(tmp, model, mode, targets, extra=()):
         return None, None, None, None
     m = re.search(r"low-bit dense layers: (\d+) on int8 MMA .*?, (\d+) as bit-planes", p.stderr)
     t = re.search(r"codegen: (\d+) bit-plane dense layers run the pre-tiled GEMM", p.stderr)
-    counts = ((int(m.group(1)), int(m.group(2))) if m else (0, 0)) + (int(t.group(1)) if t else 0,)
+    w = re.search(r"codegen: (\d+) int8 dense layers run 128 x 128 tiles", p.stderr)
+    counts = ((int(m.group(1)), int(m.group(2))) if m else (0, 0)) + (int(t.group(1)) if t else 0,
+                                                                        int(w.group(1)) if w else 0)
     f = re.search(r"codegen: (\d+) casts to f32 run with the affine steps after them", p.stderr)
     return blob, counts, qgemm_alts(p.stderr), int(f.group(1)) if f else 0
 
@@ -154,17 +168,17 @@ def mismatch(want, have):
 
 
 def check(tmp, name, model, xs, counts, device, gpu_targets):
-    """counts: {mode: (int8 layers, plane layers, pre-tiled alternatives)} expected in the report,
-    for each mode checked."""
+    """counts: {mode: (int8 layers, plane layers, pre-tiled alternatives, int8 128 x 128
+    alternatives)} expected in the report, for each mode checked."""
     results = {}
     wants = {}  # the reference's outputs, once per input
     for mode in counts:
         blob, got, _, _ = compile_blob(tmp, model, mode, "cpu")
         if not blob:
             return
-        if got != counts[mode][:2] + (0,):
-            return fail(f"{name} --lowbit={mode}: (int8, planes, pre-tiled) layers {got}, want {counts[mode]} "
-                        f"(no pre-tiled alternative without a GPU target)")
+        if got != counts[mode][:2] + (0, 0):
+            return fail(f"{name} --lowbit={mode}: (int8, planes, pre-tiled, int8 128 x 128) layers {got}, want "
+                        f"{counts[mode]} (no alternative without a GPU target)")
         runs = [(blob, "cpu")]
         if gpu_targets or device == "gpu":
             gblob, got, alts, fused = compile_blob(tmp, model, mode, "sm_90a,sm_80")
@@ -174,8 +188,8 @@ def check(tmp, name, model, xs, counts, device, gpu_targets):
             if fused != (name != "kwsmlp_w3a3"):
                 return fail(f"{name} --lowbit={mode} for sm_90a,sm_80: {fused} cast_affine passes")
             if got != counts[mode]:
-                return fail(f"{name} --lowbit={mode} for sm_90a,sm_80: (int8, planes, pre-tiled) layers {got}, "
-                            f"want {counts[mode]}")
+                return fail(f"{name} --lowbit={mode} for sm_90a,sm_80: (int8, planes, pre-tiled, int8 128 x 128) "
+                            f"layers {got}, want {counts[mode]}")
             bad = check_alts(alts, counts[mode][2], "sm_90a,sm_80")
             if bad:
                 return fail(f"{name} --lowbit={mode} for sm_90a,sm_80: {bad}")
@@ -414,6 +428,25 @@ def tiled_from(tmp):
     print("ok: the pre-tiled alternative from batch 1024 (64 tiles) at 2 plane pairs, 512 (32 tiles) at 8")
 
 
+def wide_from(tmp):
+    """The int8 layers' 128 x 128 tiles (lower.c qgemm_int8_wide_alt): a batch alternative right
+    after its step, from the batch that fills 256 of them (wide's 4096 outputs: 32 column tiles,
+    from batch 1024; w4a4's 130: 2, from 16384), none for fewer than 128 outputs."""
+    froms = []
+    for name in ("wide", "w4a4"):
+        p = run([BNNCC, "-O3", "--lowbit=int8", "--target=sm_90a,sm_80", "--report", os.path.join(tmp, name + ".onnx"),
+                 "-o", os.path.join(tmp, "wide_from.bin")])
+        if p.returncode:
+            return fail(f"wide_from: bnncc {name}: {p.stderr.strip()}")
+        froms += [(name, int(b), int(a) - int(m)) for a, b, m in re.findall(
+            r"plan: step (\d+) qgemm \(kernel s\d+_qgemm8w, the GPU's from batch (\d+) instead of step (\d+)'s\)",
+            p.stderr)]
+    want = [("wide", 1024, 1), ("w4a4", 16384, 1)]
+    if froms != want:
+        return fail(f"wide_from: (model, from batch, steps after its own) {froms}, want {want}")
+    print("ok: the int8 128 x 128 tiles from batch 1024 at 4096 outputs, 16384 at 130, none below 128")
+
+
 def planes_spills(tmp):
     """The bit-plane halo kernel's larger tiles (its batch alternatives, 8 warps) of layers with
     more accumulators than w1a2's (w1a4, w2a2) compile without a stack frame or spills for sm_90a
@@ -514,9 +547,10 @@ def main():
         for i, (name, k0, widths, bits) in enumerate(MODELS):
             model = os.path.join(tmp, name + ".onnx")
             onnx.save(mlp(name, np.random.default_rng(100 + i), k0, widths, bits, signed_in=i % 2), model)
-            auto, total = want_layers(bits)
+            auto, total, wide, wide_auto = want_layers(bits, widths)
             tiled = TILED_LAYERS.get(name, 0)
-            counts = {"int8": (total, 0, 0), "planes": (0, total, tiled), "auto": (auto, total - auto, tiled)}
+            counts = {"int8": (total, 0, 0, wide), "planes": (0, total, tiled, 0),
+                      "auto": (auto, total - auto, tiled, wide_auto)}
             if name in slow:
                 counts = {"auto": counts["auto"]}
             rng = np.random.default_rng(i)
@@ -524,21 +558,24 @@ def main():
             # on a GPU batch 1025 runs the pre-tiled alternative (nine row tiles, the last of one
             # row; the CPU path has nothing batch-dependent there, and the reference at 1025 rows
             # is slow under ASan)
-            batches = ((1, 67, 1025) if device == "gpu" else (1, 67)) if tiled else (1, 3, 67)
+            # (the wide models' 128 x 128 tiles likewise at 1025: nine row tiles)
+            big = tiled or name.startswith("wide")
+            batches = ((1, 67, WIDE_FROM + 1) if device == "gpu" else (1, 67)) if big else (1, 3, 67)
             check(tmp, name, model, [inputs(rng, k0, b) for b in batches], counts, device,
-                  name in ("w4a4", "mixed", "tiled", "tiled_out"))
+                  name in ("w4a4", "mixed", "tiled", "tiled_out", "wide", "wide_bytes"))
         kws = os.path.join(SHARED, "models", "qonnx", "kwsmlp_w3a3.onnx")
         if os.path.exists(kws) and not a.sanitized:
             # kwsmlp stays float in the lowbit pass (its float sums round near level boundaries,
             # docs/passes.md): no low-bit dense layer, so every mode gives the same float plan.
             rng = np.random.default_rng(9)
             xs = [rng.uniform(-110, 110, size=(b, 1, 10, 49)).astype(np.float32) for b in (1, 3, 67)]
-            check(tmp, "kwsmlp_w3a3", kws, xs, {m: (0, 0, 0) for m in ("int8", "planes", "auto")}, device, False)
+            check(tmp, "kwsmlp_w3a3", kws, xs, {m: (0, 0, 0, 0) for m in ("int8", "planes", "auto")}, device, False)
         for name, build, shape, counts in CNN_MODELS:
             check_cnn(tmp, name, build, shape, counts, device, a.sanitized)
         if not a.sanitized:
             planes_spills(tmp)
             tiled_from(tmp)
+            wide_from(tmp)
             tuned_kinds(tmp, device)
             rule_kinds(tmp, device)
         refused(tmp)

@@ -47,7 +47,7 @@ static void bnn_q8_cp16(void *dst, const void *src, bool ok) {
         memset(dst, 0, 16);
 }
 static void bnn_q8_commit(void) {}
-static _Alignas(16) unsigned char emu_dsmem[96 * 1024]; /* Q8_DYN kernels' shared memory */
+static _Alignas(16) unsigned char emu_dsmem[128 * 1024]; /* Q8_DYN kernels' shared memory */
 #define bnn_q8_dyn_smem() emu_dsmem
 /* ldmatrix .x4: every lane's row address through the barrier, then each lane reads its words. */
 static const unsigned char *emu_ldsm_row[256];
@@ -137,6 +137,43 @@ static void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
 #define Q8_EPI 2
 #define Q8_L 1
 #define Q8_YB 1
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+/* The 128 x 128 tile (dynamic shared memory): bytes, planes and int32 out. */
+#define Q8_NAME emu_w8a8_bytes_t128
+#define Q8_N 300
+#define Q8_LD 320
+#define Q8_XB 8
+#define Q8_EPI 2
+#define Q8_L 255
+#define Q8_YB 8
+#define Q8_YFMT 1
+#define Q8_BM 128
+#define Q8_BN 128
+#define Q8_DYN 1
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+#define Q8_NAME emu_w4a3_planes_t128
+#define Q8_N 257
+#define Q8_LD 192
+#define Q8_XB 3
+#define Q8_EPI 2
+#define Q8_L 7
+#define Q8_YB 3
+#define Q8_BM 128
+#define Q8_BN 128
+#define Q8_DYN 1
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+#define Q8_NAME emu_a5_i32_t128
+#define Q8_N 129
+#define Q8_LD 128
+#define Q8_XB 5
+#define Q8_EPI 1
+#define Q8_BM 128
+#define Q8_BN 128
+#define Q8_DYN 1
+#define Q8_BK 128
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 
 /* Convolutions (Q8_CONV): S_* describe a case, Q8_* follow from it as lower_qconv_int8 writes
@@ -334,14 +371,23 @@ typedef struct Spec {
     Q8Kernel fn;
     const char *name;
     int n, k, xb, wlo, whi, epi, l, yb, yfmt;
+    int bm; /* the block tile's rows (its columns 8192 / bm, or 128 with 128 rows and dynamic shared memory) */
+    bool dyn;
+    bool even; /* levels evenly spaced (a quantizer's), some never reached, else sampled sums */
 } Spec;
 
 static const Spec specs[] = {
-    {emu_w4a4_bytes, "w4a4, bytes out", 300, 1000, 4, -8, 7, 2, 15, 4, 1},
-    {emu_w8a8_planes, "w8a8 (u8 codes), planes out", 257, 255, 8, -128, 127, 2, 255, 8, 0},
-    {emu_a3_i32, "w1a3 bipolar, int32, one stage", 10, 37, 3, -1, 1, 1, 1, 1, 0},
-    {emu_a8_counts, "w3a8, counts as int32", 129, 150, 8, -4, 3, 3, 7, 3, 0},
-    {emu_a2_planes1, "unsigned w5 a2, one plane out", 33, 100, 2, 0, 31, 2, 1, 1, 0},
+    {emu_w4a4_bytes, "w4a4, bytes out", 300, 1000, 4, -8, 7, 2, 15, 4, 1, 64, false, false},
+    {emu_w8a8_planes, "w8a8 (u8 codes), planes out", 257, 255, 8, -128, 127, 2, 255, 8, 0, 64, false, false},
+    {emu_a3_i32, "w1a3 bipolar, int32, one stage", 10, 37, 3, -1, 1, 1, 1, 1, 0, 64, false, false},
+    {emu_a8_counts, "w3a8, counts as int32", 129, 150, 8, -4, 3, 3, 7, 3, 0, 64, false, false},
+    {emu_a2_planes1, "unsigned w5 a2, one plane out", 33, 100, 2, 0, 31, 2, 1, 1, 0, 64, false, false},
+    {emu_w8a8_bytes_t128, "w8a8, 128 x 128 tile, bytes out", 300, 300, 8, -128, 127, 2, 255, 8, 1, 128, true, false},
+    {emu_w4a3_planes_t128, "w4a3, 128 x 128 tile, planes out", 257, 170, 3, -8, 7, 2, 7, 3, 0, 128, true, false},
+    {emu_a5_i32_t128, "w2a5, 128 x 128 tile, K stages of 128, int32", 129, 100, 5, -2, 1, 1, 1, 1, 0, 128, true, false},
+    {emu_w8a8_bytes_t128, "w8a8, 128 x 128 tile, bytes out, even levels", 300, 300, 8, -128, 127, 2, 255, 8, 1, 128, true,
+     true},
+    {emu_w8a8_planes, "w8a8 (u8 codes), planes out, even levels", 257, 255, 8, -128, 127, 2, 255, 8, 0, 64, false, true},
 };
 
 static uint32_t rng_state = 777;
@@ -407,8 +453,15 @@ static void check_spec(const Spec *s, int M) {
     int32_t *t = malloc((size_t)(N * s->l + N) * 4), *dir = t + N * s->l; /* thresholds, then dir */
     for (int64_t n = 0; n < N; n++) {
         dir[n] = rnd(0, 1) ? 1 : -1;
+        /* even: a quantizer's levels, step apart from a sampled sum, a few off the line; in
+         * every third channel the top quarter never reached (lowbit's INT32_MAX; folded, an
+         * always-reached INT32_MIN where the channel falls) */
+        const int base = acc[rnd(0, M * (int)N - 1)], step = rnd(1, 400);
         for (int l = 0; l < s->l; l++)
-            t[n * s->l + l] = acc[rnd(0, M * (int)N - 1)] + rnd(-2, 2);
+            t[n * s->l + l] = !s->even                          ? acc[rnd(0, M * (int)N - 1)] + rnd(-2, 2)
+                              : n % 3 == 0 && 4 * l >= 3 * s->l ? INT32_MAX
+                                                                : base + (l - s->l / 2) * step * dir[n] +
+                                                                      (rnd(0, 9) ? 0 : rnd(-step, step));
     }
     size_t bytes = s->epi != 2 ? (size_t)(M * N) * 4
                    : s->yfmt    ? (size_t)(M * blob_int8_ld(N))
@@ -426,7 +479,9 @@ static void check_spec(const Spec *s, int M) {
     }
     memset(got, 0xa5, bytes);
     int32_t *ts = folded_levels(t, dir, N, s->l);
-    launch(s->fn, (unsigned)(N + 127) / 128, (unsigned)(M + 63) / 64, A, (const signed char *)W, M, ts, dir, got);
+    const int bn = s->dyn ? 128 : 8192 / s->bm;
+    launch(s->fn, (unsigned)((N + bn - 1) / bn), (unsigned)((M + s->bm - 1) / s->bm), A, (const signed char *)W, M, ts,
+           dir, got);
     free(ts);
     size_t bad = 0, first = bytes;
     for (size_t i = 0; i < bytes; i++)
@@ -574,7 +629,7 @@ int main(void) {
     };
     for (size_t i = 0; i < sizeof convs / sizeof *convs; i++)
         check_conv(&convs[i]);
-    static const int Ms[] = {1, 3, 67, 130};
+    static const int Ms[] = {1, 3, 67, 130, 260};
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++)
         for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++)
             check_spec(&specs[i], Ms[m]);

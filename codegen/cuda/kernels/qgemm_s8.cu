@@ -17,7 +17,9 @@
 //   bits, padding words zero: bgemm_planes.cu's A), Q8_YFMT 1 bytes Y[M][round64(N)] (zero
 //   bytes past N: this kernel's A); 3 the counts as int32 Y[M][Q8_N].
 // Block tile Q8_BM x Q8_BN (64 x 128, or 128 x 64 for narrow layers), 8 warps of 32 x 32
-// (2 m16 x 4 n8 MMA tiles each); K in stages of Q8_BK bytes (64, or 128 for the convolutions)
+// (2 m16 x 4 n8 MMA tiles each); or 128 x 128 (with Q8_DYN: its accumulators alone take 66 KiB),
+// 8 warps of 64 x 32 (4 m16 x 4 n8: a k step's fragments serve twice the MMAs, and a stage's
+// bytes from L2 twice the products of 64 x 128); K in stages of Q8_BK bytes (64, or 128 for the convolutions)
 // staged through shared memory by 16-byte cp.async (zero-filled past M and N), a ring of
 // Q8_STAGES; rows padded by 16 bytes so the fragments' ldmatrix hits 32 distinct banks. Grid
 // (ceil(N/Q8_BN), ceil(M/Q8_BM)), 256 threads; static shared memory (45 KiB at Q8_BK 64), or
@@ -178,10 +180,12 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #endif
 #define Q8_ROW (Q8_BK + 16) // bytes of a staged row: 16 of padding spread a matrix's rows over the banks
 #define Q8_CPR (Q8_BK / 16) // 16-byte chunks a row
-#if Q8_BM * Q8_BN != 8192 || (Q8_BM != 64 && Q8_BM != 128)
-#error "qgemm_s8.cu: the block tile is 64 x 128 or 128 x 64"
+#if !((Q8_BM * Q8_BN == 8192 && (Q8_BM == 64 || Q8_BM == 128)) || (Q8_BM == 128 && Q8_BN == 128 && Q8_DYN))
+#error "qgemm_s8.cu: the block tile is 64 x 128, 128 x 64 or (with Q8_DYN) 128 x 128"
 #endif
-#define Q8_WN (Q8_BN / 32) // warps along N
+#define Q8_WN (Q8_BN / 32)           // warps along N, each 32 columns
+#define Q8_WTM (Q8_BM * Q8_BN / 256) // a warp's rows: 32, or 64 in the 128 x 128 tile
+#define Q8_MI (Q8_WTM / 16)          // its m16 tiles
 #define Q8_KT (Q8_LD / Q8_BK)
 #define Q8_LDY ((Q8_N + 255) / 256 * 8)
 #define Q8_LDY8 ((Q8_N + 63) / 64 * 64)
@@ -213,7 +217,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     __shared__ __align__(16) unsigned char smem[Q8_SMEM];
 #endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-    const int wm = warp / Q8_WN, wn = warp % Q8_WN; // each warp 32 rows x 32 columns
+    const int wm = warp / Q8_WN, wn = warp % Q8_WN; // each warp Q8_WTM rows x 32 columns
     // A convolution's row tiles run along x (2^31 - 1 blocks: batch x pixels / Q8_BM passes
     // 65,535 at a large batch), a GEMM's along y.
     const int m0 = (Q8_CONV ? blockIdx.x : blockIdx.y) * Q8_BM, n0 = (Q8_CONV ? blockIdx.y : blockIdx.x) * Q8_BN;
@@ -276,8 +280,8 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     } while (0)
 #endif
 
-    int acc[2][4][4];
-    for (int i = 0; i < 2; i++)
+    int acc[Q8_MI][4][4];
+    for (int i = 0; i < Q8_MI; i++)
         for (int j = 0; j < 4; j++)
             for (int e = 0; e < 4; e++)
                 acc[i][j][e] = 0;
@@ -298,14 +302,14 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
             // tile = a0..a3; W: (n 0-7, k 0-15), (0-7, 16-31), (8-15, 0-15), (8-15, 16-31) of
             // each pair of n8 tiles = b0, b1 of the first, b0, b1 of the second. Rows 80 or 144
             // bytes apart: a matrix's 8 rows fall in distinct banks.
-            unsigned a[2][4], b[2][4]; // b[j / 2][2 (j % 2)..]: n8 tile j's b0, b1
-            for (int i = 0; i < 2; i++)
-                bnn_q8_ldsm4(a[i], sa + (wm * 32 + 16 * i + (lane & 7) + ((lane >> 3) & 1) * 8) * Q8_ROW + kk +
+            unsigned a[Q8_MI][4], b[2][4]; // b[j / 2][2 (j % 2)..]: n8 tile j's b0, b1
+            for (int i = 0; i < Q8_MI; i++)
+                bnn_q8_ldsm4(a[i], sa + (wm * Q8_WTM + 16 * i + (lane & 7) + ((lane >> 3) & 1) * 8) * Q8_ROW + kk +
                                        (lane >> 4) * 16);
             for (int j = 0; j < 2; j++)
                 bnn_q8_ldsm4(b[j], sw + (wn * 32 + 16 * j + (lane & 7) + (lane >> 4) * 8) * Q8_ROW + kk +
                                        ((lane >> 3) & 1) * 16);
-            for (int i = 0; i < 2; i++)
+            for (int i = 0; i < Q8_MI; i++)
                 for (int j = 0; j < 4; j++)
                     bnn_q8_mma(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j / 2][2 * (j % 2)],
                                b[j / 2][2 * (j % 2) + 1], Q8_XB > 7);
@@ -315,9 +319,9 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     __syncthreads(); // the stages are dead: the accumulators go to shared memory
     int *tile = (int *)smem;
 #define Q8_TILE(r, c) tile[(r) * (Q8_BN + 1) + (c)]
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < Q8_MI; i++)
         for (int j = 0; j < 4; j++) {
-            const int r = wm * 32 + 16 * i + g, c = wn * 32 + 8 * j + 2 * t;
+            const int r = wm * Q8_WTM + 16 * i + g, c = wn * 32 + 8 * j + 2 * t;
             Q8_TILE(r, c) = acc[i][j][0];
             Q8_TILE(r, c + 1) = acc[i][j][1];
             Q8_TILE(r + 8, c) = acc[i][j][2];
@@ -347,8 +351,8 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     // The counts as the next layer's image planes: one (row, 32 channels) word set a thread,
     // consecutive rows in a warp (its tile reads in distinct banks); plane b of the image, the
     // pixel's Q8_LDYW words.
-    {
-        const int r = tid % Q8_BM, wq = tid / Q8_BM, m = m0 + r, nw = n0 / 32 + wq;
+    for (int e = tid; e < Q8_BM * Q8_WN; e += BNN_Q8_THREADS) {
+        const int r = e % Q8_BM, wq = e / Q8_BM, m = m0 + r, nw = n0 / 32 + wq;
         if (m < M) {
             unsigned word[Q8_YB];
             for (int b = 0; b < Q8_YB; b++)
@@ -378,8 +382,8 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     }
 #elif Q8_YFMT == 0
     // The counts as the next layer's bit-planes: one (row, 32 channels) word set a thread.
-    {
-        const int r = tid / Q8_WN, wq = tid % Q8_WN, m = m0 + r, nw = n0 / 32 + wq;
+    for (int e = tid; e < Q8_BM * Q8_WN; e += BNN_Q8_THREADS) {
+        const int r = e / Q8_WN, wq = e % Q8_WN, m = m0 + r, nw = n0 / 32 + wq;
         if (m < M) {
             unsigned word[Q8_YB];
             for (int b = 0; b < Q8_YB; b++)
@@ -436,6 +440,8 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_BM
 #undef Q8_BN
 #undef Q8_WN
+#undef Q8_WTM
+#undef Q8_MI
 #undef Q8_KT
 #undef Q8_LDY
 #undef Q8_LDY8
