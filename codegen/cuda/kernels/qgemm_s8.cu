@@ -17,13 +17,14 @@
 //   bits, padding words zero: bgemm_planes.cu's A), Q8_YFMT 1 bytes Y[M][round64(N)] (zero
 //   bytes past N: this kernel's A); 3 the counts as int32 Y[M][Q8_N].
 // Block tile Q8_BM x Q8_BN (64 x 128, or 128 x 64 for narrow layers), 8 warps of 32 x 32
-// (2 m16 x 4 n8 MMA tiles each); or 128 x 128 (with Q8_DYN: its accumulators alone take 66 KiB),
-// 8 warps of 64 x 32 (4 m16 x 4 n8: a k step's fragments serve twice the MMAs, and a stage's
-// bytes from L2 twice the products of 64 x 128); K in stages of Q8_BK bytes (64, or 128 for the convolutions)
-// staged through shared memory by 16-byte cp.async (zero-filled past M and N), a ring of
-// Q8_STAGES; rows padded by 16 bytes so the fragments' ldmatrix hits 32 distinct banks. Grid
-// (ceil(N/Q8_BN), ceil(M/Q8_BM)), 256 threads; static shared memory (45 KiB at Q8_BK 64), or
-// with Q8_DYN 1 Q8_SMEM bytes of dynamic shared memory (83 KiB at Q8_BK 128).
+// (2 m16 x 4 n8 MMA tiles each); or 128 x 128 (with Q8_DYN: its accumulators alone take 66
+// KiB), 8 warps of 64 x 32 (4 m16 x 4 n8: a k step's fragments serve twice the MMAs, and a
+// stage's bytes from L2 twice the products of 64 x 128). K in stages of Q8_BK bytes (64, or 128
+// for the convolutions) staged through shared memory by 16-byte cp.async (zero-filled past M
+// and N), a ring of Q8_STAGES; rows padded by 16 bytes so the fragments' ldmatrix hits 32
+// distinct banks. Grid (ceil(N/Q8_BN), ceil(M/Q8_BM)), 256 threads; static shared memory (45
+// KiB at Q8_BK 64), or with Q8_DYN 1 Q8_SMEM bytes of dynamic shared memory (83 KiB at Q8_BK
+// 128; 80 KiB for the 128 x 128 tile's 4 stages of 64).
 //
 // With Q8_CONV 1 the same GEMM is a convolution (qconv2d on int8, docs/kernels.md "Low-bit
 // convolution on int8 MMA"): row m an output pixel (image, oy, ox) of the batch, K the
