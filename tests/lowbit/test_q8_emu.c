@@ -282,6 +282,38 @@ CONV_CASE(conv_w8a8, 8, 3, 9, 11, 32, 3, 3, 2, 2, 1, 1, 1, 1, 5, 6, 0, 1, 1, 1, 
 #define Q8_YPLANE 128
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 CONV_CASE(conv_w3a3, 3, 300, 5, 6, 130, 2, 3, 1, 2, 1, 2, 2, 1, 4, 4, 3, 2, 7, 3, 16, 8, 64)
+/* the same on the 128 x 128 tile (rows past M and channels past O in both blocks) */
+#define Q8_CONV 1
+#define Q8_NAME emu_conv_w3a3_t128
+#define Q8_N 130
+#define Q8_BK 128
+#define Q8_DYN 1
+#define Q8_LD 3072
+#define Q8_XB 3
+#define Q8_EPI 2
+#define Q8_L 7
+#define Q8_YB 3
+#define Q8_BM 128
+#define Q8_BN 128
+#define Q8_H 5
+#define Q8_W 6
+#define Q8_C 300
+#define Q8_CB 512
+#define Q8_KH 2
+#define Q8_KW 3
+#define Q8_SH 1
+#define Q8_SW 2
+#define Q8_PT 1
+#define Q8_PL 2
+#define Q8_DH 2
+#define Q8_DW 1
+#define Q8_OH 4
+#define Q8_OW 4
+#define Q8_PAD 3
+#define Q8_LDYW 8
+#define Q8_YPLANE 128
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+CONV_CASE(conv_w3a3_t128, 3, 300, 5, 6, 130, 2, 3, 1, 2, 1, 2, 2, 1, 4, 4, 3, 2, 7, 3, 16, 8, 128)
 #define Q8_U_NAME emu_unpack_w3a3
 #define Q8_U_XB 3
 #define Q8_U_PIX 30
@@ -516,6 +548,7 @@ typedef struct ConvSpec {
     const int *g; /* CONV_CASE's numbers */
     const char *name;
     int wlo, whi, images;
+    int bn; /* the block tile's columns: 0 for 8192 / its rows, or 128 */
 } ConvSpec;
 
 /* One convolution case: codes -> image planes (as the quantize step writes them) -> the
@@ -597,7 +630,8 @@ static void check_conv(const ConvSpec *s) {
                                                                                          << (o % 32);
                 }
     memset(got, 0xa5, nbytes);
-    launch(s->fn, (unsigned)(M + bm - 1) / bm, (unsigned)(O + 8192 / bm - 1) / (8192 / bm), bytes,
+    const int bn = s->bn ? s->bn : 8192 / bm;
+    launch(s->fn, (unsigned)(M + bm - 1) / bm, (unsigned)(O + bn - 1) / bn, bytes,
            (const signed char *)W8, M, ts, dir, got);
     size_t bad = 0, first = nbytes;
     for (size_t i = 0; i < nbytes; i++)
@@ -621,11 +655,13 @@ static void check_conv(const ConvSpec *s) {
 int main(void) {
     emu_fiber_barrier_init(&block_bar, 256);
     static const ConvSpec convs[] = {
-        {emu_conv_w4a4, emu_unpack_w4a4, conv_w4a4_geom, "conv w4a4 3x3, pad code 5, planes out", -8, 7, 3},
-        {emu_conv_w8a8, emu_unpack_w8a8, conv_w8a8_geom, "conv w8a8 (u8) 3x3/2 over 3 channels, int32 out", -128, 127, 2},
-        {emu_conv_w3a3, emu_unpack_w3a3, conv_w3a3_geom, "conv w3a3 2x3, dilation, uneven pads, 300 channels", -4, 3, 1},
-        {emu_conv_b1out, emu_unpack_b1out, conv_b1out_geom, "conv unsigned w4 a5, one plane out", 0, 15, 5},
-        {emu_conv_a8out, emu_unpack_a8out, conv_a8out_geom, "conv w8a8, 255 levels, 8 planes out, K stages of 128", -128, 127, 2},
+        {emu_conv_w4a4, emu_unpack_w4a4, conv_w4a4_geom, "conv w4a4 3x3, pad code 5, planes out", -8, 7, 3, 0},
+        {emu_conv_w8a8, emu_unpack_w8a8, conv_w8a8_geom, "conv w8a8 (u8) 3x3/2 over 3 channels, int32 out", -128, 127, 2, 0},
+        {emu_conv_w3a3, emu_unpack_w3a3, conv_w3a3_geom, "conv w3a3 2x3, dilation, uneven pads, 300 channels", -4, 3, 1, 0},
+        {emu_conv_w3a3_t128, emu_unpack_w3a3, conv_w3a3_t128_geom, "conv w3a3 as above, 128 x 128 tile, 9 images", -4, 3,
+         9, 128},
+        {emu_conv_b1out, emu_unpack_b1out, conv_b1out_geom, "conv unsigned w4 a5, one plane out", 0, 15, 5, 0},
+        {emu_conv_a8out, emu_unpack_a8out, conv_a8out_geom, "conv w8a8, 255 levels, 8 planes out, K stages of 128", -128, 127, 2, 0},
     };
     for (size_t i = 0; i < sizeof convs / sizeof *convs; i++)
         check_conv(&convs[i]);
