@@ -4631,15 +4631,13 @@ static void qgemm_int8_wide_alt(Lower *L, int si, int tslot) {
     if (O < 128)
         return;
     const uint32_t ntn = (uint32_t)((O + 127) / 128), from = 128 * ((QGEMM_INT8_WIDE_TILES + ntn - 1) / ntn);
-    char *defines = str_printf("%s#define Q8_BM 128\n#define Q8_BN 128\n#define Q8_DYN 1\n#define Q8_STAGES 4\n",
-                               st->k.defines);
     LStep *alt = new_batch_alt(L, si, from); /* (st may dangle from here) */
     name_kernel(L, alt, "qgemm8w");
     alt->k.family = KERNEL_Q8;
-    /* the main step's defines with its name replaced by the alternative's (the first line) */
-    const char *rest = strchr(defines, '\n');
-    alt->k.defines = str_printf("#define Q8_NAME %s%s", alt->k.name, rest);
-    free(defines);
+    /* the main step's defines past their first line (its name), then the tile's */
+    alt->k.defines = str_printf("#define Q8_NAME %s%s#define Q8_BM 128\n#define Q8_BN 128\n#define Q8_DYN 1\n"
+                                "#define Q8_STAGES 4\n",
+                                alt->k.name, strchr(L->steps[si].k.defines, '\n'));
     BlobGridDim grid[3] = {{ntn, 0, 1}, {0, 1, 128}, {1, 0, 1}};
     uint32_t block[3] = {256, 1, 1};
     /* qgemm_s8.cu Q8_SMEM: 4 stages of 256 rows of 80 bytes, more than the 128 x 129 int32 tile */

@@ -110,8 +110,8 @@ def want_layers(bits, widths):
 
 
 def compile_blob(tmp, model, mode, targets, extra=()):
-    """The blob; its (int8, plane, pre-tiled, int8 on 128 x 128 tiles) dense layer counts; its qgemm alternatives
-    (qgemm_alts); how many casts run with their affines in one GPU pass (cast_affine). (None,
+    """The blob; its (int8, plane, pre-tiled, int8 on 128 x 128 tiles) dense layer counts; its
+    qgemm alternatives (qgemm_alts); how many casts run with their affines in one GPU pass (cast_affine). (None,
     None, None, None) when bnncc failed."""
     blob = os.path.join(tmp, f"{os.path.basename(model)}.{mode}.{targets.replace(',', '_')}.bin")
     p = run([BNNCC, "-O3", f"--lowbit={mode}", f"--target={targets}", "--report", model, "-o", blob, *extra])
@@ -441,7 +441,7 @@ def wide_from(tmp):
         froms += [(name, int(b), int(a) - int(m)) for a, b, m in re.findall(
             r"plan: step (\d+) qgemm \(kernel s\d+_qgemm8w, the GPU's from batch (\d+) instead of step (\d+)'s\)",
             p.stderr)]
-    want = [("wide", 1024, 1), ("w4a4", 16384, 1)]
+    want = [("wide", WIDE_FROM, 1), ("w4a4", 16384, 1)]
     if froms != want:
         return fail(f"wide_from: (model, from batch, steps after its own) {froms}, want {want}")
     print("ok: the int8 128 x 128 tiles from batch 1024 at 4096 outputs, 16384 at 130, none below 128")

@@ -403,23 +403,22 @@ typedef struct Spec {
     Q8Kernel fn;
     const char *name;
     int n, k, xb, wlo, whi, epi, l, yb, yfmt;
-    int bm; /* the block tile's rows (its columns 8192 / bm, or 128 with 128 rows and dynamic shared memory) */
-    bool dyn;
+    int bm, bn; /* the block tile: bn 0 for 8192 / bm, or 128 (128 x 128, dynamic shared memory) */
     bool even; /* levels evenly spaced (a quantizer's), some never reached, else sampled sums */
 } Spec;
 
 static const Spec specs[] = {
-    {emu_w4a4_bytes, "w4a4, bytes out", 300, 1000, 4, -8, 7, 2, 15, 4, 1, 64, false, false},
-    {emu_w8a8_planes, "w8a8 (u8 codes), planes out", 257, 255, 8, -128, 127, 2, 255, 8, 0, 64, false, false},
-    {emu_a3_i32, "w1a3 bipolar, int32, one stage", 10, 37, 3, -1, 1, 1, 1, 1, 0, 64, false, false},
-    {emu_a8_counts, "w3a8, counts as int32", 129, 150, 8, -4, 3, 3, 7, 3, 0, 64, false, false},
-    {emu_a2_planes1, "unsigned w5 a2, one plane out", 33, 100, 2, 0, 31, 2, 1, 1, 0, 64, false, false},
-    {emu_w8a8_bytes_t128, "w8a8, 128 x 128 tile, bytes out", 300, 300, 8, -128, 127, 2, 255, 8, 1, 128, true, false},
-    {emu_w4a3_planes_t128, "w4a3, 128 x 128 tile, planes out", 257, 170, 3, -8, 7, 2, 7, 3, 0, 128, true, false},
-    {emu_a5_i32_t128, "w2a5, 128 x 128 tile, K stages of 128, int32", 129, 100, 5, -2, 1, 1, 1, 1, 0, 128, true, false},
-    {emu_w8a8_bytes_t128, "w8a8, 128 x 128 tile, bytes out, even levels", 300, 300, 8, -128, 127, 2, 255, 8, 1, 128, true,
+    {emu_w4a4_bytes, "w4a4, bytes out", 300, 1000, 4, -8, 7, 2, 15, 4, 1, 64, 0, false},
+    {emu_w8a8_planes, "w8a8 (u8 codes), planes out", 257, 255, 8, -128, 127, 2, 255, 8, 0, 64, 0, false},
+    {emu_a3_i32, "w1a3 bipolar, int32, one stage", 10, 37, 3, -1, 1, 1, 1, 1, 0, 64, 0, false},
+    {emu_a8_counts, "w3a8, counts as int32", 129, 150, 8, -4, 3, 3, 7, 3, 0, 64, 0, false},
+    {emu_a2_planes1, "unsigned w5 a2, one plane out", 33, 100, 2, 0, 31, 2, 1, 1, 0, 64, 0, false},
+    {emu_w8a8_bytes_t128, "w8a8, 128 x 128 tile, bytes out", 300, 300, 8, -128, 127, 2, 255, 8, 1, 128, 128, false},
+    {emu_w4a3_planes_t128, "w4a3, 128 x 128 tile, planes out", 257, 170, 3, -8, 7, 2, 7, 3, 0, 128, 128, false},
+    {emu_a5_i32_t128, "w2a5, 128 x 128 tile, K stages of 128, int32", 129, 100, 5, -2, 1, 1, 1, 1, 0, 128, 128, false},
+    {emu_w8a8_bytes_t128, "w8a8, 128 x 128 tile, bytes out, even levels", 300, 300, 8, -128, 127, 2, 255, 8, 1, 128, 128,
      true},
-    {emu_w8a8_planes, "w8a8 (u8 codes), planes out, even levels", 257, 255, 8, -128, 127, 2, 255, 8, 0, 64, false, true},
+    {emu_w8a8_planes, "w8a8 (u8 codes), planes out, even levels", 257, 255, 8, -128, 127, 2, 255, 8, 0, 64, 0, true},
 };
 
 static uint32_t rng_state = 777;
@@ -485,15 +484,19 @@ static void check_spec(const Spec *s, int M) {
     int32_t *t = malloc((size_t)(N * s->l + N) * 4), *dir = t + N * s->l; /* thresholds, then dir */
     for (int64_t n = 0; n < N; n++) {
         dir[n] = rnd(0, 1) ? 1 : -1;
-        /* even: a quantizer's levels, step apart from a sampled sum, a few off the line; in
-         * every third channel the top quarter never reached (lowbit's INT32_MAX; folded, an
+        if (!s->even) {
+            for (int l = 0; l < s->l; l++)
+                t[n * s->l + l] = acc[rnd(0, M * (int)N - 1)] + rnd(-2, 2);
+            continue;
+        }
+        /* a quantizer's levels, step apart from a sampled sum, a few off the line; in every
+         * third channel the top quarter never reached (lowbit's INT32_MAX; folded, an
          * always-reached INT32_MIN where the channel falls) */
         const int base = acc[rnd(0, M * (int)N - 1)], step = rnd(1, 400);
         for (int l = 0; l < s->l; l++)
-            t[n * s->l + l] = !s->even                          ? acc[rnd(0, M * (int)N - 1)] + rnd(-2, 2)
-                              : n % 3 == 0 && 4 * l >= 3 * s->l ? INT32_MAX
-                                                                : base + (l - s->l / 2) * step * dir[n] +
-                                                                      (rnd(0, 9) ? 0 : rnd(-step, step));
+            t[n * s->l + l] = n % 3 == 0 && 4 * l >= 3 * s->l
+                                  ? INT32_MAX
+                                  : base + (l - s->l / 2) * step * dir[n] + (rnd(0, 9) ? 0 : rnd(-step, step));
     }
     size_t bytes = s->epi != 2 ? (size_t)(M * N) * 4
                    : s->yfmt    ? (size_t)(M * blob_int8_ld(N))
@@ -511,7 +514,7 @@ static void check_spec(const Spec *s, int M) {
     }
     memset(got, 0xa5, bytes);
     int32_t *ts = folded_levels(t, dir, N, s->l);
-    const int bn = s->dyn ? 128 : 8192 / s->bm;
+    const int bn = s->bn ? s->bn : 8192 / s->bm;
     launch(s->fn, (unsigned)((N + bn - 1) / bn), (unsigned)((M + s->bm - 1) / s->bm), A, (const signed char *)W, M, ts,
            dir, got);
     free(ts);
