@@ -4,11 +4,12 @@ step with bits or codes out, docs/kernels.md "The stem") the GPU kernel lists fo
 whose interval [sum - m, sum + m] holds one of the channel's thresholds (m the staged-window kernel's
 bound, BnnConvBits and BnnChainK::exact_consts in float_ops.cu: REL * ||x||_2 * ||w||_2 + ABS *
 (K * xmax + sqrt(K) ||w||_2), REL from the kernel's KP and its MMAs a k step, TERMS, and with
-TERMS 2 also ||x||_2 * ||w - fp16(w)||_2), and every sum of a channel without a threshold form
-(mode 3); with codes out, the levels' thresholds. Both TERMS are counted. Counted on the CPU
+TERMS 2 also ||x||_2 * ||w - fp16(w)||_2, with TERMS 1 that and the input's rounding, 2^-11 * ||x||_2 *
+(||w||_2 + ||w - fp16(w)||_2) + 2^-25 * sqrt(K) * (||w||_2 + ||w - fp16(w)||_2)), and every sum of a channel without a threshold form
+(mode 3); with codes out, the levels' thresholds. All three TERMS are counted. Counted on the CPU
 from the blob's weights and chain, with float64 sums, on random normal inputs (BLOB compiled for
 that input shape), for the kernel's blocks of 8 x 16 pixels x 64 channels (WIN), whose lists hold
-31 sums for bits, 127 for codes (more are recomputed by the block itself). No GPU needed."""
+31 sums for bits, 127 for codes (255 with TERMS 1; more are recomputed by the block itself). No GPU needed."""
 import argparse
 import struct
 
@@ -63,11 +64,13 @@ def main():
     xnorm = np.sqrt((cols ** 2).sum(1))[:, None, :]
     dlo = np.sqrt(((w32 - w32.astype(np.float16).astype(np.float64)) ** 2).sum(1))[None, :, None]
     ty, tx = (oh + 7) // 8, (ow + 15) // 16
-    listq = 127 if levels else 31
     for kp in a.kp or [kp_blob]:
-        for terms in (3, 2):
+        for terms in (3, 2, 1):
+            listq = (255 if terms == 1 else 127) if levels else 31
             rel, abs_ = 2.0 * (17.0 * terms * (kp // 16) + k + 16.0) * 2.0 ** -23, 2.0 * 2.0 ** -23
-            m = rel * xnorm * wabs + abs_ * (k * xmax + np.sqrt(k) * wabs) + (xnorm * dlo if terms == 2 else 0)
+            m = rel * xnorm * wabs + abs_ * (k * xmax + np.sqrt(k) * wabs) + (xnorm * dlo if terms < 3 else 0)
+            if terms == 1:
+                m = m + (2.0 ** -11 * xnorm + 2.0 ** -25 * np.sqrt(k)) * (wabs + dlo)
             near = np.zeros(s.shape, bool)
             for t in ts:
                 near |= (s - m <= t) & (s + m >= t)

@@ -1232,7 +1232,8 @@ template <class F> struct BnnConvBits {
     // the margin, so twice the sums are listed: XNOR ResNet-18's stem at batch 256 on an H200
     // 0.706 -> 0.637 ms, its fixup 0.086 -> 0.115, the model -3.6 %; with codes out (LV > 0,
     // three thresholds a sum can be near) the fixup grew more than the conv saved (the w1a2
-    // ResNet's 0.880 -> 0.813 and 0.162 -> 0.237 ms), so they keep three (docs/perf.md stop 43).
+    // ResNet's 0.880 -> 0.813 and 0.162 -> 0.237 ms), so they keep three (docs/perf.md stop 43;
+    // stop 56: with one, hi(x) * hi(w), the conv 0.760 -> 0.652 ms and the fixup 0.111 -> 0.365).
     static constexpr int TERMS = !F::SPLIT ? 1 : F::EXACT && F::WIN && !F::LV ? 2 : 3;
     // |sum - ref| <= m = REL * P + ABS * (K * xmax + sum|w|) (+ ||x||_2 dlo with TERMS 2),
     // P = sum |x_i w_i| (<= xmax sum|w|, and <= ||x||_2 ||w||_2): each mma of 16 products may

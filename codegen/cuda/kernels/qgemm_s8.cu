@@ -104,11 +104,15 @@ extern __shared__ __align__(16) unsigned char bnn_q8_dsmem[];
 // m = -1 for a falling channel, else 0: v <= t is ~v >= ~t): the number of u[l] <= v ^ m, by a
 // binary search of pow2 (the largest power of two <= levels) first: 8 loads for 255 levels,
 // where counting them one by one took 255 (a w8a8 MLP's epilogues were most of its time).
+// Without branches (a step past the last level loads the last one and keeps the count), so that
+// the searches of a word's 32 channels, unrolled, overlap their loads.
 __device__ __forceinline__ int bnn_q8_count_sorted(int v, const int *u, int levels, int pow2) {
     int count = 0;
-    for (int step = pow2; step > 0; step >>= 1)
-        if (count + step <= levels && u[count + step - 1] <= v)
-            count += step;
+#pragma unroll
+    for (int step = pow2; step > 0; step >>= 1) {
+        const int next = count + step;
+        count = next <= levels && u[(next < levels ? next : levels) - 1] <= v ? next : count;
+    }
     return count;
 }
 #endif
@@ -199,6 +203,18 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #define Q8_POW2 (Q8_L >= 128 ? 128 : Q8_L >= 64 ? 64 : Q8_L >= 32 ? 32 : Q8_L >= 16 ? 16 : Q8_L >= 8 ? 8 : Q8_L >= 4 ? 4 : Q8_L >= 2 ? 2 : 1)
 // The count of channel n for accumulator v (bnn_q8_count_sorted over T's folded levels).
 #define Q8_COUNT(v, n) bnn_q8_count_sorted((v) ^ (dir[n] < 0 ? -1 : 0), T + (n) * Q8_L, Q8_L, Q8_POW2)
+// The Q8_YB plane words (bit i: channel n0 + 32 wq + i) of row r's counts: the 32 searches
+// unrolled, a channel past N searching the last one's levels and dropped, so that their loads
+// overlap (a loop with a break at N chained 32 searches' dependent loads: the int8 convs'
+// epilogue, docs/perf.md stop 56).
+#define Q8_WORDS(word, r, wq)                                                                                \
+    do {                                                                                                     \
+        _Pragma("unroll") for (int i = 0; i < 32; i++) {                                                     \
+            const int n = n0 + 32 * (wq) + i, nc = n < Q8_N ? n : Q8_N - 1;                                  \
+            const unsigned on = n < Q8_N, count = (unsigned)Q8_COUNT(Q8_TILE(r, 32 * (wq) + i), nc);         \
+            _Pragma("unroll") for (int b = 0; b < Q8_YB; b++) (word)[b] |= (count >> b & on) << i;           \
+        }                                                                                                    \
+    } while (0)
 #if Q8_CONV
 #define Q8_CELLS (Q8_OH * Q8_OW)
 #define Q8_TAPS (Q8_KH * Q8_KW)
@@ -358,14 +374,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
             unsigned word[Q8_YB];
             for (int b = 0; b < Q8_YB; b++)
                 word[b] = 0u;
-            for (int i = 0; i < 32; i++) {
-                const int n = n0 + 32 * wq + i;
-                if (n >= Q8_N)
-                    break;
-                const int count = Q8_COUNT(Q8_TILE(r, 32 * wq + i), n);
-                for (int b = 0; b < Q8_YB; b++)
-                    word[b] |= (unsigned)((count >> b) & 1) << i;
-            }
+            Q8_WORDS(word, r, wq);
             const long long cell = m % Q8_CELLS;
             unsigned *yrow = (unsigned *)Y + (long long)(m / Q8_CELLS) * Q8_YB * Q8_YPLANE + cell * Q8_LDYW;
             const bool last = wq == Q8_WN - 1 && n0 + Q8_BN >= Q8_N; // the last column block's last word
@@ -389,14 +398,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
             unsigned word[Q8_YB];
             for (int b = 0; b < Q8_YB; b++)
                 word[b] = 0u;
-            for (int i = 0; i < 32; i++) {
-                const int n = n0 + 32 * wq + i;
-                if (n >= Q8_N)
-                    break;
-                const int count = Q8_COUNT(Q8_TILE(r, 32 * wq + i), n);
-                for (int b = 0; b < Q8_YB; b++)
-                    word[b] |= (unsigned)((count >> b) & 1) << i;
-            }
+            Q8_WORDS(word, r, wq);
             unsigned *yrow = (unsigned *)Y + (size_t)m * Q8_YB * Q8_LDY;
             for (int b = 0; b < Q8_YB; b++) {
                 if (nw < Q8_LDY)
@@ -454,6 +456,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_CPR
 #undef Q8_POW2
 #undef Q8_COUNT
+#undef Q8_WORDS
 #if Q8_CONV
 #undef Q8_CELLS
 #undef Q8_TAPS
