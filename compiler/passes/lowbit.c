@@ -332,7 +332,9 @@ static double odd_mantissa(float f) {
 }
 
 /* Thresholds t[L] and dir so that the count of passed levels equals levels[acc - amin] for
- * every acc in [amin, amax]. False when the levels are not monotone in acc. */
+ * every acc in [amin, amax]. False when the levels are not monotone in acc. One pass over the
+ * accumulators, not one a level: with 255 levels over a million accumulators a channel (a w8a8
+ * layer over 64 inputs) the pass a level took most of the compile (docs/perf.md stop 56). */
 static bool fit_levels(const int32_t *lv, int64_t amin, int64_t amax, int64_t L, int32_t *t,
                        int8_t *dir) {
     int64_t n = amax - amin + 1;
@@ -344,26 +346,41 @@ static bool fit_levels(const int32_t *lv, int64_t amin, int64_t amax, int64_t L,
     if (!up && !down)
         return false;
     *dir = up ? 1 : -1;
+    /* Level l's threshold: (up) the first accumulator reaching it, which moves right as l
+     * grows; (down) the last one at it or above, which moves left. */
+    int64_t i = up ? 0 : n - 1;
     for (int64_t l = 1; l <= L; l++) {
         int32_t tl;
-        if (up) { /* the first accumulator reaching level l */
-            int64_t i = 0;
+        if (up) {
             while (i < n && lv[i] < l)
                 i++;
             tl = i == n ? INT32_MAX : i == 0 ? INT32_MIN : (int32_t)(amin + i);
-        } else { /* the last accumulator at level l or above */
-            int64_t i = n - 1;
+        } else {
             while (i >= 0 && lv[i] < l)
                 i--;
             tl = i < 0 ? INT32_MIN : i == n - 1 ? INT32_MAX : (int32_t)(amin + i);
         }
         t[l - 1] = tl;
     }
-    for (int64_t i = 0; i < n; i++) {
-        int64_t acc = amin + i, count = 0;
-        for (int64_t l = 0; l < L; l++)
-            count += up ? acc >= t[l] : acc <= t[l];
-        if (count != lv[i])
+    /* Check every accumulator's count against its level: the thresholds are sorted (rising
+     * for up, falling for down, or the count below is not theirs), so the count is a prefix of
+     * them, which moves one way as acc grows. */
+    for (int64_t l = 1; l < L; l++)
+        if (up ? t[l] < t[l - 1] : t[l] > t[l - 1])
+            return false;
+    int64_t passed = 0; /* up: the t[l] <= acc; down: the t[l] >= acc, both a prefix of l */
+    if (!up)
+        while (passed < L && amin <= t[passed])
+            passed++;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t acc = amin + j;
+        if (up)
+            while (passed < L && t[passed] <= acc)
+                passed++;
+        else
+            while (passed > 0 && t[passed - 1] < acc)
+                passed--;
+        if (passed != lv[j])
             return false;
     }
     return true;
