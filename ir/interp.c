@@ -77,7 +77,14 @@ static void alloc_tensor(Tensor *t, const Type *type) {
     t->data = xcalloc(t->nbytes ? t->nbytes : 1, 1);
 }
 
-static int64_t numel(const Tensor *t) { return type_numel(&t->type, 1); }
+/* type_numel(&t->type, 1), inline: the element loops' bounds (a call an element was 7 % of
+ * the lowbit pass's compile of a w8a8 layer, docs/perf.md stop 56). */
+static inline int64_t numel(const Tensor *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->type.rank; i++)
+        n *= t->type.dim[i] == DIM_BATCH ? 1 : t->type.dim[i];
+    return n;
+}
 static float *f32s(const Tensor *t) { return (float *)t->data; }
 static int32_t *i32s(const Tensor *t) { return (int32_t *)t->data; }
 static int64_t *i64s(const Tensor *t) { return (int64_t *)t->data; }
@@ -401,31 +408,49 @@ static int run_threshold(const Node *n, Tensor **in, Tensor *y) {
 
 /* ---------------------------------------------------------------- quantisation */
 
-static float round_by_mode(float v, const char *mode) {
+/* QONNX rounding modes, named once an op (not compared as strings an element). */
+typedef enum { RM_ROUND, RM_CEIL, RM_FLOOR, RM_TO_ZERO, RM_UP, RM_HALF_UP, RM_HALF_DOWN } RoundMode;
+
+static RoundMode round_mode(const char *mode) {
     if (strcmp(mode, "ROUND") == 0)
-        return nearbyintf(v); /* half to even in the default rounding mode */
+        return RM_ROUND;
     if (strcmp(mode, "CEIL") == 0)
-        return ceilf(v);
+        return RM_CEIL;
     if (strcmp(mode, "FLOOR") == 0)
-        return floorf(v);
+        return RM_FLOOR;
     if (strcmp(mode, "ROUND_TO_ZERO") == 0 || strcmp(mode, "DOWN") == 0)
-        return truncf(v);
+        return RM_TO_ZERO;
     if (strcmp(mode, "UP") == 0)
-        return v < 0 ? floorf(v) : ceilf(v);
+        return RM_UP;
+    if (strcmp(mode, "HALF_UP") == 0)
+        return RM_HALF_UP;
+    if (strcmp(mode, "HALF_DOWN") == 0)
+        return RM_HALF_DOWN;
+    unreachable("rounding mode %s passed the verifier", mode);
+}
+
+static float round_by_mode(float v, RoundMode mode) {
+    switch (mode) {
+    case RM_ROUND: return nearbyintf(v); /* half to even in the default rounding mode */
+    case RM_CEIL: return ceilf(v);
+    case RM_FLOOR: return floorf(v);
+    case RM_TO_ZERO: return truncf(v);
+    case RM_UP: return v < 0 ? floorf(v) : ceilf(v);
+    case RM_HALF_UP:
+    case RM_HALF_DOWN: break;
+    }
     /* HALF_UP / HALF_DOWN: ties away from / toward zero. The fraction v - trunc(v) is exact,
      * unlike floor(|v| + 0.5), which rounds just below a half up. */
     float t = truncf(v), frac = fabsf(v - t);
     float away = v < 0 ? t - 1.0f : t + 1.0f;
-    if (strcmp(mode, "HALF_UP") == 0)
+    if (mode == RM_HALF_UP)
         return frac >= 0.5f ? away : t;
-    if (strcmp(mode, "HALF_DOWN") == 0)
-        return frac > 0.5f ? away : t;
-    unreachable("rounding mode %s passed the verifier", mode);
+    return frac > 0.5f ? away : t;
 }
 
 /* Quant's level of x before its dequantization: clamp(round(x / scale + zeropt), lo, hi), each
  * operation rounded on its own (NaN stays NaN). */
-static float quant_level(float x, float scale, float zeropt, int64_t lo, int64_t hi, const char *mode) {
+static float quant_level(float x, float scale, float zeropt, int64_t lo, int64_t hi, RoundMode mode) {
     float q = round_by_mode(x / scale + zeropt, mode);
     return q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
 }
@@ -444,7 +469,7 @@ static int run_quant(const Node *n, Tensor **in, Tensor *y) {
     if (get_bitwidth(n, in[3], "bitwidth", 1, &bits))
         return -1;
     bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
-    const char *mode = attr_str(n, "rounding", "ROUND");
+    const RoundMode mode = round_mode(attr_str(n, "rounding", "ROUND"));
     int64_t lo, hi;
     quant_range(bits, is_signed, narrow, &lo, &hi);
     const Type *ty = &y->type;
@@ -467,7 +492,7 @@ static int run_quantize(const Node *n, Tensor **in, Tensor *y) {
     if (bits > 24)
         return fail(n, "bitwidth %d: quantize holds at most 24-bit codes", bits);
     bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
-    const char *mode = attr_str(n, "rounding", "ROUND");
+    const RoundMode mode = round_mode(attr_str(n, "rounding", "ROUND"));
     int64_t lo, hi;
     quant_range(bits, is_signed, narrow, &lo, &hi);
     const Type *ty = &y->type;
@@ -490,7 +515,7 @@ static int run_trunc(const Node *n, Tensor **in, Tensor *y) {
         return -1;
     if (out_bits > in_bits)
         return fail(n, "out_bitwidth %d exceeds in_bitwidth %d", out_bits, in_bits);
-    const char *mode = attr_str(n, "rounding", "FLOOR");
+    const RoundMode mode = round_mode(attr_str(n, "rounding", "FLOOR"));
     float shift = ldexpf(1.0f, in_bits - out_bits);
     const Type *ty = &y->type;
     int64_t idx[MAX_RANK] = {0};
@@ -1083,7 +1108,7 @@ static void quantize_into(const Node *n, Tensor *y, Tensor *codes) {
     int bits = (int)attr_int(n, "quant_bits", 8);
     bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
     bool dequant = attr_int(n, "dequant", 0) != 0;
-    const char *mode = attr_str(n, "rounding", "ROUND");
+    const RoundMode mode = round_mode(attr_str(n, "rounding", "ROUND"));
     float scale = attr_float(n, "quant_scale", 1.0f), zeropt = attr_float(n, "quant_zero", 0.0f);
     int64_t lo, hi;
     quant_range(bits, is_signed, narrow, &lo, &hi);

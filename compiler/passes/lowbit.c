@@ -310,15 +310,20 @@ static Graph *build_channel_graph(const Node *dense, const Chain *ch, int64_t c)
     return mg;
 }
 
-/* Levels (quantize's index, or the bit) the chain gives for each float input. */
+/* Levels (quantize's index, or the bit) the chain gives for each float input, RUN_CHUNK
+ * inputs a run: the interpreter's buffers then stay small enough to be reused and cached
+ * (a run of a million inputs mapped fresh pages for every op). */
+enum { RUN_CHUNK = 8192 };
 static int run_channel(Graph *mg, const float *xs, int64_t count, int32_t *levels) {
-    int64_t d[2] = {count, 1};
-    Tensor in = {make_type(TY_F32, 2, d), (void *)xs, (size_t)count * sizeof *xs}, out;
-    if (interp_run(mg, &in, &out))
-        return -1;
-    for (int64_t i = 0; i < count; i++)
-        levels[i] = out.type.dtype == TY_B1 ? bit_get(out.data, i) : ((int32_t *)out.data)[i];
-    free_tensor(&out);
+    for (int64_t at = 0; at < count; at += RUN_CHUNK) {
+        int64_t m = count - at < RUN_CHUNK ? count - at : RUN_CHUNK, d[2] = {m, 1};
+        Tensor in = {make_type(TY_F32, 2, d), (void *)(xs + at), (size_t)m * sizeof *xs}, out;
+        if (interp_run(mg, &in, &out))
+            return -1;
+        for (int64_t i = 0; i < m; i++)
+            levels[at + i] = out.type.dtype == TY_B1 ? bit_get(out.data, i) : ((int32_t *)out.data)[i];
+        free_tensor(&out);
+    }
     return 0;
 }
 
@@ -431,15 +436,22 @@ static bool compute_layer(Layer *ly, const Chain *ch, int64_t L, int32_t *t, int
     *nambig = 0;
     int nchan = 0;
     bool ok = true;
-    for (int64_t o = 0; o < ly->O && ok; o++) {
+    /* One set of buffers for the layer's largest range (a fresh one a channel spent its time
+     * mapping pages) */
+    int64_t nbuf = 1;
+    for (int64_t o = 0; o < ly->O; o++) {
         int64_t n = ly->amax[o] - ly->amin[o] + 1;
         if (n > MAX_RANGE) {
             snprintf(why, whylen, "channel %lld: %lld accumulators to check (more than 2^22)",
                      (long long)o, (long long)n);
             return false;
         }
-        float *lo = xmalloc((size_t)n * sizeof *lo), *hi = xmalloc((size_t)n * sizeof *hi);
-        int32_t *l1 = xmalloc((size_t)n * sizeof *l1), *l2 = xmalloc((size_t)n * sizeof *l2);
+        nbuf = n > nbuf ? n : nbuf;
+    }
+    float *lo = xmalloc((size_t)nbuf * sizeof *lo), *hi = xmalloc((size_t)nbuf * sizeof *hi);
+    int32_t *l1 = xmalloc((size_t)nbuf * sizeof *l1), *l2 = xmalloc((size_t)nbuf * sizeof *l2);
+    for (int64_t o = 0; o < ly->O && ok; o++) {
+        int64_t n = ly->amax[o] - ly->amin[o] + 1;
         double k = (double)ly->x->scale * (double)ly->sw[o];
         /* Rounding of the float dense, all of it, for any summation order: each term of
          * sum (v*s)(u*sw) is off by at most 3 roundings (x, w, the product) of relative
@@ -488,11 +500,11 @@ static bool compute_layer(Layer *ly, const Chain *ch, int64_t L, int32_t *t, int
             ok = false;
         }
         free_graph(mg);
-        free(lo);
-        free(hi);
-        free(l1);
-        free(l2);
     }
+    free(lo);
+    free(hi);
+    free(l1);
+    free(l2);
     if (ok && *nambig) {
         snprintf(why, whylen,
                  "%lld accumulators in %d of %lld channels lie within the float dense's "
