@@ -166,13 +166,6 @@ bool type_has_batch(const Type *t) {
     return false;
 }
 
-int64_t type_numel(const Type *t, int64_t batch) {
-    int64_t n = 1;
-    for (int i = 0; i < t->rank; i++)
-        n *= t->dim[i] == DIM_BATCH ? batch : t->dim[i];
-    return n;
-}
-
 size_t type_nbytes(const Type *t, int64_t batch) {
     int64_t n = type_numel(t, batch);
     if (t->dtype == TY_B1)

@@ -96,8 +96,14 @@ typedef struct Type {
 Type make_type(DType dtype, int rank, const int64_t *dim);
 bool type_equal(const Type *a, const Type *b);
 bool type_has_batch(const Type *t);
-/* Elements per batch item if the type has a batch dim, else total elements. */
-int64_t type_numel(const Type *t, int64_t batch);
+/* Elements per batch item if the type has a batch dim, else total elements. Inline: the
+ * reference interpreter's element loops take it as their bound. */
+static inline int64_t type_numel(const Type *t, int64_t batch) {
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= t->dim[i] == DIM_BATCH ? batch : t->dim[i];
+    return n;
+}
 /* Bytes of a tensor's canonical storage (b1: ceil(numel/8)). */
 size_t type_nbytes(const Type *t, int64_t batch);
 /* Print into buf as the text format writes it, e.g. "f32[N,1,28,28]". */
