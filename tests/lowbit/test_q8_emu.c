@@ -252,66 +252,16 @@ CONV_CASE(conv_w8a8, 8, 3, 9, 11, 32, 3, 3, 2, 2, 1, 1, 1, 1, 5, 6, 0, 1, 1, 1, 
 
 /* 2x3 kernel, dilation 2 along y, stride 2 along x, uneven pads, 300 channels (16 words), two
  * column blocks of 128, pad code 3 */
-#define Q8_CONV 1
 #define Q8_NAME emu_conv_w3a3
-#define Q8_N 130
-#define Q8_BK 128
-#define Q8_DYN 1
-#define Q8_LD 3072
-#define Q8_XB 3
-#define Q8_EPI 2
-#define Q8_L 7
-#define Q8_YB 3
 #define Q8_BM 64
-#define Q8_H 5
-#define Q8_W 6
-#define Q8_C 300
-#define Q8_CB 512
-#define Q8_KH 2
-#define Q8_KW 3
-#define Q8_SH 1
-#define Q8_SW 2
-#define Q8_PT 1
-#define Q8_PL 2
-#define Q8_DH 2
-#define Q8_DW 1
-#define Q8_OH 4
-#define Q8_OW 4
-#define Q8_PAD 3
-#define Q8_LDYW 8
-#define Q8_YPLANE 128
+#include "q8_conv_w3a3.h"
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 CONV_CASE(conv_w3a3, 3, 300, 5, 6, 130, 2, 3, 1, 2, 1, 2, 2, 1, 4, 4, 3, 2, 7, 3, 16, 8, 64)
 /* the same on the 128 x 128 tile (rows past M and channels past O in both blocks) */
-#define Q8_CONV 1
 #define Q8_NAME emu_conv_w3a3_t128
-#define Q8_N 130
-#define Q8_BK 128
-#define Q8_DYN 1
-#define Q8_LD 3072
-#define Q8_XB 3
-#define Q8_EPI 2
-#define Q8_L 7
-#define Q8_YB 3
 #define Q8_BM 128
 #define Q8_BN 128
-#define Q8_H 5
-#define Q8_W 6
-#define Q8_C 300
-#define Q8_CB 512
-#define Q8_KH 2
-#define Q8_KW 3
-#define Q8_SH 1
-#define Q8_SW 2
-#define Q8_PT 1
-#define Q8_PL 2
-#define Q8_DH 2
-#define Q8_DW 1
-#define Q8_OH 4
-#define Q8_OW 4
-#define Q8_PAD 3
-#define Q8_LDYW 8
-#define Q8_YPLANE 128
+#include "q8_conv_w3a3.h"
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 CONV_CASE(conv_w3a3_t128, 3, 300, 5, 6, 130, 2, 3, 1, 2, 1, 2, 2, 1, 4, 4, 3, 2, 7, 3, 16, 8, 128)
 #define Q8_U_NAME emu_unpack_w3a3
