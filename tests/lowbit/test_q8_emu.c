@@ -6,8 +6,9 @@
  * Every output word (padding included, the buffer poisoned first) must equal the runtime's CPU
  * GEMM on int8 codes (rt_cpu_qgemm_int8, itself checked against the interpreter by
  * test_qsteps): all three epilogues, planes and bytes out, 1 and 8 bits, odd N and K, one and
- * many K stages, batch 1, 3, 67 and 130. This checks the kernel's tiling, staging ring and
- * epilogues, not the PTX (test_planes_nvrtc, and on a GPU test_lowbit_int8.py --device gpu). */
+ * many K stages, batch 1, 3, 67 and 130, level counts of 2^k - 1 and between (the two
+ * searches). This checks the kernel's tiling, staging ring and epilogues, not the PTX
+ * (test_planes_nvrtc, and on a GPU test_lowbit_int8.py --device gpu). */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,7 +33,7 @@ static unsigned emu_frag[256][6]; /* a0..a3, b0, b1 of each thread */
 #define __global__
 #define __device__
 #define __forceinline__ static inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __restrict__ restrict
 #define __shared__ static
 #define __align__(n) _Alignas(n)
@@ -174,6 +175,27 @@ static void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
 #define Q8_BN 128
 #define Q8_DYN 1
 #define Q8_BK 128
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+/* Fewer levels than 2^YB - 1 (a MultiThreshold's own count): the clamped search. */
+#define Q8_NAME emu_l5_planes
+#define Q8_N 70
+#define Q8_LD 128
+#define Q8_XB 4
+#define Q8_EPI 2
+#define Q8_L 5
+#define Q8_YB 3
+#define Q8_YFMT 0
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+#define Q8_NAME emu_l12_bytes
+#define Q8_N 45
+#define Q8_LD 192
+#define Q8_XB 4
+#define Q8_EPI 2
+#define Q8_L 12
+#define Q8_YB 4
+#define Q8_YFMT 1
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 
 /* Convolutions (Q8_CONV): S_* describe a case, Q8_* follow from it as lower_qconv_int8 writes
@@ -369,6 +391,8 @@ static const Spec specs[] = {
     {emu_w8a8_bytes_t128, "w8a8, 128 x 128 tile, bytes out, even levels", 300, 300, 8, -128, 127, 2, 255, 8, 1, 128, 128,
      true},
     {emu_w8a8_planes, "w8a8 (u8 codes), planes out, even levels", 257, 255, 8, -128, 127, 2, 255, 8, 0, 64, 0, true},
+    {emu_l5_planes, "w3a4, 5 levels, planes out", 70, 100, 4, -4, 3, 2, 5, 3, 0, 64, 0, false},
+    {emu_l12_bytes, "w4a4, 12 levels, bytes out", 45, 150, 4, -8, 7, 2, 12, 4, 1, 64, 0, false},
 };
 
 static uint32_t rng_state = 777;

@@ -115,6 +115,15 @@ __device__ __forceinline__ int bnn_q8_count_sorted(int v, const int *u, int leve
     }
     return count;
 }
+// The same where levels = 2 pow2 - 1 (an a-bit code's 2^a - 1 levels): no step can pass the
+// last level, so none is clamped.
+__device__ __forceinline__ int bnn_q8_count_full(int v, const int *u, int pow2) {
+    int count = 0;
+#pragma unroll
+    for (int step = pow2; step > 0; step >>= 1)
+        count += u[count + step - 1] <= v ? step : 0;
+    return count;
+}
 #endif
 
 #if defined(Q8_U_NAME)
@@ -183,6 +192,13 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #ifndef Q8_DYN
 #define Q8_DYN 0 // 1: the shared memory dynamic (Q8_SMEM bytes, past 48 KiB with Q8_BK 128)
 #endif
+#ifndef Q8_MINB
+// Blocks an SM the registers are budgeted for (__launch_bounds__): two, at most 128 registers.
+// Without it the levels in shared memory took the 128 x 128 dense tile to 137 registers and the
+// full search below the convolution to 146, one block an SM and 22-26 % slower (docs/perf.md
+// stop 57); capped, neither spills.
+#define Q8_MINB 2
+#endif
 #define Q8_ROW (Q8_BK + 16) // bytes of a staged row: 16 of padding spread a matrix's rows over the banks
 #define Q8_CPR (Q8_BK / 16) // 16-byte chunks a row
 #if !((Q8_BM * Q8_BN == 8192 && (Q8_BM == 64 || Q8_BM == 128)) || (Q8_BM == 128 && Q8_BN == 128 && Q8_DYN))
@@ -201,12 +217,54 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #error "qgemm_s8.cu: Q8_BK is 64 or 128 bytes and Q8_LD a multiple of it"
 #endif
 #define Q8_POW2 (Q8_L >= 128 ? 128 : Q8_L >= 64 ? 64 : Q8_L >= 32 ? 32 : Q8_L >= 16 ? 16 : Q8_L >= 8 ? 8 : Q8_L >= 4 ? 4 : Q8_L >= 2 ? 2 : 1)
-// The count of channel n for accumulator v (bnn_q8_count_sorted over T's folded levels).
-#define Q8_COUNT(v, n) bnn_q8_count_sorted((v) ^ (dir[n] < 0 ? -1 : 0), T + (n) * Q8_L, Q8_L, Q8_POW2)
+// Where the block's channels' levels and directions fit in shared memory past the accumulator
+// tile (Q8_SLEV), the epilogue copies them there first: a search's loads are then LDS with
+// 32-bit addresses instead of LDG through L1 with 64-bit ones (the int8 conv's epilogue took 47
+// instructions an output reading them from T; docs/perf.md stop 57).
+#define Q8_TILE_BYTES (Q8_BM * (Q8_BN + 1) * 4)
+#define Q8_SLEV ((Q8_EPI == 2 || Q8_EPI == 3) && Q8_TILE_BYTES + Q8_BN * (Q8_L + 1) * 4 <= Q8_SMEM)
+#if Q8_SLEV
+#define Q8_FLIP(n) sflip[(n) - n0]
+#define Q8_LEVELS(n) (slev + ((n) - n0) * Q8_L)
+#else
+#define Q8_FLIP(n) (dir[n] < 0 ? -1 : 0)
+#define Q8_LEVELS(n) (T + (n) * Q8_L)
+#endif
+// The count of channel n for accumulator v over its folded levels: without clamps where there
+// are 2^k - 1 of them, up to 15 (at 255 the clamped search was as fast in the dense kernel and
+// the full one 18 % slower in the convolution's words below: stop 57).
+#define Q8_FULL ((Q8_L & (Q8_L + 1)) == 0 && Q8_L <= 15)
+#if Q8_FULL
+#define Q8_COUNT(v, n) bnn_q8_count_full((v) ^ Q8_FLIP(n), Q8_LEVELS(n), Q8_POW2)
+#else
+#define Q8_COUNT(v, n) bnn_q8_count_sorted((v) ^ Q8_FLIP(n), Q8_LEVELS(n), Q8_L, Q8_POW2)
+#endif
 // The Q8_YB plane words (bit i: channel n0 + 32 wq + i) of row r's counts: the 32 searches
 // unrolled, a channel past N searching the last one's levels and dropped, so that their loads
 // overlap (a loop with a break at N chained 32 searches' dependent loads: the int8 convs'
 // epilogue, docs/perf.md stop 56).
+#if Q8_FULL && Q8_L == (1 << Q8_YB) - 1
+// With 2^Q8_YB - 1 levels the search's comparisons are the count's bits, top first: each goes
+// straight into its plane's word; the channels past N are masked off the words at the end
+// (w4a4's ResNet convolutions 2-5 % faster than with the clamped search, stop 57).
+#define Q8_WORDS(word, r, wq)                                                                                \
+    do {                                                                                                     \
+        _Pragma("unroll") for (int i = 0; i < 32; i++) {                                                     \
+            const int n = n0 + 32 * (wq) + i, nc = n < Q8_N ? n : Q8_N - 1;                                  \
+            const int v = Q8_TILE(r, 32 * (wq) + i) ^ Q8_FLIP(nc);                                           \
+            const int *u = Q8_LEVELS(nc);                                                                    \
+            int count = 0;                                                                                   \
+            _Pragma("unroll") for (int b = Q8_YB - 1; b >= 0; b--) {                                         \
+                const unsigned bit = u[count + (1 << b) - 1] <= v;                                           \
+                count += (int)bit << b;                                                                      \
+                (word)[b] |= bit << i;                                                                       \
+            }                                                                                                \
+        }                                                                                                    \
+        const int past = n0 + 32 * (wq) + 32 - Q8_N; /* channels of the word past N */                       \
+        if (past > 0)                                                                                        \
+            _Pragma("unroll") for (int b = 0; b < Q8_YB; b++)(word)[b] &= past >= 32 ? 0u : ~0u >> past;     \
+    } while (0)
+#else
 #define Q8_WORDS(word, r, wq)                                                                                \
     do {                                                                                                     \
         _Pragma("unroll") for (int i = 0; i < 32; i++) {                                                     \
@@ -215,6 +273,7 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
             _Pragma("unroll") for (int b = 0; b < Q8_YB; b++) (word)[b] |= (count >> b & on) << i;           \
         }                                                                                                    \
     } while (0)
+#endif
 #if Q8_CONV
 #define Q8_CELLS (Q8_OH * Q8_OW)
 #define Q8_TAPS (Q8_KH * Q8_KW)
@@ -223,7 +282,7 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #endif
 #endif
 
-BNN_Q8_LINKAGE __global__ void __launch_bounds__(BNN_Q8_THREADS)
+BNN_Q8_LINKAGE __global__ void __launch_bounds__(BNN_Q8_THREADS, Q8_MINB)
 Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, int M,
         const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y) {
     BNN_PDL_ENTER();
@@ -242,17 +301,35 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #define Q8_AH (Q8_BM * Q8_CPR / BNN_Q8_THREADS) // A chunks a thread a stage
 #define Q8_WH (Q8_BN * Q8_CPR / BNN_Q8_THREADS) // W chunks
 #if Q8_CONV
-    // A thread's A rows (tid + 256 h) / Q8_CPR: the image's base and the window's origin, once.
-    const unsigned char *abase[Q8_AH];
-    int iy0[Q8_AH], ix0[Q8_AH];
+    // A thread's A rows (tid + 256 h) / Q8_CPR, once: the offset of the window's origin in A
+    // and which of the window's taps fall inside the image (none for a row past M). A thread's
+    // chunks of a stage share their tap and channels (c is the same for every h), so a chunk's
+    // copy is an add and a bit test: the tap's bounds a chunk took a third of the instructions
+    // (docs/perf.md stop 57).
+#if Q8_TAPS > 32
+    typedef unsigned long long q8_taps_t;
+#else
+    typedef unsigned q8_taps_t;
+#endif
+    long long aoff[Q8_AH];
+    q8_taps_t inside[Q8_AH];
+    bool arow[Q8_AH];
     for (int h = 0; h < Q8_AH; h++) {
         const int m = m0 + (tid + BNN_Q8_THREADS * h) / Q8_CPR;
         const int image = m / Q8_CELLS, cell = m % Q8_CELLS;
-        abase[h] = m < M ? A + (long long)image * (Q8_H * Q8_W * Q8_CB) : (const unsigned char *)0;
-        iy0[h] = cell / Q8_OW * Q8_SH - Q8_PT;
-        ix0[h] = cell % Q8_OW * Q8_SW - Q8_PL;
+        const int iy0 = cell / Q8_OW * Q8_SH - Q8_PT, ix0 = cell % Q8_OW * Q8_SW - Q8_PL;
+        aoff[h] = (long long)image * (Q8_H * Q8_W * Q8_CB) + (long long)(iy0 * Q8_W + ix0) * Q8_CB;
+        arow[h] = m < M;
+        inside[h] = 0;
+        for (int tap = 0; tap < Q8_TAPS; tap++) {
+            const int iy = iy0 + tap / Q8_KW * Q8_DH, ix = ix0 + tap % Q8_KW * Q8_DW;
+            if (arow[h] && iy >= 0 && iy < Q8_H && ix >= 0 && ix < Q8_W)
+                inside[h] |= (q8_taps_t)1 << tap;
+        }
     }
 #endif
+    // The thread's first W row: the others are 256 / Q8_CPR rows apart.
+    const long long woff = (long long)(n0 + tid / Q8_CPR) * Q8_LD + tid % Q8_CPR * 16;
 
     // One stage: Q8_BM A rows of Q8_BK bytes (the row's K slice, or for a convolution its taps'
     // channels) and Q8_BN W rows, in chunks of 16 bytes; rows past M or N zero-filled.
@@ -260,32 +337,37 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     do {                                                                                                     \
         unsigned char *sa = smem + (slot) * Q8_STAGE_BYTES, *sw = sa + Q8_BM * Q8_ROW;                       \
         const int c = tid % Q8_CPR * 16, kb = (kt) * Q8_BK + c;                                              \
+        Q8_STAGE_A(kb);                                                                                      \
         for (int h = 0; h < Q8_AH; h++) {                                                                    \
             const int r = (tid + BNN_Q8_THREADS * h) / Q8_CPR;                                               \
             Q8_LOAD_A(h, r, c, kb, sa + r * Q8_ROW + c);                                                     \
         }                                                                                                    \
         for (int h = 0; h < Q8_WH; h++) {                                                                    \
             const int rn = (tid + BNN_Q8_THREADS * h) / Q8_CPR;                                              \
+            const bool ok = n0 + rn < Q8_N;                                                                  \
             bnn_q8_cp16(sw + rn * Q8_ROW + c,                                                                \
-                        n0 + rn < Q8_N ? (const void *)(W + (size_t)(n0 + rn) * Q8_LD + kb) : (const void *)W, \
-                        n0 + rn < Q8_N);                                                                     \
+                        ok ? (const void *)(W + woff + (long long)h * (BNN_Q8_THREADS / Q8_CPR) * Q8_LD +    \
+                                            (kt) * Q8_BK)                                                    \
+                           : (const void *)W,                                                                \
+                        ok);                                                                                 \
         }                                                                                                    \
     } while (0)
 #if !Q8_CONV
+#define Q8_STAGE_A(kb) ((void)0)
 #define Q8_LOAD_A(h, r, c, kb, dst)                                                                          \
     bnn_q8_cp16(dst, m0 + (r) < M ? A + (size_t)(m0 + (r)) * Q8_LD + (kb) : A, m0 + (r) < M)
 #else
-    // Tap kb / Q8_CB, channels kb % Q8_CB.. of the row's pixel: in the image a copy; outside it
-    // the pad code in the real channels (a plain store, seen after the stage's barrier like the
-    // copies); past the last tap or M zeros.
+    // The stage's tap kb / Q8_CB and channels kb % Q8_CB.., and their offset from a window's origin.
+#define Q8_STAGE_A(kb)                                                                                       \
+    const int tap = (kb) / Q8_CB, cb = (kb) % Q8_CB;                                                         \
+    const int toff = (tap / Q8_KW * Q8_DH * Q8_W + tap % Q8_KW * Q8_DW) * Q8_CB + cb
+    // In the image a copy; outside it the pad code in the real channels (a plain store, seen
+    // after the stage's barrier like the copies); past the last tap or M zeros.
 #define Q8_LOAD_A(h, r, c, kb, dst)                                                                          \
     do {                                                                                                     \
-        const int tap = (kb) / Q8_CB, cb = (kb) % Q8_CB;                                                     \
-        const int iy = iy0[h] + tap / Q8_KW * Q8_DH, ix = ix0[h] + tap % Q8_KW * Q8_DW;                      \
-        const bool real = abase[h] && tap < Q8_TAPS;                                                         \
-        if (real && iy >= 0 && iy < Q8_H && ix >= 0 && ix < Q8_W)                                            \
-            bnn_q8_cp16(dst, abase[h] + (iy * Q8_W + ix) * Q8_CB + cb, true);                                \
-        else if (!real || Q8_PAD == 0)                                                                       \
+        if (tap < Q8_TAPS && (inside[h] >> tap & 1u))                                                        \
+            bnn_q8_cp16(dst, A + aoff[h] + toff, true);                                                      \
+        else if (Q8_PAD == 0 || !arow[h] || tap >= Q8_TAPS)                                                  \
             bnn_q8_cp16(dst, A, false);                                                                      \
         else                                                                                                 \
             for (int q = 0; q < 4; q++) {                                                                    \
@@ -344,6 +426,13 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
             Q8_TILE(r + 8, c) = acc[i][j][2];
             Q8_TILE(r + 8, c + 1) = acc[i][j][3];
         }
+#if Q8_SLEV
+    int *slev = tile + Q8_BM * (Q8_BN + 1), *sflip = slev + Q8_BN * Q8_L; // channel n0 + j's at j
+    for (int e = tid; e < Q8_BN * Q8_L; e += BNN_Q8_THREADS)
+        slev[e] = n0 + e / Q8_L < Q8_N ? T[(long long)n0 * Q8_L + e] : 0;
+    for (int j = tid; j < Q8_BN; j += BNN_Q8_THREADS)
+        sflip[j] = n0 + j < Q8_N && dir[n0 + j] < 0 ? -1 : 0;
+#endif
     __syncthreads();
 #if Q8_CONV && Q8_EPI == 1
     // int32 NCHW per image, one output a thread at a time, along the pixels.
@@ -427,6 +516,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_TILE
 #undef Q8_LOAD
 #undef Q8_LOAD_A
+#undef Q8_STAGE_A
 #undef Q8_AH
 #undef Q8_WH
 }
@@ -452,10 +542,16 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_SMEM
 #undef Q8_BK
 #undef Q8_DYN
+#undef Q8_MINB
 #undef Q8_ROW
 #undef Q8_CPR
 #undef Q8_POW2
 #undef Q8_COUNT
+#undef Q8_FLIP
+#undef Q8_LEVELS
+#undef Q8_TILE_BYTES
+#undef Q8_SLEV
+#undef Q8_FULL
 #undef Q8_WORDS
 #if Q8_CONV
 #undef Q8_CELLS
