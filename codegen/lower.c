@@ -4461,20 +4461,23 @@ static void emit_dequant(Lower *L, int in, int out, BlobQuantizeParams qp) {
                             (unsigned)qp.zeropt_bits));
 }
 
-/* The BLOB_ROUND_* of a rounding attribute (docs/ir.md quant; inference checked the name). */
-static int64_t rounding_of(const char *mode) {
-    static const char *const modes[] = {"ROUND", "CEIL", "FLOOR", "ROUND_TO_ZERO", "UP", "HALF_UP", "HALF_DOWN"};
-    for (int i = 0; i < 7; i++)
-        if (!strcmp(mode, modes[i]))
-            return i;
-    return !strcmp(mode, "DOWN") ? BLOB_ROUND_TO_ZERO : BLOB_ROUND_HALF_EVEN;
+/* The BLOB_ROUND_* of a rounding attribute (docs/ir.md quant; inference checked the name):
+ * RoundingMode numbers them alike. */
+static int64_t rounding_of_attr(const char *mode) {
+    _Static_assert((int)ROUNDING_HALF_EVEN == (int)BLOB_ROUND_HALF_EVEN && (int)ROUNDING_CEIL == (int)BLOB_ROUND_CEIL &&
+                       (int)ROUNDING_FLOOR == (int)BLOB_ROUND_FLOOR && (int)ROUNDING_TO_ZERO == (int)BLOB_ROUND_TO_ZERO &&
+                       (int)ROUNDING_UP == (int)BLOB_ROUND_UP && (int)ROUNDING_HALF_UP == (int)BLOB_ROUND_HALF_UP &&
+                       (int)ROUNDING_HALF_DOWN == (int)BLOB_ROUND_HALF_DOWN,
+                   "RoundingMode and BLOB_ROUND_* differ");
+    const int m = rounding_of(mode);
+    return m < 0 ? BLOB_ROUND_HALF_EVEN : m;
 }
 
 /* The quantizer of a fused chain (conv2d_chain, qconv2d_chain: quant_bits and the rest) as a
  * quantize step's parameters over k floats an item (dequant: the chain's dequant). */
 static BlobQuantizeParams chain_quantizer(const Node *n, int64_t k) {
     float scale = attr_float(n, "quant_scale", 1.0f), zero = attr_float(n, "quant_zero", 0.0f);
-    BlobQuantizeParams qp = {.rows = 1, .k = k, .rounding = rounding_of(attr_str(n, "rounding", "ROUND")),
+    BlobQuantizeParams qp = {.rows = 1, .k = k, .rounding = rounding_of_attr(attr_str(n, "rounding", "ROUND")),
                              .dequant = attr_int(n, "dequant", 0) != 0};
     quant_range(attr_int(n, "quant_bits", 8), attr_int(n, "signed", 1), attr_int(n, "narrow", 0), &qp.lo, &qp.hi);
     uint32_t sb, zb;
@@ -4496,7 +4499,7 @@ static int lower_quantize(Lower *L, const Node *n) {
         return unsupported(L, "a quant of more than 24 bits");
     int64_t lo, hi;
     quant_range((int64_t)bw, attr_int(n, "signed", 1), attr_int(n, "narrow", 0), &lo, &hi);
-    int64_t rounding = rounding_of(attr_str(n, "rounding", "ROUND"));
+    int64_t rounding = rounding_of_attr(attr_str(n, "rounding", "ROUND"));
     uint32_t sb, zb;
     memcpy(&sb, n->in[1]->data, 4);
     memcpy(&zb, n->in[2]->data, 4);

@@ -141,15 +141,6 @@ static int broadcast_types(const Node *n, const Type *a, const Type *b, Type *ou
     return 0;
 }
 
-static bool rounding_known(const char *s) {
-    static const char *const modes[] = {"ROUND", "CEIL",     "FLOOR",     "ROUND_TO_ZERO",
-                                        "HALF_UP", "HALF_DOWN", "UP", "DOWN"};
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-        if (strcmp(s, modes[i]) == 0)
-            return true;
-    return false;
-}
-
 /* Output size of a window op along one axis; ceil_mode follows ONNX (and PyTorch): the last
  * window must start inside the input or its leading padding. -1 if the window does not fit. */
 static int64_t window_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t pe,
@@ -420,7 +411,7 @@ static int infer_quant(const Node *n, Type *out) {
         need_flag(n, "signed", 1) || need_flag(n, "narrow", 0))
         return -1;
     const char *r = attr_str(n, "rounding", "ROUND");
-    if (!rounding_known(r))
+    if (rounding_of(r) < 0)
         return fail(n, "unknown rounding mode '%s'", r);
     out[0] = *in_type(n, 0);
     return 0;
@@ -432,7 +423,7 @@ static int infer_trunc(const Node *n, Type *out) {
         check_param(n, 4, "out_bitwidth", true))
         return -1;
     const char *r = attr_str(n, "rounding", "FLOOR");
-    if (!rounding_known(r))
+    if (rounding_of(r) < 0)
         return fail(n, "unknown rounding mode '%s'", r);
     out[0] = *in_type(n, 0);
     return 0;
@@ -862,7 +853,7 @@ static int check_quantizer(const Node *n) {
     if (!get_attr(n, "quant_scale") || !(scale > 0.0f) || !isfinite(scale) || !isfinite(zero))
         return fail(n, "the quantizer needs a finite 'quant_scale' > 0 and a finite 'quant_zero'");
     const char *r = attr_str(n, "rounding", "ROUND");
-    if (!rounding_known(r))
+    if (rounding_of(r) < 0)
         return fail(n, "unknown rounding mode '%s'", r);
     return 0;
 }

@@ -13,6 +13,33 @@ void quant_range(int64_t bits, bool is_signed, bool narrow, int64_t *lo, int64_t
     *hi = is_signed ? (1ll << (bits - 1)) - 1 : (1ll << bits) - 1 - narrow;
 }
 
+static const char *const rounding_names[] = {"ROUND", "CEIL", "FLOOR", "ROUND_TO_ZERO", "UP", "HALF_UP", "HALF_DOWN"};
+
+int rounding_of(const char *name) {
+    for (int m = 0; m < (int)(sizeof rounding_names / sizeof rounding_names[0]); m++)
+        if (strcmp(name, rounding_names[m]) == 0)
+            return m;
+    return strcmp(name, "DOWN") == 0 ? ROUNDING_TO_ZERO : -1;
+}
+
+const char *rounding_name(RoundingMode mode) {
+    return rounding_names[mode];
+}
+
+float round_by(float v, RoundingMode mode) {
+    float t = truncf(v), frac = fabsf(v - t), away = v < 0 ? t - 1.0f : t + 1.0f;
+    switch (mode) {
+    case ROUNDING_HALF_EVEN: break;
+    case ROUNDING_CEIL: return ceilf(v);
+    case ROUNDING_FLOOR: return floorf(v);
+    case ROUNDING_TO_ZERO: return t;
+    case ROUNDING_UP: return v < 0 ? floorf(v) : ceilf(v);
+    case ROUNDING_HALF_UP: return frac >= 0.5f ? away : t;
+    case ROUNDING_HALF_DOWN: return frac > 0.5f ? away : t;
+    }
+    return nearbyintf(v); /* half to even in the default rounding mode */
+}
+
 float batchnorm_scalar(float x, float scale, float bias, float mean, float var, float eps) {
     return (x - mean) / sqrtf(var + eps) * scale + bias;
 }
@@ -403,50 +430,20 @@ static int run_threshold(const Node *n, Tensor **in, Tensor *y) {
 
 /* ---------------------------------------------------------------- quantisation */
 
-/* QONNX rounding modes, named once an op (not compared as strings an element). */
-typedef enum { RM_ROUND, RM_CEIL, RM_FLOOR, RM_TO_ZERO, RM_UP, RM_HALF_UP, RM_HALF_DOWN } RoundMode;
-
-static RoundMode round_mode(const char *mode) {
-    if (strcmp(mode, "ROUND") == 0)
-        return RM_ROUND;
-    if (strcmp(mode, "CEIL") == 0)
-        return RM_CEIL;
-    if (strcmp(mode, "FLOOR") == 0)
-        return RM_FLOOR;
-    if (strcmp(mode, "ROUND_TO_ZERO") == 0 || strcmp(mode, "DOWN") == 0)
-        return RM_TO_ZERO;
-    if (strcmp(mode, "UP") == 0)
-        return RM_UP;
-    if (strcmp(mode, "HALF_UP") == 0)
-        return RM_HALF_UP;
-    if (strcmp(mode, "HALF_DOWN") == 0)
-        return RM_HALF_DOWN;
-    unreachable("rounding mode %s passed the verifier", mode);
-}
-
-static float round_by_mode(float v, RoundMode mode) {
-    switch (mode) {
-    case RM_ROUND: return nearbyintf(v); /* half to even in the default rounding mode */
-    case RM_CEIL: return ceilf(v);
-    case RM_FLOOR: return floorf(v);
-    case RM_TO_ZERO: return truncf(v);
-    case RM_UP: return v < 0 ? floorf(v) : ceilf(v);
-    case RM_HALF_UP:
-    case RM_HALF_DOWN: break;
-    }
-    /* HALF_UP / HALF_DOWN: ties away from / toward zero. The fraction v - trunc(v) is exact,
-     * unlike floor(|v| + 0.5), which rounds just below a half up. */
-    float t = truncf(v), frac = fabsf(v - t);
-    float away = v < 0 ? t - 1.0f : t + 1.0f;
-    if (mode == RM_HALF_UP)
-        return frac >= 0.5f ? away : t;
-    return frac > 0.5f ? away : t;
+/* The rounding attribute of quant / trunc n (default def), once an op (not compared as a
+ * string an element). */
+static RoundingMode op_rounding(const Node *n, const char *def) {
+    const char *name = attr_str(n, "rounding", def);
+    const int mode = rounding_of(name);
+    if (mode < 0)
+        unreachable("rounding mode %s passed the verifier", name);
+    return (RoundingMode)mode;
 }
 
 /* Quant's level of x before its dequantization: clamp(round(x / scale + zeropt), lo, hi), each
  * operation rounded on its own (NaN stays NaN). */
-static float quant_level(float x, float scale, float zeropt, int64_t lo, int64_t hi, RoundMode mode) {
-    float q = round_by_mode(x / scale + zeropt, mode);
+static float quant_level(float x, float scale, float zeropt, int64_t lo, int64_t hi, RoundingMode mode) {
+    float q = round_by(x / scale + zeropt, mode);
     return q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
 }
 
@@ -464,7 +461,7 @@ static int run_quant(const Node *n, Tensor **in, Tensor *y) {
     if (get_bitwidth(n, in[3], "bitwidth", 1, &bits))
         return -1;
     bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
-    const RoundMode mode = round_mode(attr_str(n, "rounding", "ROUND"));
+    const RoundingMode mode = op_rounding(n, "ROUND");
     int64_t lo, hi;
     quant_range(bits, is_signed, narrow, &lo, &hi);
     const Type *ty = &y->type;
@@ -487,7 +484,7 @@ static int run_quantize(const Node *n, Tensor **in, Tensor *y) {
     if (bits > 24)
         return fail(n, "bitwidth %d: quantize holds at most 24-bit codes", bits);
     bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
-    const RoundMode mode = round_mode(attr_str(n, "rounding", "ROUND"));
+    const RoundingMode mode = op_rounding(n, "ROUND");
     int64_t lo, hi;
     quant_range(bits, is_signed, narrow, &lo, &hi);
     const Type *ty = &y->type;
@@ -510,7 +507,7 @@ static int run_trunc(const Node *n, Tensor **in, Tensor *y) {
         return -1;
     if (out_bits > in_bits)
         return fail(n, "out_bitwidth %d exceeds in_bitwidth %d", out_bits, in_bits);
-    const RoundMode mode = round_mode(attr_str(n, "rounding", "FLOOR"));
+    const RoundingMode mode = op_rounding(n, "FLOOR");
     float shift = ldexpf(1.0f, in_bits - out_bits);
     const Type *ty = &y->type;
     int64_t idx[MAX_RANK] = {0};
@@ -518,7 +515,7 @@ static int run_trunc(const Node *n, Tensor **in, Tensor *y) {
         float scale = f32s(in[1])[broadcast_offset(&in[1]->type, ty, idx)];
         float zeropt = f32s(in[2])[broadcast_offset(&in[2]->type, ty, idx)];
         float q = nearbyintf(f32s(in[0])[i] / scale + zeropt);
-        q = round_by_mode(q / shift, mode);
+        q = round_by(q / shift, mode);
         f32s(y)[i] = (q - zeropt) * scale * shift;
     }
     return 0;
@@ -1103,7 +1100,7 @@ static void quantize_into(const Node *n, Tensor *y, Tensor *codes) {
     int bits = (int)attr_int(n, "quant_bits", 8);
     bool is_signed = attr_int(n, "signed", 1), narrow = attr_int(n, "narrow", 0);
     bool dequant = attr_int(n, "dequant", 0) != 0;
-    const RoundMode mode = round_mode(attr_str(n, "rounding", "ROUND"));
+    const RoundingMode mode = op_rounding(n, "ROUND");
     float scale = attr_float(n, "quant_scale", 1.0f), zeropt = attr_float(n, "quant_zero", 0.0f);
     int64_t lo, hi;
     quant_range(bits, is_signed, narrow, &lo, &hi);

@@ -301,6 +301,19 @@ float batchnorm_scalar(float x, float scale, float bias, float mean, float var, 
 /* QONNX Quant's integer levels [lo, hi] for `bits` (1..32): signed [-2^(bits-1) + narrow,
  * 2^(bits-1) - 1], unsigned [0, 2^bits - 1 - narrow]. */
 void quant_range(int64_t bits, bool is_signed, bool narrow, int64_t *lo, int64_t *hi);
+/* QONNX rounding modes (docs/ir.md quant), numbered as the blob's BLOB_ROUND_*. */
+typedef enum RoundingMode {
+    ROUNDING_HALF_EVEN, ROUNDING_CEIL, ROUNDING_FLOOR, ROUNDING_TO_ZERO, ROUNDING_UP, ROUNDING_HALF_UP,
+    ROUNDING_HALF_DOWN
+} RoundingMode;
+/* The mode of an IR rounding name ("ROUND" half to even, "CEIL", "FLOOR", "ROUND_TO_ZERO" or
+ * "DOWN", "UP" away from zero, "HALF_UP", "HALF_DOWN"), or -1 for another name. */
+int rounding_of(const char *name);
+/* The IR's name of a mode (the first of rounding_of's names for it). */
+const char *rounding_name(RoundingMode mode);
+/* v rounded by mode, NaN staying NaN; ties of HALF_UP / HALF_DOWN decided on the exact fraction
+ * v - trunc(v) (floor(|v| + 0.5) would round just below a half up). */
+float round_by(float v, RoundingMode mode);
 
 /* The threshold op's form (t, dir) of a table of bits over the integer dots -k .. k (bits[i]
  * the bit of dot i - k): bit = dir > 0 ? dot >= t : dot <= t for every dot. A constant table

@@ -191,32 +191,8 @@ static CTensor *fold_unary(Imp *im, UnOp op, const CTensor *x) {
 
 /* ---------------------------------------------------------------- quantization */
 
-/* The rounding functions of QONNX Quant / Trunc, by name (NULL if unknown). */
-int rounding_mode(const char *s) {
-    static const char *const names[] = {"ROUND", "HALF_EVEN", "CEIL", "FLOOR", "ROUND_TO_ZERO",
-                                        "DOWN", "UP", "HALF_UP", "HALF_DOWN"};
-    for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++)
-        if (!strcmp(s, names[k]))
-            return k;
-    return -1;
-}
-
-/* As the interpreter rounds (docs/ir.md, quant): ties of HALF_UP / HALF_DOWN decided on
- * the exact fraction v - trunc(v). */
-static float apply_rounding(int mode, float v) {
-    float t, frac, away;
-    switch (mode) {
-    case 0: case 1: return nearbyintf(v); /* half to even */
-    case 2: return ceilf(v);
-    case 3: return floorf(v);
-    case 4: case 5: return truncf(v);
-    case 6: return v < 0 ? floorf(v) : ceilf(v);
-    default:
-        t = truncf(v);
-        frac = fabsf(v - t);
-        away = v < 0 ? t - 1.0f : t + 1.0f;
-        return mode == 7 ? (frac >= 0.5f ? away : t) : (frac > 0.5f ? away : t);
-    }
+int onnx_rounding(const char *s) {
+    return strcmp(s, "HALF_EVEN") == 0 ? ROUNDING_HALF_EVEN : rounding_of(s);
 }
 
 static CTensor *fold_quant(Imp *im, const CTensor *x, const CTensor *scale, const CTensor *zp,
@@ -226,7 +202,7 @@ static CTensor *fold_quant(Imp *im, const CTensor *x, const CTensor *scale, cons
     int is_signed = (int)node_attr_int(n, "signed", 1);
     int narrow = (int)node_attr_int(n, "narrow", 0);
     const char *rm = node_attr_str(n, "rounding_mode", "ROUND", buf, sizeof buf);
-    int mode = rounding_mode(rm);
+    int mode = onnx_rounding(rm);
     if (mode < 0) {
         imp_error(im, "rounding_mode '%s' is not supported", rm);
         return NULL;
@@ -251,7 +227,7 @@ static CTensor *fold_quant(Imp *im, const CTensor *x, const CTensor *scale, cons
     for (int64_t k = 0; k < y->n; k++, next_index(r, dim, idx)) {
         float s = (float)ctensor_get(scale, bcast_offset(scale, r, idx));
         float z = (float)ctensor_get(zp, bcast_offset(zp, r, idx));
-        float q = apply_rounding(mode, (float)ctensor_get(x, bcast_offset(x, r, idx)) / s + z);
+        float q = round_by((float)ctensor_get(x, bcast_offset(x, r, idx)) / s + z, (RoundingMode)mode);
         q = q < (float)lo ? (float)lo : q > (float)hi ? (float)hi : q;
         y->f[k] = (q - z) * s;
     }

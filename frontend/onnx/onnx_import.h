@@ -134,8 +134,9 @@ int read_axes(Imp *im, int input, int64_t *axes, int max, bool *present);
 /* Reshape's target shape with 0 and -1 resolved against numel elements. */
 int resolve_reshape(Imp *im, const CTensor *shape, const int64_t *in_dim, int in_rank,
                     int64_t numel, bool allowzero, int *rank, int64_t *dim);
-/* QONNX rounding-mode names; -1 if unknown. */
-int rounding_mode(const char *s);
+/* The RoundingMode of a QONNX rounding_mode attribute (the IR's names, and HALF_EVEN for
+ * ROUND); -1 if unknown. */
+int onnx_rounding(const char *s);
 
 /* Op import (ops.c). 0 ok, -1 with a diagnostic. */
 int import_node(Imp *im);

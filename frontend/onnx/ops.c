@@ -1237,18 +1237,12 @@ static int import_bipolar_quant(Imp *im) {
 static const char *ir_rounding(Imp *im, const char *def) {
     char buf[32];
     const char *rm = node_attr_str(im->node, "rounding_mode", def, buf, sizeof buf);
-    switch (rounding_mode(rm)) {
-    case 0: case 1: return "ROUND";
-    case 2: return "CEIL";
-    case 3: return "FLOOR";
-    case 4: case 5: return "ROUND_TO_ZERO";
-    case 6: return "UP";
-    case 7: return "HALF_UP";
-    case 8: return "HALF_DOWN";
-    default:
+    const int mode = onnx_rounding(rm);
+    if (mode < 0) {
         imp_error(im, "rounding_mode '%s' is not supported", rm);
         return NULL;
     }
+    return rounding_name((RoundingMode)mode);
 }
 
 static int import_quant(Imp *im, bool trunc) {

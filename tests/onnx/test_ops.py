@@ -334,6 +334,23 @@ def test_qonnx_ops():
     compare("multithreshold_nhwc", m, x, ref=qonnx_ref.run(m, {"x": x})[0])
 
 
+def test_quant_rounding():
+    # Every QONNX rounding_mode on ties and between them, on a runtime Quant (the interpreter)
+    # and on a constant one (folded at import), against the published semantics.
+    vals = np.arange(-12, 12, dtype=np.float32).reshape(1, 24) * 0.25  # x / 0.5: every half
+    x = np.concatenate([vals, vals + 0.1]).astype(np.float32)
+    for mode in ["ROUND", "HALF_EVEN", "CEIL", "FLOOR", "ROUND_TO_ZERO", "DOWN", "UP", "HALF_UP", "HALF_DOWN"]:
+        nodes = [helper.make_node("Quant", ["x", "qs", "qz", "qb"], ["qx"], name="qx", domain="qonnx.custom_op.general",
+                                  signed=1, narrow=0, rounding_mode=mode),
+                 helper.make_node("Quant", ["c", "qs", "qz", "qb"], ["qc"], name="qc", domain="qonnx.custom_op.general",
+                                  signed=1, narrow=0, rounding_mode=mode),
+                 helper.make_node("Add", ["qx", "qc"], ["y"], name="add")]
+        inits = [init("c", (vals[::-1] + 0.1 * (vals > 0)).astype(np.float32)), init("qs", np.float32(0.5)),
+                 init("qz", np.float32(0)), init("qb", np.float32(5))]
+        m = model(nodes, inits, (2, 24), extra_opsets=["qonnx.custom_op.general"])
+        compare("quant_" + mode.lower(), m, x, ref=qonnx_ref.run(m, {"x": x})[0])
+
+
 def test_errors():
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="convx", auto_pad="SAME_MIDDLE")]
     m = model(nodes, [init("w", pm1((2, 3, 3, 3)))], (1, 3, 5, 5))
@@ -369,7 +386,7 @@ def main():
         print("skipping: bnnrun or bnncc not built")
         return 77
     for t in [test_float_cnn, test_binary_cnn, test_expand_ones_like, test_torch2_exports, test_sign_cnn, test_shapes, test_opset9_and_batch1,
-              test_zero_pad_avgpool, test_heads, test_qonnx_ops, test_errors]:
+              test_zero_pad_avgpool, test_heads, test_qonnx_ops, test_quant_rounding, test_errors]:
         try:
             t()
         except Exception as e:  # a crash in one group must not hide the others
