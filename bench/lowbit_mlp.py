@@ -4,9 +4,9 @@ kernels (bit-planes against int8, bench/lowbit_int8_bench.sh): an ABITS-bit inpu
 LAYERS dense layers of WIDTH x WIDTH with WBITS-bit signed weights, batch-norm, relu and an
 ABITS-bit quant after each but the last (an i32 output layer behind its float epilogue).
 The weights are sparse (1 in 64 non-zero, mostly +-1, one full-range code per layer so the
-layer really has WBITS bits): the lowbit pass enumerates every reachable accumulator of each
-channel (docs/passes.md), so dense 8-bit weights at K = 4096 would leave the layers float. The
-timings do not depend on the values."""
+layer really has WBITS bits): with dense 8-bit weights at K = 4096 the float sums round (past
+2^24 units), and the lowbit pass keeps a layer float wherever a sum's rounding interval holds a
+level boundary (docs/passes.md). The timings do not depend on the values."""
 import os
 import sys
 

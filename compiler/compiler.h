@@ -26,6 +26,10 @@ typedef struct CompileOptions {
      * sm_90 or newer, -1 no GPU target (a CPU-only blob: TILED runs on the CPU path, AUTO
      * stays plain). */
     int tiled_targets;
+    /* lowbit: the accumulators a channel's thresholds are checked at one by one, at most; a
+     * wider channel's are found by a binary search of its monotone chain (0: 2^22; the tests
+     * set 1 to search every channel, and compare the two). */
+    int64_t lowbit_enumerate;
 } CompileOptions;
 
 /* Run the pipeline for opts->opt_level over g in place. 0 ok, -1 with a diagnostic. */

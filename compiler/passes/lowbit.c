@@ -3,7 +3,8 @@
  * weights are integer levels times a per-channel scale becomes qdense / qconv2d over integer
  * codes, and its float chain up to the next quant (or binarize) becomes per-channel
  * multi-level integer thresholds, checked by running the interpreter on the model's own ops
- * at every reachable accumulator of every channel (docs/passes.md, lowbit). */
+ * at every reachable accumulator of every channel, or for a channel of more than 2^22 by a
+ * binary search of its monotone chain (docs/passes.md, lowbit). */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -12,8 +13,11 @@
 #include "passes.h"
 
 #define MAX_CHAIN 16
-/* Per channel, enumerate at most this many accumulators; a wider range keeps the float path. */
+/* Per channel, enumerate at most this many accumulators (unless CompileOptions says
+ * otherwise); a wider range is searched (search_levels). */
 #define MAX_RANGE ((int64_t)1 << 22)
+/* Accumulators a searched channel's thresholds are checked at, spread over its range. */
+#define SEARCH_CHECKS 65536
 
 /* Integer codes standing for a quant's float output: value = (n + off) * scale, n in
  * [0, nmax]: the quant's value (n + off is a small exact integer; only a zero's sign is lost). */
@@ -401,6 +405,8 @@ typedef struct Layer {
     int64_t O, K;
     bool exact; /* the float dense is exactly s*sw*(acc + off*U): no rounding anywhere */
     int64_t *amin, *amax, *usum;
+    int64_t enumerate; /* a channel of more accumulators is searched */
+    int64_t nsearched; /* channels whose thresholds came by search_levels */
 } Layer;
 
 /* Whether the model's float dense computes s*sw[o]*(acc + off*U[o]) without any rounding,
@@ -427,6 +433,148 @@ static bool dense_is_exact(const Layer *ly, int64_t vmax) {
     return true;
 }
 
+/* The float the model's dense gives accumulator acc of channel o (k = s * sw[o], err its
+ * rounding bound): exactly, for an exact layer; else the low or high end of its interval. */
+static float acc_float(const Layer *ly, int64_t o, double k, double err, int64_t acc, bool high) {
+    double r = k * (double)(acc + ly->x->off * ly->usum[o + ly->O]);
+    if (ly->exact)
+        return (float)r; /* exactly the interpreter's float sum */
+    double e = err + fabs(r) * ldexp(1.0, -40);
+    return high ? nextafterf((float)(r + e), INFINITY) : nextafterf((float)(r - e), -INFINITY);
+}
+
+static bool consts_finite(const Graph *mg) {
+    for (int i = 0; i < mg->nconsts; i++) {
+        const Value *c = mg->consts[i];
+        for (int64_t j = 0; c->type.dtype == TY_F32 && j < (int64_t)(c->nbytes / 4); j++)
+            if (!isfinite(((const float *)c->data)[j]))
+                return false;
+    }
+    return true;
+}
+
+/* The count of thresholds t[L] an accumulator passes (fit_levels' form). */
+static int32_t passed_levels(const int32_t *t, int64_t L, int8_t dir, int64_t acc) {
+    int32_t n = 0;
+    for (int64_t l = 0; l < L; l++)
+        n += dir > 0 ? t[l] <= acc : t[l] >= acc;
+    return n;
+}
+
+/* Thresholds t[L] and dir (fit_levels' form) of channel o whose range is too wide to enumerate
+ * (more than MAX_RANGE accumulators): a binary search a level over [amin, amax], every level's
+ * probe of a round in one interpreter run, about log2(range) runs. Sound because the level is
+ * monotone in the accumulator: acc -> its float (either end) rises, and every op match_chain
+ * admits (batchnorm, add / sub / mul / div by a constant, relu, clip, then quant or binarize)
+ * is a monotone float function for finite constants, its rounding included (mg's constants are
+ * checked finite first). The thresholds are checked anyway against the chain at SEARCH_CHECKS
+ * accumulators spread over the range and at each threshold and its neighbour below (above for
+ * a falling channel). An inexact layer's low and high ends are searched apart: the channel has
+ * an integer form only where every level's two thresholds agree, *namb counting the
+ * accumulators between them. 0, 1 when the check fails (not monotone), -1 on an interpreter
+ * error. */
+static int search_levels(const Layer *ly, int64_t o, double k, double err, Graph *mg, int64_t L,
+                         int32_t *t, int8_t *dir, int64_t *namb) {
+    const int64_t amin = ly->amin[o], amax = ly->amax[o], nx = L + SEARCH_CHECKS + 2 * L + 2;
+    int32_t *t2 = xmalloc((size_t)L * sizeof *t2), *lv = xmalloc((size_t)nx * sizeof *lv);
+    int64_t *lo = xmalloc((size_t)L * sizeof *lo), *hi = xmalloc((size_t)L * sizeof *hi),
+            *acc = xmalloc((size_t)nx * sizeof *acc);
+    bool *ended = xmalloc((size_t)L); /* the level's threshold a sentinel: no search */
+    float *xs = xmalloc((size_t)nx * sizeof *xs);
+    int rc = 0;
+    bool up = true;
+    *namb = 0;
+    for (int pass = 0; pass < (ly->exact ? 1 : 2) && rc == 0; pass++) {
+        const bool high = pass == 1;
+        int32_t *th = pass ? t2 : t;
+        xs[0] = acc_float(ly, o, k, err, amin, high);
+        xs[1] = acc_float(ly, o, k, err, amax, high);
+        if (run_channel(mg, xs, 2, lv)) {
+            rc = -1;
+            break;
+        }
+        const int32_t fmin = lv[0], fmax = lv[1];
+        if (pass == 0)
+            up = fmax >= fmin;
+        /* up: the first accumulator at level l or above, F(lo) < l <= F(hi); falling: the last,
+         * F(lo) >= l > F(hi). Reached at the range's end already: INT32_MIN / INT32_MAX. */
+        for (int64_t l = 1; l <= L; l++) {
+            lo[l - 1] = amin, hi[l - 1] = amax, ended[l - 1] = true;
+            if (up ? fmin >= l : fmin < l)
+                th[l - 1] = INT32_MIN;
+            else if (up ? fmax < l : fmax >= l)
+                th[l - 1] = INT32_MAX;
+            else
+                ended[l - 1] = false;
+        }
+        for (;;) {
+            int64_t m = 0;
+            for (int64_t l = 0; l < L; l++)
+                if (!ended[l] && hi[l] - lo[l] > 1) {
+                    acc[m] = lo[l] + (hi[l] - lo[l]) / 2;
+                    xs[m++] = acc_float(ly, o, k, err, lo[l] + (hi[l] - lo[l]) / 2, high);
+                }
+            if (m == 0)
+                break;
+            if (run_channel(mg, xs, m, lv)) {
+                rc = -1;
+                break;
+            }
+            m = 0;
+            for (int64_t l = 0; l < L; l++)
+                if (!ended[l] && hi[l] - lo[l] > 1) {
+                    bool reached = lv[m] >= l + 1;
+                    if (up == reached)
+                        hi[l] = acc[m];
+                    else
+                        lo[l] = acc[m];
+                    m++;
+                }
+        }
+        for (int64_t l = 0; l < L && rc == 0; l++)
+            if (!ended[l])
+                th[l] = (int32_t)(up ? hi[l] : lo[l]);
+    }
+    *dir = up ? 1 : -1;
+    if (rc == 0 && !ly->exact)
+        for (int64_t l = 0; l < L; l++) {
+            /* the range's ends stand for the sentinels: the accumulators between the two */
+            int64_t a = t[l] == INT32_MIN ? amin : t[l] == INT32_MAX ? amax + 1 : t[l];
+            int64_t b = t2[l] == INT32_MIN ? amin : t2[l] == INT32_MAX ? amax + 1 : t2[l];
+            *namb += a > b ? a - b : b - a;
+        }
+    /* The check: thresholds in order, and the chain's level at spread accumulators and at
+     * each threshold's edge equal to the count of thresholds passed. */
+    for (int64_t l = 1; rc == 0 && l < L; l++)
+        if (up ? t[l] < t[l - 1] : t[l] > t[l - 1])
+            rc = 1;
+    if (rc == 0 && *namb == 0) {
+        int64_t m = 0;
+        for (int64_t i = 0; i < SEARCH_CHECKS; i++)
+            acc[m++] = amin + (int64_t)((double)(amax - amin) * (double)i / (SEARCH_CHECKS - 1));
+        for (int64_t l = 0; l < L; l++)
+            if (t[l] != INT32_MIN && t[l] != INT32_MAX) {
+                acc[m++] = t[l];
+                acc[m++] = up ? t[l] - 1 : t[l] + 1;
+            }
+        for (int64_t i = 0; i < m; i++)
+            xs[i] = acc_float(ly, o, k, err, acc[i], false);
+        if (run_channel(mg, xs, m, lv))
+            rc = -1;
+        for (int64_t i = 0; rc == 0 && i < m; i++)
+            if (acc[i] >= amin && acc[i] <= amax && lv[i] != passed_levels(t, L, *dir, acc[i]))
+                rc = 1;
+    }
+    free(t2);
+    free(ended);
+    free(lv);
+    free(lo);
+    free(hi);
+    free(acc);
+    free(xs);
+    return rc;
+}
+
 /* Thresholds for every channel, or false with a reason. t is [O, L]. */
 static bool compute_layer(Layer *ly, const Chain *ch, int64_t L, int32_t *t, int8_t *dir,
                           int64_t *nambig, char *why, size_t whylen) {
@@ -441,12 +589,7 @@ static bool compute_layer(Layer *ly, const Chain *ch, int64_t L, int32_t *t, int
     int64_t nbuf = 1;
     for (int64_t o = 0; o < ly->O; o++) {
         int64_t n = ly->amax[o] - ly->amin[o] + 1;
-        if (n > MAX_RANGE) {
-            snprintf(why, whylen, "channel %lld: %lld accumulators to check (more than 2^22)",
-                     (long long)o, (long long)n);
-            return false;
-        }
-        nbuf = n > nbuf ? n : nbuf;
+        nbuf = n <= ly->enumerate && n > nbuf ? n : nbuf;
     }
     float *lo = xmalloc((size_t)nbuf * sizeof *lo), *hi = xmalloc((size_t)nbuf * sizeof *hi);
     int32_t *l1 = xmalloc((size_t)nbuf * sizeof *l1), *l2 = xmalloc((size_t)nbuf * sizeof *l2);
@@ -473,17 +616,31 @@ static bool compute_layer(Layer *ly, const Chain *ch, int64_t L, int32_t *t, int
             err = ldexp(1.0, -24) * (1 + ldexp(1.0, -20)) * k * (double)vmax *
                       (3.0 * (double)ly->usum[o] + sum_prefix) + 1e-30;
         }
-        for (int64_t i = 0; i < n; i++) {
-            double r = k * (double)(ly->amin[o] + i + ly->x->off * ly->usum[o + ly->O]);
-            if (ly->exact) {
-                lo[i] = hi[i] = (float)r; /* exactly the interpreter's float sum */
-            } else {
-                double e = err + fabs(r) * ldexp(1.0, -40);
-                lo[i] = nextafterf((float)(r - e), -INFINITY);
-                hi[i] = nextafterf((float)(r + e), INFINITY);
-            }
-        }
         Graph *mg = build_channel_graph(ly->dense, ch, o);
+        if (n > ly->enumerate) { /* too many to enumerate: the monotone chain's thresholds searched */
+            int64_t amb = 0;
+            int rc = consts_finite(mg) ? search_levels(ly, o, k, err, mg, L, t + o * L, &dir[o], &amb) : 2;
+            if (rc) {
+                if (rc < 0)
+                    snprintf(why, whylen, "channel %lld: %s", (long long)o, diag_message());
+                else
+                    snprintf(why, whylen,
+                             "channel %lld: %lld accumulators, too many to check one by one, and %s",
+                             (long long)o, (long long)n,
+                             rc == 1 ? "the levels are not monotone in the accumulator"
+                                     : "a constant of its float chain is not finite");
+                ok = false;
+            }
+            *nambig += amb;
+            nchan += amb > 0;
+            ly->nsearched++;
+            free_graph(mg);
+            continue;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            lo[i] = acc_float(ly, o, k, err, ly->amin[o] + i, false);
+            hi[i] = ly->exact ? lo[i] : acc_float(ly, o, k, err, ly->amin[o] + i, true);
+        }
         if (run_channel(mg, lo, n, l1) || (!ly->exact && run_channel(mg, hi, n, l2))) {
             snprintf(why, whylen, "channel %lld: %s", (long long)o, diag_message());
             ok = false;
@@ -577,7 +734,7 @@ static void set_q_attrs(Node *q, const Node *layer, int xbits, int64_t pad_code)
 
 static void rewrite_layer(LowbitContext *lc, Node *d) {
     Graph *g = lc->g;
-    char lname[160], why[512] = "";
+    char lname[160], why[512] = "", searched[160] = "";
     layer_name(d, lname, sizeof lname);
     QParams qa;
     /* The quant behind the input, directly or through one reshape (a Flatten). */
@@ -595,7 +752,8 @@ static void rewrite_layer(LowbitContext *lc, Node *d) {
     }
     const char *opname = op_info(d->op)->name;
     bool conv = d->op == OP_CONV2D;
-    Layer ly = {.dense = d, .O = d->in[1]->type.dim[0]};
+    Layer ly = {.dense = d, .O = d->in[1]->type.dim[0],
+                .enumerate = lc->pass->opts->lowbit_enumerate > 0 ? lc->pass->opts->lowbit_enumerate : MAX_RANGE};
     ly.K = type_numel(&d->in[1]->type, 1) / (ly.O ? ly.O : 1);
     int64_t O = ly.O, K = ly.K;
     ly.u = xmalloc((size_t)(O * K));
@@ -786,15 +944,21 @@ static void rewrite_layer(LowbitContext *lc, Node *d) {
         rewrite_node(ch.end, OP_MUL, 2, mi);
     }
 reported:
+    if (ly.nsearched)
+        snprintf(searched, sizeof searched,
+                 "; in %lld of %lld channels, past %lld accumulators, by a binary search of the monotone chain "
+                 "instead",
+                 (long long)ly.nsearched, (long long)O, (long long)ly.enumerate);
     report_line(lc->pass,
                 "layer %s (%s, %lldx%lld): %s over %d-bit codes x weights in [%d, %d] "
-                "%s %s (%s for every accumulator in each channel's reachable range)",
+                "%s %s (%s for every accumulator in each channel's reachable range%s)",
                 lname, opname, (long long)O, (long long)K, op_info(qop)->name, xbits, wmin, wmax,
                 fuse ? "with fused" : "+", L > 1 ? "multi-level integer thresholds"
                                                  : "integer threshold",
                 ly.exact ? "exact: the float sum never rounds; checked"
                          : "exact: the float path's level is the same at both ends of its "
-                           "rounding interval");
+                           "rounding interval",
+                searched);
     lc->layers++;
 done:
     free(t);

@@ -301,6 +301,136 @@ static void check_random_layers(void) {
     CHECK(convs >= 40); /* the conv half of the power-of-two nets mostly goes integer */
 }
 
+/* The thresholds a binary search of the monotone chain finds (what lowbit does past 2^22
+ * accumulators a channel) against those the enumeration of every accumulator fits: on the
+ * same random nets every layer must come out the same, integer or float, with the same
+ * thresholds and directions. */
+static Graph *compile_enumerating(BuildFn build, uint64_t seed, int64_t enumerate) {
+    CompileOptions o;
+    memset(&o, 0, sizeof o);
+    o.opt_level = 3;
+    o.lowbit_enumerate = enumerate;
+    return compile_copy_with(build, seed, o, NULL);
+}
+
+/* The integer layers of g in order (at most cap). */
+static int integer_layers(const Graph *g, const Node **out, int cap) {
+    int n = 0;
+    for (int i = 0; i < g->nnodes && n < cap; i++)
+        if (g->nodes[i]->op == OP_QDENSE || g->nodes[i]->op == OP_QCONV2D)
+            out[n++] = g->nodes[i];
+    return n;
+}
+
+static void check_search_vs_enumeration(void) {
+    int compared = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        BuildFn build = pass == 0 ? build_pow2 : build_any;
+        for (uint64_t seed = 1; seed <= 60; seed++) {
+            Graph *all = compile_enumerating(build, seed, 0), *searched = compile_enumerating(build, seed, 1);
+            CHECK_MSG(all && searched, "seed %llu did not compile", (unsigned long long)seed);
+            if (all && searched) {
+                int n = 0;
+                const Node *qa[8], *qs[8];
+                int na = integer_layers(all, qa, 8), ns = integer_layers(searched, qs, 8);
+                CHECK_MSG(na == ns, "%s seed %llu: %d integer layers enumerating, %d searching",
+                          pass ? "any" : "pow2", (unsigned long long)seed, na, ns);
+                for (int i = 0; i < na && i < ns; i++) {
+                    CHECK(qa[i]->nin == qs[i]->nin);
+                    for (int j = 2; j < qa[i]->nin && qa[i]->nin == qs[i]->nin; j++) {
+                        const Value *a = qa[i]->in[j], *b = qs[i]->in[j];
+                        CHECK_MSG(a->nbytes == b->nbytes && memcmp(a->data, b->data, a->nbytes) == 0,
+                                  "%s seed %llu: layer %d's %s differ between the enumeration and the search",
+                                  pass ? "any" : "pow2", (unsigned long long)seed, i, j == 2 ? "thresholds" : "directions");
+                        n++;
+                    }
+                }
+                compared += n > 0;
+            }
+            if (all)
+                free_graph(all);
+            if (searched)
+                free_graph(searched);
+        }
+    }
+    printf("search against enumeration: %d nets with thresholds compared\n", compared);
+    CHECK(compared >= 40);
+}
+
+/* A w8a8 dense layer over 500 inputs: about 8 million reachable accumulators a channel, past
+ * what lowbit enumerates, so its thresholds come by the search; power-of-two scales keep the
+ * float sum exact, so it must go integer, equal to the float path, with the thresholds the
+ * enumeration (allowed 2^24 here) finds. */
+static Graph *build_wide(uint64_t seed) {
+    Rng r = rng_seed(seed);
+    Graph *g = new_graph("wide");
+    const int64_t K = 500, O = 3;
+    int64_t xd[2] = {DIM_BATCH, K}, wd[2] = {O, K};
+    Value *x = add_input(g, "x", make_type(TY_F32, 2, xd));
+    Value *xs = h2(g, OP_MUL, x, hconst_scalar(g, "gain", 64.0f), "xg");
+    Value *qin[4] = {xs, hconst_scalar(g, "q0.s", 0.5f), hconst_scalar(g, "q0.z", 0.0f), hconst_scalar(g, "q0.b", 8.0f)};
+    Node *q0 = hnode(g, OP_QUANT, 4, qin, "q0");
+    set_attr_int(q0, "signed", 0);
+    set_attr_int(q0, "narrow", 0);
+    set_attr_str(q0, "rounding", "ROUND");
+    float *w = xmalloc((size_t)(O * K) * sizeof *w);
+    for (int64_t i = 0; i < O * K; i++)
+        w[i] = (float)rng_int(&r, -128, 127) * 0.25f;
+    Value *in[2] = {hfinish(q0), hconst_f32(g, "w", 2, wd, w)};
+    free(w);
+    Value *a = hfinish(hnode(g, OP_DENSE, 2, in, "fc"));
+    float sc[3] = {0.7f, -1.3f, 0.02f}, bi[3] = {0.5f, -2.0f, 1.0f}, mu[3] = {300.0f, -800.0f, 0.0f},
+          va[3] = {9e5f, 4e6f, 1e6f};
+    a = hbatchnorm(g, a, sc, bi, mu, va, 1e-5f, "bn");
+    Value *q1in[4] = {a, hconst_scalar(g, "q1.s", 0.0078125f), hconst_scalar(g, "q1.z", 0.0f),
+                      hconst_scalar(g, "q1.b", 8.0f)};
+    Node *q1 = hnode(g, OP_QUANT, 4, q1in, "q1");
+    set_attr_int(q1, "signed", 1);
+    set_attr_int(q1, "narrow", 0);
+    set_attr_str(q1, "rounding", seed % 2 ? "HALF_UP" : "FLOOR");
+    float wo[6] = {1, -1, 0.5f, 2, 0, -0.25f};
+    int64_t od[2] = {2, O};
+    Value *oin[2] = {hfinish(q1), hconst_f32(g, "wout", 2, od, wo)};
+    add_output(g, hfinish(hnode(g, OP_DENSE, 2, oin, "out")));
+    return g;
+}
+
+static void check_wide_layer(void) {
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        Graph *ref = build_wide(seed);
+        Buf report = {0};
+        Graph *opt = compile_copy(build_wide, seed, 3, &report);
+        Graph *all = compile_enumerating(build_wide, seed, (int64_t)1 << 24);
+        CHECK_MSG(opt && all, "the wide layer did not compile");
+        if (opt && all) {
+            CHECK_MSG(count_ops(opt, OP_QDENSE) == 2 && count_ops(opt, OP_DENSE) == 0,
+                      "seed %llu: the wide layer stayed float:\n%s", (unsigned long long)seed,
+                      report.data ? report.data : "");
+            CHECK_MSG(report.data && strstr(report.data, "in 3 of 3 channels, past 4194304 accumulators, by a binary search"),
+                      "the report names the search:\n%s", report.data ? report.data : "");
+            Rng r = rng_seed(seed);
+            char why[256];
+            for (int t = 0; t < 3; t++)
+                CHECK_MSG(identical(ref, opt, &r, 256, why, sizeof why), "wide seed %llu: %s",
+                          (unsigned long long)seed, why);
+            const Node *qa = NULL, *qs = NULL; /* the fused first layer: its thresholds */
+            CHECK(integer_layers(all, &qa, 1) == 1 && integer_layers(opt, &qs, 1) == 1 && qa->nin == 4 &&
+                  qs->nin == 4);
+            for (int j = 2; qa && qs && qa->nin == 4 && qs->nin == 4 && j < 4; j++)
+                CHECK_MSG(qa->in[j]->nbytes == qs->in[j]->nbytes &&
+                              memcmp(qa->in[j]->data, qs->in[j]->data, qa->in[j]->nbytes) == 0,
+                          "wide seed %llu: the searched %s differ from the enumerated ones",
+                          (unsigned long long)seed, j == 2 ? "thresholds" : "directions");
+        }
+        buf_free(&report);
+        free_graph(ref);
+        if (opt)
+            free_graph(opt);
+        if (all)
+            free_graph(all);
+    }
+}
+
 /* The interpreter's qdense (with and without thresholds) against a plain integer loop. */
 static void check_qdense_interp(void) {
     Rng r = rng_seed(42);
@@ -418,5 +548,7 @@ int main(void) {
     check_quantize_vs_quant();
     check_qdense_interp();
     check_random_layers();
+    check_search_vs_enumeration();
+    check_wide_layer();
     return check_report("test_lowbit");
 }

@@ -244,21 +244,26 @@ static inline bool tensors_match(const Tensor *a, const Tensor *b, char *why, si
  * inputs; true when every output matches. report receives the pipeline's report. */
 typedef Graph *(*BuildFn)(uint64_t seed);
 
-static inline Graph *compile_copy(BuildFn build, uint64_t seed, int level, Buf *report) {
+/* The same with o's other options (its verify_each, report and repro_path set here). */
+static inline Graph *compile_copy_with(BuildFn build, uint64_t seed, CompileOptions o, Buf *report) {
     Graph *g = build(seed);
-    CompileOptions o;
-    memset(&o, 0, sizeof o);
-    o.opt_level = level;
     o.verify_each = true;
     o.report = report;
     o.repro_path = "passes-test-crash.bnn";
     if (run_passes(g, &o) != 0) {
-        fprintf(stderr, "run_passes -O%d seed %llu: %s\n", level, (unsigned long long)seed,
+        fprintf(stderr, "run_passes -O%d seed %llu: %s\n", o.opt_level, (unsigned long long)seed,
                 diag_message());
         free_graph(g);
         return NULL;
     }
     return g;
+}
+
+static inline Graph *compile_copy(BuildFn build, uint64_t seed, int level, Buf *report) {
+    CompileOptions o;
+    memset(&o, 0, sizeof o);
+    o.opt_level = level;
+    return compile_copy_with(build, seed, o, report);
 }
 
 static inline bool same_outputs(const Graph *ref, const Graph *opt, int64_t batch, Rng *r,
