@@ -443,11 +443,20 @@ static float acc_float(const Layer *ly, int64_t o, double k, double err, int64_t
     return high ? nextafterf((float)(r + e), INFINITY) : nextafterf((float)(r - e), -INFINITY);
 }
 
+/* Whether every constant of the channel's chain is finite and no divisor is zero: a division
+ * by zero makes one accumulator's value NaN between -inf and inf, which a relu could then put
+ * out of order at that single point. */
 static bool consts_finite(const Graph *mg) {
     for (int i = 0; i < mg->nconsts; i++) {
         const Value *c = mg->consts[i];
         for (int64_t j = 0; c->type.dtype == TY_F32 && j < (int64_t)(c->nbytes / 4); j++)
             if (!isfinite(((const float *)c->data)[j]))
+                return false;
+    }
+    for (int i = 0; i < mg->nnodes; i++) {
+        const Node *n = mg->nodes[i];
+        for (int64_t j = 0; n->op == OP_DIV && n->in[1]->kind == VAL_CONST && j < (int64_t)(n->in[1]->nbytes / 4); j++)
+            if (((const float *)n->in[1]->data)[j] == 0.0f)
                 return false;
     }
     return true;
@@ -628,7 +637,7 @@ static bool compute_layer(Layer *ly, const Chain *ch, int64_t L, int32_t *t, int
                              "channel %lld: %lld accumulators, too many to check one by one, and %s",
                              (long long)o, (long long)n,
                              rc == 1 ? "the levels are not monotone in the accumulator"
-                                     : "a constant of its float chain is not finite");
+                                     : "a constant of its float chain is not finite or divides by zero");
                 ok = false;
             }
             *nambig += amb;
