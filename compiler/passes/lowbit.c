@@ -484,7 +484,7 @@ static int32_t passed_levels(const int32_t *t, int64_t L, int8_t dir, int64_t ac
  * error. */
 static int search_levels(const Layer *ly, int64_t o, double k, double err, Graph *mg, int64_t L,
                          int32_t *t, int8_t *dir, int64_t *namb) {
-    const int64_t amin = ly->amin[o], amax = ly->amax[o], nx = L + SEARCH_CHECKS + 2 * L + 2;
+    const int64_t amin = ly->amin[o], amax = ly->amax[o], nx = SEARCH_CHECKS + 2 * L + 2; /* the check's inputs, more than a round's */
     int32_t *t2 = xmalloc((size_t)L * sizeof *t2), *lv = xmalloc((size_t)nx * sizeof *lv);
     int64_t *lo = xmalloc((size_t)L * sizeof *lo), *hi = xmalloc((size_t)L * sizeof *hi),
             *acc = xmalloc((size_t)nx * sizeof *acc);
@@ -521,7 +521,8 @@ static int search_levels(const Layer *ly, int64_t o, double k, double err, Graph
             for (int64_t l = 0; l < L; l++)
                 if (!ended[l] && hi[l] - lo[l] > 1) {
                     acc[m] = lo[l] + (hi[l] - lo[l]) / 2;
-                    xs[m++] = acc_float(ly, o, k, err, lo[l] + (hi[l] - lo[l]) / 2, high);
+                    xs[m] = acc_float(ly, o, k, err, acc[m], high);
+                    m++;
                 }
             if (m == 0)
                 break;

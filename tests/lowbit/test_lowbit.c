@@ -322,6 +322,11 @@ static int integer_layers(const Graph *g, const Node **out, int cap) {
     return n;
 }
 
+/* Whether two constants hold the same bytes. */
+static bool same_const(const Value *a, const Value *b) {
+    return a->nbytes == b->nbytes && memcmp(a->data, b->data, a->nbytes) == 0;
+}
+
 static void check_search_vs_enumeration(void) {
     int compared = 0;
     for (int pass = 0; pass < 2; pass++) {
@@ -338,8 +343,7 @@ static void check_search_vs_enumeration(void) {
                 for (int i = 0; i < na && i < ns; i++) {
                     CHECK(qa[i]->nin == qs[i]->nin);
                     for (int j = 2; j < qa[i]->nin && qa[i]->nin == qs[i]->nin; j++) {
-                        const Value *a = qa[i]->in[j], *b = qs[i]->in[j];
-                        CHECK_MSG(a->nbytes == b->nbytes && memcmp(a->data, b->data, a->nbytes) == 0,
+                        CHECK_MSG(same_const(qa[i]->in[j], qs[i]->in[j]),
                                   "%s seed %llu: layer %d's %s differ between the enumeration and the search",
                                   pass ? "any" : "pow2", (unsigned long long)seed, i, j == 2 ? "thresholds" : "directions");
                         n++;
@@ -417,8 +421,7 @@ static void check_wide_layer(void) {
             CHECK(integer_layers(all, &qa, 1) == 1 && integer_layers(opt, &qs, 1) == 1 && qa->nin == 4 &&
                   qs->nin == 4);
             for (int j = 2; qa && qs && qa->nin == 4 && qs->nin == 4 && j < 4; j++)
-                CHECK_MSG(qa->in[j]->nbytes == qs->in[j]->nbytes &&
-                              memcmp(qa->in[j]->data, qs->in[j]->data, qa->in[j]->nbytes) == 0,
+                CHECK_MSG(same_const(qa->in[j], qs->in[j]),
                           "wide seed %llu: the searched %s differ from the enumerated ones",
                           (unsigned long long)seed, j == 2 ? "thresholds" : "directions");
         }
