@@ -195,8 +195,8 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #ifndef Q8_MINB
 // Blocks an SM the registers are budgeted for (__launch_bounds__): two, at most 128 registers.
 // Without it the levels in shared memory took the 128 x 128 dense tile to 137 registers and the
-// full search below the convolution to 146, one block an SM and 22-26 % slower (docs/perf.md
-// stop 57); capped, neither spills.
+// full search below the convolution to 146, one block an SM: the int8 MLPs 22-26 % and the
+// convolutions 1-25 % slower (docs/perf.md stop 57); capped, neither spills.
 #define Q8_MINB 2
 #endif
 #define Q8_ROW (Q8_BK + 16) // bytes of a staged row: 16 of padding spread a matrix's rows over the banks
