@@ -4621,28 +4621,38 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
     L->nqgemm_tiled++;
 }
 
+/* The warps of an int8 kernel's tile of 128 columns (qgemm_s8.cu Q8_WARPS, each Q8_WTN columns
+ * wide): four of 64 x 64 where its epilogue searches at most 15 levels (levels: 0 for int32 out),
+ * else eight (of 32 x 32 on 64 x 128, of 64 x 32 on 128 x 128). H200, docs/perf.md stop 58:
+ * w4a4's ResNet convolutions 10-20 % faster on four (a k step's 8 ldmatrix feed 32 MMAs, not 4
+ * feeding 8); with 255 levels (w1a8) 1.7x slower, the searches' dependent loads needing the
+ * warps that four leave out. */
+static int q8_warps(int64_t levels) { return levels <= 15 ? 4 : 8; }
+
 /* The int8 qgemm step si's batch alternative on 128 x 128 tiles (qgemm_s8.cu Q8_BM = Q8_BN = 128,
- * 8 warps of 64 x 32, four stages in 80 KiB of dynamic shared memory: two blocks an SM) from the
- * batch that gives QGEMM_INT8_WIDE_TILES of them: a k step's fragments serve twice the MMAs of
- * the 64 x 128 tile's warps and a stage's bytes twice the products. H200, docs/perf.md stop 55:
- * 1024 x 4096 x 4096 0.1080 -> 0.0642 ms (256 tiles), 8192^3 2.84 -> 1.93 ms; at 256 x 4096 x
- * 4096 (64 tiles) 0.0298 -> 0.0450, slower. Where the output has fewer than 128 channels, none. */
+ * four stages in 80 KiB of dynamic shared memory: two blocks an SM) from the batch that gives
+ * QGEMM_INT8_WIDE_TILES of them: a k step's fragments serve more MMAs than the 64 x 128 tile's
+ * warps' and a stage's bytes twice the products. H200, docs/perf.md stop 55: 1024 x 4096 x 4096
+ * 0.1080 -> 0.0642 ms (256 tiles), 8192^3 2.84 -> 1.93 ms; at 256 x 4096 x 4096 (64 tiles)
+ * 0.0298 -> 0.0450, slower. Where the output has fewer than 128 channels, none. The warps as
+ * q8_warps says (w4a4 MLP of 2 x 4096: 1-3 % faster on four of 64 x 64, stop 58). */
 #define QGEMM_INT8_WIDE_TILES 256
 static void qgemm_int8_wide_alt(Lower *L, int si, int tslot) {
     const LStep *st = &L->steps[si];
     const int64_t O = st->s.qgemm.n;
     if (O < 128)
         return;
+    const int warps = q8_warps(st->s.qgemm.epi == 2 ? st->s.qgemm.levels : 0);
     const uint32_t ntn = (uint32_t)((O + 127) / 128), from = 128 * ((QGEMM_INT8_WIDE_TILES + ntn - 1) / ntn);
     LStep *alt = new_batch_alt(L, si, from); /* (st may dangle from here) */
     name_kernel(L, alt, "qgemm8w");
     alt->k.family = KERNEL_Q8;
     /* the main step's defines past their first line (its name), then the tile's */
     alt->k.defines = str_printf("#define Q8_NAME %s%s#define Q8_BM 128\n#define Q8_BN 128\n#define Q8_DYN 1\n"
-                                "#define Q8_STAGES 4\n",
-                                alt->k.name, strchr(L->steps[si].k.defines, '\n'));
+                                "#define Q8_STAGES 4\n#define Q8_WARPS %d\n#define Q8_WTN %d\n",
+                                alt->k.name, strchr(L->steps[si].k.defines, '\n'), warps, warps == 4 ? 64 : 32);
     BlobGridDim grid[3] = {{ntn, 0, 1}, {0, 1, 128}, {1, 0, 1}};
-    uint32_t block[3] = {256, 1, 1};
+    uint32_t block[3] = {32u * (uint32_t)warps, 1, 1};
     /* qgemm_s8.cu Q8_SMEM: 4 stages of 256 rows of 80 bytes, more than the 128 x 129 int32 tile */
     blob_step_set_kernel(&alt->s, alt->k.name, grid, block, 4u * 256u * 80u);
     add_planes_args(alt, 1, tslot);
@@ -5170,11 +5180,11 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
                                "%lld\n#define Q8_U_PLANE %lld\n",
                                st->k.name, (long long)qp->xb, (long long)pix, (long long)qp->ldw,
                                (long long)blob_image_plane_words(pix, qp->ldw));
-    BlobGridDim ugrid[3] = {{0, (uint32_t)words, 256}, {1, 0, 1}, {1, 0, 1}};
+    BlobGridDim ugrid[3] = {{0, (uint32_t)(words / 4), 256}, {1, 0, 1}, {1, 0, 1}};
     uint32_t block[3] = {256, 1, 1};
     blob_step_set_kernel(&st->s, st->k.name, ugrid, block, 0);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, words);
+    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, words / 4); /* 16-byte chunks */
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
 
     st = new_step(L, BLOB_STEP_KERNEL);
@@ -5183,10 +5193,16 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     st->s.slot[BLOB_SLOT_W] = put_weights(L, w8, (size_t)(O * ld));
     put_code_thresholds_as(L, st, ce, O, true);
     free(w8);
-    /* 128 pixels x 64 channels a block where O <= 64, else 64 x 128; three stages (qgemm_s8.cu
-     * Q8_SMEM) */
-    const int bm = O <= 64 ? 128 : 64, bn = 8192 / bm;
-    const uint32_t smem = bk == 128 ? 3u * (uint32_t)(bm + bn) * (uint32_t)(bk + 16) : 0;
+    /* The block tile: 128 pixels x 64 channels where O <= 64 (eight warps of 32 x 32: four of 64
+     * x 64 on 256 x 64 were no faster, on 128 x 64 slower; docs/perf.md stop 58), else 128 x
+     * 128 on q8_warps's warps (eight makes it 64 x 128). Three stages, or four of 64 bytes with
+     * four warps: 80 KiB, two blocks an SM. Shared memory as qgemm_s8.cu Q8_SMEM says: the
+     * stages or the int32 tile, the larger; dynamic past 48 KiB. */
+    const int warps = O <= 64 ? 8 : q8_warps(qp->epi == 2 ? qp->levels : 0);
+    const int bm = warps == 4 || O <= 64 ? 128 : 64, bn = O <= 64 ? 64 : 128;
+    const int stages = warps == 4 && bk == 64 ? 4 : 3;
+    const uint32_t sbytes = (uint32_t)(stages * (bm + bn) * (bk + 16)), tbytes = (uint32_t)(bm * (bn + 1) * 4);
+    const uint32_t smem = sbytes > tbytes ? sbytes : tbytes, dyn = smem > 48 * 1024 ? smem : 0;
     name_kernel(L, st, "qconv8");
     st->k.family = KERNEL_Q8;
     st->k.defines = str_printf(
@@ -5195,16 +5211,18 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
         "#define Q8_W %lld\n#define Q8_C %lld\n#define Q8_CB %lld\n#define Q8_KH %lld\n#define Q8_KW %lld\n"
         "#define Q8_SH %lld\n#define Q8_SW %lld\n#define Q8_PT %lld\n#define Q8_PL %lld\n#define Q8_DH %lld\n"
         "#define Q8_DW %lld\n#define Q8_OH %lld\n#define Q8_OW %lld\n#define Q8_PAD %lld\n#define Q8_LDYW %lld\n"
-        "#define Q8_YPLANE %lld\n",
-        st->k.name, bk, bk == 128, (long long)O, (long long)ld, (long long)qp->xb, (long long)qp->epi,
+        "#define Q8_YPLANE %lld\n#define Q8_BN %d\n#define Q8_WARPS %d\n#define Q8_WTN %d\n#define Q8_STAGES %d\n",
+        st->k.name, bk, dyn > 0, (long long)O, (long long)ld, (long long)qp->xb, (long long)qp->epi,
         (long long)(qp->epi == 2 ? qp->levels : 1), (long long)(qp->epi == 2 ? qp->yb : 1), bm, (long long)qp->h,
         (long long)qp->w, (long long)C, (long long)cb, (long long)qp->kh, (long long)qp->kw, (long long)qp->stride_h,
         (long long)qp->stride_w, (long long)qp->pad_top, (long long)qp->pad_left, (long long)qp->dil_h,
         (long long)qp->dil_w, (long long)qp->oh, (long long)qp->ow, (long long)qp->pad_code,
         (long long)(qp->epi == 2 ? qp->ldy : 1),
-        (long long)(qp->epi == 2 ? blob_image_plane_words(cells, qp->ldy) : 8));
+        (long long)(qp->epi == 2 ? blob_image_plane_words(cells, qp->ldy) : 8), bn, warps, warps == 4 ? 64 : 32,
+        stages);
     BlobGridDim grid[3] = {{0, (uint32_t)cells, (uint32_t)bm}, {(uint32_t)((O + bn - 1) / bn), 0, 1}, {1, 0, 1}};
-    blob_step_set_kernel(&st->s, st->k.name, grid, block, smem);
+    uint32_t qblock[3] = {32u * (uint32_t)warps, 1, 1};
+    blob_step_set_kernel(&st->s, st->k.name, grid, qblock, dyn);
     add_planes_args(st, cells, BLOB_SLOT_P0);
     L->nqconv_int8++;
     return 0;

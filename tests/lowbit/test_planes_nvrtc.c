@@ -4,7 +4,7 @@
  * the multi-level threshold epilogues, odd shapes, pad codes, several specializations in one
  * program; for int8 7- and 8-bit codes and every epilogue (int32, counts as bit-planes or
  * bytes, counts as int32), one and many K stages, and a bit-plane layer writing bytes
- * (PL_YFMT 1), two int8 convolutions (Q8_CONV: image planes and int32 out) and the converter
+ * (PL_YFMT 1), three int8 convolutions (Q8_CONV: image planes and int32 out; 4 warps of 64 x 64) and the converter
  * of image planes to bytes (Q8_U_NAME). The PTX must hold the AND-popc m16n8k256 mma.sync and
  * no XOR-popc, the m16n8k32 .s8.s8 and .u8.s8 mma.sync, ldmatrix and cp.async. Exit 77 (skipped) when
  * libnvrtc is not installed, unless BNN_REQUIRE_NVRTC=1. */
@@ -103,7 +103,8 @@ int main(void) {
         buf_puts(&b, "\n");
     }
     /* convolutions (Q8_CONV: a w4a4 3x3 into image planes with a pad code, a w8a8 stride-2 one
-     * to int32 on 128 x 64 tiles) and the converter of image planes to bytes */
+     * to int32 on 128 x 64 tiles, a w4a4 one of 128 channels on 4 warps of 64 x 64) and the
+     * converter of image planes to bytes */
     buf_puts(&b, "#define Q8_NAME q8c_0\n#define Q8_CONV 1\n#define Q8_BK 128\n#define Q8_DYN 1\n#define Q8_N 96\n#define Q8_LD 640\n#define Q8_XB 4\n"
                  "#define Q8_EPI 2\n#define Q8_L 15\n#define Q8_YB 4\n#define Q8_BM 64\n#define Q8_H 56\n"
                  "#define Q8_W 56\n#define Q8_C 64\n#define Q8_CB 64\n#define Q8_KH 3\n#define Q8_KW 3\n"
@@ -116,6 +117,13 @@ int main(void) {
                  "#define Q8_CB 32\n#define Q8_KH 3\n#define Q8_KW 3\n#define Q8_SH 2\n#define Q8_SW 2\n"
                  "#define Q8_PT 1\n#define Q8_PL 1\n#define Q8_DH 1\n#define Q8_DW 1\n#define Q8_OH 17\n"
                  "#define Q8_OW 17\n#define Q8_PAD 0\n#define Q8_LDYW 1\n#define Q8_YPLANE 296\n");
+    buf_puts(&b, bnn_qgemm_s8_cu);
+    buf_puts(&b, "\n#define Q8_NAME q8c_2\n#define Q8_CONV 1\n#define Q8_BK 128\n#define Q8_DYN 1\n#define Q8_N 128\n"
+                 "#define Q8_LD 1152\n#define Q8_XB 4\n#define Q8_EPI 2\n#define Q8_L 15\n#define Q8_YB 4\n#define Q8_BM 128\n"
+                 "#define Q8_BN 128\n#define Q8_WARPS 4\n#define Q8_WTN 64\n#define Q8_H 28\n#define Q8_W 28\n#define Q8_C 128\n"
+                 "#define Q8_CB 128\n#define Q8_KH 3\n#define Q8_KW 3\n#define Q8_SH 1\n#define Q8_SW 1\n#define Q8_PT 1\n"
+                 "#define Q8_PL 1\n#define Q8_DH 1\n#define Q8_DW 1\n#define Q8_OH 28\n#define Q8_OW 28\n#define Q8_PAD 0\n"
+                 "#define Q8_LDYW 4\n#define Q8_YPLANE 3136\n");
     buf_puts(&b, bnn_qgemm_s8_cu);
     buf_puts(&b, "\n#define Q8_U_NAME q8u_0\n#define Q8_U_XB 4\n#define Q8_U_PIX 3136\n#define Q8_U_LDW 2\n"
                  "#define Q8_U_PLANE 6272\n");
@@ -139,13 +147,13 @@ int main(void) {
                   "%s: no s8.s8 / u8.s8 m16n8k32 mma.sync in the PTX", archs[a]);
         CHECK_MSG(strstr(out.ptx, "cp.async.cg.shared.global"), "%s: no cp.async in the PTX", archs[a]);
         CHECK_MSG(strstr(out.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), "%s: no ldmatrix in the PTX", archs[a]);
-        CHECK_MSG(count_str(out.ptx, ".entry q8c_") == 2 && count_str(out.ptx, ".entry q8u_") == 1,
-                  "%s: not the 2 int8 convolutions and the converter", archs[a]);
+        CHECK_MSG(count_str(out.ptx, ".entry q8c_") == 3 && count_str(out.ptx, ".entry q8u_") == 1,
+                  "%s: not the 3 int8 convolutions and the converter", archs[a]);
         CHECK_MSG(count_str(out.ptx, ".entry planes_") == nk + 1 && count_str(out.ptx, ".entry qconv_") == nc &&
                       count_str(out.ptx, ".entry q8_") == nq,
                   "%s: %d entries", archs[a], count_str(out.ptx, ".entry"));
         printf("%s: %d kernels, CUBIN %zu bytes, %d AND-popc and %d int8 MMAs in the PTX\n", archs[a],
-               nk + nc + nq + 4, out.cubin_size, count_str(out.ptx, ".and.popc"),
+               nk + nc + nq + 5, out.cubin_size, count_str(out.ptx, ".and.popc"),
                count_str(out.ptx, "m16n8k32.row.col.s32"));
         nvrtc_output_free(&out);
     }

@@ -1,5 +1,6 @@
 /* test_q8_emu: qgemm_s8.cu (the low-bit GEMM on int8 codes) run without a GPU. The kernel file
- * is compiled as C under a block emulator: 256 fibers (tests/emu/emu_fiber.h) stand for a block's threads,
+ * is compiled as C under a block emulator: a fiber (tests/emu/emu_fiber.h) for each of a block's threads (256,
+ * or 128 for the tiles of 4 warps of 64 x 64),
  * __syncthreads meets at a barrier, cp.async is an immediate copy (zero-filled past M and N),
  * ldmatrix .x4 gathers each lane's words from the rows its warp's lanes name, and mma.sync m16n8k32 .s8 / .u8 is computed from the 32 lanes' fragments of each warp with
  * the PTX ISA's register layout (the same word layout HARDWARE.md verified for m16n8k256 b1).
@@ -7,7 +8,7 @@
  * GEMM on int8 codes (rt_cpu_qgemm_int8, itself checked against the interpreter by
  * test_qsteps): all three epilogues, planes and bytes out, 1 and 8 bits, odd N and K, one and
  * many K stages, batch 1, 3, 67 and 130, level counts of 2^k - 1 and between (the two
- * searches). This checks the kernel's tiling, staging ring and epilogues, not the PTX
+ * searches), warps of 32 x 32, 64 x 32 and 64 x 64. This checks the kernel's tiling, staging ring and epilogues, not the PTX
  * (test_planes_nvrtc, and on a GPU test_lowbit_int8.py --device gpu). */
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,6 +62,7 @@ static void bnn_q8_ldsm4(unsigned *r, const void *p) {
     emu_fiber_barrier_wait(&block_bar);
 }
 #define bnn_q8_wait(n) ((void)(n))
+#define Q8_U_STORE4(y, v) memcpy((y), (v), 16)
 
 /* Every thread of the block calls this the same number of times (the kernel's main loop has
  * no divergence), so a block barrier stands for the warp's. */
@@ -177,6 +179,39 @@ static void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
 #define Q8_BK 128
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 
+/* Four warps of 64 x 64 on the 128 x 128 tile (lower.c q8_warps: up to 15 levels): bytes out
+ * (stages of 64, four as the plans' dense tile), planes out (stages of 128). */
+#define Q8_NAME emu_w5a4_bytes_w64
+#define Q8_N 300
+#define Q8_LD 320
+#define Q8_XB 4
+#define Q8_EPI 2
+#define Q8_L 15
+#define Q8_YB 4
+#define Q8_YFMT 1
+#define Q8_BM 128
+#define Q8_BN 128
+#define Q8_WARPS 4
+#define Q8_WTN 64
+#define Q8_DYN 1
+#define Q8_STAGES 4
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
+#define Q8_NAME emu_w4a3_planes_w64
+#define Q8_N 257
+#define Q8_LD 256
+#define Q8_XB 3
+#define Q8_EPI 2
+#define Q8_L 7
+#define Q8_YB 3
+#define Q8_BM 128
+#define Q8_BN 128
+#define Q8_WARPS 4
+#define Q8_WTN 64
+#define Q8_DYN 1
+#define Q8_BK 128
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
 /* Fewer levels than 2^YB - 1 (a MultiThreshold's own count): the clamped search. */
 #define Q8_NAME emu_l5_planes
 #define Q8_N 70
@@ -204,34 +239,21 @@ static void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
                   LDW_, LDYW_, BM_)                                                                               \
     static const int ID##_geom[] = {XB_, C_, H_, W_, O_, KH_, KW_, SH_, SW_, PT_, PL_, DH_, DW_, OH_, OW_,      \
                                     PAD_, EPI_, L_, YB_, LDW_, LDYW_, BM_};
-#define Q8_CONV 1
 #define Q8_NAME emu_conv_w4a4
-#define Q8_N 96
-#define Q8_LD 576
-#define Q8_XB 4
-#define Q8_EPI 2
-#define Q8_L 15
-#define Q8_YB 4
 #define Q8_BM 64
-#define Q8_H 7
-#define Q8_W 7
-#define Q8_C 64
-#define Q8_CB 64
-#define Q8_KH 3
-#define Q8_KW 3
-#define Q8_SH 1
-#define Q8_SW 1
-#define Q8_PT 1
-#define Q8_PL 1
-#define Q8_DH 1
-#define Q8_DW 1
-#define Q8_OH 7
-#define Q8_OW 7
-#define Q8_PAD 5
-#define Q8_LDYW 4
-#define Q8_YPLANE 200
+#include "q8_conv_w4a4.h"
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 CONV_CASE(conv_w4a4, 4, 64, 7, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 7, 7, 5, 2, 15, 4, 2, 4, 64)
+/* the same on four warps of 64 x 64 as a 256 x 64 tile (two column blocks, rows past M) */
+#define Q8_NAME emu_conv_w4a4_w64
+#define Q8_BM 256
+#define Q8_BN 64
+#define Q8_WARPS 4
+#define Q8_WTN 64
+#define Q8_DYN 1
+#include "q8_conv_w4a4.h"
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+CONV_CASE(conv_w4a4_w64, 4, 64, 7, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 7, 7, 5, 2, 15, 4, 2, 4, 256)
 #define Q8_U_NAME emu_unpack_w4a4
 #define Q8_U_XB 4
 #define Q8_U_PIX 49
@@ -286,6 +308,14 @@ CONV_CASE(conv_w3a3, 3, 300, 5, 6, 130, 2, 3, 1, 2, 1, 2, 2, 1, 4, 4, 3, 2, 7, 3
 #include "q8_conv_w3a3.h"
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 CONV_CASE(conv_w3a3_t128, 3, 300, 5, 6, 130, 2, 3, 1, 2, 1, 2, 2, 1, 4, 4, 3, 2, 7, 3, 16, 8, 128)
+/* and on four warps of 64 x 64 */
+#define Q8_NAME emu_conv_w3a3_w64
+#define Q8_BM 128
+#define Q8_BN 128
+#define Q8_WARPS 4
+#define Q8_WTN 64
+#include "q8_conv_w3a3.h"
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
 #define Q8_U_NAME emu_unpack_w3a3
 #define Q8_U_XB 3
 #define Q8_U_PIX 30
@@ -376,23 +406,27 @@ typedef struct Spec {
     const char *name;
     int n, k, xb, wlo, whi, epi, l, yb, yfmt;
     int bm, bn; /* the block tile: bn 0 for 8192 / bm, or 128 (128 x 128, dynamic shared memory) */
+    int warps;  /* 0 for 8 */
     bool even; /* levels evenly spaced (a quantizer's), some never reached, else sampled sums */
 } Spec;
 
 static const Spec specs[] = {
-    {emu_w4a4_bytes, "w4a4, bytes out", 300, 1000, 4, -8, 7, 2, 15, 4, 1, 64, 0, false},
-    {emu_w8a8_planes, "w8a8 (u8 codes), planes out", 257, 255, 8, -128, 127, 2, 255, 8, 0, 64, 0, false},
-    {emu_a3_i32, "w1a3 bipolar, int32, one stage", 10, 37, 3, -1, 1, 1, 1, 1, 0, 64, 0, false},
-    {emu_a8_counts, "w3a8, counts as int32", 129, 150, 8, -4, 3, 3, 7, 3, 0, 64, 0, false},
-    {emu_a2_planes1, "unsigned w5 a2, one plane out", 33, 100, 2, 0, 31, 2, 1, 1, 0, 64, 0, false},
-    {emu_w8a8_bytes_t128, "w8a8, 128 x 128 tile, bytes out", 300, 300, 8, -128, 127, 2, 255, 8, 1, 128, 128, false},
-    {emu_w4a3_planes_t128, "w4a3, 128 x 128 tile, planes out", 257, 170, 3, -8, 7, 2, 7, 3, 0, 128, 128, false},
-    {emu_a5_i32_t128, "w2a5, 128 x 128 tile, K stages of 128, int32", 129, 100, 5, -2, 1, 1, 1, 1, 0, 128, 128, false},
+    {emu_w4a4_bytes, "w4a4, bytes out", 300, 1000, 4, -8, 7, 2, 15, 4, 1, 64, 0, 0, false},
+    {emu_w8a8_planes, "w8a8 (u8 codes), planes out", 257, 255, 8, -128, 127, 2, 255, 8, 0, 64, 0, 0, false},
+    {emu_a3_i32, "w1a3 bipolar, int32, one stage", 10, 37, 3, -1, 1, 1, 1, 1, 0, 64, 0, 0, false},
+    {emu_a8_counts, "w3a8, counts as int32", 129, 150, 8, -4, 3, 3, 7, 3, 0, 64, 0, 0, false},
+    {emu_a2_planes1, "unsigned w5 a2, one plane out", 33, 100, 2, 0, 31, 2, 1, 1, 0, 64, 0, 0, false},
+    {emu_w8a8_bytes_t128, "w8a8, 128 x 128 tile, bytes out", 300, 300, 8, -128, 127, 2, 255, 8, 1, 128, 128, 0, false},
+    {emu_w4a3_planes_t128, "w4a3, 128 x 128 tile, planes out", 257, 170, 3, -8, 7, 2, 7, 3, 0, 128, 128, 0, false},
+    {emu_a5_i32_t128, "w2a5, 128 x 128 tile, K stages of 128, int32", 129, 100, 5, -2, 1, 1, 1, 1, 0, 128, 128, 0, false},
     {emu_w8a8_bytes_t128, "w8a8, 128 x 128 tile, bytes out, even levels", 300, 300, 8, -128, 127, 2, 255, 8, 1, 128, 128,
-     true},
-    {emu_w8a8_planes, "w8a8 (u8 codes), planes out, even levels", 257, 255, 8, -128, 127, 2, 255, 8, 0, 64, 0, true},
-    {emu_l5_planes, "w3a4, 5 levels, planes out", 70, 100, 4, -4, 3, 2, 5, 3, 0, 64, 0, false},
-    {emu_l12_bytes, "w4a4, 12 levels, bytes out", 45, 150, 4, -8, 7, 2, 12, 4, 1, 64, 0, false},
+     0, true},
+    {emu_w8a8_planes, "w8a8 (u8 codes), planes out, even levels", 257, 255, 8, -128, 127, 2, 255, 8, 0, 64, 0, 0, true},
+    {emu_l5_planes, "w3a4, 5 levels, planes out", 70, 100, 4, -4, 3, 2, 5, 3, 0, 64, 0, 0, false},
+    {emu_l12_bytes, "w4a4, 12 levels, bytes out", 45, 150, 4, -8, 7, 2, 12, 4, 1, 64, 0, 0, false},
+    {emu_w5a4_bytes_w64, "w5a4, 4 warps of 64 x 64, bytes out", 300, 300, 4, -16, 15, 2, 15, 4, 1, 128, 128, 4, false},
+    {emu_w4a3_planes_w64, "w4a3, 4 warps of 64 x 64, K stages of 128, planes out", 257, 250, 3, -8, 7, 2, 7, 3, 0, 128,
+     128, 4, false},
 };
 
 static uint32_t rng_state = 777;
@@ -418,15 +452,17 @@ static void run_thread(unsigned tid, void *arg) {
     l->fn(l->A, l->W, l->M, l->T, l->dir, l->Y);
 }
 
-static void launch(Q8Kernel fn, unsigned gx, unsigned gy, const unsigned char *A, const signed char *W, int M,
-                   const int *T, const int *dir, void *Y) {
+static void launch(Q8Kernel fn, unsigned threads, unsigned gx, unsigned gy, const unsigned char *A,
+                   const signed char *W, int M, const int *T, const int *dir, void *Y) {
     Launch l = {fn, A, W, M, T, dir, Y};
+    emu_fiber_barrier_init(&block_bar, threads);
     for (unsigned by = 0; by < gy; by++)
         for (unsigned bx = 0; bx < gx; bx++) {
             blockIdx.x = bx;
             blockIdx.y = by;
-            emu_fibers_run(256, run_thread, &l, resume);
+            emu_fibers_run(threads, run_thread, &l, resume);
         }
+    emu_fiber_barrier_init(&block_bar, 256);
 }
 
 /* The kernel's levels (lower.c put_code_levels): folded (t ^ -1 for a falling channel) and
@@ -489,7 +525,7 @@ static void check_spec(const Spec *s, int M) {
     memset(got, 0xa5, bytes);
     int32_t *ts = folded_levels(t, dir, N, s->l);
     const int bn = s->bn ? s->bn : 8192 / s->bm;
-    launch(s->fn, (unsigned)((N + bn - 1) / bn), (unsigned)((M + s->bm - 1) / s->bm), A, (const signed char *)W, M, ts,
+    launch(s->fn, s->warps ? 32u * (unsigned)s->warps : 256u, (unsigned)((N + bn - 1) / bn), (unsigned)((M + s->bm - 1) / s->bm), A, (const signed char *)W, M, ts,
            dir, got);
     free(ts);
     size_t bad = 0, first = bytes;
@@ -525,7 +561,8 @@ typedef struct ConvSpec {
     const int *g; /* CONV_CASE's numbers */
     const char *name;
     int wlo, whi, images;
-    int bn; /* the block tile's columns: 0 for 8192 / its rows, or 128 */
+    int bn;    /* the block tile's columns: 0 for 8192 / its rows, or 128 / 64 */
+    int warps; /* 0 for 8 */
 } ConvSpec;
 
 /* One convolution case: codes -> image planes (as the quantize step writes them) -> the
@@ -553,7 +590,7 @@ static void check_conv(const ConvSpec *s) {
                     X[(im * xb + p) * plane + q * ldw + c / 32] |= (uint32_t)((v >> p) & 1) << (c % 32);
             }
     memset(bytes, 0xa5, (size_t)(n * pix * cb));
-    ULaunch ul = {s->unpack, X, n * pix * ldw * 8, (unsigned *)bytes};
+    ULaunch ul = {s->unpack, X, n * pix * ldw * 2, (unsigned *)bytes};
     for (unsigned bx = 0; bx < (unsigned)(ul.M + 255) / 256; bx++) {
         blockIdx.x = bx;
         blockIdx.y = 0;
@@ -608,7 +645,7 @@ static void check_conv(const ConvSpec *s) {
                 }
     memset(got, 0xa5, nbytes);
     const int bn = s->bn ? s->bn : 8192 / bm;
-    launch(s->fn, (unsigned)(M + bm - 1) / bm, (unsigned)(O + bn - 1) / bn, bytes,
+    launch(s->fn, s->warps ? 32u * (unsigned)s->warps : 256u, (unsigned)(M + bm - 1) / bm, (unsigned)(O + bn - 1) / bn, bytes,
            (const signed char *)W8, M, ts, dir, got);
     size_t bad = 0, first = nbytes;
     for (size_t i = 0; i < nbytes; i++)
@@ -632,13 +669,19 @@ static void check_conv(const ConvSpec *s) {
 int main(void) {
     emu_fiber_barrier_init(&block_bar, 256);
     static const ConvSpec convs[] = {
-        {emu_conv_w4a4, emu_unpack_w4a4, conv_w4a4_geom, "conv w4a4 3x3, pad code 5, planes out", -8, 7, 3, 0},
-        {emu_conv_w8a8, emu_unpack_w8a8, conv_w8a8_geom, "conv w8a8 (u8) 3x3/2 over 3 channels, int32 out", -128, 127, 2, 0},
-        {emu_conv_w3a3, emu_unpack_w3a3, conv_w3a3_geom, "conv w3a3 2x3, dilation, uneven pads, 300 channels", -4, 3, 1, 0},
+        {emu_conv_w4a4, emu_unpack_w4a4, conv_w4a4_geom, "conv w4a4 3x3, pad code 5, planes out", -8, 7, 3, 0, 0},
+        {emu_conv_w4a4_w64, emu_unpack_w4a4, conv_w4a4_w64_geom, "conv w4a4 as above, 4 warps of 64 x 64 on 256 x 64, 7 images",
+         -8, 7, 7, 64, 4},
+        {emu_conv_w8a8, emu_unpack_w8a8, conv_w8a8_geom, "conv w8a8 (u8) 3x3/2 over 3 channels, int32 out", -128, 127, 2, 0,
+         0},
+        {emu_conv_w3a3, emu_unpack_w3a3, conv_w3a3_geom, "conv w3a3 2x3, dilation, uneven pads, 300 channels", -4, 3, 1, 0, 0},
         {emu_conv_w3a3_t128, emu_unpack_w3a3, conv_w3a3_t128_geom, "conv w3a3 as above, 128 x 128 tile, 9 images", -4, 3,
-         9, 128},
-        {emu_conv_b1out, emu_unpack_b1out, conv_b1out_geom, "conv unsigned w4 a5, one plane out", 0, 15, 5, 0},
-        {emu_conv_a8out, emu_unpack_a8out, conv_a8out_geom, "conv w8a8, 255 levels, 8 planes out, K stages of 128", -128, 127, 2, 0},
+         9, 128, 0},
+        {emu_conv_w3a3_w64, emu_unpack_w3a3, conv_w3a3_t128_geom, "conv w3a3 as above, 4 warps of 64 x 64, 9 images", -4, 3,
+         9, 128, 4},
+        {emu_conv_b1out, emu_unpack_b1out, conv_b1out_geom, "conv unsigned w4 a5, one plane out", 0, 15, 5, 0, 0},
+        {emu_conv_a8out, emu_unpack_a8out, conv_a8out_geom, "conv w8a8, 255 levels, 8 planes out, K stages of 128", -128, 127, 2, 0,
+         0},
     };
     for (size_t i = 0; i < sizeof convs / sizeof *convs; i++)
         check_conv(&convs[i]);

@@ -16,15 +16,17 @@
 //   (bnn_q8_count_sorted; the blob's x0 for a qgemm step, p0 for the conv): Q8_YFMT 0 bit-planes Y[M][Q8_YB][LDY] words (LDY = N rounded up to 256
 //   bits, padding words zero: bgemm_planes.cu's A), Q8_YFMT 1 bytes Y[M][round64(N)] (zero
 //   bytes past N: this kernel's A); 3 the counts as int32 Y[M][Q8_N].
-// Block tile Q8_BM x Q8_BN (64 x 128, or 128 x 64 for narrow layers), 8 warps of 32 x 32
-// (2 m16 x 4 n8 MMA tiles each); or 128 x 128 (with Q8_DYN: its accumulators alone take 66
-// KiB), 8 warps of 64 x 32 (4 m16 x 4 n8: a k step's fragments serve twice the MMAs, and a
-// stage's bytes from L2 twice the products of 64 x 128). K in stages of Q8_BK bytes (64, or 128
-// for the convolutions) staged through shared memory by 16-byte cp.async (zero-filled past M
-// and N), a ring of Q8_STAGES; rows padded by 16 bytes so the fragments' ldmatrix hits 32
-// distinct banks. Grid (ceil(N/Q8_BN), ceil(M/Q8_BM)), 256 threads; static shared memory (45
-// KiB at Q8_BK 64), or with Q8_DYN 1 Q8_SMEM bytes of dynamic shared memory (83 KiB at Q8_BK
-// 128; 80 KiB for the 128 x 128 tile's 4 stages of 64).
+// Block tile Q8_BM x Q8_BN of Q8_WARPS warps, each Q8_WTM x Q8_WTN (32 or 64 each way) of m16 x n8
+// MMA tiles: 64 x 128 or 128 x 64 (narrow layers) on 8 warps of 32 x 32; 128 x 128 (with
+// Q8_DYN: its accumulators alone take 66 KiB) on 8 warps of 64 x 32 or 4 of 64 x 64 (Q8_WTN 64:
+// a k step's 8 ldmatrix feed 32 MMAs where 32 x 32 has 4 feed 8, and a stage's bytes from L2
+// serve twice the products of 64 x 128); 256 x 64 on 4 of 64 x 64. K in stages of Q8_BK bytes
+// (64, or 128 for the convolutions) staged through shared memory by 16-byte cp.async
+// (zero-filled past M and N), a ring of Q8_STAGES; rows padded by 16 bytes so the fragments'
+// ldmatrix hits 32 distinct banks. Grid (ceil(N/Q8_BN), ceil(M/Q8_BM)), 32 Q8_WARPS threads;
+// static shared memory (45 KiB at Q8_BK 64), or with Q8_DYN 1 Q8_SMEM bytes of dynamic shared
+// memory (83 KiB at Q8_BK 128 on 64 x 128; 80 KiB for the 128 x 128 tile's 4 stages of 64, 111
+// KiB for its 3 of 128).
 //
 // With Q8_CONV 1 the same GEMM is a convolution (qconv2d on int8, docs/kernels.md "Low-bit
 // convolution on int8 MMA"): row m an output pixel (image, oy, ox) of the batch, K the
@@ -41,7 +43,7 @@
 // With Q8_U_NAME instead (and Q8_U_XB, Q8_U_PIX, Q8_U_LDW, Q8_U_PLANE) the file defines the
 // converter Q8_U_NAME(X, M, Y): image planes (qconv.cu's X: per image Q8_U_XB planes of
 // Q8_U_PLANE words, [Q8_U_PIX][Q8_U_LDW] each) to the bytes image above (Q8_CB = 32 Q8_U_LDW),
-// M = images x Q8_U_PIX x Q8_U_LDW x 8, one 32-bit word (4 channels) a thread.
+// M = images x Q8_U_PIX x Q8_U_LDW x 2, 16 bytes (16 channels) a thread.
 // Each inclusion defines one kernel and #undefs its macros at the end.
 #ifndef BNN_PDL_ENTER // compiled without common.cu (a test's own program): launched plainly
 #define BNN_PDL_ENTER() ((void)0)
@@ -92,6 +94,8 @@ __device__ __forceinline__ void bnn_q8_cp16(void *dst, const void *src, bool ok)
                  : "memory");
 }
 __device__ __forceinline__ void bnn_q8_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// A 16-byte store of four words (y 16-byte aligned).
+#define Q8_U_STORE4(y, v) (*(uint4 *)(y) = make_uint4((v)[0], (v)[1], (v)[2], (v)[3]))
 // The dynamic shared memory of a kernel with Q8_DYN (its launch gives the size).
 extern __shared__ __align__(16) unsigned char bnn_q8_dsmem[];
 #define bnn_q8_dyn_smem() bnn_q8_dsmem
@@ -127,24 +131,28 @@ __device__ __forceinline__ int bnn_q8_count_full(int v, const int *u, int pow2) 
 #endif
 
 #if defined(Q8_U_NAME)
-// Image planes to the bytes image (Q8_CONV's A): word i of the output is bytes 4j..4j+3 of
-// pixel word pw of an image (j = i % 8), byte c = sum_p bit c of plane p's word << p.
+// Image planes to the bytes image (Q8_CONV's A): 16 bytes a thread (a warp stores 512 in a row;
+// at 4 bytes a thread it issued 4x the plane loads and stores), chunk i of the output is bytes
+// 16h..16h+15 of pixel word pw of an image (h = i % 2), byte c = sum_p bit c of plane p's word
+// << p. M: the chunks, images x Q8_U_PIX x Q8_U_LDW x 2.
 BNN_Q8_LINKAGE __global__ void __launch_bounds__(BNN_Q8_THREADS)
 Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
     BNN_PDL_ENTER();
     const int i = blockIdx.x * BNN_Q8_THREADS + threadIdx.x;
     if (i >= M)
         return;
-    const int per = Q8_U_PIX * Q8_U_LDW * 8, image = i / per, r = i % per, j = r & 7;
-    const unsigned *x = X + (long long)image * Q8_U_XB * Q8_U_PLANE + (r >> 3);
-    unsigned v = 0u;
+    const int per = Q8_U_PIX * Q8_U_LDW * 2, image = i / per, r = i % per, h = r & 1;
+    const unsigned *x = X + (long long)image * Q8_U_XB * Q8_U_PLANE + (r >> 1);
+    unsigned v[4] = {0u, 0u, 0u, 0u};
     for (int p = 0; p < Q8_U_XB; p++) {
+        const unsigned half = x[(long long)p * Q8_U_PLANE] >> (16 * h);
         // the 4 bits of channels 4j.. spread to bit 0 of 4 bytes: nib * 0x00204081 puts bit b
         // at 7b + b = 8b, and its four shifted copies do not overlap (no carries)
-        const unsigned nib = (x[(long long)p * Q8_U_PLANE] >> (4 * j)) & 15u;
-        v |= ((nib * 0x00204081u) & 0x01010101u) << p;
+        for (int j = 0; j < 4; j++)
+            v[j] |= ((((half >> (4 * j)) & 15u) * 0x00204081u) & 0x01010101u) << p;
     }
-    Y[i] = v;
+    unsigned *y = Y + 4 * (long long)i;
+    Q8_U_STORE4(y, v);
 }
 #undef Q8_U_NAME
 #undef Q8_U_XB
@@ -199,20 +207,34 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 // convolutions 1-25 % slower (docs/perf.md stop 57); capped, neither spills.
 #define Q8_MINB 2
 #endif
+#ifndef Q8_WARPS
+#define Q8_WARPS 8 // warps a block
+#endif
+#ifndef Q8_WTN
+#define Q8_WTN 32 // a warp's columns: 32, or 64 (4 warps of 64 x 64 on the 128 x 128 or 256 x 64 tile)
+#endif
+#define Q8_THREADS (32 * Q8_WARPS)
 #define Q8_ROW (Q8_BK + 16) // bytes of a staged row: 16 of padding spread a matrix's rows over the banks
 #define Q8_CPR (Q8_BK / 16) // 16-byte chunks a row
-#if !((Q8_BM * Q8_BN == 8192 && (Q8_BM == 64 || Q8_BM == 128)) || (Q8_BM == 128 && Q8_BN == 128 && Q8_DYN))
-#error "qgemm_s8.cu: the block tile is 64 x 128, 128 x 64 or (with Q8_DYN) 128 x 128"
+#define Q8_WN (Q8_BN / Q8_WTN)                     // warps along N
+#define Q8_WTM (Q8_BM * Q8_BN / (Q8_WARPS * Q8_WTN)) // a warp's rows
+#define Q8_MI (Q8_WTM / 16)                        // its m16 tiles
+#define Q8_NJ (Q8_WTN / 8)                         // its n8 tiles
+#define Q8_NW (Q8_BN / 32)                         // 32-channel words a row of the tile
+#if (Q8_WTM != 32 && Q8_WTM != 64) || (Q8_WTN != 32 && Q8_WTN != 64) || Q8_BN % Q8_WTN != 0 ||                \
+    Q8_BM % Q8_WTM != 0 || (Q8_BM / Q8_WTM) * Q8_WN != Q8_WARPS || Q8_BM * (Q8_BK / 16) % Q8_THREADS != 0 ||    \
+    Q8_BN * (Q8_BK / 16) % Q8_THREADS != 0
+#error "qgemm_s8.cu: warps of 32 or 64 rows by 32 or 64 columns tile the block, whose stage's chunks its threads share evenly"
 #endif
-#define Q8_WN (Q8_BN / 32)           // warps along N, each 32 columns
-#define Q8_WTM (Q8_BM * Q8_BN / 256) // a warp's rows: 32, or 64 in the 128 x 128 tile
-#define Q8_MI (Q8_WTM / 16)          // its m16 tiles
 #define Q8_KT (Q8_LD / Q8_BK)
 #define Q8_LDY ((Q8_N + 255) / 256 * 8)
 #define Q8_LDY8 ((Q8_N + 63) / 64 * 64)
 #define Q8_STAGE_BYTES ((Q8_BM + Q8_BN) * Q8_ROW)
 #define Q8_SMEM (Q8_STAGES * Q8_STAGE_BYTES > Q8_BM * (Q8_BN + 1) * 4 ? Q8_STAGES * Q8_STAGE_BYTES \
                                                                   : Q8_BM * (Q8_BN + 1) * 4)
+#if !Q8_DYN && Q8_SMEM > 48 * 1024
+#error "qgemm_s8.cu: past 48 KiB of shared memory the kernel needs Q8_DYN"
+#endif
 #if Q8_LD % Q8_BK != 0 || (Q8_BK != 64 && Q8_BK != 128)
 #error "qgemm_s8.cu: Q8_BK is 64 or 128 bytes and Q8_LD a multiple of it"
 #endif
@@ -282,7 +304,7 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #endif
 #endif
 
-BNN_Q8_LINKAGE __global__ void __launch_bounds__(BNN_Q8_THREADS, Q8_MINB)
+BNN_Q8_LINKAGE __global__ void __launch_bounds__(Q8_THREADS, Q8_MINB)
 Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, int M,
         const int *__restrict__ T, const int *__restrict__ dir, void *__restrict__ Y) {
     BNN_PDL_ENTER();
@@ -293,13 +315,13 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     __shared__ __align__(16) unsigned char smem[Q8_SMEM];
 #endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
-    const int wm = warp / Q8_WN, wn = warp % Q8_WN; // each warp Q8_WTM rows x 32 columns
+    const int wm = warp / Q8_WN, wn = warp % Q8_WN; // each warp Q8_WTM rows x Q8_WTN columns
     // A convolution's row tiles run along x (2^31 - 1 blocks: batch x pixels / Q8_BM passes
     // 65,535 at a large batch), a GEMM's along y.
     const int m0 = (Q8_CONV ? blockIdx.x : blockIdx.y) * Q8_BM, n0 = (Q8_CONV ? blockIdx.y : blockIdx.x) * Q8_BN;
     (void)T; (void)dir;
-#define Q8_AH (Q8_BM * Q8_CPR / BNN_Q8_THREADS) // A chunks a thread a stage
-#define Q8_WH (Q8_BN * Q8_CPR / BNN_Q8_THREADS) // W chunks
+#define Q8_AH (Q8_BM * Q8_CPR / Q8_THREADS) // A chunks a thread a stage
+#define Q8_WH (Q8_BN * Q8_CPR / Q8_THREADS) // W chunks
 #if Q8_CONV
     // A thread's A rows (tid + 256 h) / Q8_CPR, once: the offset of the window's origin in A
     // and which of the window's taps fall inside the image (none for a row past M). A thread's
@@ -315,7 +337,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     q8_taps_t inside[Q8_AH];
     bool arow[Q8_AH];
     for (int h = 0; h < Q8_AH; h++) {
-        const int m = m0 + (tid + BNN_Q8_THREADS * h) / Q8_CPR;
+        const int m = m0 + (tid + Q8_THREADS * h) / Q8_CPR;
         const int image = m / Q8_CELLS, cell = m % Q8_CELLS;
         const int iy0 = cell / Q8_OW * Q8_SH - Q8_PT, ix0 = cell % Q8_OW * Q8_SW - Q8_PL;
         aoff[h] = (long long)image * (Q8_H * Q8_W * Q8_CB) + (long long)(iy0 * Q8_W + ix0) * Q8_CB;
@@ -328,7 +350,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
         }
     }
 #endif
-    // The thread's first W row: the others are 256 / Q8_CPR rows apart.
+    // The thread's first W row: the others are Q8_THREADS / Q8_CPR rows apart.
     const long long woff = (long long)(n0 + tid / Q8_CPR) * Q8_LD + tid % Q8_CPR * 16;
 
     // One stage: Q8_BM A rows of Q8_BK bytes (the row's K slice, or for a convolution its taps'
@@ -339,14 +361,14 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
         const int c = tid % Q8_CPR * 16, kb = (kt) * Q8_BK + c;                                              \
         Q8_STAGE_A(kb);                                                                                      \
         for (int h = 0; h < Q8_AH; h++) {                                                                    \
-            const int r = (tid + BNN_Q8_THREADS * h) / Q8_CPR;                                               \
+            const int r = (tid + Q8_THREADS * h) / Q8_CPR;                                               \
             Q8_LOAD_A(h, r, c, kb, sa + r * Q8_ROW + c);                                                     \
         }                                                                                                    \
         for (int h = 0; h < Q8_WH; h++) {                                                                    \
-            const int rn = (tid + BNN_Q8_THREADS * h) / Q8_CPR;                                              \
+            const int rn = (tid + Q8_THREADS * h) / Q8_CPR;                                              \
             const bool ok = n0 + rn < Q8_N;                                                                  \
             bnn_q8_cp16(sw + rn * Q8_ROW + c,                                                                \
-                        ok ? (const void *)(W + woff + (long long)h * (BNN_Q8_THREADS / Q8_CPR) * Q8_LD +    \
+                        ok ? (const void *)(W + woff + (long long)h * (Q8_THREADS / Q8_CPR) * Q8_LD +    \
                                             (kt) * Q8_BK)                                                    \
                            : (const void *)W,                                                                \
                         ok);                                                                                 \
@@ -379,9 +401,9 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     } while (0)
 #endif
 
-    int acc[Q8_MI][4][4];
+    int acc[Q8_MI][Q8_NJ][4];
     for (int i = 0; i < Q8_MI; i++)
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < Q8_NJ; j++)
             for (int e = 0; e < 4; e++)
                 acc[i][j][e] = 0;
     for (int s = 0; s < Q8_STAGES - 1; s++) {
@@ -401,15 +423,15 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
             // tile = a0..a3; W: (n 0-7, k 0-15), (0-7, 16-31), (8-15, 0-15), (8-15, 16-31) of
             // each pair of n8 tiles = b0, b1 of the first, b0, b1 of the second. Rows 80 or 144
             // bytes apart: a matrix's 8 rows fall in distinct banks.
-            unsigned a[Q8_MI][4], b[2][4]; // b[j / 2][2 (j % 2)..]: n8 tile j's b0, b1
+            unsigned a[Q8_MI][4], b[Q8_NJ / 2][4]; // b[j / 2][2 (j % 2)..]: n8 tile j's b0, b1
             for (int i = 0; i < Q8_MI; i++)
                 bnn_q8_ldsm4(a[i], sa + (wm * Q8_WTM + 16 * i + (lane & 7) + ((lane >> 3) & 1) * 8) * Q8_ROW + kk +
                                        (lane >> 4) * 16);
-            for (int j = 0; j < 2; j++)
-                bnn_q8_ldsm4(b[j], sw + (wn * 32 + 16 * j + (lane & 7) + (lane >> 4) * 8) * Q8_ROW + kk +
+            for (int j = 0; j < Q8_NJ / 2; j++)
+                bnn_q8_ldsm4(b[j], sw + (wn * Q8_WTN + 16 * j + (lane & 7) + (lane >> 4) * 8) * Q8_ROW + kk +
                                        ((lane >> 3) & 1) * 16);
             for (int i = 0; i < Q8_MI; i++)
-                for (int j = 0; j < 4; j++)
+                for (int j = 0; j < Q8_NJ; j++)
                     bnn_q8_mma(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], b[j / 2][2 * (j % 2)],
                                b[j / 2][2 * (j % 2) + 1], Q8_XB > 7);
         }
@@ -419,8 +441,8 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     int *tile = (int *)smem;
 #define Q8_TILE(r, c) tile[(r) * (Q8_BN + 1) + (c)]
     for (int i = 0; i < Q8_MI; i++)
-        for (int j = 0; j < 4; j++) {
-            const int r = wm * Q8_WTM + 16 * i + g, c = wn * 32 + 8 * j + 2 * t;
+        for (int j = 0; j < Q8_NJ; j++) {
+            const int r = wm * Q8_WTM + 16 * i + g, c = wn * Q8_WTN + 8 * j + 2 * t;
             Q8_TILE(r, c) = acc[i][j][0];
             Q8_TILE(r, c + 1) = acc[i][j][1];
             Q8_TILE(r + 8, c) = acc[i][j][2];
@@ -428,22 +450,22 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
         }
 #if Q8_SLEV
     int *slev = tile + Q8_BM * (Q8_BN + 1), *sflip = slev + Q8_BN * Q8_L; // channel n0 + j's at j
-    for (int e = tid; e < Q8_BN * Q8_L; e += BNN_Q8_THREADS)
+    for (int e = tid; e < Q8_BN * Q8_L; e += Q8_THREADS)
         slev[e] = n0 + e / Q8_L < Q8_N ? T[(long long)n0 * Q8_L + e] : 0;
-    for (int j = tid; j < Q8_BN; j += BNN_Q8_THREADS)
+    for (int j = tid; j < Q8_BN; j += Q8_THREADS)
         sflip[j] = n0 + j < Q8_N && dir[n0 + j] < 0 ? -1 : 0;
 #endif
     __syncthreads();
 #if Q8_CONV && Q8_EPI == 1
     // int32 NCHW per image, one output a thread at a time, along the pixels.
-    for (int e = tid; e < Q8_BM * Q8_BN; e += BNN_Q8_THREADS) {
+    for (int e = tid; e < Q8_BM * Q8_BN; e += Q8_THREADS) {
         const int r = e % Q8_BM, c = e / Q8_BM, m = m0 + r, n = n0 + c;
         if (m < M && n < Q8_N)
             ((int *)Y)[((long long)(m / Q8_CELLS) * Q8_N + n) * Q8_CELLS + m % Q8_CELLS] = Q8_TILE(r, c);
     }
 #elif Q8_EPI != 2
     // int32 accumulators (1) or level counts (3), one output a thread at a time, along N.
-    for (int e = tid; e < Q8_BM * Q8_BN; e += BNN_Q8_THREADS) {
+    for (int e = tid; e < Q8_BM * Q8_BN; e += Q8_THREADS) {
         const int r = e / Q8_BN, c = e % Q8_BN, m = m0 + r, n = n0 + c;
         if (m >= M || n >= Q8_N)
             continue;
@@ -457,7 +479,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     // The counts as the next layer's image planes: one (row, 32 channels) word set a thread,
     // consecutive rows in a warp (its tile reads in distinct banks); plane b of the image, the
     // pixel's Q8_LDYW words.
-    for (int e = tid; e < Q8_BM * Q8_WN; e += BNN_Q8_THREADS) {
+    for (int e = tid; e < Q8_BM * Q8_NW; e += Q8_THREADS) {
         const int r = e % Q8_BM, wq = e / Q8_BM, m = m0 + r, nw = n0 / 32 + wq;
         if (m < M) {
             unsigned word[Q8_YB];
@@ -466,7 +488,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
             Q8_WORDS(word, r, wq);
             const long long cell = m % Q8_CELLS;
             unsigned *yrow = (unsigned *)Y + (long long)(m / Q8_CELLS) * Q8_YB * Q8_YPLANE + cell * Q8_LDYW;
-            const bool last = wq == Q8_WN - 1 && n0 + Q8_BN >= Q8_N; // the last column block's last word
+            const bool last = wq == Q8_NW - 1 && n0 + Q8_BN >= Q8_N; // the last column block's last word
             for (int b = 0; b < Q8_YB; b++) {
                 if (nw < Q8_LDYW)
                     yrow[b * Q8_YPLANE + nw] = word[b];
@@ -481,8 +503,8 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     }
 #elif Q8_YFMT == 0
     // The counts as the next layer's bit-planes: one (row, 32 channels) word set a thread.
-    for (int e = tid; e < Q8_BM * Q8_WN; e += BNN_Q8_THREADS) {
-        const int r = e / Q8_WN, wq = e % Q8_WN, m = m0 + r, nw = n0 / 32 + wq;
+    for (int e = tid; e < Q8_BM * Q8_NW; e += Q8_THREADS) {
+        const int r = e / Q8_NW, wq = e % Q8_NW, m = m0 + r, nw = n0 / 32 + wq;
         if (m < M) {
             unsigned word[Q8_YB];
             for (int b = 0; b < Q8_YB; b++)
@@ -493,7 +515,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
                 if (nw < Q8_LDY)
                     yrow[b * Q8_LDY + nw] = word[b];
                 // the last column block zeroes the row's padding words past its own
-                if (wq == Q8_WN - 1 && n0 + Q8_BN >= Q8_N)
+                if (wq == Q8_NW - 1 && n0 + Q8_BN >= Q8_N)
                     for (int w = nw + 1; w < Q8_LDY; w++)
                         yrow[b * Q8_LDY + w] = 0u;
             }
@@ -501,7 +523,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
     }
 #else
     // The counts as bytes (the next int8 layer's A): 4 channels a 32-bit store.
-    for (int e = tid; e < Q8_BM * (Q8_BN / 4); e += BNN_Q8_THREADS) {
+    for (int e = tid; e < Q8_BM * (Q8_BN / 4); e += Q8_THREADS) {
         const int r = e / (Q8_BN / 4), c = (e % (Q8_BN / 4)) * 4, m = m0 + r;
         if (m >= M || n0 + c >= Q8_LDY8)
             continue;
@@ -535,6 +557,11 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_WN
 #undef Q8_WTM
 #undef Q8_MI
+#undef Q8_NJ
+#undef Q8_NW
+#undef Q8_WARPS
+#undef Q8_WTN
+#undef Q8_THREADS
 #undef Q8_KT
 #undef Q8_LDY
 #undef Q8_LDY8
