@@ -77,6 +77,31 @@
 #define Q8_STAGES 4
 #define Q8_NAME q8_128x128_b_4k
 #include "../codegen/cuda/kernels/qgemm_s8.cu"
+// four warps of 64 x 64 (the plans' dense 128 x 128 tile up to 15 levels and for int32 out)
+#define Q8_EPI 1
+#define Q8_XB 7
+#define Q8_N 4096
+#define Q8_LD 4096
+#define Q8_BM 128
+#define Q8_BN 128
+#define Q8_DYN 1
+#define Q8_STAGES 4
+#define Q8_WARPS 4
+#define Q8_WTN 64
+#define Q8_NAME q8_128x128w4_4k
+#include "../codegen/cuda/kernels/qgemm_s8.cu"
+#define Q8_EPI 1
+#define Q8_XB 7
+#define Q8_N 4096
+#define Q8_LD 4096
+#define Q8_BM 128
+#define Q8_BN 128
+#define Q8_DYN 1
+#define Q8_BK 128
+#define Q8_WARPS 4
+#define Q8_WTN 64
+#define Q8_NAME q8_128x128w4k128_4k
+#include "../codegen/cuda/kernels/qgemm_s8.cu"
 #define Q8_EPI 1
 #define Q8_XB 7
 #define Q8_N 8192
@@ -102,12 +127,37 @@
 #define Q8_STAGES 4
 #define Q8_NAME q8_128x128s4_8k
 #include "../codegen/cuda/kernels/qgemm_s8.cu"
+#define Q8_EPI 1
+#define Q8_XB 7
+#define Q8_N 8192
+#define Q8_LD 8192
+#define Q8_BM 128
+#define Q8_BN 128
+#define Q8_DYN 1
+#define Q8_STAGES 4
+#define Q8_WARPS 4
+#define Q8_WTN 64
+#define Q8_NAME q8_128x128w4_8k
+#include "../codegen/cuda/kernels/qgemm_s8.cu"
+#define Q8_EPI 1
+#define Q8_XB 7
+#define Q8_N 8192
+#define Q8_LD 8192
+#define Q8_BM 128
+#define Q8_BN 128
+#define Q8_DYN 1
+#define Q8_BK 128
+#define Q8_WARPS 4
+#define Q8_WTN 64
+#define Q8_NAME q8_128x128w4k128_8k
+#include "../codegen/cuda/kernels/qgemm_s8.cu"
 
 typedef void (*Kern)(const unsigned char *, const signed char *, int, const int *, const int *, void *);
 struct Variant {
     const char *name;
     Kern fn;
     int n, bm, bn, stages, bk, dyn, bytes_out; // bytes_out: 255 levels to a byte a code
+    int warps;                                 // 0 for 8
 };
 static const Variant variants[] = {
     {"64x128, BK 64, 3 stages", q8_64x128_4k, 4096, 64, 128, 3, 64, 0, 0},
@@ -116,9 +166,13 @@ static const Variant variants[] = {
     {"128x128, BK 128, 3 stages", q8_128x128k128_4k, 4096, 128, 128, 3, 128, 1, 0},
     {"64x128, 255 levels to bytes", q8_64x128_b_4k, 4096, 64, 128, 3, 64, 0, 1},
     {"128x128, 4 stages, 255 levels", q8_128x128_b_4k, 4096, 128, 128, 4, 64, 1, 1},
+    {"128x128 4 warps, BK 64, 4 stages", q8_128x128w4_4k, 4096, 128, 128, 4, 64, 1, 0, 4},
+    {"128x128 4 warps, BK 128, 3 stages", q8_128x128w4k128_4k, 4096, 128, 128, 3, 128, 1, 0, 4},
     {"64x128, BK 64, 3 stages", q8_64x128_8k, 8192, 64, 128, 3, 64, 0, 0},
     {"128x128, BK 64, 3 stages", q8_128x128_8k, 8192, 128, 128, 3, 64, 1, 0},
     {"128x128, BK 64, 4 stages", q8_128x128s4_8k, 8192, 128, 128, 4, 64, 1, 0},
+    {"128x128 4 warps, BK 64, 4 stages", q8_128x128w4_8k, 8192, 128, 128, 4, 64, 1, 0, 4},
+    {"128x128 4 warps, BK 128, 3 stages", q8_128x128w4k128_8k, 8192, 128, 128, 3, 128, 1, 0, 4},
 };
 
 #define CK(x)                                                                                    \
@@ -138,7 +192,7 @@ static int smem_of(const Variant &v) { // qgemm_s8.cu's Q8_SMEM
 
 static void launch(const Variant &v, const unsigned char *A, const signed char *W, int M, const int *T,
                    const int *dir, void *Y) {
-    dim3 grid((v.n + v.bn - 1) / v.bn, (M + v.bm - 1) / v.bm), block(256);
+    dim3 grid((v.n + v.bn - 1) / v.bn, (M + v.bm - 1) / v.bm), block(32 * (v.warps ? v.warps : 8));
     v.fn<<<grid, block, smem_of(v)>>>(A, W, M, T, dir, Y);
 }
 

@@ -4621,12 +4621,12 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
     L->nqgemm_tiled++;
 }
 
-/* The warps of an int8 kernel's tile of 128 columns (qgemm_s8.cu Q8_WARPS, each Q8_WTN columns
- * wide): four of 64 x 64 where its epilogue searches at most 15 levels (levels: 0 for int32 out),
- * else eight (of 32 x 32 on 64 x 128, of 64 x 32 on 128 x 128). H200, docs/perf.md stop 58:
- * w4a4's ResNet convolutions 10-20 % faster on four (a k step's 8 ldmatrix feed 32 MMAs, not 4
- * feeding 8); with 255 levels (w1a8) 1.7x slower, the searches' dependent loads needing the
- * warps that four leave out. */
+/* The warps of an int8 kernel's block (qgemm_s8.cu Q8_WARPS): four, each 64 rows (of 64 columns
+ * on a tile of 128, of 32 on one of 64), where its epilogue searches at most 15 levels (levels:
+ * 0 for int32 out), else eight (of 32 x 32 on 64 x 128 or 128 x 64, of 64 x 32 on 128 x 128).
+ * H200, docs/perf.md stop 58: w4a4's ResNet convolutions over 64 channels 13-26 % faster on four
+ * (a k step's 8 ldmatrix feed 32 MMAs, not 4 feeding 8); with 255 levels (w1a8) 1.7x slower,
+ * the searches' dependent loads needing the warps that four leave out. */
 static int q8_warps(int64_t levels) { return levels <= 15 ? 4 : 8; }
 
 /* The int8 qgemm step si's batch alternative on 128 x 128 tiles (qgemm_s8.cu Q8_BM = Q8_BN = 128,
@@ -5193,14 +5193,17 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     st->s.slot[BLOB_SLOT_W] = put_weights(L, w8, (size_t)(O * ld));
     put_code_thresholds_as(L, st, ce, O, true);
     free(w8);
-    /* The block tile: 128 pixels x 64 channels where O <= 64 (eight warps of 32 x 32: four of 64
-     * x 64 on 256 x 64 were no faster, on 128 x 64 slower; docs/perf.md stop 58), else 128 x
-     * 128 on q8_warps's warps (eight makes it 64 x 128). Three stages, or four of 64 bytes with
-     * four warps: 80 KiB, two blocks an SM. Shared memory as qgemm_s8.cu Q8_SMEM says: the
-     * stages or the int32 tile, the larger; dynamic past 48 KiB. */
-    const int warps = O <= 64 ? 8 : q8_warps(qp->epi == 2 ? qp->levels : 0);
-    const int bm = warps == 4 || O <= 64 ? 128 : 64, bn = O <= 64 ? 64 : 128;
-    const int stages = warps == 4 && bk == 64 ? 4 : 3;
+    /* The block tile, on q8_warps's warps: where O <= 64 128 pixels x 64 channels, four warps of
+     * 64 x 32 (at most 128 registers, four blocks an SM in 45 KiB of static shared memory each)
+     * or eight of 32 x 32 (w4a4's 64-channel 56x56 layer 8 % faster on four at batch 256, the
+     * same at 64; eight of 64 x 32 on 256 x 64 3-5 % faster, four of 64 x 64 on 256 x 64 1 %
+     * slower: docs/perf.md stop 58); else 128 x 128 on four warps of 64 x 64 or 64 x 128 on
+     * eight of 32 x 32. Three stages, or four of 64 bytes with four warps on 128 x 128: 80 KiB,
+     * two blocks an SM. Shared memory as qgemm_s8.cu Q8_SMEM says: the stages or the int32 tile,
+     * the larger; dynamic past 48 KiB. */
+    const int warps = q8_warps(qp->epi == 2 ? qp->levels : 0), narrow = O <= 64;
+    const int bm = warps == 4 || narrow ? 128 : 64, bn = narrow ? 64 : 128, wtn = warps == 4 && !narrow ? 64 : 32;
+    const int stages = warps == 4 && !narrow && bk == 64 ? 4 : 3, minb = warps == 4 && narrow ? 4 : 2;
     const uint32_t sbytes = (uint32_t)(stages * (bm + bn) * (bk + 16)), tbytes = (uint32_t)(bm * (bn + 1) * 4);
     const uint32_t smem = sbytes > tbytes ? sbytes : tbytes, dyn = smem > 48 * 1024 ? smem : 0;
     name_kernel(L, st, "qconv8");
@@ -5211,15 +5214,16 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
         "#define Q8_W %lld\n#define Q8_C %lld\n#define Q8_CB %lld\n#define Q8_KH %lld\n#define Q8_KW %lld\n"
         "#define Q8_SH %lld\n#define Q8_SW %lld\n#define Q8_PT %lld\n#define Q8_PL %lld\n#define Q8_DH %lld\n"
         "#define Q8_DW %lld\n#define Q8_OH %lld\n#define Q8_OW %lld\n#define Q8_PAD %lld\n#define Q8_LDYW %lld\n"
-        "#define Q8_YPLANE %lld\n#define Q8_BN %d\n#define Q8_WARPS %d\n#define Q8_WTN %d\n#define Q8_STAGES %d\n",
+        "#define Q8_YPLANE %lld\n#define Q8_BN %d\n#define Q8_WARPS %d\n#define Q8_WTN %d\n#define Q8_STAGES %d\n"
+        "#define Q8_MINB %d\n",
         st->k.name, bk, dyn > 0, (long long)O, (long long)ld, (long long)qp->xb, (long long)qp->epi,
         (long long)(qp->epi == 2 ? qp->levels : 1), (long long)(qp->epi == 2 ? qp->yb : 1), bm, (long long)qp->h,
         (long long)qp->w, (long long)C, (long long)cb, (long long)qp->kh, (long long)qp->kw, (long long)qp->stride_h,
         (long long)qp->stride_w, (long long)qp->pad_top, (long long)qp->pad_left, (long long)qp->dil_h,
         (long long)qp->dil_w, (long long)qp->oh, (long long)qp->ow, (long long)qp->pad_code,
         (long long)(qp->epi == 2 ? qp->ldy : 1),
-        (long long)(qp->epi == 2 ? blob_image_plane_words(cells, qp->ldy) : 8), bn, warps, warps == 4 ? 64 : 32,
-        stages);
+        (long long)(qp->epi == 2 ? blob_image_plane_words(cells, qp->ldy) : 8), bn, warps, wtn,
+        stages, minb);
     BlobGridDim grid[3] = {{0, (uint32_t)cells, (uint32_t)bm}, {(uint32_t)((O + bn - 1) / bn), 0, 1}, {1, 0, 1}};
     uint32_t qblock[3] = {32u * (uint32_t)warps, 1, 1};
     blob_step_set_kernel(&st->s, st->k.name, grid, qblock, dyn);

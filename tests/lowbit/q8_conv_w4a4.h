@@ -1,5 +1,5 @@
 /* The w4a4 convolution of test_q8_emu.c, on two block tiles: every Q8_* of the case but Q8_NAME
- * and the tile (Q8_BM, Q8_BN, Q8_WARPS, Q8_WTN, Q8_DYN), which the includer defines before it
+ * and the tile (Q8_BM, Q8_BN, Q8_WARPS, Q8_MINB), which the includer defines before it
  * (qgemm_s8.cu undefines them all after each instance). */
 #define Q8_CONV 1
 #define Q8_N 96

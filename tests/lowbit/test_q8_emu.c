@@ -8,7 +8,7 @@
  * GEMM on int8 codes (rt_cpu_qgemm_int8, itself checked against the interpreter by
  * test_qsteps): all three epilogues, planes and bytes out, 1 and 8 bits, odd N and K, one and
  * many K stages, batch 1, 3, 67 and 130, level counts of 2^k - 1 and between (the two
- * searches), warps of 32 x 32, 64 x 32 and 64 x 64. This checks the kernel's tiling, staging ring and epilogues, not the PTX
+ * searches), warps of 32 x 32, 64 x 32 (8 and 4 a block) and 64 x 64. This checks the kernel's tiling, staging ring and epilogues, not the PTX
  * (test_planes_nvrtc, and on a GPU test_lowbit_int8.py --device gpu). */
 #include <stdbool.h>
 #include <stddef.h>
@@ -244,16 +244,16 @@ static void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
 #include "q8_conv_w4a4.h"
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 CONV_CASE(conv_w4a4, 4, 64, 7, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 7, 7, 5, 2, 15, 4, 2, 4, 64)
-/* the same on four warps of 64 x 64 as a 256 x 64 tile (two column blocks, rows past M) */
-#define Q8_NAME emu_conv_w4a4_w64
-#define Q8_BM 256
+/* the same on four warps of 64 x 32 as a 128 x 64 tile (the plans' where O <= 64: two column
+ * blocks here, rows past M) */
+#define Q8_NAME emu_conv_w4a4_w4
+#define Q8_BM 128
 #define Q8_BN 64
 #define Q8_WARPS 4
-#define Q8_WTN 64
-#define Q8_DYN 1
+#define Q8_MINB 4
 #include "q8_conv_w4a4.h"
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
-CONV_CASE(conv_w4a4_w64, 4, 64, 7, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 7, 7, 5, 2, 15, 4, 2, 4, 256)
+CONV_CASE(conv_w4a4_w4, 4, 64, 7, 7, 96, 3, 3, 1, 1, 1, 1, 1, 1, 7, 7, 5, 2, 15, 4, 2, 4, 128)
 #define Q8_U_NAME emu_unpack_w4a4
 #define Q8_U_XB 4
 #define Q8_U_PIX 49
@@ -670,7 +670,7 @@ int main(void) {
     emu_fiber_barrier_init(&block_bar, 256);
     static const ConvSpec convs[] = {
         {emu_conv_w4a4, emu_unpack_w4a4, conv_w4a4_geom, "conv w4a4 3x3, pad code 5, planes out", -8, 7, 3, 0, 0},
-        {emu_conv_w4a4_w64, emu_unpack_w4a4, conv_w4a4_w64_geom, "conv w4a4 as above, 4 warps of 64 x 64 on 256 x 64, 7 images",
+        {emu_conv_w4a4_w4, emu_unpack_w4a4, conv_w4a4_w4_geom, "conv w4a4 as above, 4 warps of 64 x 32 on 128 x 64, 7 images",
          -8, 7, 7, 64, 4},
         {emu_conv_w8a8, emu_unpack_w8a8, conv_w8a8_geom, "conv w8a8 (u8) 3x3/2 over 3 channels, int32 out", -128, 127, 2, 0,
          0},

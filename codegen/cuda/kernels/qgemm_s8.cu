@@ -20,7 +20,7 @@
 // MMA tiles: 64 x 128 or 128 x 64 (narrow layers) on 8 warps of 32 x 32; 128 x 128 (with
 // Q8_DYN: its accumulators alone take 66 KiB) on 8 warps of 64 x 32 or 4 of 64 x 64 (Q8_WTN 64:
 // a k step's 8 ldmatrix feed 32 MMAs where 32 x 32 has 4 feed 8, and a stage's bytes from L2
-// serve twice the products of 64 x 128); 256 x 64 on 4 of 64 x 64. K in stages of Q8_BK bytes
+// serve twice the products of 64 x 128); 128 x 64 also on 4 warps of 64 x 32. K in stages of Q8_BK bytes
 // (64, or 128 for the convolutions) staged through shared memory by 16-byte cp.async
 // (zero-filled past M and N), a ring of Q8_STAGES; rows padded by 16 bytes so the fragments'
 // ldmatrix hits 32 distinct banks. Grid (ceil(N/Q8_BN), ceil(M/Q8_BM)), 32 Q8_WARPS threads;
@@ -211,7 +211,7 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #define Q8_WARPS 8 // warps a block
 #endif
 #ifndef Q8_WTN
-#define Q8_WTN 32 // a warp's columns: 32, or 64 (4 warps of 64 x 64 on the 128 x 128 or 256 x 64 tile)
+#define Q8_WTN 32 // a warp's columns: 32, or 64 (4 warps of 64 x 64 on the 128 x 128 tile)
 #endif
 #define Q8_THREADS (32 * Q8_WARPS)
 #define Q8_ROW (Q8_BK + 16) // bytes of a staged row: 16 of padding spread a matrix's rows over the banks
