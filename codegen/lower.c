@@ -4624,9 +4624,9 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
 /* The warps of an int8 kernel's block (qgemm_s8.cu Q8_WARPS): four, each 64 rows (of 64 columns
  * on a tile of 128, of 32 on one of 64), where its epilogue searches at most 15 levels (levels:
  * 0 for int32 out), else eight (of 32 x 32 on 64 x 128 or 128 x 64, of 64 x 32 on 128 x 128).
- * H200, docs/perf.md stop 58: w4a4's ResNet convolutions over 64 channels 13-26 % faster on four
- * (a k step's 8 ldmatrix feed 32 MMAs, not 4 feeding 8); with 255 levels (w1a8) 1.7x slower,
- * the searches' dependent loads needing the warps that four leave out. */
+ * H200, docs/perf.md stop 58: w4a4's ResNet convolutions of more than 64 channels 13-26 % faster
+ * on four (a k step's 8 ldmatrix feed 32 MMAs, not 4 feeding 8), of 64 8 %; with 255 levels
+ * (w1a8) 1.7x slower, the searches' dependent loads needing the warps that four leave out. */
 static int q8_warps(int64_t levels) { return levels <= 15 ? 4 : 8; }
 
 /* The int8 qgemm step si's batch alternative on 128 x 128 tiles (qgemm_s8.cu Q8_BM = Q8_BN = 128,
@@ -5197,11 +5197,12 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
      * 64 x 32 (at most 128 registers, four blocks an SM in 45 KiB of static shared memory each)
      * or eight of 32 x 32 (w4a4's 64-channel 56x56 layer 8 % faster on four at batch 256, the
      * same at 64; eight of 64 x 32 on 256 x 64 3-5 % faster, four of 64 x 64 on 256 x 64 1 %
-     * slower: docs/perf.md stop 58); else 128 x 128 on four warps of 64 x 64 or 64 x 128 on
+     * slower: docs/perf.md stop 58), eight where K stages are 128 bytes (four spilled at 128
+     * registers, their eight chunks' offsets and masks a thread, unmeasured); else 128 x 128 on four warps of 64 x 64 or 64 x 128 on
      * eight of 32 x 32. Three stages, or four of 64 bytes with four warps on 128 x 128: 80 KiB,
      * two blocks an SM. Shared memory as qgemm_s8.cu Q8_SMEM says: the stages or the int32 tile,
      * the larger; dynamic past 48 KiB. */
-    const int warps = q8_warps(qp->epi == 2 ? qp->levels : 0), narrow = O <= 64;
+    const int narrow = O <= 64, warps = narrow && bk == 128 ? 8 : q8_warps(qp->epi == 2 ? qp->levels : 0);
     const int bm = warps == 4 || narrow ? 128 : 64, bn = narrow ? 64 : 128, wtn = warps == 4 && !narrow ? 64 : 32;
     const int stages = warps == 4 && !narrow && bk == 64 ? 4 : 3, minb = warps == 4 && narrow ? 4 : 2;
     const uint32_t sbytes = (uint32_t)(stages * (bm + bn) * (bk + 16)), tbytes = (uint32_t)(bm * (bn + 1) * 4);

@@ -323,7 +323,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #define Q8_AH (Q8_BM * Q8_CPR / Q8_THREADS) // A chunks a thread a stage
 #define Q8_WH (Q8_BN * Q8_CPR / Q8_THREADS) // W chunks
 #if Q8_CONV
-    // A thread's A rows (tid + 256 h) / Q8_CPR, once: the offset of the window's origin in A
+    // A thread's A rows (tid + Q8_THREADS h) / Q8_CPR, once: the offset of the window's origin in A
     // and which of the window's taps fall inside the image (none for a row past M). A thread's
     // chunks of a stage share their tap and channels (c is the same for every h), so a chunk's
     // copy is an add and a bit test: the tap's bounds a chunk took a third of the instructions
@@ -361,14 +361,14 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
         const int c = tid % Q8_CPR * 16, kb = (kt) * Q8_BK + c;                                              \
         Q8_STAGE_A(kb);                                                                                      \
         for (int h = 0; h < Q8_AH; h++) {                                                                    \
-            const int r = (tid + Q8_THREADS * h) / Q8_CPR;                                               \
+            const int r = (tid + Q8_THREADS * h) / Q8_CPR;                                                   \
             Q8_LOAD_A(h, r, c, kb, sa + r * Q8_ROW + c);                                                     \
         }                                                                                                    \
         for (int h = 0; h < Q8_WH; h++) {                                                                    \
-            const int rn = (tid + Q8_THREADS * h) / Q8_CPR;                                              \
+            const int rn = (tid + Q8_THREADS * h) / Q8_CPR;                                                  \
             const bool ok = n0 + rn < Q8_N;                                                                  \
             bnn_q8_cp16(sw + rn * Q8_ROW + c,                                                                \
-                        ok ? (const void *)(W + woff + (long long)h * (Q8_THREADS / Q8_CPR) * Q8_LD +    \
+                        ok ? (const void *)(W + woff + (long long)h * (Q8_THREADS / Q8_CPR) * Q8_LD +        \
                                             (kt) * Q8_BK)                                                    \
                            : (const void *)W,                                                                \
                         ok);                                                                                 \
