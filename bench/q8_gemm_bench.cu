@@ -77,6 +77,43 @@
 #define Q8_STAGES 4
 #define Q8_NAME q8_128x128_b_4k
 #include "../codegen/cuda/kernels/qgemm_s8.cu"
+// eight warps, K stages of 128 three deep, 255 levels (the plans' dense wide tile of a w8a8
+// layer whose row of bytes is a multiple of 128, stop 59)
+#define Q8_EPI 2
+#define Q8_YFMT 1
+#define Q8_L 255
+#define Q8_YB 8
+#define Q8_XB 8
+#define Q8_N 4096
+#define Q8_LD 4096
+#define Q8_BM 128
+#define Q8_BN 128
+#define Q8_DYN 1
+#define Q8_BK 128
+#define Q8_NAME q8_128x128k128_b_4k
+#include "../codegen/cuda/kernels/qgemm_s8.cu"
+// the narrow tile with K stages of 128 over 255 levels (the plans' main tile of a w8a8 layer
+// whose row of bytes is a multiple of 128, stop 59)
+#define Q8_EPI 2
+#define Q8_YFMT 1
+#define Q8_L 255
+#define Q8_YB 8
+#define Q8_XB 8
+#define Q8_N 4096
+#define Q8_LD 4096
+#define Q8_DYN 1
+#define Q8_BK 128
+#define Q8_NAME q8_64x128k128_b_4k
+#include "../codegen/cuda/kernels/qgemm_s8.cu"
+// the narrow tile with K stages of 128 (83 KiB of dynamic shared memory)
+#define Q8_EPI 1
+#define Q8_XB 7
+#define Q8_N 4096
+#define Q8_LD 4096
+#define Q8_DYN 1
+#define Q8_BK 128
+#define Q8_NAME q8_64x128k128_4k
+#include "../codegen/cuda/kernels/qgemm_s8.cu"
 // four warps of 64 x 64 (the plans' dense 128 x 128 tile up to 15 levels and for int32 out)
 #define Q8_EPI 1
 #define Q8_XB 7
@@ -166,6 +203,9 @@ static const Variant variants[] = {
     {"128x128, BK 128, 3 stages", q8_128x128k128_4k, 4096, 128, 128, 3, 128, 1, 0},
     {"64x128, 255 levels to bytes", q8_64x128_b_4k, 4096, 64, 128, 3, 64, 0, 1},
     {"128x128, 4 stages, 255 levels", q8_128x128_b_4k, 4096, 128, 128, 4, 64, 1, 1},
+    {"128x128, BK 128, 255 levels", q8_128x128k128_b_4k, 4096, 128, 128, 3, 128, 1, 1},
+    {"64x128, BK 128, 255 levels", q8_64x128k128_b_4k, 4096, 64, 128, 3, 128, 1, 1},
+    {"64x128, BK 128, 3 stages", q8_64x128k128_4k, 4096, 64, 128, 3, 128, 1, 0},
     {"128x128 4 warps, BK 64, 4 stages", q8_128x128w4_4k, 4096, 128, 128, 4, 64, 1, 0, 4},
     {"128x128 4 warps, BK 128, 3 stages", q8_128x128w4k128_4k, 4096, 128, 128, 3, 128, 1, 0, 4},
     {"64x128, BK 64, 3 stages", q8_64x128_8k, 8192, 64, 128, 3, 64, 0, 0},

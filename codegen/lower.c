@@ -4630,7 +4630,10 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
 static int q8_warps(int64_t levels) { return levels <= 15 ? 4 : 8; }
 
 /* The int8 qgemm step si's batch alternative on 128 x 128 tiles (qgemm_s8.cu Q8_BM = Q8_BN = 128,
- * four stages in 80 KiB of dynamic shared memory: two blocks an SM) from the batch that gives
+ * K in stages of 128 bytes three deep on four warps where the row of bytes is a multiple of 128,
+ * else of 64 four deep: 110.6 or 80 KiB of dynamic shared memory, two blocks an SM; H200,
+ * docs/perf.md stop 59: w4a4 MLP of 2 x 4096 -6.3 % at batch 1024, 8192^3 572 -> 630 TOPS; on
+ * eight warps over 255 levels 2x slower, spilling at 224 registers) from the batch that gives
  * QGEMM_INT8_WIDE_TILES of them: a k step's fragments serve more MMAs than the 64 x 128 tile's
  * warps' and a stage's bytes twice the products. H200, docs/perf.md stop 55: 1024 x 4096 x 4096
  * 0.1080 -> 0.0642 ms (256 tiles), 8192^3 2.84 -> 1.93 ms; at 256 x 4096 x 4096 (64 tiles)
@@ -4643,18 +4646,21 @@ static void qgemm_int8_wide_alt(Lower *L, int si, int tslot) {
     if (O < 128)
         return;
     const int warps = q8_warps(st->s.qgemm.epi == 2 ? st->s.qgemm.levels : 0);
+    const int bk = warps == 4 && st->s.qgemm.ld % 128 == 0 ? 128 : 64, stages = bk == 128 ? 3 : 4;
     const uint32_t ntn = (uint32_t)((O + 127) / 128), from = 128 * ((QGEMM_INT8_WIDE_TILES + ntn - 1) / ntn);
     LStep *alt = new_batch_alt(L, si, from); /* (st may dangle from here) */
     name_kernel(L, alt, "qgemm8w");
     alt->k.family = KERNEL_Q8;
     /* the main step's defines past their first line (its name), then the tile's */
     alt->k.defines = str_printf("#define Q8_NAME %s%s#define Q8_BM 128\n#define Q8_BN 128\n#define Q8_DYN 1\n"
-                                "#define Q8_STAGES 4\n#define Q8_WARPS %d\n#define Q8_WTN %d\n",
-                                alt->k.name, strchr(L->steps[si].k.defines, '\n'), warps, warps == 4 ? 64 : 32);
+                                "#define Q8_BK %d\n#define Q8_STAGES %d\n#define Q8_WARPS %d\n#define Q8_WTN %d\n",
+                                alt->k.name, strchr(L->steps[si].k.defines, '\n'), bk, stages, warps,
+                                warps == 4 ? 64 : 32);
     BlobGridDim grid[3] = {{ntn, 0, 1}, {0, 1, 128}, {1, 0, 1}};
     uint32_t block[3] = {32u * (uint32_t)warps, 1, 1};
-    /* qgemm_s8.cu Q8_SMEM: 4 stages of 256 rows of 80 bytes, more than the 128 x 129 int32 tile */
-    blob_step_set_kernel(&alt->s, alt->k.name, grid, block, 4u * 256u * 80u);
+    /* qgemm_s8.cu Q8_SMEM: the stages' 256 rows of bk + 16 bytes (80 or 110.6 KiB), more than the
+     * 128 x 129 int32 tile */
+    blob_step_set_kernel(&alt->s, alt->k.name, grid, block, (uint32_t)(stages * 256 * (bk + 16)));
     add_planes_args(alt, 1, tslot);
     L->nqgemm_int8_wide++;
 }

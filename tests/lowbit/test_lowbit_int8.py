@@ -91,9 +91,10 @@ MODELS = [
     ("edges", 50, [40, 30, 20, 6], [(8, 2), (5, 4), (1, 5), (3, 3)]),
     # an int8 layer of 4096 outputs, whose 128 x 128 tiles the GPU runs from batch 1024 on (256
     # of them; lower.c qgemm_int8_wide_alt), writing bit-planes for a bit-plane layer (wide) or
-    # bytes for an int8 one (wide_bytes)
-    # (w1a5 over 16 inputs: the lowbit pass checks every reachable accumulator of each channel)
-    ("wide", 16, [4096, 6], [(1, 5), (2, 3)]),
+    # bytes for an int8 one (wide_bytes); wide's over 128 inputs, so K in stages of 128 bytes on
+    # four warps (7 levels), wide_bytes' stages of 64 on eight (63 levels)
+    # (w1a5 over 128 or 16 inputs: the lowbit pass checks every reachable accumulator of each channel)
+    ("wide", 128, [4096, 6], [(1, 5), (2, 3)]),
     ("wide_bytes", 16, [4096, 6], [(1, 5), (1, 6)]),
     # w8a8 over 512 inputs: about 8 million reachable accumulators a channel, past what the
     # lowbit pass enumerates, so its thresholds come by the binary search (docs/passes.md)
@@ -447,7 +448,25 @@ def wide_from(tmp):
     want = [("wide", WIDE_FROM, 1), ("w4a4", 16384, 1)]
     if froms != want:
         return fail(f"wide_from: (model, from batch, steps after its own) {froms}, want {want}")
-    print("ok: the int8 128 x 128 tiles from batch 1024 at 4096 outputs, 16384 at 130, none below 128")
+    # K in stages of 128 bytes three deep where a row of bytes is a multiple of 128 and the block
+    # has four warps (wide: 128 inputs, 7 levels), else of 64 four deep (wide_bytes: a row of
+    # 64, 63 levels on eight warps); warps as q8_warps says
+    tiles = []
+    for name in ("wide", "wide_bytes"):
+        cu = os.path.join(tmp, name + "_wide.cu")
+        p = run([BNNCC, "-O3", "--lowbit=int8", "--target=sm_90a", "--emit=cuda", os.path.join(tmp, name + ".onnx"),
+                 "-o", cu])
+        if p.returncode:
+            return fail(f"wide_from: bnncc --emit=cuda {name}: {p.stderr.strip()}")
+        with open(cu) as f:
+            m = re.search(r"#define Q8_NAME s\d+_qgemm8w\n((?:#define Q8_\w+ \d+\n)*)", f.read())
+        d = dict(re.findall(r"#define (Q8_\w+) (\d+)", m.group(1))) if m else {}
+        tiles.append((name, d.get("Q8_LD"), d.get("Q8_BK"), d.get("Q8_STAGES"), d.get("Q8_WARPS")))
+    want = [("wide", "128", "128", "3", "4"), ("wide_bytes", "64", "64", "4", "8")]
+    if tiles != want:
+        return fail(f"wide_from: (model, Q8_LD, Q8_BK, Q8_STAGES, Q8_WARPS) of the 128 x 128 tile {tiles}, want {want}")
+    print("ok: the int8 128 x 128 tiles from batch 1024 at 4096 outputs, 16384 at 130, none below 128; "
+          "K stages of 128 on four warps where a row is a multiple of 128")
 
 
 def planes_spills(tmp):
