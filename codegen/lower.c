@@ -4640,6 +4640,19 @@ static int q8_warps(int64_t levels) { return levels <= 15 ? 4 : 8; }
  * 0.0298 -> 0.0450, slower. Where the output has fewer than 128 channels, none. The warps as
  * q8_warps says (w4a4 MLP of 2 x 4096: 1-3 % faster on four of 64 x 64, stop 58). */
 #define QGEMM_INT8_WIDE_TILES 256
+/* An int8 qgemm step's #defines without its name's line and those of its stages (Q8_BK, Q8_DYN):
+ * what a tile of its own shares with it. */
+static char *q8_defines_common(const char *defines) {
+    Buf b = {0};
+    for (const char *l = strchr(defines, '\n') + 1; *l;) {
+        const char *e = strchr(l, '\n');
+        size_t n = e ? (size_t)(e - l) + 1 : strlen(l);
+        if (strncmp(l, "#define Q8_BK ", 14) && strncmp(l, "#define Q8_DYN ", 15))
+            buf_put(&b, l, n);
+        l += n;
+    }
+    return buf_take(&b);
+}
 static void qgemm_int8_wide_alt(Lower *L, int si, int tslot) {
     const LStep *st = &L->steps[si];
     const int64_t O = st->s.qgemm.n;
@@ -4651,11 +4664,12 @@ static void qgemm_int8_wide_alt(Lower *L, int si, int tslot) {
     LStep *alt = new_batch_alt(L, si, from); /* (st may dangle from here) */
     name_kernel(L, alt, "qgemm8w");
     alt->k.family = KERNEL_Q8;
-    /* the main step's defines past their first line (its name), then the tile's */
-    alt->k.defines = str_printf("#define Q8_NAME %s%s#define Q8_BM 128\n#define Q8_BN 128\n#define Q8_DYN 1\n"
+    /* the main step's defines past their first line (its name) but its stages, then the tile's */
+    char *common = q8_defines_common(L->steps[si].k.defines);
+    alt->k.defines = str_printf("#define Q8_NAME %s\n%s#define Q8_BM 128\n#define Q8_BN 128\n#define Q8_DYN 1\n"
                                 "#define Q8_BK %d\n#define Q8_STAGES %d\n#define Q8_WARPS %d\n#define Q8_WTN %d\n",
-                                alt->k.name, strchr(L->steps[si].k.defines, '\n'), bk, stages, warps,
-                                warps == 4 ? 64 : 32);
+                                alt->k.name, common, bk, stages, warps, warps == 4 ? 64 : 32);
+    free(common);
     BlobGridDim grid[3] = {{ntn, 0, 1}, {0, 1, 128}, {1, 0, 1}};
     uint32_t block[3] = {32u * (uint32_t)warps, 1, 1};
     /* qgemm_s8.cu Q8_SMEM: the stages' 256 rows of bk + 16 bytes (80 or 110.6 KiB), more than the
@@ -4736,9 +4750,9 @@ static int lower_qdense(Lower *L, const Node *n) {
     int64_t levels = qp.epi == 2 ? qp.levels : 1, yb = qp.epi == 2 ? qp.yb : 1;
     /* The GPU, the batch items as the kernel's M rows (one row per item); arguments (A, W, M, T,
      * dir, Y), T and dir null for the i32 result. int8: qgemm_s8.cu, 64 x 128 tiles of 256
-     * threads, grid (ceil(N/128), ceil(batch/64)) (and 128 x 128 ones from a large batch:
-     * qgemm_int8_wide_alt). Bit-planes: bgemm_planes.cu, one warp per
-     * 16 x 32 tile, grid (ceil(N/32), ceil(batch/16)). */
+     * threads (K stages of 128 bytes where ld allows), grid (ceil(N/128), ceil(batch/64)) (and
+     * 128 x 128 ones from a large batch: qgemm_int8_wide_alt). Bit-planes: bgemm_planes.cu, one
+     * warp per 16 x 32 tile, grid (ceil(N/32), ceil(batch/16)). */
     name_kernel(L, st, "qgemm");
     if (int8) {
         L->nqgemm_int8++;
@@ -4749,7 +4763,17 @@ static int lower_qdense(Lower *L, const Node *n) {
                                    (long long)levels, (long long)yb, (long long)qp.yformat);
         BlobGridDim grid[3] = {{(uint32_t)((O + 127) / 128), 0, 1}, {0, 1, 64}, {1, 0, 1}};
         uint32_t block[3] = {256, 1, 1};
-        blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
+        /* K in stages of 128 bytes where the row of bytes is a multiple of 128: 83 KiB of dynamic
+         * shared memory (qgemm_s8.cu Q8_SMEM: 3 stages of 192 rows of 144 bytes). H200,
+         * docs/perf.md stop 59: the w4a4 MLP of 2 x 4096 -17.9 % at batch 256, -10.1 % at 512,
+         * w8a8 -15.8 / -7.0 %. */
+        const bool bk128 = ld % 128 == 0;
+        if (bk128) {
+            char *d = str_printf("%s#define Q8_BK 128\n#define Q8_DYN 1\n", st->k.defines);
+            free(st->k.defines);
+            st->k.defines = d;
+        }
+        blob_step_set_kernel(&st->s, st->k.name, grid, block, bk128 ? 3u * 192u * 144u : 0);
     } else {
         L->nqgemm_planes++;
         st->k.family = KERNEL_PLANES;

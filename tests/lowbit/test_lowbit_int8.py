@@ -459,14 +459,18 @@ def wide_from(tmp):
         if p.returncode:
             return fail(f"wide_from: bnncc --emit=cuda {name}: {p.stderr.strip()}")
         with open(cu) as f:
-            m = re.search(r"#define Q8_NAME s\d+_qgemm8w\n((?:#define Q8_\w+ \d+\n)*)", f.read())
-        d = dict(re.findall(r"#define (Q8_\w+) (\d+)", m.group(1))) if m else {}
-        tiles.append((name, d.get("Q8_LD"), d.get("Q8_BK"), d.get("Q8_STAGES"), d.get("Q8_WARPS")))
-    want = [("wide", "128", "128", "3", "4"), ("wide_bytes", "64", "64", "4", "8")]
+            text = f.read()
+        for kernel in ("qgemm", "qgemm8w"):  # the first layer's main tile, then its wide one
+            m = re.search(r"#define Q8_NAME s\d+_%s\n((?:#define Q8_\w+ \d+\n)*)" % kernel, text)
+            d = dict(re.findall(r"#define (Q8_\w+) (\d+)", m.group(1))) if m else {}
+            tiles.append((name, kernel, d.get("Q8_LD"), d.get("Q8_BK"), d.get("Q8_STAGES"), d.get("Q8_WARPS")))
+    # (the main tile: K stages of 128 where the row allows, on its default 3 stages and 8 warps)
+    want = [("wide", "qgemm", "128", "128", None, None), ("wide", "qgemm8w", "128", "128", "3", "4"),
+            ("wide_bytes", "qgemm", "64", None, None, None), ("wide_bytes", "qgemm8w", "64", "64", "4", "8")]
     if tiles != want:
-        return fail(f"wide_from: (model, Q8_LD, Q8_BK, Q8_STAGES, Q8_WARPS) of the 128 x 128 tile {tiles}, want {want}")
+        return fail(f"wide_from: (model, kernel, Q8_LD, Q8_BK, Q8_STAGES, Q8_WARPS) {tiles}, want {want}")
     print("ok: the int8 128 x 128 tiles from batch 1024 at 4096 outputs, 16384 at 130, none below 128; "
-          "K stages of 128 on four warps where a row is a multiple of 128")
+          "K stages of 128 where a row is a multiple of 128 (the wide tile's on four warps)")
 
 
 def planes_spills(tmp):

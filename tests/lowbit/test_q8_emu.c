@@ -212,6 +212,20 @@ static void bnn_q8_mma(int *d, unsigned a0, unsigned a1, unsigned a2, unsigned a
 #define Q8_BK 128
 #include "../../codegen/cuda/kernels/qgemm_s8.cu"
 
+/* The plans' 64 x 128 tile where a row of bytes is a multiple of 128: K stages of 128, dynamic
+ * shared memory; bytes out. */
+#define Q8_NAME emu_w8a8_bytes_k128
+#define Q8_N 300
+#define Q8_LD 384
+#define Q8_XB 8
+#define Q8_EPI 2
+#define Q8_L 255
+#define Q8_YB 8
+#define Q8_YFMT 1
+#define Q8_DYN 1
+#define Q8_BK 128
+#include "../../codegen/cuda/kernels/qgemm_s8.cu"
+
 /* Fewer levels than 2^YB - 1 (a MultiThreshold's own count): the clamped search. */
 #define Q8_NAME emu_l5_planes
 #define Q8_N 70
@@ -427,6 +441,8 @@ static const Spec specs[] = {
     {emu_w5a4_bytes_w64, "w5a4, 4 warps of 64 x 64, bytes out", 300, 300, 4, -16, 15, 2, 15, 4, 1, 128, 128, 4, false},
     {emu_w4a3_planes_w64, "w4a3, 4 warps of 64 x 64, K stages of 128, planes out", 257, 250, 3, -8, 7, 2, 7, 3, 0, 128,
      128, 4, false},
+    {emu_w8a8_bytes_k128, "w8a8, K stages of 128, bytes out, even levels", 300, 330, 8, -128, 127, 2, 255, 8, 1, 64,
+     0, 0, true},
 };
 
 static uint32_t rng_state = 777;
