@@ -4640,18 +4640,19 @@ static int q8_warps(int64_t levels) { return levels <= 15 ? 4 : 8; }
  * 0.0298 -> 0.0450, slower. Where the output has fewer than 128 channels, none. The warps as
  * q8_warps says (w4a4 MLP of 2 x 4096: 1-3 % faster on four of 64 x 64, stop 58). */
 #define QGEMM_INT8_WIDE_TILES 256
-/* An int8 qgemm step's #defines without its name's line and those of its stages (Q8_BK, Q8_DYN):
- * what a tile of its own shares with it. */
-static char *q8_defines_common(const char *defines) {
-    Buf b = {0};
-    for (const char *l = strchr(defines, '\n') + 1; *l;) {
-        const char *e = strchr(l, '\n');
-        size_t n = e ? (size_t)(e - l) + 1 : strlen(l);
-        if (strncmp(l, "#define Q8_BK ", 14) && strncmp(l, "#define Q8_DYN ", 15))
-            buf_put(&b, l, n);
-        l += n;
-    }
-    return buf_take(&b);
+/* qgemm_s8.cu's Q8_SMEM: the ring of stages (bm + bn rows of bk + 16 bytes each) or the bm x
+ * (bn + 1) int32 accumulator tile after the loop, the larger. */
+static uint32_t q8_smem(int bm, int bn, int bk, int stages) {
+    const int ring = stages * (bm + bn) * (bk + 16), tile = bm * (bn + 1) * 4;
+    return (uint32_t)(ring > tile ? ring : tile);
+}
+/* A dense int8 qgemm step's #defines (qp: its parameters) under name, then its tile's (tile). */
+static char *q8_dense_defines(const char *name, const BlobQgemmParams *qp, const char *tile) {
+    return str_printf("#define Q8_NAME %s\n#define Q8_N %lld\n#define Q8_LD %lld\n#define Q8_XB %lld\n"
+                      "#define Q8_EPI %lld\n#define Q8_L %lld\n#define Q8_YB %lld\n#define Q8_YFMT %lld\n%s",
+                      name, (long long)qp->n, (long long)qp->ld, (long long)qp->xb, (long long)qp->epi,
+                      (long long)(qp->epi == 2 ? qp->levels : 1), (long long)(qp->epi == 2 ? qp->yb : 1),
+                      (long long)qp->yformat, tile);
 }
 static void qgemm_int8_wide_alt(Lower *L, int si, int tslot) {
     const LStep *st = &L->steps[si];
@@ -4664,17 +4665,14 @@ static void qgemm_int8_wide_alt(Lower *L, int si, int tslot) {
     LStep *alt = new_batch_alt(L, si, from); /* (st may dangle from here) */
     name_kernel(L, alt, "qgemm8w");
     alt->k.family = KERNEL_Q8;
-    /* the main step's defines past their first line (its name) but its stages, then the tile's */
-    char *common = q8_defines_common(L->steps[si].k.defines);
-    alt->k.defines = str_printf("#define Q8_NAME %s\n%s#define Q8_BM 128\n#define Q8_BN 128\n#define Q8_DYN 1\n"
-                                "#define Q8_BK %d\n#define Q8_STAGES %d\n#define Q8_WARPS %d\n#define Q8_WTN %d\n",
-                                alt->k.name, common, bk, stages, warps, warps == 4 ? 64 : 32);
-    free(common);
+    char *tile = str_printf("#define Q8_BM 128\n#define Q8_BN 128\n#define Q8_DYN 1\n#define Q8_BK %d\n"
+                            "#define Q8_STAGES %d\n#define Q8_WARPS %d\n#define Q8_WTN %d\n",
+                            bk, stages, warps, warps == 4 ? 64 : 32);
+    alt->k.defines = q8_dense_defines(alt->k.name, &L->steps[si].s.qgemm, tile);
+    free(tile);
     BlobGridDim grid[3] = {{ntn, 0, 1}, {0, 1, 128}, {1, 0, 1}};
     uint32_t block[3] = {32u * (uint32_t)warps, 1, 1};
-    /* qgemm_s8.cu Q8_SMEM: the stages' 256 rows of bk + 16 bytes (80 or 110.6 KiB), more than the
-     * 128 x 129 int32 tile */
-    blob_step_set_kernel(&alt->s, alt->k.name, grid, block, (uint32_t)(stages * 256 * (bk + 16)));
+    blob_step_set_kernel(&alt->s, alt->k.name, grid, block, q8_smem(128, 128, bk, stages)); /* 80 or 110.6 KiB */
     add_planes_args(alt, 1, tslot);
     L->nqgemm_int8_wide++;
 }
@@ -4757,23 +4755,14 @@ static int lower_qdense(Lower *L, const Node *n) {
     if (int8) {
         L->nqgemm_int8++;
         st->k.family = KERNEL_Q8;
-        st->k.defines = str_printf("#define Q8_NAME %s\n#define Q8_N %lld\n#define Q8_LD %lld\n#define Q8_XB %lld\n"
-                                   "#define Q8_EPI %lld\n#define Q8_L %lld\n#define Q8_YB %lld\n#define Q8_YFMT %lld\n",
-                                   st->k.name, (long long)O, (long long)ld, (long long)xb, (long long)qp.epi,
-                                   (long long)levels, (long long)yb, (long long)qp.yformat);
+        /* K in stages of 128 bytes where the row of bytes is a multiple of 128: 83 KiB of dynamic
+         * shared memory (3 stages of 192 rows of 144 bytes). H200, docs/perf.md stop 59: the w4a4
+         * MLP of 2 x 4096 -17.9 % at batch 256, -10.1 % at 512, w8a8 -15.8 / -7.0 %. */
+        const bool bk128 = ld % 128 == 0;
+        st->k.defines = q8_dense_defines(st->k.name, &qp, bk128 ? "#define Q8_BK 128\n#define Q8_DYN 1\n" : "");
         BlobGridDim grid[3] = {{(uint32_t)((O + 127) / 128), 0, 1}, {0, 1, 64}, {1, 0, 1}};
         uint32_t block[3] = {256, 1, 1};
-        /* K in stages of 128 bytes where the row of bytes is a multiple of 128: 83 KiB of dynamic
-         * shared memory (qgemm_s8.cu Q8_SMEM: 3 stages of 192 rows of 144 bytes). H200,
-         * docs/perf.md stop 59: the w4a4 MLP of 2 x 4096 -17.9 % at batch 256, -10.1 % at 512,
-         * w8a8 -15.8 / -7.0 %. */
-        const bool bk128 = ld % 128 == 0;
-        if (bk128) {
-            char *d = str_printf("%s#define Q8_BK 128\n#define Q8_DYN 1\n", st->k.defines);
-            free(st->k.defines);
-            st->k.defines = d;
-        }
-        blob_step_set_kernel(&st->s, st->k.name, grid, block, bk128 ? 3u * 192u * 144u : 0);
+        blob_step_set_kernel(&st->s, st->k.name, grid, block, bk128 ? q8_smem(64, 128, 128, 3) : 0);
     } else {
         L->nqgemm_planes++;
         st->k.family = KERNEL_PLANES;
@@ -5235,8 +5224,7 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     const int narrow = O <= 64, warps = narrow && bk == 128 ? 8 : q8_warps(qp->epi == 2 ? qp->levels : 0);
     const int bm = warps == 4 || narrow ? 128 : 64, bn = narrow ? 64 : 128, wtn = warps == 4 && !narrow ? 64 : 32;
     const int stages = warps == 4 && !narrow && bk == 64 ? 4 : 3, minb = warps == 4 && narrow ? 4 : 2;
-    const uint32_t sbytes = (uint32_t)(stages * (bm + bn) * (bk + 16)), tbytes = (uint32_t)(bm * (bn + 1) * 4);
-    const uint32_t smem = sbytes > tbytes ? sbytes : tbytes, dyn = smem > 48 * 1024 ? smem : 0;
+    const uint32_t smem = q8_smem(bm, bn, bk, stages), dyn = smem > 48 * 1024 ? smem : 0;
     name_kernel(L, st, "qconv8");
     st->k.family = KERNEL_Q8;
     st->k.defines = str_printf(
