@@ -76,6 +76,7 @@ typedef struct Lower {
     bool sm90a;           /* a target is sm_90a (wgmma kernels, in that CUBIN only) */
     int nqgemm_tiled;     /* qgemm steps with a pre-tiled batch alternative (qgemm_tiled_alt) */
     int nqgemm_int8_wide; /* int8 qgemm steps with a 128 x 128 tile batch alternative (qgemm_int8_wide_alt) */
+    int nqgemm_int8_wgmma; /* int8 qgemm steps with a wgmma alternative (qgemm_int8_wgmma_alt) */
     int ncast_affines;    /* casts whose affines run in their GPU pass (fuse_cast_affines) */
     int ngap_denses;      /* pools of bits computed in the dense kernel after them (fuse_gap_dense) */
     int tiled_kernel; /* codegen_tiled_kernel of the options: which pre-tiled GEMM the targets run */
@@ -4425,16 +4426,21 @@ static int lower_quantize_image(Lower *L, int in, const Value *y, BlobQuantizePa
 
 /* The arguments of the bit-plane kernels (qgemm, qconv): (A, W, rows, T, dir, Y), rows = the
  * batch times rows_per_item, T and dir null for the i32 result. */
-static void add_planes_args(LStep *st, int64_t rows_per_item, int tslot) {
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
-    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows_per_item);
-    /* T from tslot: the levels (p0), or the int8 qgemm's folded ones (x0) */
+/* A code epilogue's levels T from tslot (the levels in p0, or the int8 qgemm's folded ones in
+ * x0) and directions (p1) as two kernel arguments, nulls without them. */
+static void add_levels_args(LStep *st, int tslot) {
     for (int slot = BLOB_SLOT_P0; slot <= BLOB_SLOT_P1; slot++)
         if (st->s.slot[slot].space != BLOB_SPACE_NONE)
             blob_step_add_arg(&st->s, BLOB_ARG_PTR, (uint32_t)(slot == BLOB_SLOT_P0 ? tslot : slot), 0);
         else
             blob_step_add_arg(&st->s, BLOB_ARG_I64, 0, 0);
+}
+
+static void add_planes_args(LStep *st, int64_t rows_per_item, int tslot) {
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_W, 0);
+    blob_step_add_arg(&st->s, BLOB_ARG_BATCH, 0, rows_per_item);
+    add_levels_args(st, tslot);
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
 }
 
@@ -4654,14 +4660,17 @@ static char *q8_dense_defines(const char *name, const BlobQgemmParams *qp, const
                       (long long)(qp->epi == 2 ? qp->levels : 1), (long long)(qp->epi == 2 ? qp->yb : 1),
                       (long long)qp->yformat, tile);
 }
+/* The batch from which qgemm_int8_wide_alt's tile runs a layer of O outputs; 0: none. */
+static uint32_t qgemm_int8_wide_from(int64_t O) {
+    const uint32_t ntn = (uint32_t)((O + 127) / 128);
+    return O < 128 ? 0 : 128 * ((QGEMM_INT8_WIDE_TILES + ntn - 1) / ntn);
+}
 static void qgemm_int8_wide_alt(Lower *L, int si, int tslot) {
     const LStep *st = &L->steps[si];
     const int64_t O = st->s.qgemm.n;
-    if (O < 128)
-        return;
     const int warps = q8_warps(st->s.qgemm.epi == 2 ? st->s.qgemm.levels : 0);
     const int bk = warps == 4 && st->s.qgemm.ld % 128 == 0 ? 128 : 64, stages = bk == 128 ? 3 : 4;
-    const uint32_t ntn = (uint32_t)((O + 127) / 128), from = 128 * ((QGEMM_INT8_WIDE_TILES + ntn - 1) / ntn);
+    const uint32_t ntn = (uint32_t)((O + 127) / 128), from = qgemm_int8_wide_from(O);
     LStep *alt = new_batch_alt(L, si, from); /* (st may dangle from here) */
     name_kernel(L, alt, "qgemm8w");
     alt->k.family = KERNEL_Q8;
@@ -4675,6 +4684,81 @@ static void qgemm_int8_wide_alt(Lower *L, int si, int tslot) {
     blob_step_set_kernel(&alt->s, alt->k.name, grid, block, q8_smem(128, 128, bk, stages)); /* 80 or 110.6 KiB */
     add_planes_args(alt, 1, tslot);
     L->nqgemm_int8_wide++;
+}
+
+/* The int8 qgemm step si's alternative on wgmma (sm_90a, flagged BLOB_STEP_SM90A):
+ * bgemm_planes_tiled.cu's wgmma block with PT_S8 (m64n256k32 .u8.s8 from the shared-memory
+ * images of its b1 form: 128 x 256 tiles, persistent blocks, a producer warpgroup loading A by
+ * TMA from the step's input bytes and the weights pre-tiled in x1 by bulk copies, two consumer
+ * warpgroups), the epilogue qgemm_s8.cu's (the folded levels' binary search; codes as planes or
+ * bytes). H200, docs/perf.md stop 60, int32 out, against the 128 x 128 mma.sync tile: 1024 x
+ * 4096 x 4096 0.0636 -> 0.0278 ms, 8192^3 631 -> 1497 TOPS (cuBLAS's int8 GEMM 1503), 256 x
+ * 4096 x 4096 (32 tiles) 0.0509 -> 0.0233 (the 64 x 128 tile's 0.0299 at stop 55). So from the
+ * batch that gives QGEMM_INT8_WGMMA_TILES tiles; where that is below the 128 x 128 alternative's
+ * first batch, twice: before it, and from its batch on after it (the GPU runs the last
+ * alternative a batch reaches; wgmma_from and wide_from say where each starts). w8: the weight
+ * bytes [O][ld]. */
+#define QGEMM_INT8_WGMMA_TILES 32
+static void qgemm_int8_wgmma_alt(Lower *L, int si, int tslot, const void *w8, uint32_t from, BlobRef *wref) {
+    const BlobQgemmParams qp = L->steps[si].s.qgemm; /* (a copy: new steps may move L->steps) */
+    const int64_t O = qp.n, ld = qp.ld;
+    const uint32_t ntn = (uint32_t)((O + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
+    if (wref->space == BLOB_SPACE_NONE) { /* the weights pre-tiled as one plane of 8 ld bits a row */
+        const int kalign = BNN_PLANES_TILED_KC * 128;
+        size_t tbytes = bnn_tiled_planes_bytes((int)O, 1, (int)(8 * ld), BNN_PLANES_TILED_BN, kalign);
+        void *wt = xmalloc(tbytes);
+        if (bnn_tile_planes(w8, (int)O, 1, (int)(8 * ld), (size_t)ld / 4, (size_t)(O * ld / 4), BNN_PLANES_TILED_BN,
+                            kalign, wt))
+            unreachable("bnn_tile_planes refused an int8 qgemm's weights");
+        *wref = put_weights(L, wt, tbytes);
+        free(wt);
+    }
+    LStep *alt = new_batch_alt(L, si, from);
+    alt->s.slot[BLOB_SLOT_X1] = *wref;
+    name_kernel(L, alt, "qgemm8wg");
+    alt->k.family = KERNEL_PLANES_WGMMA;
+    alt->k.defines = str_printf("#define PT_NAME %s\n#define PT_S8 1\n#define PT_N %lld\n#define PT_K %lld\n"
+                                "#define PT_XB 1\n#define PT_WB 1\n#define PT_WSIGNED 0\n#define PT_EPI %lld\n"
+                                "#define PT_L %lld\n#define PT_YB %lld\n#define PT_YFMT %d\n#define PT_APLAIN 1\n"
+                                "#define PT_LDA %lld\n#define PT_WGMMA 1\n",
+                                alt->k.name, (long long)O, (long long)(8 * ld), (long long)qp.epi,
+                                (long long)(qp.epi == 2 ? qp.levels : 1), (long long)(qp.epi == 2 ? qp.yb : 1),
+                                qp.epi == 2 && qp.yformat == BLOB_CODES_INT8 ? 1 : 0, (long long)(ld / 4));
+    alt->s.flags |= BLOB_STEP_SM90A | BLOB_STEP_PERSISTENT; /* at most a block an SM */
+    BlobGridDim grid[3] = {{ntn, ntn, BNN_PLANES_TILED_BM}, {1, 0, 1}, {1, 0, 1}};
+    uint32_t block[3] = {BNN_PLANES_WGMMA_THREADS, 1, 1};
+    int smem = bnn_planes_tiled_smem(BNN_PLANES_TILED_BM, BNN_PLANES_TILED_BN, BNN_PLANES_TILED_KC,
+                                     BNN_PLANES_TILED_STAGES, 1, 1, 0, 0);
+    blob_step_set_kernel(&alt->s, alt->k.name, grid, block, (uint32_t)smem);
+    /* (the tensor map of A, Wt, apop: none, T: the folded levels, dir, Y, M) */
+    blob_step_add_arg(&alt->s, BLOB_ARG_TMAP_PLANES, BLOB_SLOT_IN,
+                      blob_tmap_planes_value(1, BNN_PLANES_TILED_KC, BNN_PLANES_TILED_BM, ld / 4));
+    blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_X1, 0);
+    blob_step_add_arg(&alt->s, BLOB_ARG_I64, 0, 0);
+    add_levels_args(alt, tslot);
+    blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
+    blob_step_add_arg(&alt->s, BLOB_ARG_BATCH, 0, 1);
+}
+
+/* The batch alternatives of the int8 qgemm step si (w8: its weight bytes): the 128 x 128
+ * mma.sync tile from its batch, and on sm_90a the wgmma form from its own (for 128 outputs or
+ * more, as the pre-tiled bit-plane GEMM), in the order the GPU's choice needs
+ * (qgemm_int8_wgmma_alt). */
+static void qgemm_int8_alts(Lower *L, int si, int tslot, const void *w8) {
+    const int64_t O = L->steps[si].s.qgemm.n;
+    const uint32_t ntn = (uint32_t)((O + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
+    const uint32_t wide_from = qgemm_int8_wide_from(O),
+                   wgmma_from = BNN_PLANES_TILED_BM * ((QGEMM_INT8_WGMMA_TILES + ntn - 1) / ntn);
+    const bool wgmma = L->sm90a && O >= QGEMM_TILED_MIN_N; /* (a narrower layer would fill a tile's sliver) */
+    BlobRef wref = {0};
+    if (wgmma && wide_from && wgmma_from < wide_from)
+        qgemm_int8_wgmma_alt(L, si, tslot, w8, wgmma_from, &wref);
+    if (wide_from)
+        qgemm_int8_wide_alt(L, si, tslot);
+    if (wgmma) {
+        qgemm_int8_wgmma_alt(L, si, tslot, w8, wgmma_from > wide_from ? wgmma_from : wide_from, &wref);
+        L->nqgemm_int8_wgmma++;
+    }
 }
 
 /* qdense: one qgemm step; its i32 result, its codes as bit-planes or int8 bytes (with
@@ -4781,7 +4865,7 @@ static int lower_qdense(Lower *L, const Node *n) {
     add_planes_args(st, 1, tslot);
     const int si = (int)(st - L->steps); /* the alternatives' new steps may move L->steps */
     if (int8 && L->min_sm >= 80 && tunable_alts(L, n, qdense_tunable(L, n) ? 2 : 1))
-        qgemm_int8_wide_alt(L, si, tslot);
+        qgemm_int8_alts(L, si, tslot, wp);
     if (!int8 && !img && qp.yformat != BLOB_CODES_INT8 && tunable_alts(L, n, qdense_tunable(L, n) ? 2 : 1) &&
         L->min_sm >= 80 && O >= QGEMM_TILED_MIN_N && K >= QGEMM_TILED_MIN_K)
         qgemm_tiled_alt(L, si, wp, K, wb, wsigned, bipolar, levels, yb);
@@ -6284,7 +6368,7 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             buf_printf(o->report, "codegen: low-bit dense layers: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
                                   "(bgemm_planes.cu)%s\n",
                        L.nqgemm_int8, L.nqgemm_planes,
-                       o->lowbit == LOWBIT_AUTO ? ": int8 where activation x weight bits > 8" : "");
+                       o->lowbit == LOWBIT_AUTO ? ": int8 past 4 activation bits or 16 plane pairs" : "");
         if (L.nqconv_int8 + L.nqconv_planes)
             buf_printf(o->report, "codegen: low-bit convolutions: %d on int8 MMA (qgemm_s8.cu), %d as bit-planes "
                                   "(qconv.cu)%s\n",
@@ -6305,6 +6389,11 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
             buf_printf(o->report, "codegen: %d int8 dense layers run 128 x 128 tiles (qgemm_s8.cu) from the batch "
                                   "that fills %d of them on (a batch alternative)\n",
                        L.nqgemm_int8_wide, QGEMM_INT8_WIDE_TILES);
+        if (L.nqgemm_int8_wgmma)
+            buf_printf(o->report, "codegen: %d int8 dense layers run on wgmma on sm_90a (bgemm_planes_tiled.cu "
+                                  "PT_S8, 128 x 256 tiles) from the batch that fills %d of its tiles on (a batch "
+                                  "alternative)\n",
+                       L.nqgemm_int8_wgmma, QGEMM_INT8_WGMMA_TILES);
         if (L.ncast_affines)
             buf_printf(o->report, "codegen: %d casts to f32 run with the affine steps after them in one GPU pass "
                                   "(cast_affine)\n",

@@ -146,6 +146,12 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
             buf_put(&b, bnn_mlp_fused_cu, bnn_mlp_fused_cu_len);
             break;
         }
+    for (int i = 0; i < n; i++)
+        if (k[i].family == KERNEL_Q8 || k[i].family == KERNEL_PLANES_TILED || k[i].family == KERNEL_PLANES_WGMMA) {
+            /* the int8 epilogues' level counts (qgemm_s8.cu, bgemm_planes_tiled.cu's PT_S8) */
+            buf_put(&b, bnn_q8_levels_cu, bnn_q8_levels_cu_len);
+            break;
+        }
     bool has_tiled_common = false;
     for (int i = 0; i < n; i++)
         if (k[i].family == KERNEL_BGEMM_TILED || k[i].family == KERNEL_BGEMM_WGMMA) {

@@ -16,6 +16,9 @@ extern const char bnn_bgemm_cu[]; /* binary GEMM (one kernel per inclusion) */
 extern const size_t bnn_bgemm_cu_len;
 extern const char bnn_bconv_cu[]; /* binary implicit-GEMM convolution */
 extern const size_t bnn_bconv_cu_len;
+extern const char bnn_q8_levels_cu[]; /* the int8 epilogues' level counts: once, before the
+                                       * int8 and bit-plane GEMM files (bnncc pastes it) */
+extern const size_t bnn_q8_levels_cu_len;
 
 /* Epilogue kinds: the values of BG_EPI / BC_EPI (BNN_EPI_* in common.cu). */
 enum { BNN_EPI_I32 = 1, BNN_EPI_THRESHOLD = 2, BNN_EPI_AFFINE = 3 };

@@ -4,7 +4,8 @@
 // pipelines on mbarriers and bulk copies, persistent blocks walking several tiles, every
 // epilogue (int32, threshold bits, affine f32), the compiler's compact row tiles and
 // tile-major bit output, padded LDY; for the bit-planes signed, unsigned and +-1 weights, int32
-// and codes (the staging warp's sorted thresholds and their search on wgmma). Every output word
+// and codes (the staging warp's sorted thresholds and their search on wgmma); int8 on wgmma
+// (PT_S8) with int32 out and codes as planes or bytes. Every output word
 // is compared with a plain reference: dot = K - 2 * popc(a XOR w) on the packed rows (not the
 // kernels' AND form), bit = dir >= 0 ? dot >= t : dot <= t, y = dot * scale + bias rounded
 // twice; the planes' integer dot of the codes and the count of the levels it passes. Outputs
@@ -200,6 +201,26 @@ std::vector<uint32_t> plain_planes(const std::vector<int> &codes, int rows, int 
     return x;
 }
 
+// A code epilogue's levels T[N][L] and directions dir[N] for the sums acc: unsorted with ties,
+// spread over the sums' range, now and then INT_MIN or INT_MAX (a level every sum or none
+// reaches, by the direction); both directions (0 counts as rising).
+void random_levels(const std::vector<int> &acc, int N, int L, std::vector<int> &T, std::vector<int> &dir) {
+    int lo = acc.empty() ? 0 : acc[0], hi = lo;
+    for (int v : acc) lo = std::min(lo, v), hi = std::max(hi, v);
+    T.assign((size_t)N * L, 0);
+    dir.assign(N, 0);
+    for (int n = 0; n < N; n++) {
+        dir[n] = rnd_int(-1, 1);
+        for (int l = 0; l < L; l++) {
+            const int r = rnd_int(0, 19);
+            T[(size_t)n * L + l] = l && r < 4 ? T[(size_t)n * L + l - 1]
+                                   : r == 4   ? INT32_MIN
+                                   : r == 5   ? INT32_MAX
+                                              : rnd_int(lo, hi);
+        }
+    }
+}
+
 // bgemm_planes_tiled.cu: acc = the integer dot of the codes (weights two's complement with
 // wsigned, +-1 with bipolar: bit 1 = +1), then int32 out or the next layer's codes as planes:
 // count = sum_l (dir >= 0 ? acc >= T[n][l] : acc <= T[n][l]), Y[M][YB][LDY] words, LDY = N
@@ -224,21 +245,8 @@ int run_planes(const TiledEmuCase &s, int M, int grid_cap) {
         }
     std::vector<uint32_t> at = s.aplain ? plain_planes(xc, M, K, s.xb) : tile_planes(xc, M, K, s.xb, s.bm, nch),
                           wt = tile_planes(wc, N, K, wbits, s.bn, nch);
-    // Thresholds unsorted with ties, spread over the dots' range, now and then INT_MIN or
-    // INT_MAX (a level every dot or none reaches, by the direction); both directions.
-    int lo = acc.empty() ? 0 : acc[0], hi = lo;
-    for (int v : acc) lo = std::min(lo, v), hi = std::max(hi, v);
-    std::vector<int> T((size_t)N * L), dir(N);
-    for (int n = 0; n < N; n++) {
-        dir[n] = rnd_int(-1, 1);
-        for (int l = 0; l < L; l++) {
-            const int r = rnd_int(0, 19);
-            T[(size_t)n * L + l] = l && r < 4 ? T[(size_t)n * L + l - 1]
-                                   : r == 4   ? INT32_MIN
-                                   : r == 5   ? INT32_MAX
-                                              : rnd_int(lo, hi);
-        }
-    }
+    std::vector<int> T, dir;
+    random_levels(acc, N, L, T, dir);
     const int ldy = s.epi == EPI_THRESHOLD ? (N + 255) / 256 * 8 : N;
     const size_t ywords = s.epi == EPI_THRESHOLD ? (size_t)M * YB * ldy : (size_t)M * N;
     std::vector<uint32_t> want(ywords, 0);
@@ -281,6 +289,75 @@ int run_planes(const TiledEmuCase &s, int M, int grid_cap) {
                             smem, want);
 }
 
+// int8 on wgmma (PT_S8): acc = the dot of u8 codes and s8 weights over K bytes (rows of ldy
+// bytes, zero past K), A plain by tensor map, W pre-tiled as one plane of 8 ldy bits; int32
+// out, or the count of the levels it reaches (the raw levels and directions as run_planes
+// draws them; the kernel reads them folded and sorted, as lower.c put_code_levels writes them)
+// as planes Y[M][YB][LDY words] or bytes Y[M][N rounded up to 64].
+int run_s8(const TiledEmuCase &s, int M, int grid_cap) {
+    const int N = s.n, K = s.k, ld = s.ldy, L = s.levels, YB = s.yb;
+    const int nch = (ld + s.kc * 16 - 1) / (s.kc * 16) * s.kc;
+    std::vector<uint32_t> a((size_t)M * ld / 4, 0), w((size_t)N * ld / 4, 0);
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++) ((unsigned char *)a.data())[(size_t)m * ld + k] = (unsigned char)rnd_int(0, 255);
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++) ((signed char *)w.data())[(size_t)n * ld + k] = (signed char)rnd_int(-128, 127);
+    std::vector<int> acc((size_t)M * N);
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            int d = 0;
+            for (int k = 0; k < K; k++)
+                d += ((const unsigned char *)a.data())[(size_t)m * ld + k] * ((const signed char *)w.data())[(size_t)n * ld + k];
+            acc[(size_t)m * N + n] = d;
+        }
+    const int ntn = (N + s.bn - 1) / s.bn; // W pre-tiled: chunk c of row r at ((r / BN) * NCH + c) * BN * 16 + (r % BN) * 16
+    std::vector<uint32_t> wt((size_t)ntn * nch * s.bn * 4, 0);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < ld / 16; c++)
+            memcpy(&wt[(((size_t)(n / s.bn) * nch + c) * s.bn + n % s.bn) * 4], &w[(size_t)n * ld / 4 + 4 * c], 16);
+    std::vector<int> T, dir, folded((size_t)N * L);
+    random_levels(acc, N, L, T, dir);
+    for (int n = 0; n < N; n++) {
+        for (int l = 0; l < L; l++) folded[(size_t)n * L + l] = T[(size_t)n * L + l] ^ (dir[n] < 0 ? -1 : 0);
+        std::sort(folded.begin() + (ptrdiff_t)n * L, folded.begin() + (ptrdiff_t)(n + 1) * L);
+    }
+    const int ldyw = (N + 255) / 256 * 8, ldy8 = (N + 63) / 64 * 64;
+    const size_t ywords = s.epi == 1 ? (size_t)M * N : s.yfmt ? (size_t)M * ldy8 / 4 : (size_t)M * YB * ldyw;
+    std::vector<uint32_t> want(ywords, 0);
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            const int v = acc[(size_t)m * N + n];
+            if (s.epi == 1) {
+                want[(size_t)m * N + n] = (uint32_t)v;
+                continue;
+            }
+            int count = 0;
+            for (int l = 0; l < L; l++) count += dir[n] >= 0 ? v >= T[(size_t)n * L + l] : v <= T[(size_t)n * L + l];
+            if (s.yfmt)
+                ((unsigned char *)want.data())[(size_t)m * ldy8 + n] = (unsigned char)count;
+            else
+                for (int b = 0; b < YB; b++)
+                    if ((count >> b) & 1) want[((size_t)m * YB + b) * ldyw + n / 32] |= 1u << (n % 32);
+        }
+    const EmuTensorMap tmap = {a.data(),
+                               {(unsigned long long)ld / 4, 1, (unsigned long long)M},
+                               {(unsigned long long)ld, (unsigned long long)ld},
+                               {(unsigned long long)s.kc * 4, 1, 128},
+                               128};
+    alignas(64) unsigned char tmap_bytes[128] = {0};
+    memcpy(tmap_bytes, &tmap, sizeof tmap);
+    EmuArgs args = {};
+    args.X = (const unsigned *)(const void *)tmap_bytes;
+    args.W = wt.data();
+    args.ep0 = folded.data();
+    args.ep1 = dir.data();
+    const unsigned smem = (unsigned)bnn_planes_tiled_smem(s.bm, s.bn, s.kc, s.stages, 1, 1, 0, 0);
+    return launch_and_check(s, M, grid_cap, args,
+                            {{a.data(), a.size() * 4}, {wt.data(), wt.size() * 4}, {folded.data(), folded.size() * 4},
+                             {dir.data(), dir.size() * 4}},
+                            smem, want);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -291,10 +368,10 @@ int main(int argc, char **argv) {
         // M: a partial last row tile on two blocks (each walks several tiles), then one row on
         // one block more than tiles (the compact tile of one row; a block with no tile).
         const int m0 = s.m_const ? s.m_const : 300;
-        failed += s.planes ? run_planes(s, m0, 2) : run(s, m0, 2);
+        failed += s.s8 ? run_s8(s, m0, 2) : s.planes ? run_planes(s, m0, 2) : run(s, m0, 2);
         runs++;
         if (!sanitized && !s.m_const) {
-            failed += s.planes ? run_planes(s, 1, 0) : run(s, 1, 0);
+            failed += s.s8 ? run_s8(s, 1, 0) : s.planes ? run_planes(s, 1, 0) : run(s, 1, 0);
             runs++;
         }
     }

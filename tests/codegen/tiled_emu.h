@@ -11,8 +11,8 @@
 //   buffers, 16-byte sizes and alignment), then its bytes complete on the mbarrier;
 // - named barriers (bar.sync id, count) among `count` threads;
 // - 4-byte cp.async: lands at issue (zeros for src_bytes 0);
-// - wgmma m64n256k256 .and.popc from shared memory through the two matrix descriptors (no
-//   swizzle, K-major: row r's 16-byte chunk h at start + (r / 8) * SBO + h * LBO + (r % 8) * 16),
+// - wgmma m64n256k256 .and.popc and m64n256k32 .u8.s8 from shared memory through the two
+//   matrix descriptors (no swizzle, K-major: row r's 16-byte chunk h at start + (r / 8) * SBO + h * LBO + (r % 8) * 16),
 //   each thread computing its own accumulator fragment at issue (the m16n8 layout of its warp's
 //   16 rows, HARDWARE.md), no swizzle or the 128-byte one; fence, commit, wait and setmaxnreg
 //   do nothing. Clusters are not emulated (a call fails);
@@ -174,9 +174,11 @@ inline void emu_desc_row(unsigned long long desc, int r, unsigned (&v)[8]) {
         memcpy(&v[4 * h], emu_at(a, 16, 16), 16);
     }
 }
-// D(64 x 256) += popc(A(64 x 256 bits) AND B(256 x 256 bits)): this thread's fragment, rows
-// 16 * (warp % 4) + g (+ 8), columns 8j + 2t (+ 1), lane = 4g + t.
-inline void bnn_wgmma_n256(int (&d)[1][32][4], unsigned long long da, unsigned long long db) {
+// One m64n256 wgmma step of 32 bytes a row: this thread's fragment (rows 16 * (warp % 4) + g
+// + 8h, columns 8j + 2t + e, lane = 4g + t), each accumulator as step(d, its A row's 8 words,
+// its B row's 8 words).
+template <class Step>
+inline void emu_wgmma_n256(int (&d)[1][32][4], unsigned long long da, unsigned long long db, Step step) {
     const int lane = (int)(threadIdx.x % 32), wi = (int)(threadIdx.x / 32) % 4, g = lane >> 2, t = lane & 3;
     unsigned a[2][8];
     for (int h = 0; h < 2; h++) emu_desc_row(da, 16 * wi + g + 8 * h, a[h]);
@@ -184,9 +186,24 @@ inline void bnn_wgmma_n256(int (&d)[1][32][4], unsigned long long da, unsigned l
         for (int e = 0; e < 2; e++) {
             unsigned b[8];
             emu_desc_row(db, 8 * j + 2 * t + e, b);
-            for (int h = 0; h < 2; h++)
-                for (int w = 0; w < 8; w++) d[0][j][2 * h + e] += __builtin_popcount(a[h][w] & b[w]);
+            for (int h = 0; h < 2; h++) step(d[0][j][2 * h + e], a[h], b);
         }
+}
+// D(64 x 256) += popc(A(64 x 256 bits) AND B(256 x 256 bits)).
+inline void bnn_wgmma_n256(int (&d)[1][32][4], unsigned long long da, unsigned long long db) {
+    emu_wgmma_n256(d, da, db, [](int &acc, const unsigned(&a)[8], const unsigned(&b)[8]) {
+        for (int w = 0; w < 8; w++) acc += __builtin_popcount(a[w] & b[w]);
+    });
+}
+// D(64 x 256) += A(64 x 32 u8) * B(32 x 256 s8): the same rows of 32 bytes, byte i of a row
+// (little-endian words) its k = i (wrapping as the int32 accumulators do).
+inline void bnn_wgmma_s8_n256(int (&d)[1][32][4], unsigned long long da, unsigned long long db) {
+    emu_wgmma_n256(d, da, db, [](int &acc, const unsigned(&a)[8], const unsigned(&b)[8]) {
+        unsigned sum = (unsigned)acc;
+        for (int i = 0; i < 32; i++)
+            sum += (a[i / 4] >> 8 * (i % 4) & 255u) * (unsigned)(int)(signed char)(b[i / 4] >> 8 * (i % 4));
+        acc = (int)sum;
+    });
 }
 inline void bnn_wg_fence_acc(int (&)[1][32][4]) {}
 template <int R> inline void bnn_setmaxnreg_dec() {}

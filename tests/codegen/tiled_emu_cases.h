@@ -2,7 +2,8 @@
 // compiled under the emulator of tiled_emu.h, each with its BT_* / BW_* / PT_* numbers and a
 // launcher taking EmuArgs as (X = At, W = Wt, P = apop, R = wpop, ep0, ep1, Y, nb = M); the
 // bit-plane kernels (planes 1) take (At, Wt, apop, T = ep0, dir = ep1, Y, M), with aplain 1
-// At the plain planes X[M][XB][LDA] words (mma.sync) or an EmuTensorMap of them (wgmma).
+// At the plain planes X[M][XB][LDA] words (mma.sync) or an EmuTensorMap of them (wgmma); with
+// s8 the rows are bytes and T the levels in their int8 form (folded, sorted).
 #ifndef BNN_TILED_EMU_CASES_H
 #define BNN_TILED_EMU_CASES_H
 #include <vector>
@@ -13,6 +14,7 @@ struct TiledEmuCase {
     const char *name;
     int wgmma, epi, n, k, kc, stages, bm, bn, threads, compact, ytile, ldy, m_const;
     int planes, xb, wb, wsigned, bipolar, levels, yb, aplain; // bgemm_planes_tiled.cu (planes 1)
+    int s8, yfmt; // PT_S8 (k: K in bytes, ldy: the bytes of an A and W row) and its codes' format (1: bytes)
     EmuCall call;
 };
 inline std::vector<TiledEmuCase> &tiled_emu_cases() {

@@ -5,7 +5,8 @@
 // epilogue, the compiler's compact and tile-major forms, padded LDY, a compiled-in M; for the
 // bit-planes signed, unsigned and +-1 weights, codes of 3 levels (staged and searched), 5, 15,
 // and plain A (the form bnncc emits): by tensor map into the swizzled stages on wgmma, gathered
-// on mma.sync, with +-1 weights the kernels' own popc(a).
+// on mma.sync, with +-1 weights the kernels' own popc(a); int8 on wgmma (PT_S8) with int32
+// out and codes of 6, 15, 31 and 255 levels as planes or bytes.
 #include "tiled_emu.h"
 #define BNN_TILED_PTX_EMULATED
 #include "../../codegen/cuda/kernels/tiled_common.cu"
@@ -22,7 +23,7 @@ void tiled_emu_reset() { emu_sync_reset(); }
     EMU_LAUNCHER(fn)                                                                                                   \
     static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, 1, epi_, n_, k_, kc_, st_, 128, 256, 384, compact_,    \
                                                            ytile_, ldy_, m_, 0, 0, 0, 0, 0, 0, 0, 0,    \
-                                                           call_##fn});
+                                                           0, 0, call_##fn});
 
 #define BW_NAME bw_i32
 #define BW_N 300
@@ -69,7 +70,7 @@ EMU_WGMMA(bw_bits_tiles, 130, 700, BNN_EPI_THRESHOLD, 2, 2, 1, 128, 12, 0)
     EMU_LAUNCHER(fn)                                                                                                   \
     static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, 0, epi_, n_, k_, kc_, st_, bm_, bn_,                   \
                                                            wm_ * wn_ * 32, compact_, ytile_, ldy_, m_, 0, 0, 0, 0, 0, \
-                                                           0, 0, 0, call_##fn});
+                                                           0, 0, 0, 0, 0, call_##fn});
 
 #define BT_NAME bt_i32
 #define BT_N 300
@@ -121,7 +122,7 @@ EMU_TILED(bt_bits_tiles, 130, 700, BNN_EPI_THRESHOLD, 2, 2, 128, 256, 2, 4, 1, 1
         fn(a.X, a.W, a.P, (const int *)a.ep0, (const int *)a.ep1, a.Y, a.nb);                                          \
     }                                                                                                                  \
     static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, wg_, epi_, n_, k_, 2, 3, 128, 256, wg_ ? 384 : 256,   \
-                                                           0, 0, 0, 0, 1, xb_, wb_, sg_, bp_, l_, yb_, 0, call_##fn});
+                                                           0, 0, 0, 0, 1, xb_, wb_, sg_, bp_, l_, yb_, 0, 0, 0, call_##fn});
 
 #define PT_NAME pw_w2a2_codes
 #define PT_WGMMA 1
@@ -215,7 +216,7 @@ EMU_PLANES(pt_w1a2_bipolar_i32, 0, 300, 700, 2, 1, 0, 1, 1, 1, 1)
     }                                                                                                                  \
     static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, wg_, epi_, n_, k_, kc_, st_, 128, 256,                 \
                                                            wg_ ? 384 : 256, 0, 0, 0, 0, 1, xb_, wb_, sg_, bp_, l_,     \
-                                                           yb_, 1, call_##fn});
+                                                           yb_, 1, 0, 0, call_##fn});
 
 #define EMU_PLAIN_CALL(fn, a)                                                                                          \
     fn(*(const BnnTensorMap *)a.X, a.W, a.P, (const int *)a.ep0, (const int *)a.ep1, a.Y, a.nb)
@@ -283,3 +284,101 @@ EMU_PLANES_PLAIN(pt_w2a2_plain, 0, 300, 2500, 2, 2, 1, 0, 2, 3, 2, 4, 3)
 #include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
 EMU_PLANES_PLAIN(pt_w1a2_bipolar_plain_i32, 0, 300, 2500, 2, 1, 0, 1, 1, 1, 1, 4, 3)
 #undef EMU_PLAIN_CALL
+
+// int8 on wgmma (PT_S8, plain A by tensor map, as bnncc emits it): name, N, K (bytes), LD
+// (bytes a row), EPI, L, YB, YFMT; the levels in their int8 form (folded, sorted)
+#define EMU_S8(fn, n_, k_, ld_, epi_, l_, yb_, yfmt_)                                                                  \
+    static void call_##fn(const EmuArgs &a) {                                                                          \
+        fn(*(const BnnTensorMap *)a.X, a.W, a.P, (const int *)a.ep0, (const int *)a.ep1, a.Y, a.nb);                   \
+    }                                                                                                                  \
+    static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, 1, epi_, n_, k_, 8, 2, 128, 256, 384, 0, 0, ld_, 0,   \
+                                                           1, 1, 1, 0, 0, l_, yb_, 1, 1, yfmt_, call_##fn});
+#define PT_NAME ws8_i32
+#define PT_S8 1
+#define PT_WGMMA 1
+#define PT_APLAIN 1
+#define PT_LDA 80
+#define PT_N 300
+#define PT_K (8 * 320)
+#define PT_XB 1
+#define PT_WB 1
+#define PT_WSIGNED 0
+#define PT_EPI 1
+#define PT_KC 8
+#define PT_STAGES 2
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_S8(ws8_i32, 300, 300, 320, 1, 1, 1, 0)
+
+#define PT_NAME ws8_codes15
+#define PT_S8 1
+#define PT_WGMMA 1
+#define PT_APLAIN 1
+#define PT_LDA 80
+#define PT_N 300
+#define PT_K (8 * 320)
+#define PT_XB 1
+#define PT_WB 1
+#define PT_WSIGNED 0
+#define PT_EPI 2
+#define PT_L 15
+#define PT_YB 4
+#define PT_KC 8
+#define PT_STAGES 2
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_S8(ws8_codes15, 300, 300, 320, 2, 15, 4, 0)
+
+#define PT_NAME ws8_codes6
+#define PT_S8 1
+#define PT_WGMMA 1
+#define PT_APLAIN 1
+#define PT_LDA 48
+#define PT_N 520
+#define PT_K (8 * 192)
+#define PT_XB 1
+#define PT_WB 1
+#define PT_WSIGNED 0
+#define PT_EPI 2
+#define PT_L 6
+#define PT_YB 3
+#define PT_KC 8
+#define PT_STAGES 2
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_S8(ws8_codes6, 520, 150, 192, 2, 6, 3, 0)
+
+#define PT_NAME ws8_bytes255
+#define PT_S8 1
+#define PT_WGMMA 1
+#define PT_APLAIN 1
+#define PT_LDA 256
+#define PT_N 300
+#define PT_K (8 * 1024)
+#define PT_XB 1
+#define PT_WB 1
+#define PT_WSIGNED 0
+#define PT_EPI 2
+#define PT_L 255
+#define PT_YB 8
+#define PT_YFMT 1
+#define PT_KC 8
+#define PT_STAGES 2
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_S8(ws8_bytes255, 300, 1000, 1024, 2, 255, 8, 1)
+
+#define PT_NAME ws8_bytes31
+#define PT_S8 1
+#define PT_WGMMA 1
+#define PT_APLAIN 1
+#define PT_LDA 16
+#define PT_N 70
+#define PT_K (8 * 64)
+#define PT_XB 1
+#define PT_WB 1
+#define PT_WSIGNED 0
+#define PT_EPI 2
+#define PT_L 31
+#define PT_YB 5
+#define PT_YFMT 1
+#define PT_KC 8
+#define PT_STAGES 2
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_S8(ws8_bytes31, 70, 64, 64, 2, 31, 5, 1)

@@ -70,6 +70,7 @@ static inline int pt_wplanes(const PtSpec *s) { return s->bipolar ? 1 : s->wb; }
  * for sm_90 and newer; the wgmma wrappers of bgemm_wgmma.cu for sm_90a. */
 static inline void pt_head(Buf *b, const char *arch) {
     buf_put(b, bnn_common_cu, bnn_common_cu_len);
+    buf_put(b, bnn_q8_levels_cu, bnn_q8_levels_cu_len); /* as bnncc pastes it (PT_S8's epilogue) */
     if (atoi(arch + 3) >= 90)
         buf_put(b, bnn_tiled_common_cu, bnn_tiled_common_cu_len);
     if (!strcmp(arch, "sm_90a")) {

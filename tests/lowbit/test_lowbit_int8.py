@@ -433,24 +433,31 @@ def tiled_from(tmp):
 
 
 def wide_from(tmp):
-    """The int8 layers' 128 x 128 tiles (lower.c qgemm_int8_wide_alt): a batch alternative right
-    after its step, from the batch that fills 256 of them (wide's 4096 outputs: 32 column tiles,
-    from batch 1024; w4a4's 130: 2, from 16384), none for fewer than 128 outputs."""
-    froms = []
+    """The int8 layers' batch alternatives (lower.c qgemm_int8_alts), each right after its step
+    or another of its alternatives: the 128 x 128 mma.sync tile from the batch that fills 256
+    of them (wide's 4096 outputs: 32 column tiles, from batch 1024; w4a4's 130: 2, from 16384),
+    none for fewer than 128 outputs; on sm_90a the wgmma form from the batch that fills 32 of
+    its 128 x 256 tiles (wide: 16 column tiles, from 256; w4a4: 1, from 4096), before the
+    mma.sync tile's and again from its batch after it (the GPU runs the last alternative a batch
+    reaches)."""
+    alts = []
     for name in ("wide", "w4a4"):
         p = run([BNNCC, "-O3", "--lowbit=int8", "--target=sm_90a,sm_80", "--report", os.path.join(tmp, name + ".onnx"),
                  "-o", os.path.join(tmp, "wide_from.bin")])
         if p.returncode:
             return fail(f"wide_from: bnncc {name}: {p.stderr.strip()}")
-        froms += [(name, int(b), int(a) - int(m)) for a, b, m in re.findall(
-            r"plan: step (\d+) qgemm \(kernel s\d+_qgemm8w, the GPU's from batch (\d+) instead of step (\d+)'s\)",
-            p.stderr)]
-    want = [("wide", WIDE_FROM, 1), ("w4a4", 16384, 1)]
-    if froms != want:
-        return fail(f"wide_from: (model, from batch, steps after its own) {froms}, want {want}")
+        alts += [(name, k, int(b), int(a) - int(m), bool(sm)) for a, k, b, m, sm in re.findall(
+            r"plan: step (\d+) qgemm \(kernel s\d+_(qgemm8wg?), the GPU's from batch (\d+) instead of step (\d+)'s"
+            r"( on sm_90a)?", p.stderr)]
+    want = [("wide", "qgemm8wg", 256, 1, True), ("wide", "qgemm8w", WIDE_FROM, 2, False),
+            ("wide", "qgemm8wg", WIDE_FROM, 3, True), ("w4a4", "qgemm8wg", 4096, 1, True),
+            ("w4a4", "qgemm8w", 16384, 2, False), ("w4a4", "qgemm8wg", 16384, 3, True)]
+    if alts != want:
+        return fail(f"wide_from: (model, kernel, from batch, steps after its own, sm_90a only) {alts}, want {want}")
     # K in stages of 128 bytes three deep where a row of bytes is a multiple of 128 and the block
     # has four warps (wide: 128 inputs, 7 levels), else of 64 four deep (wide_bytes: a row of
-    # 64, 63 levels on eight warps); warps as q8_warps says
+    # 64, 63 levels on eight warps); warps as q8_warps says. The wgmma form: the row's bytes as
+    # 8 x ld bits and ld / 4 words of A, the codes as bytes for the next int8 layer.
     tiles = []
     for name in ("wide", "wide_bytes"):
         cu = os.path.join(tmp, name + "_wide.cu")
@@ -464,13 +471,19 @@ def wide_from(tmp):
             m = re.search(r"#define Q8_NAME s\d+_%s\n((?:#define Q8_\w+ \d+\n)*)" % kernel, text)
             d = dict(re.findall(r"#define (Q8_\w+) (\d+)", m.group(1))) if m else {}
             tiles.append((name, kernel, d.get("Q8_LD"), d.get("Q8_BK"), d.get("Q8_STAGES"), d.get("Q8_WARPS")))
+        m = re.search(r"#define PT_NAME s\d+_qgemm8wg\n((?:#define PT_\w+ [^\n]+\n)*)", text)
+        d = dict(re.findall(r"#define (PT_\w+) ([^\n]+)", m.group(1))) if m else {}
+        tiles.append((name, "qgemm8wg", d.get("PT_S8"), d.get("PT_K"), d.get("PT_LDA"), d.get("PT_L"), d.get("PT_YFMT")))
     # (the main tile: K stages of 128 where the row allows, on its default 3 stages and 8 warps)
     want = [("wide", "qgemm", "128", "128", None, None), ("wide", "qgemm8w", "128", "128", "3", "4"),
-            ("wide_bytes", "qgemm", "64", None, None, None), ("wide_bytes", "qgemm8w", "64", "64", "4", "8")]
+            ("wide", "qgemm8wg", "1", "1024", "32", "7", "1"),
+            ("wide_bytes", "qgemm", "64", None, None, None), ("wide_bytes", "qgemm8w", "64", "64", "4", "8"),
+            ("wide_bytes", "qgemm8wg", "1", "512", "16", "63", "1")]
     if tiles != want:
-        return fail(f"wide_from: (model, kernel, Q8_LD, Q8_BK, Q8_STAGES, Q8_WARPS) {tiles}, want {want}")
+        return fail(f"wide_from: the int8 kernels' defines {tiles}, want {want}")
     print("ok: the int8 128 x 128 tiles from batch 1024 at 4096 outputs, 16384 at 130, none below 128; "
-          "K stages of 128 where a row is a multiple of 128 (the wide tile's on four warps)")
+          "K stages of 128 where a row is a multiple of 128 (the wide tile's on four warps); on sm_90a wgmma "
+          "from batch 256 at 4096 outputs, 4096 at 130, before and after the 128 x 128 tile")
 
 
 def planes_spills(tmp):
@@ -586,7 +599,8 @@ def main():
             # is slow under ASan)
             # (the wide models' 128 x 128 tiles likewise at 1025: nine row tiles)
             big = tiled or name.startswith("wide")
-            batches = ((1, 67, WIDE_FROM + 1) if device == "gpu" else (1, 67)) if big else (1, 3, 67)
+            # (and at 300, the wide models' int8 layer on wgmma before the 128 x 128 tile's batch)
+            batches = ((1, 67, 300, WIDE_FROM + 1) if device == "gpu" else (1, 67)) if big else (1, 3, 67)
             check(tmp, name, model, [inputs(rng, k0, b) for b in batches], counts, device,
                   name in ("w4a4", "mixed", "tiled", "tiled_out", "wide", "wide_bytes"))
         kws = os.path.join(SHARED, "models", "qonnx", "kwsmlp_w3a3.onnx")

@@ -13,6 +13,7 @@
 
 #include "../check.h"
 #include "ir.h"
+#include "kernels.h"
 #include "nvrtc.h"
 #include "util.h"
 
@@ -94,6 +95,7 @@ int main(void) {
         buf_puts(&b, "\n");
     }
     int nq = (int)(sizeof q8s / sizeof q8s[0]);
+    buf_puts(&b, bnn_q8_levels_cu); /* once before the int8 kernels, as bnncc pastes it */
     for (int i = 0; i < nq; i++) {
         buf_printf(&b,
                    "#define Q8_NAME q8_%d\n#define Q8_N %d\n#define Q8_LD %d\n#define Q8_XB %d\n"

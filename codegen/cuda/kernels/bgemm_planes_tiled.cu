@@ -38,6 +38,9 @@
 #ifndef BNN_COMMON_CU
 #include "common.cu"
 #endif
+#ifndef BNN_Q8_COUNT_ONCE // pasted before this file by bnncc (NVRTC has no include files)
+#include "q8_levels.cu"
+#endif
 #if (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900) && !defined(BNN_TILED_COMMON_CU) && (!PT_APLAIN || PT_WGMMA)
 #include "tiled_common.cu"
 #endif
@@ -141,7 +144,13 @@ __device__ __forceinline__ void bnn_pt_code_sorted(int x, const int *t, const in
 // (v ^ flip) >= (t ^ flip): ~ reverses the order of two's-complement integers.
 // A row's 32-column output word is spread over the 4 lanes t of the row (8 columns each):
 // bnn_quad_or_scatter gives each lane a quarter of the words, whole, to store.
-template <int MI, int NI, int EPI, int N, int L, int YB, int LDY, bool BIPOLAR, bool STAGED>
+// Q8LEV (PT_S8's codes): column c's levels as qgemm_s8.cu reads them, folded and sorted at
+// T[(c - cbase) * L] (lower.c put_code_levels), its direction at dir[c - cbase], a code the
+// binary search of q8_levels.cu; with YFMT 1 the codes as bytes, Y[M][N rounded up to 64]
+// (zero past N: qgemm_s8.cu's A), a row's 8 columns of an n8 tile gathered into one lane by a
+// transpose within the quad (each lane holds 2 of each tile), one 8-byte store.
+template <int MI, int NI, int EPI, int N, int L, int YB, int LDY, bool BIPOLAR, bool STAGED, bool Q8LEV = false,
+          int YFMT = 0>
 __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int m0, int n0, int rw0, int cw0, int M,
                                                 const int *__restrict__ apop, int abase, const int *__restrict__ T,
                                                 const int *__restrict__ dir, int cbase, void *__restrict__ Y) {
@@ -149,8 +158,11 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
     static_assert(EPI == 1 || EPI == 2, "PT_EPI: 1 (int32) or 2 (codes as bit-planes)");
     constexpr int SS = bnn_pt_search_steps(L), LF = (1 << SS) - 1; // STAGED: steps, padded levels
     static_assert(!STAGED || L <= 15, "staged levels: at most 15");
+    static_assert(!(STAGED && Q8LEV) && (YFMT == 0 || Q8LEV), "Q8LEV: levels of the blob's int8 form, not staged");
     // Levels held in registers when few: each is read for 2 * MI rows.
-    constexpr bool HOLD = STAGED ? SS <= 3 : L <= 8;
+    constexpr bool HOLD = Q8LEV ? false : STAGED ? SS <= 3 : L <= 8;
+    constexpr int POW2 = L >= 128 ? 128 : L >= 64 ? 64 : L >= 32 ? 32 : L >= 16 ? 16 : L >= 8 ? 8 : L >= 4 ? 4 : L >= 2 ? 2 : 1;
+    constexpr bool FULL = (L & (L + 1)) == 0 && L <= 15; // as qgemm_s8.cu's Q8_FULL
     constexpr int LR = HOLD ? (STAGED ? LF : L) : 1;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int fix[MI][2]; // apop of the rows this thread holds (bipolar), else 0
@@ -192,6 +204,7 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
     constexpr int NQ = NI / 4, NS = MI * 2 * YB * NQ;
     static_assert(NS % 4 == 0, "the reduce-scatter gives each of a row's 4 lanes a quarter of its words");
     unsigned w[NS], at[4][2];
+    constexpr int LDY8 = (N + 63) / 64 * 64; // YFMT 1: bytes a row
 #pragma unroll
     for (int j = 0; j < NS; ++j) w[j] = 0;
 #pragma unroll
@@ -201,6 +214,11 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
 #pragma unroll
     for (int q = 0; q < NQ; ++q) { // n8 tiles 4q..4q+3 = output word (n0 + cw0)/32 + q
         bool ok[4][2];
+        unsigned pair[MI][2][4]; // YFMT 1: the codes of columns 2t, 2t+1 of tile 4q+u, a byte each
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int u = 0; u < 4; ++u) pair[mi][0][u] = pair[mi][1][u] = 0;
         int flip[4][2], th[4][2][LR];
 #pragma unroll
         for (int u = 0; u < 4; ++u)
@@ -241,7 +259,17 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                         const int a = acc[mi][4 * q + u][2 * h + e];
                         const int v = BIPOLAR ? (int)(2u * (unsigned)a - (unsigned)fix[mi][h]) : a;
                         const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e, slot = (mi * 2 + h) * YB * NQ + q;
-                        if (STAGED) { // sorted levels: a binary search
+                        if (Q8LEV) { // the int8 form's levels: a binary search
+                            const int x = v ^ flip[u][e], *uc = T + (c - cbase) * L;
+                            const int count = FULL ? bnn_q8_count_full(x, uc, POW2) : bnn_q8_count_sorted(x, uc, L, POW2);
+                            if (YFMT == 1) {
+                                pair[mi][h][u] |= (unsigned)count << 8 * e;
+                            } else {
+#pragma unroll
+                                for (int b = 0; b < YB; b++)
+                                    bnn_or_if(w[slot + b * NQ], at[u][e], (count >> b) & 1);
+                            }
+                        } else if (STAGED) { // sorted levels: a binary search
                             bool p[SS];
                             bnn_pt_code_sorted<SS, HOLD>(v, th[u][e], T + (c - cbase) * (LF + 1), p);
 #pragma unroll
@@ -269,7 +297,30 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                                 bnn_or_if(w[slot + b * NQ], at[u][e], (count >> b) & 1);
                         }
                     }
+        if (YFMT == 1) // lane t gathers tile 4q+t's 8 bytes of each row: from lane t ^ s its 2
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    unsigned lo = 0, hi = 0;
+#pragma unroll
+                    for (int s = 0; s < 4; ++s) {
+                        const int ts = t ^ s; // this lane sends tile 4q + ts's pair to lane ts
+                        const unsigned send = ts == 0 ? pair[mi][h][0] : ts == 1 ? pair[mi][h][1]
+                                             : ts == 2 ? pair[mi][h][2] : pair[mi][h][3];
+                        const unsigned got = __shfl_xor_sync(0xffffffffu, send, s); // columns 2ts, 2ts+1
+                        if (ts < 2)
+                            lo |= got << 16 * ts;
+                        else
+                            hi |= got << 16 * (ts - 2);
+                    }
+                    const int row = m0 + rw0 + mi * 16 + g + 8 * h, col = n0 + cw0 + (4 * q + t) * 8;
+                    if (row < M && col < LDY8)
+                        *(uint2 *)((unsigned char *)Y + (long long)row * LDY8 + col) = make_uint2(lo, hi);
+                }
     }
+    if (YFMT == 1)
+        return;
     unsigned r[NS / 4]; // slot 4i + t, whole
     bnn_quad_or_scatter(w, r, t);
 #pragma unroll
@@ -415,6 +466,18 @@ extern "C" __global__ void __launch_bounds__(256) bnn_planes_row_pop(const uint4
 #ifndef PT_WGMMA
 #define PT_WGMMA 0
 #endif
+#ifndef PT_S8
+#define PT_S8 0
+#endif
+#ifndef PT_YFMT
+#define PT_YFMT 0
+#endif
+#if PT_S8 && (!PT_WGMMA || PT_XB != 1 || PT_WB != 1 || PT_WBIPOLAR)
+#error "bgemm_planes_tiled.cu: PT_S8 (one byte a K element) is a wgmma form of one plane each (PT_XB = PT_WB = 1)"
+#endif
+#if PT_YFMT != 0 && !(PT_S8 && PT_EPI == 2 && PT_YFMT == 1)
+#error "bgemm_planes_tiled.cu: PT_YFMT 1 (codes as bytes) is PT_S8's only other output format"
+#endif
 // The wgmma variant keeps a tile's thresholds in shared memory up to this many levels
 // (tile_layout.h BNN_PLANES_WGMMA_STAGE_T_MAX_L, bnn_planes_tiled_smem).
 #define BNN_PT_STAGE_T_MAX_L 15
@@ -461,7 +524,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     constexpr int BM = 128, BN = 256, KC = PT_KC, S = PT_STAGES, NW = 8, NT = NW * 32;
     constexpr int N = PT_N, K = PT_K, BK = KC * 128, NKT = (K + BK - 1) / BK, NCH = NKT * KC;
     constexpr int XB = PT_XB, WB = PT_WBIPOLAR ? 1 : PT_WB, NP = XB * WB;
-    constexpr bool NEG = PT_WSIGNED && !PT_WBIPOLAR;
+    constexpr bool NEG = PT_WSIGNED && !PT_WBIPOLAR && !PT_S8;
     constexpr int LDY = PT_EPI == 2 ? (N + 255) / 256 * 8 : N;
     constexpr int L = PT_EPI == 2 ? PT_L : 1, YB = PT_EPI == 2 ? PT_YB : 1; // unused with int32 output
     constexpr unsigned ABYTES = KC * BM * 16, BBYTES = KC * BN * 16, STAGE = ABYTES + BBYTES;
@@ -473,8 +536,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     // x >= INT_MAX as never reached (bnn_pt_stage_params), so every count must lie below it:
     // |acc| <= K * (2^XB - 1) * the largest weight magnitude (+-1 weights: 2a - apop).
     constexpr long long XMAX =
-        (long long)K * ((1 << XB) - 1) * (PT_WBIPOLAR ? 1 : PT_WSIGNED ? 1 << (PT_WB - 1) : (1 << PT_WB) - 1);
-    constexpr bool STAGE_T = PT_EPI == 2 && L <= BNN_PT_STAGE_T_MAX_L && !PT_NOSTORE && XMAX < 0x7fffffffLL;
+        PT_S8 ? (long long)K / 8 * 255 * 128
+              : (long long)K * ((1 << XB) - 1) * (PT_WBIPOLAR ? 1 : PT_WSIGNED ? 1 << (PT_WB - 1) : (1 << PT_WB) - 1);
+    constexpr bool STAGE_T = PT_EPI == 2 && !PT_S8 && L <= BNN_PT_STAGE_T_MAX_L && !PT_NOSTORE && XMAX < 0x7fffffffLL;
     // STAGE_T buffer: BN columns of 2^S levels (bnn_pt_stage_params), then BN / 32 flip words
     constexpr int TBUF = BN * (1 << bnn_pt_search_steps(L)) + BN / 32;
     constexpr unsigned SMEM = S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0) + ALIGN + (STAGE_T ? 2 * TBUF * 4 + 32 : 0);
@@ -591,9 +655,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                     __syncwarp(); // wgmma is .sync.aligned: the warp must be converged after the spin
                     bnn_wg_fence();
 #pragma unroll
-                    for (int ks = 0; ks < KC / 2; ++ks)
-                        bnn_wgmma_n256(acc, dA0 | ((sa + ks * AK) & 0x3FFFF) >> 4,
-                                       dB0 | ((sb + 2 * ks * BN * 16) & 0x3FFFF) >> 4);
+                    for (int ks = 0; ks < KC / 2; ++ks) {
+                        const unsigned long long da = dA0 | ((sa + ks * AK) & 0x3FFFF) >> 4,
+                                                 db = dB0 | ((sb + 2 * ks * BN * 16) & 0x3FFFF) >> 4;
+                        if (PT_S8)
+                            bnn_wgmma_s8_n256(acc, da, db);
+                        else
+                            bnn_wgmma_n256(acc, da, db);
+                    }
                     bnn_wg_commit();
                     if (SELF_POP) // bipolar weights: every pair is (p, 0), every stage one of plane p's
 #pragma unroll
@@ -637,14 +706,15 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 tT = tsh + (tiles_done & 1) * TBUF, tdir = tT + TBUF - BN / 32;
             }
             // Warp w holds rows 16w .. 16w+15 of the tile: the m16n8 layout, MI = 1, NI = 32.
-            bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR, STAGE_T>(acc, mt * BM, nt * BN, warp * 16, 0, M,
+            bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR, STAGE_T, PT_S8 && PT_EPI == 2, PT_YFMT>(
+                acc, mt * BM, nt * BN, warp * 16, 0, M,
                                                                            SELF_POP ? tpop : apop, SELF_POP ? mt * BM : 0,
                                                                            tT, tdir, STAGE_T ? nt * BN : 0, Y);
             if (STAGE_T) // every lane read the buffer (and tpop)
                 bnn_handoff_release(tbars, tiles_done++, lane);
             else if (SELF_POP)
                 __syncwarp(); // every lane read tpop
-            if (PT_EPI == 2) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
+            if (PT_EPI == 2 && PT_YFMT == 0) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
         }
     }
 }
@@ -857,6 +927,8 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
 
 #undef PT_NAME
 #undef PT_WGMMA
+#undef PT_S8
+#undef PT_YFMT
 #undef BNN_PT_WGMMA_HERE
 #undef PT_M
 #undef PT_N

@@ -47,24 +47,34 @@ template <int N> __device__ __forceinline__ void bnn_wg_wait() {
 #define BNN_WG_R32(j)                                                                                              \
     BNN_WG_R4(j), BNN_WG_R4(j + 1), BNN_WG_R4(j + 2), BNN_WG_R4(j + 3), BNN_WG_R4(j + 4), BNN_WG_R4(j + 5),         \
         BNN_WG_R4(j + 6), BNN_WG_R4(j + 7)
+// One m64n256 wgmma of `op` (the instruction's name past .m64n256) from two descriptors into d.
+#define BNN_WG_N256(op, d, da, db)                                                                                 \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                                      \
+                 "wgmma.mma_async.sync.aligned.m64n256" op " {"                                                    \
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                                          \
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"                                \
+                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"                                \
+                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"                                \
+                 "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"                                \
+                 "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"                                \
+                 "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"                    \
+                 "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"                 \
+                 "}, %128, %129, p;\n}\n"                                                                          \
+                 : BNN_WG_R32(0), BNN_WG_R32(8), BNN_WG_R32(16), BNN_WG_R32(24)                                     \
+                 : "l"(da), "l"(db)                                                                                 \
+                 : "memory")
 // D(64x256, s32) += popc(A(64 x 256 bits) AND B(256 bits x 256)). d[0][j][0..3] is the m16n8
 // fragment of n8 tile j for this warp's 16 rows (accumulator layout in HARDWARE.md).
 __device__ __forceinline__ void bnn_wgmma_n256(int (&d)[1][32][4], unsigned long long da, unsigned long long db) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k256.s32.b1.b1.and.popc {"
-                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
-                 "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
-                 "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
-                 "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
-                 "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
-                 "}, %128, %129, p;\n}\n"
-                 : BNN_WG_R32(0), BNN_WG_R32(8), BNN_WG_R32(16), BNN_WG_R32(24)
-                 : "l"(da), "l"(db)
-                 : "memory");
+    BNN_WG_N256("k256.s32.b1.b1.and.popc", d, da, db);
 }
+// D(64x256, s32) += A(64 x 32 u8) * B(32 x 256 s8): the same 32 bytes of K a row as a k256 b1
+// step, so the same descriptors and shared-memory images serve both (bgemm_planes_tiled.cu
+// PT_S8: unsigned activation codes, signed weight codes).
+__device__ __forceinline__ void bnn_wgmma_s8_n256(int (&d)[1][32][4], unsigned long long da, unsigned long long db) {
+    BNN_WG_N256("k32.s32.u8.s8", d, da, db);
+}
+#undef BNN_WG_N256
 #undef BNN_WG_R32
 #undef BNN_WG_R4
 // Register budget per thread of the executing warpgroup (sm_90a); the kernel needs a cap at

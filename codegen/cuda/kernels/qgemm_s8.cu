@@ -101,33 +101,8 @@ extern __shared__ __align__(16) unsigned char bnn_q8_dsmem[];
 #define bnn_q8_dyn_smem() bnn_q8_dsmem
 #define bnn_q8_wait(n) asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory")
 #endif
-#ifndef BNN_Q8_COUNT_ONCE
-#define BNN_Q8_COUNT_ONCE
-// The levels the accumulator v reaches, sum_l (dir >= 0 ? v >= t[l] : v <= t[l]), from the
-// channel's levels folded and sorted (lower.c put_code_levels writes u[l] = sorted(t[l] ^ m),
-// m = -1 for a falling channel, else 0: v <= t is ~v >= ~t): the number of u[l] <= v ^ m, by a
-// binary search of pow2 (the largest power of two <= levels) first: 8 loads for 255 levels,
-// where counting them one by one took 255 (a w8a8 MLP's epilogues were most of its time).
-// Without branches (a step past the last level loads the last one and keeps the count), so that
-// the searches of a word's 32 channels, unrolled, overlap their loads.
-__device__ __forceinline__ int bnn_q8_count_sorted(int v, const int *u, int levels, int pow2) {
-    int count = 0;
-#pragma unroll
-    for (int step = pow2; step > 0; step >>= 1) {
-        const int next = count + step;
-        count = next <= levels && u[(next < levels ? next : levels) - 1] <= v ? next : count;
-    }
-    return count;
-}
-// The same where levels = 2 pow2 - 1 (an a-bit code's 2^a - 1 levels): no step can pass the
-// last level, so none is clamped.
-__device__ __forceinline__ int bnn_q8_count_full(int v, const int *u, int pow2) {
-    int count = 0;
-#pragma unroll
-    for (int step = pow2; step > 0; step >>= 1)
-        count += u[count + step - 1] <= v ? step : 0;
-    return count;
-}
+#ifndef BNN_Q8_COUNT_ONCE // pasted before this file by bnncc (NVRTC has no include files)
+#include "q8_levels.cu"
 #endif
 
 #if defined(Q8_U_NAME)
