@@ -981,13 +981,13 @@ static bnn_status check_step(const StepCheck *c) {
     if (s->flags & BLOB_STEP_BATCH_ALT) { /* another kernel for the step before, from alt_batch on */
         /* p: the step before, the main step or an alternative of it from a smaller batch */
         const BlobStep *p = c->index > 0 ? &m->steps[c->index - 1] : NULL;
-        /* the operands the CPU path knows are the same; x0 and x1 (GPU-only) too, unless the
-         * alternative's are constants of its own kernel (a halo bconv's tables for its tile, a
-         * pre-tiled qgemm's weights) where the step before has constants or nothing */
+        /* the operands the CPU path knows are the same; x0 and x1 (GPU-only) too, unless
+         * neither is a buffer of the arena: constants of either kernel (a halo bconv's tables
+         * for its tile, a pre-tiled qgemm's weights) or nothing */
         bool gpu_only_same = true;
         for (int i = BLOB_SLOT_X0; p && i <= BLOB_SLOT_X1; i++)
             gpu_only_same &= !memcmp(&p->slot[i], &s->slot[i], sizeof s->slot[i]) ||
-                             (p->slot[i].space != BLOB_SPACE_ARENA && s->slot[i].space == BLOB_SPACE_WEIGHTS);
+                             (p->slot[i].space != BLOB_SPACE_ARENA && s->slot[i].space != BLOB_SPACE_ARENA);
         /* an sm_90a-only alternative may start where the one before it does (it replaces it there) */
         bool same_from_ok = (s->flags & BLOB_STEP_SM90A) && !(p && (p->flags & BLOB_STEP_SM90A));
         if (!p || (p->flags & BLOB_STEP_CPU_ONLY) ||

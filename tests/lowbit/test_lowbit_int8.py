@@ -441,7 +441,9 @@ def wide_from(tmp):
     mma.sync tile's and again from its batch after it (the GPU runs the last alternative a batch
     reaches)."""
     alts = []
-    for name in ("wide", "w4a4"):
+    for name, k in (("wide", 128), ("w4a4", 129)):
+        x_npy = os.path.join(tmp, "wide_from_x.npy")
+        np.save(x_npy, inputs(np.random.default_rng(2), k, 3))
         p = run([BNNCC, "-O3", "--lowbit=int8", "--target=sm_90a,sm_80", "--report", os.path.join(tmp, name + ".onnx"),
                  "-o", os.path.join(tmp, "wide_from.bin")])
         if p.returncode:
@@ -449,6 +451,11 @@ def wide_from(tmp):
         alts += [(name, k, int(b), int(a) - int(m), bool(sm)) for a, k, b, m, sm in re.findall(
             r"plan: step (\d+) qgemm \(kernel s\d+_(qgemm8wg?), the GPU's from batch (\d+) instead of step (\d+)'s"
             r"( on sm_90a)?", p.stderr)]
+        # the runtime loads the plan (an alternative's x1 may differ from the one before it)
+        q = run([BNNRUN, os.path.join(tmp, "wide_from.bin"), "--device", "cpu", "--input", x_npy,
+                 "--output", os.path.join(tmp, "wide_from.npy")])
+        if q.returncode:
+            return fail(f"wide_from: bnnrun {name}: {q.stderr.strip()}")
     want = [("wide", "qgemm8wg", 256, 1, True), ("wide", "qgemm8w", WIDE_FROM, 2, False),
             ("wide", "qgemm8wg", WIDE_FROM, 3, True), ("w4a4", "qgemm8wg", 4096, 1, True),
             ("w4a4", "qgemm8w", 16384, 2, False), ("w4a4", "qgemm8wg", 16384, 3, True)]
