@@ -4574,6 +4574,21 @@ static int lower_quantize(Lower *L, const Node *n) {
 #define QGEMM_TILED_MANY_PAIRS 8
 #define QGEMM_TILED_MIN_N 128
 #define QGEMM_TILED_MIN_K 512
+/* The pre-tiled weight image of bgemm_planes_tiled.cu (tile rows BNN_PLANES_TILED_BN, K stages
+ * of BNN_PLANES_TILED_KC chunks) of O rows of `planes` planes of k bits, from rows of ld words a
+ * plane [planes][O][ld] (bnn_tile_planes), put into the weights. */
+static BlobRef put_tiled_planes(Lower *L, const void *wp, int64_t O, int64_t planes, int64_t k, int64_t ld) {
+    const int kalign = BNN_PLANES_TILED_KC * 128;
+    size_t tbytes = bnn_tiled_planes_bytes((int)O, (int)planes, (int)k, BNN_PLANES_TILED_BN, kalign);
+    void *wt = xmalloc(tbytes);
+    if (bnn_tile_planes(wp, (int)O, (int)planes, (int)k, (size_t)ld, (size_t)(O * ld), BNN_PLANES_TILED_BN, kalign,
+                        wt))
+        unreachable("bnn_tile_planes refused a qgemm's weights");
+    BlobRef r = put_weights(L, wt, tbytes);
+    free(wt);
+    return r;
+}
+
 static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t wb, bool wsigned, bool bipolar,
                             int64_t levels, int64_t yb) {
     /* ntn column tiles; the batch's rows come in tiles of BM (a copy: new steps may move L->steps) */
@@ -4582,14 +4597,7 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
     const uint32_t ntn = (uint32_t)((O + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
     const uint32_t min_tiles = qp.xb * wb >= QGEMM_TILED_MANY_PAIRS ? QGEMM_TILED_MIN_TILES / 2 : QGEMM_TILED_MIN_TILES;
     const uint32_t from = BNN_PLANES_TILED_BM * ((min_tiles + ntn - 1) / ntn);
-    /* the W image of both kernels (same tile rows, same K stage) */
-    const int kalign = BNN_PLANES_TILED_KC * 128;
-    size_t tbytes = bnn_tiled_planes_bytes((int)O, (int)wb, (int)K, BNN_PLANES_TILED_BN, kalign);
-    void *wt = xmalloc(tbytes);
-    if (bnn_tile_planes(wp, (int)O, (int)wb, (int)K, (size_t)ld, (size_t)(O * ld), BNN_PLANES_TILED_BN, kalign, wt))
-        unreachable("bnn_tile_planes refused a qgemm's weights");
-    BlobRef wref = put_weights(L, wt, tbytes);
-    free(wt);
+    const BlobRef wref = put_tiled_planes(L, wp, O, wb, K, ld); /* the W image of both kernels */
     for (int wgmma = L->tiled_kernel == 2; wgmma <= (int)L->sm90a; wgmma++) { /* tiled_kernel 2: sm_90a alone */
         LStep *alt = new_batch_alt(L, si, from);
         alt->s.slot[BLOB_SLOT_X0] = wref;
@@ -4703,16 +4711,8 @@ static void qgemm_int8_wgmma_alt(Lower *L, int si, int tslot, const void *w8, ui
     const BlobQgemmParams qp = L->steps[si].s.qgemm; /* (a copy: new steps may move L->steps) */
     const int64_t O = qp.n, ld = qp.ld;
     const uint32_t ntn = (uint32_t)((O + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
-    if (wref->space == BLOB_SPACE_NONE) { /* the weights pre-tiled as one plane of 8 ld bits a row */
-        const int kalign = BNN_PLANES_TILED_KC * 128;
-        size_t tbytes = bnn_tiled_planes_bytes((int)O, 1, (int)(8 * ld), BNN_PLANES_TILED_BN, kalign);
-        void *wt = xmalloc(tbytes);
-        if (bnn_tile_planes(w8, (int)O, 1, (int)(8 * ld), (size_t)ld / 4, (size_t)(O * ld / 4), BNN_PLANES_TILED_BN,
-                            kalign, wt))
-            unreachable("bnn_tile_planes refused an int8 qgemm's weights");
-        *wref = put_weights(L, wt, tbytes);
-        free(wt);
-    }
+    if (wref->space == BLOB_SPACE_NONE) /* the weights pre-tiled as one plane of 8 ld bits a row */
+        *wref = put_tiled_planes(L, w8, O, 1, 8 * ld, ld / 4);
     LStep *alt = new_batch_alt(L, si, from);
     alt->s.slot[BLOB_SLOT_X1] = *wref;
     name_kernel(L, alt, "qgemm8wg");

@@ -161,8 +161,6 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
     static_assert(!(STAGED && Q8LEV) && (YFMT == 0 || Q8LEV), "Q8LEV: levels of the blob's int8 form, not staged");
     // Levels held in registers when few: each is read for 2 * MI rows.
     constexpr bool HOLD = Q8LEV ? false : STAGED ? SS <= 3 : L <= 8;
-    constexpr int POW2 = L >= 128 ? 128 : L >= 64 ? 64 : L >= 32 ? 32 : L >= 16 ? 16 : L >= 8 ? 8 : L >= 4 ? 4 : L >= 2 ? 2 : 1;
-    constexpr bool FULL = (L & (L + 1)) == 0 && L <= 15; // as qgemm_s8.cu's Q8_FULL
     constexpr int LR = HOLD ? (STAGED ? LF : L) : 1;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     int fix[MI][2]; // apop of the rows this thread holds (bipolar), else 0
@@ -261,7 +259,8 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                         const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e, slot = (mi * 2 + h) * YB * NQ + q;
                         if (Q8LEV) { // the int8 form's levels: a binary search
                             const int x = v ^ flip[u][e], *uc = T + (c - cbase) * L;
-                            const int count = FULL ? bnn_q8_count_full(x, uc, POW2) : bnn_q8_count_sorted(x, uc, L, POW2);
+                            const int count = BNN_Q8_FULL(L) ? bnn_q8_count_full(x, uc, BNN_Q8_POW2(L))
+                                                             : bnn_q8_count_sorted(x, uc, L, BNN_Q8_POW2(L));
                             if (YFMT == 1) {
                                 pair[mi][h][u] |= (unsigned)count << 8 * e;
                             } else {
@@ -536,8 +535,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     // x >= INT_MAX as never reached (bnn_pt_stage_params), so every count must lie below it:
     // |acc| <= K * (2^XB - 1) * the largest weight magnitude (+-1 weights: 2a - apop).
     constexpr long long XMAX =
-        PT_S8 ? (long long)K / 8 * 255 * 128
-              : (long long)K * ((1 << XB) - 1) * (PT_WBIPOLAR ? 1 : PT_WSIGNED ? 1 << (PT_WB - 1) : (1 << PT_WB) - 1);
+        (long long)K * ((1 << XB) - 1) * (PT_WBIPOLAR ? 1 : PT_WSIGNED ? 1 << (PT_WB - 1) : (1 << PT_WB) - 1);
     constexpr bool STAGE_T = PT_EPI == 2 && !PT_S8 && L <= BNN_PT_STAGE_T_MAX_L && !PT_NOSTORE && XMAX < 0x7fffffffLL;
     // STAGE_T buffer: BN columns of 2^S levels (bnn_pt_stage_params), then BN / 32 flip words
     constexpr int TBUF = BN * (1 << bnn_pt_search_steps(L)) + BN / 32;

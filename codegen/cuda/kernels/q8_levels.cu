@@ -4,6 +4,12 @@
 // either file (bnncc's emit.c); a compiler with include files gets it from their #include.
 #ifndef BNN_Q8_COUNT_ONCE
 #define BNN_Q8_COUNT_ONCE
+// The searches' constants for l levels (macros: test_q8_emu compiles qgemm_s8.cu as C): the
+// largest power of two <= l, and whether bnn_q8_count_full serves (2^k - 1 levels, up to 15: at
+// 255 the clamped search was as fast in the dense kernel and the full one 18 % slower in the
+// convolution's words, stop 57).
+#define BNN_Q8_POW2(l) ((l) >= 128 ? 128 : (l) >= 64 ? 64 : (l) >= 32 ? 32 : (l) >= 16 ? 16 : (l) >= 8 ? 8 : (l) >= 4 ? 4 : (l) >= 2 ? 2 : 1)
+#define BNN_Q8_FULL(l) ((((l) & ((l) + 1)) == 0) && (l) <= 15)
 // The levels the accumulator v reaches, sum_l (dir >= 0 ? v >= t[l] : v <= t[l]), from the
 // channel's levels folded and sorted (lower.c put_code_levels writes u[l] = sorted(t[l] ^ m),
 // m = -1 for a falling channel, else 0: v <= t is ~v >= ~t): the number of u[l] <= v ^ m, by a

@@ -213,7 +213,7 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #if Q8_LD % Q8_BK != 0 || (Q8_BK != 64 && Q8_BK != 128)
 #error "qgemm_s8.cu: Q8_BK is 64 or 128 bytes and Q8_LD a multiple of it"
 #endif
-#define Q8_POW2 (Q8_L >= 128 ? 128 : Q8_L >= 64 ? 64 : Q8_L >= 32 ? 32 : Q8_L >= 16 ? 16 : Q8_L >= 8 ? 8 : Q8_L >= 4 ? 4 : Q8_L >= 2 ? 2 : 1)
+#define Q8_POW2 BNN_Q8_POW2(Q8_L)
 // Where the block's channels' levels and directions fit in shared memory past the accumulator
 // tile (Q8_SLEV), the epilogue copies them there first: a search's loads are then LDS with
 // 32-bit addresses instead of LDG through L1 with 64-bit ones (the int8 conv's epilogue took 47
@@ -228,9 +228,8 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #define Q8_LEVELS(n) (T + (n) * Q8_L)
 #endif
 // The count of channel n for accumulator v over its folded levels: without clamps where there
-// are 2^k - 1 of them, up to 15 (at 255 the clamped search was as fast in the dense kernel and
-// the full one 18 % slower in the convolution's words below: stop 57).
-#define Q8_FULL ((Q8_L & (Q8_L + 1)) == 0 && Q8_L <= 15)
+// are 2^k - 1 of them, up to 15 (q8_levels.cu BNN_Q8_FULL).
+#define Q8_FULL BNN_Q8_FULL(Q8_L)
 #if Q8_FULL
 #define Q8_COUNT(v, n) bnn_q8_count_full((v) ^ Q8_FLIP(n), Q8_LEVELS(n), Q8_POW2)
 #else
