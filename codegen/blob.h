@@ -12,6 +12,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__cplusplus) && !defined(_Static_assert) /* the block emulators' tests are C++ */
+#define _Static_assert static_assert
+#endif
+
 /* ---------------------------------------------------------------- the container */
 
 #define BLOB_MAGIC "BNNMODEL"
@@ -496,6 +500,36 @@ enum { BLOB_CODES_PLANES = 0, BLOB_CODES_INT8 = 1 };
 /* Bytes of a row of int8 codes for k codes: k rounded up to 64 (two k32 MMA steps; every row
  * starts 64-byte aligned). */
 static inline int64_t blob_int8_ld(int64_t k) { return (k + 63) / 64 * 64; }
+/* An int8 dense step's x0 (the GPU kernel's levels, each channel's t ^ m sorted ascending) with
+ * BLOB_Q8_EST_LEVELS levels or more holds after them, for each channel n, 4 words that estimate
+ * its count (bnncc from 2026-12-03 stop 61), from word blob_q8_est_at (the levels rounded up to
+ * 16 bytes, zero words between): {lo, per (f32 bits), first, last} with first the
+ * levels every sum reaches (INT32_MIN), last the levels below those no sum reaches (INT32_MAX),
+ * lo the first level between and per (last - first - 1) / (its last - lo). A batch-norm folded
+ * into a uniform quantizer spaces the levels evenly up to their rounding, so the count of levels
+ * <= v is within one of min(max(first + 1 + floor((v - lo) * per), first), last): the kernel
+ * checks that with four loads around the estimate, where a binary search of 255 levels takes 8
+ * dependent ones (q8_levels.cu bnn_q8_count_near). */
+enum { BLOB_Q8_EST_LEVELS = 128, BLOB_Q8_EST_WORDS = 4 };
+static inline int64_t blob_q8_est_at(int64_t n, int64_t levels) { return (n * levels + 3) / 4 * 4; }
+/* x0's bytes for an int8 dense step of n channels and levels levels. */
+static inline int64_t blob_q8_levels_bytes(int64_t n, int64_t levels) {
+    return levels >= BLOB_Q8_EST_LEVELS ? (blob_q8_est_at(n, levels) + n * BLOB_Q8_EST_WORDS) * 4 : n * levels * 4;
+}
+static inline void blob_q8_level_estimate(const int32_t *u, int64_t levels, int32_t est[BLOB_Q8_EST_WORDS]) {
+    int64_t first = 0, last = levels;
+    while (first < levels && u[first] == INT32_MIN)
+        first++;
+    while (last > first && u[last - 1] == INT32_MAX)
+        last--;
+    float per = 0.0f;
+    if (last - first >= 2 && u[last - 1] > u[first])
+        per = (float)((double)(last - first - 1) / ((double)u[last - 1] - (double)u[first]));
+    est[0] = last > first ? u[first] : 0;
+    memcpy(&est[1], &per, 4);
+    est[2] = (int32_t)first;
+    est[3] = (int32_t)last;
+}
 /* qconv: qconv2d over image planes (docs/blob-format.md): in xb planes of round8(h*w*ldw) words
  * per item, a plane [h*w][ldw] (ldw words per pixel: 1, 2, 4 or a multiple of 8); weights
  * [wb][o][round8(kh*kw*ldw)], the taps' words in a row (planes as qgemm's: two's complement

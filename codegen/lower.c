@@ -4381,6 +4381,26 @@ static BlobRef put_code_levels(Lower *L, const CodeEpilogue *e, int64_t O, bool 
     return r;
 }
 
+/* An int8 dense step's x0: its levels folded and sorted (put_code_levels), then from
+ * BLOB_Q8_EST_LEVELS levels on each channel's estimate of its count (blob.h
+ * blob_q8_level_estimate: the kernels check it with four loads instead of a binary search). */
+static BlobRef put_q8_dense_levels(Lower *L, const CodeEpilogue *e, int64_t O) {
+    const int64_t levels = e->levels, bytes = blob_q8_levels_bytes(O, levels);
+    int32_t *tv = xcalloc((size_t)bytes / 4, 4);
+    for (int64_t o = 0; o < O; o++) {
+        const int32_t m = code_falls(e, o) ? -1 : 0;
+        for (int64_t l = 0; l < levels; l++)
+            tv[o * levels + l] = (int32_t)const_at(e->t, e->t->type.dim[0] == 1 ? l : o * levels + l) ^ m;
+        qsort(tv + o * levels, (size_t)levels, 4, cmp_i32);
+        if (levels >= BLOB_Q8_EST_LEVELS)
+            blob_q8_level_estimate(tv + o * levels, levels,
+                                   tv + blob_q8_est_at(O, levels) + o * BLOB_Q8_EST_WORDS);
+    }
+    BlobRef r = put_weights(L, tv, (size_t)bytes);
+    free(tv);
+    return r;
+}
+
 /* The threshold epilogue's levels T [O][levels] in p0 (put_code_levels) and each channel's
  * direction (+1 rising, -1 falling) in p1. */
 static void put_code_thresholds_as(Lower *L, LStep *st, const CodeEpilogue *e, int64_t O, bool folded) {
@@ -4702,11 +4722,15 @@ static void qgemm_int8_wide_alt(Lower *L, int si, int tslot) {
  * bytes). H200, docs/perf.md stop 60, int32 out, against the 128 x 128 mma.sync tile: 1024 x
  * 4096 x 4096 0.0636 -> 0.0278 ms, 8192^3 631 -> 1497 TOPS (cuBLAS's int8 GEMM 1503), 256 x
  * 4096 x 4096 (32 tiles) 0.0509 -> 0.0233 (the 64 x 128 tile's 0.0299 at stop 55). So from the
- * batch that gives QGEMM_INT8_WGMMA_TILES tiles; where that is below the 128 x 128 alternative's
- * first batch, twice: before it, and from its batch on after it (the GPU runs the last
- * alternative a batch reaches; wgmma_from and wide_from say where each starts). w8: the weight
- * bytes [O][ld]. */
+ * batch that gives QGEMM_INT8_WGMMA_TILES tiles, QGEMM_INT8_WGMMA_CODES_TILES where the step
+ * writes codes: its epilogue's searches, 64 outputs a thread on 2 rows of a tile, made the w8a8
+ * and w4a4 MLPs of 2 x 4096 slower at batch 256 and 512 than the mma.sync tiles (w8a8 0.072 ->
+ * 0.147 ms at 256, 0.116 -> 0.152 at 512, 0.190 -> 0.164 at 1024; docs/perf.md stop 61). Where
+ * that is below the 128 x 128 alternative's first batch, twice: before it, and from its batch on
+ * after it (the GPU runs the last alternative a batch reaches; wgmma_from and wide_from say where
+ * each starts). w8: the weight bytes [O][ld]. */
 #define QGEMM_INT8_WGMMA_TILES 32
+#define QGEMM_INT8_WGMMA_CODES_TILES 128
 static void qgemm_int8_wgmma_alt(Lower *L, int si, int tslot, const void *w8, uint32_t from, BlobRef *wref) {
     const BlobQgemmParams qp = L->steps[si].s.qgemm; /* (a copy: new steps may move L->steps) */
     const int64_t O = qp.n, ld = qp.ld;
@@ -4747,8 +4771,8 @@ static void qgemm_int8_wgmma_alt(Lower *L, int si, int tslot, const void *w8, ui
 static void qgemm_int8_alts(Lower *L, int si, int tslot, const void *w8) {
     const int64_t O = L->steps[si].s.qgemm.n;
     const uint32_t ntn = (uint32_t)((O + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
-    const uint32_t wide_from = qgemm_int8_wide_from(O),
-                   wgmma_from = BNN_PLANES_TILED_BM * ((QGEMM_INT8_WGMMA_TILES + ntn - 1) / ntn);
+    const uint32_t tiles = L->steps[si].s.qgemm.epi == 1 ? QGEMM_INT8_WGMMA_TILES : QGEMM_INT8_WGMMA_CODES_TILES;
+    const uint32_t wide_from = qgemm_int8_wide_from(O), wgmma_from = BNN_PLANES_TILED_BM * ((tiles + ntn - 1) / ntn);
     const bool wgmma = L->sm90a && O >= QGEMM_TILED_MIN_N; /* (a narrower layer would fill a tile's sliver) */
     BlobRef wref = {0};
     if (wgmma && wide_from && wgmma_from < wide_from)
@@ -4826,8 +4850,8 @@ static int lower_qdense(Lower *L, const Node *n) {
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.slot[BLOB_SLOT_W] = put_weights(L, wp, wbytes);
     put_code_thresholds(L, st, &ce, O);
-    if (int8 && ce.t && L->min_sm) /* the int8 kernel's levels, folded and sorted (a binary search: 8 steps, not 255) */
-        st->s.slot[BLOB_SLOT_X0] = put_code_levels(L, &ce, O, true);
+    if (int8 && ce.t && L->min_sm) /* the int8 kernel's levels, folded and sorted, and their estimates */
+        st->s.slot[BLOB_SLOT_X0] = put_q8_dense_levels(L, &ce, O);
     st->s.qgemm = qp;
     int64_t levels = qp.epi == 2 ? qp.levels : 1, yb = qp.epi == 2 ? qp.yb : 1;
     /* The GPU, the batch items as the kernel's M rows (one row per item); arguments (A, W, M, T,
@@ -6391,9 +6415,9 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                        L.nqgemm_int8_wide, QGEMM_INT8_WIDE_TILES);
         if (L.nqgemm_int8_wgmma)
             buf_printf(o->report, "codegen: %d int8 dense layers run on wgmma on sm_90a (bgemm_planes_tiled.cu "
-                                  "PT_S8, 128 x 256 tiles) from the batch that fills %d of its tiles on (a batch "
-                                  "alternative)\n",
-                       L.nqgemm_int8_wgmma, QGEMM_INT8_WGMMA_TILES);
+                                  "PT_S8, 128 x 256 tiles) from the batch that fills %d of its tiles on, %d where "
+                                  "they write codes (a batch alternative)\n",
+                       L.nqgemm_int8_wgmma, QGEMM_INT8_WGMMA_TILES, QGEMM_INT8_WGMMA_CODES_TILES);
         if (L.ncast_affines)
             buf_printf(o->report, "codegen: %d casts to f32 run with the affine steps after them in one GPU pass "
                                   "(cast_affine)\n",

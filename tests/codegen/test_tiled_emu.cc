@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "blob.h"
 #include "emu_test_util.h"
 #include "tile_layout.h"
 #include "tiled_emu_cases.h"
@@ -315,11 +316,23 @@ int run_s8(const TiledEmuCase &s, int M, int grid_cap) {
     for (int n = 0; n < N; n++)
         for (int c = 0; c < ld / 16; c++)
             memcpy(&wt[(((size_t)(n / s.bn) * nch + c) * s.bn + n % s.bn) * 4], &w[(size_t)n * ld / 4 + 4 * c], 16);
-    std::vector<int> T, dir, folded((size_t)N * L);
+    std::vector<int> T, dir, folded((size_t)blob_q8_levels_bytes(N, L) / 4);
     random_levels(acc, N, L, T, dir);
+    // Every other channel a quantizer's levels, evenly spaced from a sampled sum with a few off
+    // the line, in every third of them the top quarter never reached (INT32_MAX; folded, an
+    // always-reached INT32_MIN where the channel falls): the estimate's checked path.
+    for (int n = 0; n < N; n += 2) {
+        const int base = acc[(size_t)rnd_int(0, M * N - 1)], step = rnd_int(1, 400), sign = dir[n] < 0 ? -1 : 1;
+        for (int l = 0; l < L; l++)
+            T[(size_t)n * L + l] = n % 3 == 0 && 4 * l >= 3 * L ? INT32_MAX
+                                   : base + (l - L / 2) * step * sign + (rnd_int(0, 9) ? 0 : rnd_int(-step, step));
+    }
     for (int n = 0; n < N; n++) {
         for (int l = 0; l < L; l++) folded[(size_t)n * L + l] = T[(size_t)n * L + l] ^ (dir[n] < 0 ? -1 : 0);
         std::sort(folded.begin() + (ptrdiff_t)n * L, folded.begin() + (ptrdiff_t)(n + 1) * L);
+        if (L >= BLOB_Q8_EST_LEVELS)
+            blob_q8_level_estimate(&folded[(size_t)n * L], L,
+                                   &folded[(size_t)blob_q8_est_at(N, L) + (size_t)n * BLOB_Q8_EST_WORDS]);
     }
     const int ldyw = (N + 255) / 256 * 8, ldy8 = (N + 63) / 64 * 64;
     const size_t ywords = s.epi == 1 ? (size_t)M * N : s.yfmt ? (size_t)M * ldy8 / 4 : (size_t)M * YB * ldyw;

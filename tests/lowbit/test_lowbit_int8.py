@@ -435,13 +435,14 @@ def tiled_from(tmp):
 def wide_from(tmp):
     """The int8 layers' batch alternatives (lower.c qgemm_int8_alts), each right after its step
     or another of its alternatives: the 128 x 128 mma.sync tile from the batch that fills 256
-    of them (wide's 4096 outputs: 32 column tiles, from batch 1024; w4a4's 130: 2, from 16384),
-    none for fewer than 128 outputs; on sm_90a the wgmma form from the batch that fills 32 of
-    its 128 x 256 tiles (wide: 16 column tiles, from 256; w4a4: 1, from 4096), before the
-    mma.sync tile's and again from its batch after it (the GPU runs the last alternative a batch
-    reaches)."""
+    of them (wide's 4096 outputs: 32 column tiles, from batch 1024; w4a4's 130: 2, from 16384;
+    tiled_out's 2100: 17, from 2048), none for fewer than 128 outputs; on sm_90a the wgmma form
+    from the batch that fills 32 of its 128 x 256 tiles where the layer writes int32 (tiled_out:
+    9 column tiles, from 512), 128 where it writes codes (wide: 16, from 1024; w4a4: 1, from
+    16384), before the mma.sync tile's where that is earlier, and from its batch after it (the
+    GPU runs the last alternative a batch reaches)."""
     alts = []
-    for name, k in (("wide", 128), ("w4a4", 129)):
+    for name, k in (("wide", 128), ("w4a4", 129), ("tiled_out", 513)):
         x_npy = os.path.join(tmp, "wide_from_x.npy")
         np.save(x_npy, inputs(np.random.default_rng(2), k, 3))
         p = run([BNNCC, "-O3", "--lowbit=int8", "--target=sm_90a,sm_80", "--report", os.path.join(tmp, name + ".onnx"),
@@ -456,9 +457,10 @@ def wide_from(tmp):
                  "--output", os.path.join(tmp, "wide_from.npy")])
         if q.returncode:
             return fail(f"wide_from: bnnrun {name}: {q.stderr.strip()}")
-    want = [("wide", "qgemm8wg", 256, 1, True), ("wide", "qgemm8w", WIDE_FROM, 2, False),
-            ("wide", "qgemm8wg", WIDE_FROM, 3, True), ("w4a4", "qgemm8wg", 4096, 1, True),
-            ("w4a4", "qgemm8w", 16384, 2, False), ("w4a4", "qgemm8wg", 16384, 3, True)]
+    want = [("wide", "qgemm8w", WIDE_FROM, 1, False), ("wide", "qgemm8wg", WIDE_FROM, 2, True),
+            ("w4a4", "qgemm8w", 16384, 1, False), ("w4a4", "qgemm8wg", 16384, 2, True),
+            ("tiled_out", "qgemm8wg", 512, 1, True), ("tiled_out", "qgemm8w", 2048, 2, False),
+            ("tiled_out", "qgemm8wg", 2048, 3, True)]
     if alts != want:
         return fail(f"wide_from: (model, kernel, from batch, steps after its own, sm_90a only) {alts}, want {want}")
     # K in stages of 128 bytes three deep where a row of bytes is a multiple of 128 and the block
@@ -490,7 +492,8 @@ def wide_from(tmp):
         return fail(f"wide_from: the int8 kernels' defines {tiles}, want {want}")
     print("ok: the int8 128 x 128 tiles from batch 1024 at 4096 outputs, 16384 at 130, none below 128; "
           "K stages of 128 where a row is a multiple of 128 (the wide tile's on four warps); on sm_90a wgmma "
-          "from batch 256 at 4096 outputs, 4096 at 130, before and after the 128 x 128 tile")
+          "from batch 1024 at 4096 outputs writing codes, 16384 at 130, 512 at 2100 writing int32 (before and after "
+          "the 128 x 128 tile)")
 
 
 def planes_spills(tmp):

@@ -145,8 +145,9 @@ __device__ __forceinline__ void bnn_pt_code_sorted(int x, const int *t, const in
 // A row's 32-column output word is spread over the 4 lanes t of the row (8 columns each):
 // bnn_quad_or_scatter gives each lane a quarter of the words, whole, to store.
 // Q8LEV (PT_S8's codes): column c's levels as qgemm_s8.cu reads them, folded and sorted at
-// T[(c - cbase) * L] (lower.c put_code_levels), its direction at dir[c - cbase], a code the
-// binary search of q8_levels.cu; with YFMT 1 the codes as bytes, Y[M][N rounded up to 64]
+// T[(c - cbase) * L] (lower.c put_q8_dense_levels), its direction at dir[c - cbase], a code the
+// binary search of q8_levels.cu (from BNN_Q8_EST levels on, its check of the estimate after the
+// levels); with YFMT 1 the codes as bytes, Y[M][N rounded up to 64]
 // (zero past N: qgemm_s8.cu's A), a row's 8 columns of an n8 tile gathered into one lane by a
 // transpose within the quad (each lane holds 2 of each tile), one 8-byte store.
 template <int MI, int NI, int EPI, int N, int L, int YB, int LDY, bool BIPOLAR, bool STAGED, bool Q8LEV = false,
@@ -260,7 +261,10 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                         if (Q8LEV) { // the int8 form's levels: a binary search
                             const int x = v ^ flip[u][e], *uc = T + (c - cbase) * L;
                             const int count = BNN_Q8_FULL(L) ? bnn_q8_count_full(x, uc, BNN_Q8_POW2(L))
-                                                             : bnn_q8_count_sorted(x, uc, L, BNN_Q8_POW2(L));
+                                              : BNN_Q8_EST(L)
+                                                  ? bnn_q8_count_near(x, uc, L, BNN_Q8_POW2(L),
+                                                                      T + BNN_Q8_EST_AT(N, L) + 4 * (c - cbase))
+                                                  : bnn_q8_count_sorted(x, uc, L, BNN_Q8_POW2(L));
                             if (YFMT == 1) {
                                 pair[mi][h][u] |= (unsigned)count << 8 * e;
                             } else {

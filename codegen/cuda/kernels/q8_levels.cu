@@ -26,6 +26,43 @@ __device__ __forceinline__ int bnn_q8_count_sorted(int v, const int *u, int leve
     }
     return count;
 }
+// From 128 levels on (8-bit codes; blob.h BLOB_Q8_EST_LEVELS, the same number): the count from
+// the channel's estimate est (blob.h blob_q8_level_estimate: {lo, per, first, last}, bnncc
+// writes it after the levels). The estimate e is the count or one off where the levels are
+// evenly spaced (a batch-norm folded into a uniform quantizer, up to rounding); four independent
+// loads around it show that (the count is at least e - 1 where u[e - 2] <= v, at most e + 1
+// where u[e + 1] > v) and give it: two rounds of loads where the binary search chains 8. Else
+// (levels not even, a sum past float's 24 bits) the binary search. H200, docs/perf.md stop 61:
+// the w8a8 MLP of 2 x 4096 4 % faster at batch 64-128 (mma.sync tiles), 5-22 % at 256-2048
+// (wgmma); a w6a6 one (63 levels) 2-8 % slower, so not below 128.
+#define BNN_Q8_EST(l) ((l) >= 128)
+#define BNN_Q8_EST_AT(n, l) (((n) * (l) + 3) / 4 * 4) // channel 0's estimate in x0, words (blob_q8_est_at)
+#ifdef __CUDACC__
+#define BNN_Q8_F32(bits) __int_as_float(bits)
+#else
+static inline float bnn_q8_f32(int bits) {
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+#define BNN_Q8_F32(bits) bnn_q8_f32(bits)
+#endif
+__device__ __forceinline__ int bnn_q8_count_near(int v, const int *u, int levels, int pow2, const int *est) {
+#ifdef __CUDACC__
+    const int4 q = *(const int4 *)est; // 16-byte aligned: x0's levels are a multiple of 16 bytes
+    const int lo = q.x, per = q.y, first = q.z, last = q.w;
+#else
+    const int lo = est[0], per = est[1], first = est[2], last = est[3];
+#endif
+    const float f = ((float)v - (float)lo) * BNN_Q8_F32(per);
+    int e = first + 1 + (int)floorf(f < -1.0f ? -1.0f : f > 16777216.0f ? 16777216.0f : f);
+    e = e < first ? first : e > last ? last : e;
+    const int a = u[e >= 2 ? e - 2 : 0], b = u[e >= 1 ? e - 1 : 0], c = u[e < levels ? e : levels - 1],
+              d = u[e + 1 < levels ? e + 1 : levels - 1];
+    if ((e < 2 || a <= v) && (e + 1 >= levels || d > v))
+        return e - 1 + (e < 1 || b <= v) + (e < levels && c <= v);
+    return bnn_q8_count_sorted(v, u, levels, pow2);
+}
 // The same where levels = 2 pow2 - 1 (an a-bit code's 2^a - 1 levels): no step can pass the
 // last level, so none is clamped.
 __device__ __forceinline__ int bnn_q8_count_full(int v, const int *u, int pow2) {

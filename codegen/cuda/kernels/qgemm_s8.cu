@@ -229,9 +229,15 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #endif
 // The count of channel n for accumulator v over its folded levels: without clamps where there
 // are 2^k - 1 of them, up to 15 (q8_levels.cu BNN_Q8_FULL).
+// A dense layer's x0 holds each channel's estimate of its count after the levels from
+// BNN_Q8_EST_LEVELS on (blob.h blob_q8_level_estimate): four loads round it, not a binary search.
 #define Q8_FULL BNN_Q8_FULL(Q8_L)
+#define Q8_EST (!Q8_CONV && Q8_EPI != 1 && BNN_Q8_EST(Q8_L))
 #if Q8_FULL
 #define Q8_COUNT(v, n) bnn_q8_count_full((v) ^ Q8_FLIP(n), Q8_LEVELS(n), Q8_POW2)
+#elif Q8_EST
+#define Q8_COUNT(v, n) \
+    bnn_q8_count_near((v) ^ Q8_FLIP(n), Q8_LEVELS(n), Q8_L, Q8_POW2, T + BNN_Q8_EST_AT(Q8_N, Q8_L) + 4 * (n))
 #else
 #define Q8_COUNT(v, n) bnn_q8_count_sorted((v) ^ Q8_FLIP(n), Q8_LEVELS(n), Q8_L, Q8_POW2)
 #endif
@@ -553,6 +559,7 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_TILE_BYTES
 #undef Q8_SLEV
 #undef Q8_FULL
+#undef Q8_EST
 #undef Q8_WORDS
 #if Q8_CONV
 #undef Q8_CELLS
