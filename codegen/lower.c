@@ -4361,14 +4361,12 @@ static bool code_falls(const CodeEpilogue *e, int64_t o) {
     return e->dir && const_at(e->dir, e->dir->type.dim[0] == 1 ? 0 : o) < 0;
 }
 
-/* A code epilogue's levels [O][levels] into the weights: as the CPU path and the bit-plane
- * kernels count them, or folded, as qgemm_s8.cu counts them by a binary search: t ^ m (m = -1
- * for a falling channel, else 0: v <= t is ~v >= ~t) sorted ascending (a count does not depend
- * on the order). */
-static BlobRef put_code_levels(Lower *L, const CodeEpilogue *e, int64_t O, bool folded) {
+/* A code epilogue's levels [O][levels] into tv: as the CPU path and the bit-plane kernels count
+ * them, or folded, as qgemm_s8.cu counts them by a binary search: t ^ m (m = -1 for a falling
+ * channel, else 0: v <= t is ~v >= ~t) sorted ascending (a count does not depend on the order). */
+static void code_levels(const CodeEpilogue *e, int64_t O, bool folded, int32_t *tv) {
     const Value *t = e->t;
     int64_t levels = e->levels;
-    int32_t *tv = xmalloc((size_t)(O * levels) * 4);
     for (int64_t o = 0; o < O; o++) {
         const int32_t m = folded && code_falls(e, o) ? -1 : 0;
         for (int64_t l = 0; l < levels; l++)
@@ -4376,26 +4374,26 @@ static BlobRef put_code_levels(Lower *L, const CodeEpilogue *e, int64_t O, bool 
         if (folded)
             qsort(tv + o * levels, (size_t)levels, 4, cmp_i32);
     }
-    BlobRef r = put_weights(L, tv, (size_t)(O * levels) * 4);
+}
+
+/* code_levels into the weights. */
+static BlobRef put_code_levels(Lower *L, const CodeEpilogue *e, int64_t O, bool folded) {
+    int32_t *tv = xmalloc((size_t)(O * e->levels) * 4);
+    code_levels(e, O, folded, tv);
+    BlobRef r = put_weights(L, tv, (size_t)(O * e->levels) * 4);
     free(tv);
     return r;
 }
 
-/* An int8 dense step's x0: its levels folded and sorted (put_code_levels), then from
- * BLOB_Q8_EST_LEVELS levels on each channel's estimate of its count (blob.h
- * blob_q8_level_estimate: the kernels check it with four loads instead of a binary search). */
+/* An int8 dense step's x0: its levels folded and sorted, then from BLOB_Q8_EST_LEVELS levels on
+ * each channel's estimate of its count (blob.h blob_q8_level_estimate: the kernels check it with
+ * four loads instead of a binary search). */
 static BlobRef put_q8_dense_levels(Lower *L, const CodeEpilogue *e, int64_t O) {
     const int64_t levels = e->levels, bytes = blob_q8_levels_bytes(O, levels);
     int32_t *tv = xcalloc((size_t)bytes / 4, 4);
-    for (int64_t o = 0; o < O; o++) {
-        const int32_t m = code_falls(e, o) ? -1 : 0;
-        for (int64_t l = 0; l < levels; l++)
-            tv[o * levels + l] = (int32_t)const_at(e->t, e->t->type.dim[0] == 1 ? l : o * levels + l) ^ m;
-        qsort(tv + o * levels, (size_t)levels, 4, cmp_i32);
-        if (levels >= BLOB_Q8_EST_LEVELS)
-            blob_q8_level_estimate(tv + o * levels, levels,
-                                   tv + blob_q8_est_at(O, levels) + o * BLOB_Q8_EST_WORDS);
-    }
+    code_levels(e, O, true, tv);
+    for (int64_t o = 0; levels >= BLOB_Q8_EST_LEVELS && o < O; o++)
+        blob_q8_level_estimate(tv + o * levels, levels, tv + blob_q8_est_at(O, levels) + o * BLOB_Q8_EST_WORDS);
     BlobRef r = put_weights(L, tv, (size_t)bytes);
     free(tv);
     return r;
