@@ -37,8 +37,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "codegen_e2e"))
 import qconv_models  # noqa: E402
-from test_e2e import (BLOB_SLOTS_AT, BNNCC, BNNRUN, blob_slot, blob_steps, cubin_sections, gpu_available,  # noqa: E402
-                      run)
+from test_e2e import (BLOB_SLOTS_AT, BNNCC, BNNRUN, blob_sections, blob_slot, blob_steps,  # noqa: E402
+                      cubin_sections, gpu_available, run)
 from test_qconv_bin import patched_qconv, rechecksum  # noqa: E402
 
 X0 = 6  # the slot x0 (docs/blob-format.md)
@@ -577,6 +577,54 @@ def refused_blobs(tmp, model):
     print("ok: an int8 qgemm step whose folded levels (x0) are 4 bytes short is refused by the loader")
 
 
+def level_estimates(tmp, model):
+    """w8a8's first layer (37 outputs, 255 levels): x0 holds the folded levels, then from word
+    ceil(37 * 255 / 4) * 4 each channel's estimate {lo, per, first, last} (blob.h
+    blob_q8_level_estimate), each as this test computes it from those levels; the loader takes
+    x0 without the estimates too (an older bnncc's blob, its outputs the same) and refuses any
+    other size."""
+    blob, _, _, _ = compile_blob(tmp, model, "int8", "sm_80")
+    if not blob:
+        return
+    b = bytearray(open(blob, "rb").read())
+    woff = blob_sections(b)[3][0]
+    x0 = [(at, blob_slot(b, at, X0)) for at, kind, _ in blob_steps(b) if kind == 19 and blob_slot(b, at, X0)[3]]
+    n, levels = 37, 255
+    at_est = (n * levels + 3) // 4 * 4
+    if len(x0) != 1 or x0[0][1][3] != (at_est + 4 * n) * 4:
+        return fail(f"level_estimates: the int8 steps' x0 {[s for _, s in x0]}, want one of {(at_est + 4 * n) * 4} bytes")
+    at, (_, _, off, size) = x0[0]
+    words = np.frombuffer(bytes(b[woff + off:woff + off + size]), dtype=np.int32)
+    u = words[:n * levels].reshape(n, levels)
+    est = words[at_est:].reshape(n, 4)
+    if (np.diff(u.astype(np.int64), axis=1) < 0).any() or words[n * levels:at_est].any():
+        return fail("level_estimates: x0's levels not sorted, or the words before the estimates not zero")
+    for c in range(n):
+        first = int((u[c] == -2**31).sum())
+        last = levels - int((u[c] == 2**31 - 1).sum())
+        lo = int(u[c][first]) if last > first else 0
+        span = int(u[c][last - 1]) - lo if last - first >= 2 else 0
+        per = np.float32((last - first - 1) / span) if span > 0 else np.float32(0)
+        want = [lo, int(per.view(np.int32)), first, last]
+        if list(map(int, est[c])) != want:
+            return fail(f"level_estimates: channel {c}'s estimate {list(map(int, est[c]))}, want {want}")
+    xs = inputs(np.random.default_rng(4), 40, 3)
+    want, x = outputs(tmp, [blob, "--device", "cpu"], xs), os.path.join(tmp, "x0_in.npy")
+    np.save(x, xs)
+    for size, ok in ((n * levels * 4, True), (size - 4, False), (n * levels * 4 + 16, False)):
+        struct.pack_into("<Q", b, at + BLOB_SLOTS_AT + 24 * X0 + 16, size)
+        bad = os.path.join(tmp, "x0.bin")
+        open(bad, "wb").write(rechecksum(b))
+        p = run([BNNRUN, bad, "--device", "cpu", "--input", x, "--output", os.path.join(tmp, "x0.npy")])
+        if ok and (p.returncode or not np.array_equal(np.load(os.path.join(tmp, "x0.npy")), want)):
+            return fail(f"level_estimates: x0 of the levels alone ({size} bytes): exit {p.returncode}, "
+                        f"{p.stderr.strip()!r}, or other outputs")
+        if not ok and (p.returncode == 0 or "(qgemm): slot x0 has" not in p.stderr):
+            return fail(f"level_estimates: x0 of {size} bytes not refused: exit {p.returncode}, {p.stderr.strip()!r}")
+    print(f"ok: w8a8's {n} channels' count estimates after their 255 levels in x0, as computed here; x0 without "
+          "them loads, other sizes are refused")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
@@ -626,6 +674,7 @@ def main():
             planes_spills(tmp)
             tiled_from(tmp)
             wide_from(tmp)
+            level_estimates(tmp, os.path.join(tmp, "w8a8.onnx"))
             tuned_kinds(tmp, device)
             rule_kinds(tmp, device)
         refused(tmp)
