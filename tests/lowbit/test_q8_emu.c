@@ -484,6 +484,18 @@ static void launch(Q8Kernel fn, unsigned threads, unsigned gx, unsigned gy, cons
 /* The kernel's levels (lower.c put_q8_dense_levels): folded (t ^ -1 for a falling channel) and
  * sorted ascending, each channel's l of them, then from BLOB_Q8_EST_LEVELS on their estimates
  * (the convolutions read the levels alone). */
+/* The kernels (q8_levels.cu, compiled by NVRTC without blob.h) hold their own copy of where the
+ * estimates start and from how many levels; a kernel reading estimates bnncc did not write would
+ * read past x0. */
+_Static_assert(BNN_Q8_EST(BLOB_Q8_EST_LEVELS) && !BNN_Q8_EST(BLOB_Q8_EST_LEVELS - 1),
+               "q8_levels.cu BNN_Q8_EST and blob.h BLOB_Q8_EST_LEVELS differ");
+static void check_estimate_layout(void) {
+    for (int64_t n = 1; n <= 9; n++)
+        for (int64_t l = BLOB_Q8_EST_LEVELS; l <= 255; l += 41)
+            CHECK_MSG(BNN_Q8_EST_AT(n, l) == blob_q8_est_at(n, l), "q8_levels.cu BNN_Q8_EST_AT(%lld, %lld) = %lld, blob.h %lld",
+                      (long long)n, (long long)l, (long long)BNN_Q8_EST_AT(n, l), (long long)blob_q8_est_at(n, l));
+}
+
 static int32_t *folded_levels(const int32_t *t, const int32_t *dir, int64_t n, int l) {
     int32_t *ts = calloc((size_t)blob_q8_levels_bytes(n, l) / 4 + 1, 4);
     for (int64_t o = 0; o < n; o++) {
@@ -688,6 +700,7 @@ static void check_conv(const ConvSpec *s) {
 
 int main(void) {
     emu_fiber_barrier_init(&block_bar, 256);
+    check_estimate_layout();
     static const ConvSpec convs[] = {
         {emu_conv_w4a4, emu_unpack_w4a4, conv_w4a4_geom, "conv w4a4 3x3, pad code 5, planes out", -8, 7, 3, 0, 0},
         {emu_conv_w4a4_w4, emu_unpack_w4a4, conv_w4a4_w4_geom, "conv w4a4 as above, 4 warps of 64 x 32 on 128 x 64, 7 images",
