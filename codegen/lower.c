@@ -4385,6 +4385,14 @@ static BlobRef put_code_levels(Lower *L, const CodeEpilogue *e, int64_t O, bool 
     return r;
 }
 
+/* From how many levels a bit-plane dense step's GPU kernels count its codes by the int8 form's
+ * binary search over x0 (bgemm_planes.cu PL_LFOLD, bgemm_planes_tiled.cu PT_LFOLD), one past
+ * what the pre-tiled kernel stages in shared memory a tile. Counted one by one from global
+ * memory instead, a level at a time for each of a thread's 128 sums, the pre-tiled kernel's
+ * epilogue took most of its time (H200, docs/perf.md stop 62: MLPs of 2 x 4096 at batch 256,
+ * w4a4 with 15 levels 0.097 ms, w3a5 with 31 and one plane pair less 0.39, w4a6 with 63 0.82). */
+#define PLANES_FOLD_LEVELS (BNN_PLANES_WGMMA_STAGE_T_MAX_L + 1)
+
 /* An int8 dense step's x0: its levels folded and sorted, then from BLOB_Q8_EST_LEVELS levels on
  * each channel's estimate of its count (blob.h blob_q8_level_estimate: the kernels check it with
  * four loads instead of a binary search). */
@@ -4575,7 +4583,8 @@ static int lower_quantize(Lower *L, const Node *n) {
 }
 
 /* The pre-tiled bit-plane GEMM (bgemm_planes_tiled.cu, PT_APLAIN: A read as the plain planes
- * the step's input holds, the weights pre-tiled in x0) as batch alternatives of qgemm step si:
+ * the step's input holds, the weights pre-tiled in x1; the levels those of slot tslot: p0, or
+ * x0's folded ones, PT_LFOLD) as batch alternatives of qgemm step si:
  * 128 x 256 tiles, persistent blocks, against bgemm_planes.cu's warp a 16 x 32 tile straight
  * from global memory (docs/codegen.md "Batch alternatives"). On mma.sync (8 warps) where a
  * target is not sm_90a; on wgmma (a producer warpgroup loading A by TMA from a tensor map the
@@ -4607,8 +4616,8 @@ static BlobRef put_tiled_planes(Lower *L, const void *wp, int64_t O, int64_t pla
     return r;
 }
 
-static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t wb, bool wsigned, bool bipolar,
-                            int64_t levels, int64_t yb) {
+static void qgemm_tiled_alt(Lower *L, int si, int tslot, const void *wp, int64_t K, int64_t wb, bool wsigned,
+                            bool bipolar, int64_t levels, int64_t yb) {
     /* ntn column tiles; the batch's rows come in tiles of BM (a copy: new steps may move L->steps) */
     const BlobQgemmParams qp = L->steps[si].s.qgemm;
     const int64_t O = qp.n, ld = qp.ld;
@@ -4618,16 +4627,17 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
     const BlobRef wref = put_tiled_planes(L, wp, O, wb, K, ld); /* the W image of both kernels */
     for (int wgmma = L->tiled_kernel == 2; wgmma <= (int)L->sm90a; wgmma++) { /* tiled_kernel 2: sm_90a alone */
         LStep *alt = new_batch_alt(L, si, from);
-        alt->s.slot[BLOB_SLOT_X0] = wref;
+        alt->s.slot[BLOB_SLOT_X1] = wref;
         name_kernel(L, alt, wgmma ? "qgemm_wgmma" : "qgemm_tiled");
         alt->k.family = wgmma ? KERNEL_PLANES_WGMMA : KERNEL_PLANES_TILED;
         alt->k.defines = str_printf("#define PT_NAME %s\n#define PT_N %lld\n#define PT_K %lld\n#define PT_XB %lld\n"
                                     "#define PT_WB %lld\n#define PT_WSIGNED %d\n#define PT_WBIPOLAR %d\n"
                                     "#define PT_EPI %lld\n#define PT_L %lld\n#define PT_YB %lld\n#define PT_APLAIN 1\n"
-                                    "#define PT_LDA %lld\n#define PT_WGMMA %d\n",
+                                    "#define PT_LDA %lld\n#define PT_WGMMA %d\n%s",
                                     alt->k.name, (long long)O, (long long)K, (long long)qp.xb, (long long)wb,
                                     wsigned ? 1 : 0, bipolar ? 1 : 0, (long long)qp.epi, (long long)levels,
-                                    (long long)yb, (long long)ld, wgmma);
+                                    (long long)yb, (long long)ld, wgmma,
+                                    tslot == BLOB_SLOT_X0 ? "#define PT_LFOLD 1\n" : "");
         if (wgmma) /* the kernel is in the sm_90a CUBIN only */
             alt->s.flags |= BLOB_STEP_SM90A;
         /* persistent blocks, one an output tile at least (ntn column tiles x ceil(batch/128)
@@ -4639,16 +4649,19 @@ static void qgemm_tiled_alt(Lower *L, int si, const void *wp, int64_t K, int64_t
         int smem = bnn_planes_tiled_smem(BNN_PLANES_TILED_BM, BNN_PLANES_TILED_BN, BNN_PLANES_TILED_KC,
                                          BNN_PLANES_TILED_STAGES, wgmma, 1, bipolar, qp.epi == 2 ? (int)levels : 0);
         blob_step_set_kernel(&alt->s, alt->k.name, grid, block, (uint32_t)smem);
-        /* (At or wgmma's tensor map of it, Wt, apop: unused with PT_APLAIN, T, dir, Y, M) */
+        /* (At or wgmma's tensor map of it, Wt, apop: unused with PT_APLAIN, T (x0's folded levels with
+         * PT_LFOLD), dir, Y, M) */
         if (wgmma)
             blob_step_add_arg(&alt->s, BLOB_ARG_TMAP_PLANES, BLOB_SLOT_IN,
                               blob_tmap_planes_value((int)qp.xb, BNN_PLANES_TILED_KC,
                                                      BNN_PLANES_TILED_BM, ld));
         else
             blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
-        blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_X0, 0);
+        blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_X1, 0);
         blob_step_add_arg(&alt->s, BLOB_ARG_I64, 0, 0);
-        add_epilogue_args(alt, 1, -1);
+        add_levels_args(alt, tslot);
+        blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
+        blob_step_add_arg(&alt->s, BLOB_ARG_BATCH, 0, 1);
     }
     L->nqgemm_tiled++;
 }
@@ -4848,7 +4861,10 @@ static int lower_qdense(Lower *L, const Node *n) {
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.slot[BLOB_SLOT_W] = put_weights(L, wp, wbytes);
     put_code_thresholds(L, st, &ce, O);
-    if (int8 && ce.t && L->min_sm) /* the int8 kernel's levels, folded and sorted, and their estimates */
+    /* the GPU kernels' levels, folded and sorted, and their estimates: every int8 step's, and a
+     * bit-plane step's past 15 levels (PLANES_FOLD_LEVELS) */
+    const bool lfold = ce.t && L->min_sm && (int8 || ce.levels >= PLANES_FOLD_LEVELS);
+    if (lfold)
         st->s.slot[BLOB_SLOT_X0] = put_q8_dense_levels(L, &ce, O);
     st->s.qgemm = qp;
     int64_t levels = qp.epi == 2 ? qp.levels : 1, yb = qp.epi == 2 ? qp.yb : 1;
@@ -4874,11 +4890,12 @@ static int lower_qdense(Lower *L, const Node *n) {
         st->k.family = KERNEL_PLANES;
         st->k.defines = str_printf("#define PL_NAME %s\n#define PL_N %lld\n#define PL_K %lld\n#define PL_XB %lld\n"
                                    "#define PL_WB %lld\n#define PL_WSIGNED %d\n#define PL_WBIPOLAR %d\n"
-                                   "#define PL_EPI %lld\n#define PL_L %lld\n#define PL_YB %lld\n%s",
+                                   "#define PL_EPI %lld\n#define PL_L %lld\n#define PL_YB %lld\n%s%s",
                                    st->k.name, (long long)O, (long long)(img ? ld * 32 : K), (long long)xb,
                                    (long long)wb, wsigned ? 1 : 0, bipolar ? 1 : 0, (long long)qp.epi,
                                    (long long)levels, (long long)yb,
-                                   qp.yformat == BLOB_CODES_INT8 ? "#define PL_YFMT 1\n" : "");
+                                   qp.yformat == BLOB_CODES_INT8 ? "#define PL_YFMT 1\n" : "",
+                                   lfold ? "#define PL_LFOLD 1\n" : "");
         BlobGridDim grid[3] = {{(uint32_t)((O + 31) / 32), 0, 1}, {0, 1, 16}, {1, 0, 1}};
         uint32_t block[3] = {32, 1, 1};
         blob_step_set_kernel(&st->s, st->k.name, grid, block, 0);
@@ -4890,7 +4907,7 @@ static int lower_qdense(Lower *L, const Node *n) {
         qgemm_int8_alts(L, si, tslot, wp);
     if (!int8 && !img && qp.yformat != BLOB_CODES_INT8 && tunable_alts(L, n, qdense_tunable(L, n) ? 2 : 1) &&
         L->min_sm >= 80 && O >= QGEMM_TILED_MIN_N && K >= QGEMM_TILED_MIN_K)
-        qgemm_tiled_alt(L, si, wp, K, wb, wsigned, bipolar, levels, yb);
+        qgemm_tiled_alt(L, si, tslot, wp, K, wb, wsigned, bipolar, levels, yb);
     st = &L->steps[si];
     free(wp);
     if (qdense_tunable(L, n)) { /* candidate 0 the cost model's kind, 1 the other */

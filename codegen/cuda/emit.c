@@ -147,8 +147,10 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
             break;
         }
     for (int i = 0; i < n; i++)
-        if (k[i].family == KERNEL_Q8 || k[i].family == KERNEL_PLANES_TILED || k[i].family == KERNEL_PLANES_WGMMA) {
-            /* the int8 epilogues' level counts (qgemm_s8.cu, bgemm_planes_tiled.cu's PT_S8) */
+        if (k[i].family == KERNEL_Q8 || k[i].family == KERNEL_PLANES || k[i].family == KERNEL_PLANES_TILED ||
+            k[i].family == KERNEL_PLANES_WGMMA) {
+            /* the epilogues' level counts over folded levels (qgemm_s8.cu, bgemm_planes_tiled.cu's
+             * PT_S8 and PT_LFOLD, bgemm_planes.cu's PL_LFOLD) */
             buf_put(&b, bnn_q8_levels_cu, bnn_q8_levels_cu_len);
             break;
         }

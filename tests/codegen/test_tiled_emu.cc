@@ -222,10 +222,37 @@ void random_levels(const std::vector<int> &acc, int N, int L, std::vector<int> &
     }
 }
 
+// The levels T[N][L] as the int8 kernels and PT_LFOLD read them (lower.c put_q8_dense_levels,
+// the qgemm step's x0): every other channel's first made a quantizer's, evenly spaced from a
+// sampled sum with a few off the line, in every third of them the top quarter never reached
+// (INT32_MAX; folded, an always-reached INT32_MIN where the channel falls): the estimate's
+// checked path. Then each channel's t ^ m (m = -1 where it falls) sorted, and from
+// BLOB_Q8_EST_LEVELS levels on the estimates after them.
+std::vector<int> folded_levels(const std::vector<int> &acc, int N, int L, std::vector<int> &T,
+                               const std::vector<int> &dir) {
+    std::vector<int> folded((size_t)blob_q8_levels_bytes(N, L) / 4);
+    for (int n = 0; n < N; n += 2) {
+        const int base = acc[(size_t)rnd_int(0, (int)acc.size() - 1)], step = rnd_int(1, 400);
+        const int sign = dir[n] < 0 ? -1 : 1;
+        for (int l = 0; l < L; l++)
+            T[(size_t)n * L + l] = n % 3 == 0 && 4 * l >= 3 * L ? INT32_MAX
+                                   : base + (l - L / 2) * step * sign + (rnd_int(0, 9) ? 0 : rnd_int(-step, step));
+    }
+    for (int n = 0; n < N; n++) {
+        for (int l = 0; l < L; l++) folded[(size_t)n * L + l] = T[(size_t)n * L + l] ^ (dir[n] < 0 ? -1 : 0);
+        std::sort(folded.begin() + (ptrdiff_t)n * L, folded.begin() + (ptrdiff_t)(n + 1) * L);
+        if (L >= BLOB_Q8_EST_LEVELS)
+            blob_q8_level_estimate(&folded[(size_t)n * L], L,
+                                   &folded[(size_t)blob_q8_est_at(N, L) + (size_t)n * BLOB_Q8_EST_WORDS]);
+    }
+    return folded;
+}
+
 // bgemm_planes_tiled.cu: acc = the integer dot of the codes (weights two's complement with
 // wsigned, +-1 with bipolar: bit 1 = +1), then int32 out or the next layer's codes as planes:
 // count = sum_l (dir >= 0 ? acc >= T[n][l] : acc <= T[n][l]), Y[M][YB][LDY] words, LDY = N
-// rounded up to 256 bits, bit n of plane b = bit b of count.
+// rounded up to 256 bits, bit n of plane b = bit b of count; with lfold (PT_LFOLD) the kernel
+// reads the levels folded and sorted (folded_levels).
 int run_planes(const TiledEmuCase &s, int M, int grid_cap) {
     const int N = s.n, K = s.k, L = s.levels, YB = s.yb, wbits = s.bipolar ? 1 : s.wb;
     const int kpad = (K + s.kc * 128 - 1) / (s.kc * 128) * (s.kc * 128), nch = kpad / 128;
@@ -248,6 +275,7 @@ int run_planes(const TiledEmuCase &s, int M, int grid_cap) {
                           wt = tile_planes(wc, N, K, wbits, s.bn, nch);
     std::vector<int> T, dir;
     random_levels(acc, N, L, T, dir);
+    const std::vector<int> folded = s.lfold ? folded_levels(acc, N, L, T, dir) : std::vector<int>();
     const int ldy = s.epi == EPI_THRESHOLD ? (N + 255) / 256 * 8 : N;
     const size_t ywords = s.epi == EPI_THRESHOLD ? (size_t)M * YB * ldy : (size_t)M * N;
     std::vector<uint32_t> want(ywords, 0);
@@ -277,7 +305,8 @@ int run_planes(const TiledEmuCase &s, int M, int grid_cap) {
     args.X = s.aplain && s.wgmma ? (const unsigned *)(const void *)tmap_bytes : at.data();
     args.W = wt.data();
     args.P = apop.data();
-    args.ep0 = T.data();
+    const std::vector<int> &tk = s.lfold ? folded : T;
+    args.ep0 = tk.data();
     args.ep1 = dir.data();
     // Shared memory as the kernels compute it: stages, their mbarriers; plain A with +-1
     // weights the tile's popc(a); plain A on wgmma 1 KiB of slack to align the swizzled stages;
@@ -286,7 +315,7 @@ int run_planes(const TiledEmuCase &s, int M, int grid_cap) {
                                                          s.epi == EPI_THRESHOLD ? L : 0);
     return launch_and_check(s, M, grid_cap, args,
                             {{at.data(), at.size() * 4}, {wt.data(), wt.size() * 4}, {apop.data(), apop.size() * 4},
-                             {T.data(), T.size() * 4}, {dir.data(), dir.size() * 4}},
+                             {tk.data(), tk.size() * 4}, {dir.data(), dir.size() * 4}},
                             smem, want);
 }
 
@@ -316,24 +345,9 @@ int run_s8(const TiledEmuCase &s, int M, int grid_cap) {
     for (int n = 0; n < N; n++)
         for (int c = 0; c < ld / 16; c++)
             memcpy(&wt[(((size_t)(n / s.bn) * nch + c) * s.bn + n % s.bn) * 4], &w[(size_t)n * ld / 4 + 4 * c], 16);
-    std::vector<int> T, dir, folded((size_t)blob_q8_levels_bytes(N, L) / 4);
+    std::vector<int> T, dir;
     random_levels(acc, N, L, T, dir);
-    // Every other channel a quantizer's levels, evenly spaced from a sampled sum with a few off
-    // the line, in every third of them the top quarter never reached (INT32_MAX; folded, an
-    // always-reached INT32_MIN where the channel falls): the estimate's checked path.
-    for (int n = 0; n < N; n += 2) {
-        const int base = acc[(size_t)rnd_int(0, M * N - 1)], step = rnd_int(1, 400), sign = dir[n] < 0 ? -1 : 1;
-        for (int l = 0; l < L; l++)
-            T[(size_t)n * L + l] = n % 3 == 0 && 4 * l >= 3 * L ? INT32_MAX
-                                   : base + (l - L / 2) * step * sign + (rnd_int(0, 9) ? 0 : rnd_int(-step, step));
-    }
-    for (int n = 0; n < N; n++) {
-        for (int l = 0; l < L; l++) folded[(size_t)n * L + l] = T[(size_t)n * L + l] ^ (dir[n] < 0 ? -1 : 0);
-        std::sort(folded.begin() + (ptrdiff_t)n * L, folded.begin() + (ptrdiff_t)(n + 1) * L);
-        if (L >= BLOB_Q8_EST_LEVELS)
-            blob_q8_level_estimate(&folded[(size_t)n * L], L,
-                                   &folded[(size_t)blob_q8_est_at(N, L) + (size_t)n * BLOB_Q8_EST_WORDS]);
-    }
+    const std::vector<int> folded = folded_levels(acc, N, L, T, dir);
     const int ldyw = (N + 255) / 256 * 8, ldy8 = (N + 63) / 64 * 64;
     const size_t ywords = s.epi == 1 ? (size_t)M * N : s.yfmt ? (size_t)M * ldy8 / 4 : (size_t)M * YB * ldyw;
     std::vector<uint32_t> want(ywords, 0);

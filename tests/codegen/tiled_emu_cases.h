@@ -3,7 +3,7 @@
 // launcher taking EmuArgs as (X = At, W = Wt, P = apop, R = wpop, ep0, ep1, Y, nb = M); the
 // bit-plane kernels (planes 1) take (At, Wt, apop, T = ep0, dir = ep1, Y, M), with aplain 1
 // At the plain planes X[M][XB][LDA] words (mma.sync) or an EmuTensorMap of them (wgmma); with
-// s8 the rows are bytes and T the levels in their int8 form (folded, sorted).
+// s8 the rows are bytes; with s8 or lfold T holds the levels in their int8 form (folded, sorted).
 #ifndef BNN_TILED_EMU_CASES_H
 #define BNN_TILED_EMU_CASES_H
 #include <vector>
@@ -16,6 +16,7 @@ struct TiledEmuCase {
     int planes, xb, wb, wsigned, bipolar, levels, yb, aplain; // bgemm_planes_tiled.cu (planes 1)
     int s8, yfmt; // PT_S8 (k: K in bytes, ldy: the bytes of an A and W row) and its codes' format (1: bytes)
     EmuCall call;
+    int lfold = 0; // bit-planes' PT_LFOLD: the levels in their int8 form (folded, sorted)
 };
 inline std::vector<TiledEmuCase> &tiled_emu_cases() {
     static std::vector<TiledEmuCase> cases;

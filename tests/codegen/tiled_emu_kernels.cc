@@ -252,6 +252,33 @@ EMU_PLANES_PLAIN(pw_w2a2_plain, 1, 300, 2500, 2, 2, 1, 0, 2, 3, 2, 8, 2)
 #define PT_STAGES 2
 #include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
 EMU_PLANES_PLAIN(pw_w1a2_bipolar_plain, 1, 300, 2500, 2, 1, 0, 1, 2, 3, 2, 8, 2)
+
+// past 15 levels bnncc hands the kernel its levels folded and sorted (PT_LFOLD): the int8
+// form's binary search, with 255 levels after a check of the estimate
+#define EMU_PLANES_FOLD(fn, wg_, n_, k_, xb_, wb_, bp_, l_, yb_, kc_, st_)                                             \
+    static void call_##fn(const EmuArgs &a) {                                                                          \
+        EMU_PLAIN_CALL(fn, a);                                                                                         \
+    }                                                                                                                  \
+    static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, wg_, 2, n_, k_, kc_, st_, 128, 256, wg_ ? 384 : 256,  \
+                                                           0, 0, 0, 0, 1, xb_, wb_, 1, bp_, l_, yb_, 1, 0, 0,        \
+                                                           call_##fn, 1});
+#define PT_NAME pw_w1a4_bipolar_fold255
+#define PT_WGMMA 1
+#define PT_APLAIN 1
+#define PT_LDA 24
+#define PT_N 300
+#define PT_K 700
+#define PT_XB 4
+#define PT_WB 1
+#define PT_WBIPOLAR 1
+#define PT_EPI 2
+#define PT_L 255
+#define PT_YB 8
+#define PT_LFOLD 1
+#define PT_KC 8
+#define PT_STAGES 2
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_PLANES_FOLD(pw_w1a4_bipolar_fold255, 1, 300, 700, 4, 1, 1, 255, 8, 8, 2)
 #undef EMU_PLAIN_CALL
 
 #define EMU_PLAIN_CALL(fn, a) fn(a.X, a.W, a.P, (const int *)a.ep0, (const int *)a.ep1, a.Y, a.nb)
@@ -269,6 +296,22 @@ EMU_PLANES_PLAIN(pw_w1a2_bipolar_plain, 1, 300, 2500, 2, 1, 0, 1, 2, 3, 2, 8, 2)
 #define PT_STAGES 3
 #include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
 EMU_PLANES_PLAIN(pt_w2a2_plain, 0, 300, 2500, 2, 2, 1, 0, 2, 3, 2, 4, 3)
+
+#define PT_NAME pt_w2a3_fold31
+#define PT_APLAIN 1
+#define PT_LDA 24
+#define PT_N 300
+#define PT_K 700
+#define PT_XB 3
+#define PT_WB 2
+#define PT_EPI 2
+#define PT_L 31
+#define PT_YB 5
+#define PT_LFOLD 1
+#define PT_KC 4
+#define PT_STAGES 3
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_PLANES_FOLD(pt_w2a3_fold31, 0, 300, 700, 3, 2, 0, 31, 5, 4, 3)
 
 #define PT_NAME pt_w1a2_bipolar_plain_i32
 #define PT_APLAIN 1

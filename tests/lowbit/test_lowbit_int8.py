@@ -3,8 +3,9 @@
 docs/codegen.md "Bit-planes or int8") through model.bin against the reference interpreter.
     test_lowbit_int8.py --device cpu|gpu [--sanitized]
 Random QONNX MLPs (w1a1 .. w8a8: bipolar, signed and unsigned weights, signed and unsigned
-activation quants, odd K and N, an i32 output layer behind a float epilogue; two with layers wide
-enough for the pre-tiled bit-plane GEMM's batch alternative, which the GPU runs at batch 1025) and kwsmlp_w3a3,
+activation quants, odd K and N, an i32 output layer behind a float epilogue; three with layers wide
+enough for the pre-tiled bit-plane GEMM's batch alternative, which the GPU runs at batch 1025, one of
+them writing 31 levels, which the bit-plane kernels count over x0's folded levels) and kwsmlp_w3a3,
 each compiled at -O3 with --lowbit=int8, --lowbit=planes and --lowbit=auto: the -O3 report must
 count the layers of each kind (int8: every low-bit dense layer; planes: none; auto: those with
 more than 4 activation bits or more than 16 plane pairs: lower.c qdense_int8_rule), the outputs
@@ -86,6 +87,11 @@ MODELS = [
     # codes, a w2a3 output layer writing i32
     ("tiled", 700, [2048, 2048, 7], [(1, 2), (2, 2), (2, 2)]),
     ("tiled_out", 513, [2100], [(2, 3)]),
+    # a w2a2 layer writing 5-bit codes (31 levels: bnncc hands the bit-plane kernels their levels
+    # folded and sorted in x0, PL_LFOLD / PT_LFOLD): under --lowbit=planes as bit-planes for a
+    # bit-plane layer, through the pre-tiled GEMM from batch 1024; under auto as bytes for an
+    # int8 one (bgemm_planes.cu alone)
+    ("tiled_fold", 600, [2048, 6], [(2, 2), (1, 5)]),
     # qdense_int8_rule's edges: 16 pairs over 2 bits and 9 over 3 stay bit-planes, 20 over 4
     # and 5 over 5 bits go int8 (the rule before stop 54, int8 past 8 pairs, counts 3, not 2)
     ("edges", 50, [40, 30, 20, 6], [(8, 2), (5, 4), (1, 5), (3, 3)]),
@@ -100,8 +106,8 @@ MODELS = [
     # lowbit pass enumerates, so its thresholds come by the binary search (docs/passes.md)
     ("w8a8_k512", 512, [64, 6], [(8, 8), (8, 8)]),
 ]
-# low-bit dense layers with the pre-tiled alternative under --lowbit=planes and auto
-TILED_LAYERS = {"tiled": 2, "tiled_out": 1}
+# low-bit dense layers with the pre-tiled alternative under --lowbit=planes and under auto
+TILED_LAYERS = {"tiled": (2, 2), "tiled_out": (1, 1), "tiled_fold": (1, 0)}
 WIDE_FROM = 1024  # the batch from which the wide models' int8 layer runs 128 x 128 tiles
 
 
@@ -567,14 +573,33 @@ def refused_blobs(tmp, model):
     x0 = [blob_slot(b, at, X0) for at in steps]  # (space, reserved, offset, bytes)
     if not steps or x0[0][0] != 2 or x0[0][3] == 0:
         return fail(f"int8 qgemm steps with a GPU target: slot x0 {x0[:1]}, want the folded levels in the weights")
-    struct.pack_into("<Q", b, steps[0] + BLOB_SLOTS_AT + 24 * X0 + 16, x0[0][3] - 4)
-    bad = os.path.join(tmp, "bad.bin")
-    open(bad, "wb").write(rechecksum(b))
-    p = run([BNNRUN, bad, "--device", "cpu", "--input", x, "--output", os.path.join(tmp, "bad.npy")])
-    if p.returncode == 0 or "(qgemm): slot x0 has" not in p.stderr:
-        return fail(f"an int8 qgemm step whose x0 is 4 bytes short was not refused: exit {p.returncode}, "
-                    f"{p.stderr.strip()!r}")
+    bad = x0_short_loads(tmp, b, steps[0], x0[0][3], x)
+    if bad:
+        return fail(f"an int8 qgemm step whose x0 is 4 bytes short was not refused: {bad}")
     print("ok: an int8 qgemm step whose folded levels (x0) are 4 bytes short is refused by the loader")
+
+
+def x0_short_loads(tmp, b, step_at, size, x):
+    """The blob b with the x0 of its step at step_at 4 bytes short of size, run on input file x:
+    None where the loader refuses it naming slot x0, else what happened."""
+    struct.pack_into("<Q", b, step_at + BLOB_SLOTS_AT + 24 * X0 + 16, size - 4)
+    bad = os.path.join(tmp, "x0_short.bin")
+    open(bad, "wb").write(rechecksum(b))
+    p = run([BNNRUN, bad, "--device", "cpu", "--input", x, "--output", os.path.join(tmp, "x0_short.npy")])
+    if p.returncode == 0 or "(qgemm): slot x0 has" not in p.stderr:
+        return f"exit {p.returncode}, {p.stderr.strip()!r}"
+    return None
+
+
+def qgemm_x0(tmp, model, mode):
+    """model compiled --lowbit=mode for sm_80: the blob, its bytes, the weights section's offset,
+    and its qgemm steps that have an x0, as (step offset, x0 slot); Nones when bnncc failed."""
+    blob, _, _, _ = compile_blob(tmp, model, mode, "sm_80")
+    if not blob:
+        return None, None, None, None
+    b = bytearray(open(blob, "rb").read())
+    return blob, b, blob_sections(b)[3][0], [(at, blob_slot(b, at, X0)) for at, kind, _ in blob_steps(b)
+                                       if kind == 19 and blob_slot(b, at, X0)[3]]
 
 
 def level_estimates(tmp, model):
@@ -583,12 +608,9 @@ def level_estimates(tmp, model):
     blob_q8_level_estimate), each as this test computes it from those levels; the loader takes
     x0 without the estimates too (an older bnncc's blob, its outputs the same) and refuses any
     other size."""
-    blob, _, _, _ = compile_blob(tmp, model, "int8", "sm_80")
-    if not blob:
+    blob, b, woff, x0 = qgemm_x0(tmp, model, "int8")
+    if not b:
         return
-    b = bytearray(open(blob, "rb").read())
-    woff = blob_sections(b)[3][0]
-    x0 = [(at, blob_slot(b, at, X0)) for at, kind, _ in blob_steps(b) if kind == 19 and blob_slot(b, at, X0)[3]]
     n, levels = 37, 255
     at_est = (n * levels + 3) // 4 * 4
     if len(x0) != 1 or x0[0][1][3] != (at_est + 4 * n) * 4:
@@ -621,8 +643,17 @@ def level_estimates(tmp, model):
                         f"{p.stderr.strip()!r}, or other outputs")
         if not ok and (p.returncode == 0 or "(qgemm): slot x0 has" not in p.stderr):
             return fail(f"level_estimates: x0 of {size} bytes not refused: exit {p.returncode}, {p.stderr.strip()!r}")
-    print(f"ok: w8a8's {n} channels' count estimates after their 255 levels in x0, as computed here; x0 without "
-          "them loads, other sizes are refused")
+    # as bit-planes (past 15 levels: PL_LFOLD, PT_LFOLD) the layer's x0 is the same; its size checked too
+    _, pb, pw, px0 = qgemm_x0(tmp, model, "planes")
+    if not pb:
+        return
+    if len(px0) != 1 or bytes(pb[pw + px0[0][1][2]:pw + px0[0][1][2] + px0[0][1][3]]) != words.tobytes():
+        return fail(f"level_estimates: the bit-plane steps' x0 {[s for _, s in px0]}, want one, the int8 step's")
+    bad = x0_short_loads(tmp, pb, px0[0][0], px0[0][1][3], x)
+    if bad:
+        return fail(f"level_estimates: a bit-plane step's x0 4 bytes short not refused: {bad}")
+    print(f"ok: w8a8's {n} channels' count estimates after their 255 levels in x0, as computed here, the same "
+          "for the bit-plane layer; x0 without them loads, other sizes are refused")
 
 
 def main():
@@ -645,9 +676,9 @@ def main():
             model = os.path.join(tmp, name + ".onnx")
             onnx.save(mlp(name, np.random.default_rng(100 + i), k0, widths, bits, signed_in=i % 2), model)
             auto, total, wide, wide_auto = want_layers(bits, widths)
-            tiled = TILED_LAYERS.get(name, 0)
+            tiled, tiled_auto = TILED_LAYERS.get(name, (0, 0))
             counts = {"int8": (total, 0, 0, wide), "planes": (0, total, tiled, 0),
-                      "auto": (auto, total - auto, tiled, wide_auto)}
+                      "auto": (auto, total - auto, tiled_auto, wide_auto)}
             if name in slow:
                 counts = {"auto": counts["auto"]}
             rng = np.random.default_rng(i)
@@ -660,7 +691,7 @@ def main():
             # (and at 300, the wide models' int8 layer on wgmma before the 128 x 128 tile's batch)
             batches = ((1, 67, 300, WIDE_FROM + 1) if device == "gpu" else (1, 67)) if big else (1, 3, 67)
             check(tmp, name, model, [inputs(rng, k0, b) for b in batches], counts, device,
-                  name in ("w4a4", "mixed", "tiled", "tiled_out", "wide", "wide_bytes"))
+                  name in ("w4a4", "mixed", "tiled", "tiled_out", "tiled_fold", "wide", "wide_bytes"))
         kws = os.path.join(SHARED, "models", "qonnx", "kwsmlp_w3a3.onnx")
         if os.path.exists(kws) and not a.sanitized:
             # kwsmlp stays float in the lowbit pass (its float sums round near level boundaries,

@@ -3,16 +3,19 @@
  * (__syncwarp, __ballot_sync, __shfl_xor_sync) meet at a barrier, and mma.sync m16n8k256
  * .and.popc is computed from the lanes' fragments with the register layout HARDWARE.md verified
  * on the hardware. The outputs must equal the runtime's CPU bit-plane GEMM word for word, which
- * checks the kernel's indexing, plane combination and epilogues (not the PTX: see
+ * checks the kernel's indexing, plane combination and epilogues, among them the counts over
+ * folded, sorted levels past 15 (PL_LFOLD, with 255 the estimates; not the PTX: see
  * test_planes_nvrtc and, on a GPU, test_planes_gpu). */
 #include <stdbool.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../check.h"
+#include "blob.h"
 #include "rt.h"
 
 /* ---------------------------------------------------------------- the warp emulator */
@@ -84,19 +87,59 @@
 #define PL_YFMT 1
 #include "../../codegen/cuda/kernels/bgemm_planes.cu"
 
+/* past 15 levels bnncc hands the kernel its levels folded and sorted (PL_LFOLD): 31 levels
+ * (a binary search), 255 (the estimate checked, then the search), 63 levels as bytes */
+#define PL_NAME emu_w2a2_fold31
+#define PL_N 100
+#define PL_K 300
+#define PL_XB 2
+#define PL_WB 2
+#define PL_EPI 2
+#define PL_L 31
+#define PL_YB 5
+#define PL_LFOLD 1
+#include "../../codegen/cuda/kernels/bgemm_planes.cu"
+
+#define PL_NAME emu_w3a4_fold255
+#define PL_N 70
+#define PL_K 520
+#define PL_XB 4
+#define PL_WB 3
+#define PL_EPI 2
+#define PL_L 255
+#define PL_YB 8
+#define PL_LFOLD 1
+#include "../../codegen/cuda/kernels/bgemm_planes.cu"
+
+#define PL_NAME emu_w1a3_fold63_y8
+#define PL_N 90
+#define PL_K 400
+#define PL_XB 3
+#define PL_WB 1
+#define PL_WBIPOLAR 1
+#define PL_EPI 2
+#define PL_L 63
+#define PL_YB 6
+#define PL_YFMT 1
+#define PL_LFOLD 1
+#include "../../codegen/cuda/kernels/bgemm_planes.cu"
+
 typedef struct Spec {
     EmuKernel fn;
     const char *name;
-    int n, k, xb, wb, wsigned, bipolar, epi, l, yb, yfmt;
+    int n, k, xb, wb, wsigned, bipolar, epi, l, yb, yfmt, lfold;
 } Spec;
 
 static const Spec specs[] = {
-    {emu_w1a2, "w1a2 bipolar, planes out", 64, 784, 2, 1, 1, 1, 2, 3, 2, 0},
-    {emu_w2a2, "w2a2, planes out", 70, 300, 2, 2, 1, 0, 2, 3, 2, 0},
-    {emu_w3a4_i32, "w3a4, int32", 33, 520, 4, 3, 1, 0, 1, 1, 1, 0},
-    {emu_w1s_a3_i32, "signed w1 (0/-1) a3, int32", 9, 3, 3, 1, 1, 0, 1, 1, 1, 0},
-    {emu_u2a5, "unsigned w2 a5, planes out", 40, 257, 5, 2, 0, 0, 2, 7, 3, 0},
-    {emu_w2a3_y8, "w2a3, bytes out", 300, 784, 3, 2, 1, 0, 2, 7, 3, 1},
+    {emu_w1a2, "w1a2 bipolar, planes out", 64, 784, 2, 1, 1, 1, 2, 3, 2, 0, 0},
+    {emu_w2a2, "w2a2, planes out", 70, 300, 2, 2, 1, 0, 2, 3, 2, 0, 0},
+    {emu_w3a4_i32, "w3a4, int32", 33, 520, 4, 3, 1, 0, 1, 1, 1, 0, 0},
+    {emu_w1s_a3_i32, "signed w1 (0/-1) a3, int32", 9, 3, 3, 1, 1, 0, 1, 1, 1, 0, 0},
+    {emu_u2a5, "unsigned w2 a5, planes out", 40, 257, 5, 2, 0, 0, 2, 7, 3, 0, 0},
+    {emu_w2a3_y8, "w2a3, bytes out", 300, 784, 3, 2, 1, 0, 2, 7, 3, 1, 0},
+    {emu_w2a2_fold31, "w2a2, 31 folded levels", 100, 300, 2, 2, 1, 0, 2, 31, 5, 0, 1},
+    {emu_w3a4_fold255, "w3a4, 255 folded levels and their estimates", 70, 520, 4, 3, 1, 0, 2, 255, 8, 0, 1},
+    {emu_w1a3_fold63_y8, "w1a3 bipolar, 63 folded levels, bytes out", 90, 400, 3, 1, 1, 1, 2, 63, 6, 1, 1},
 };
 
 static uint32_t rng_state = 4242;
@@ -141,6 +184,31 @@ static void check_spec(const Spec *s, int M) {
         dir[n] = rnd(0, 1) ? 1 : -1;
         for (int l = 0; l < s->l; l++)
             t[n * s->l + l] = acc[rnd(0, M * (int)N - 1)] + rnd(-2, 2);
+        /* every other channel a quantizer's levels, evenly spaced (the estimate's path), a few
+         * off the line, every third one's top quarter never reached */
+        for (int l = 0; s->lfold && n % 2 == 0 && l < s->l; l++) {
+            int step = 1 + (int)(n % 5);
+            t[n * s->l + l] = n % 3 == 0 && 4 * l >= 3 * s->l ? (dir[n] < 0 ? INT32_MIN : INT32_MAX)
+                              : acc[n] + (l - s->l / 2) * step * dir[n] + (rnd(0, 9) ? 0 : rnd(-step, step));
+        }
+    }
+    /* PL_LFOLD: the kernel reads them as lower.c put_q8_dense_levels writes x0 */
+    int32_t *tk = t;
+    if (s->lfold) {
+        tk = calloc((size_t)blob_q8_levels_bytes(N, s->l) / 4, 4);
+        for (int64_t n = 0; n < N; n++) {
+            int32_t *fold = tk + n * s->l;
+            for (int l = 0; l < s->l; l++) /* insertion sort of t ^ m, m = -1 where the channel falls */
+                for (int j = l, v = t[n * s->l + l] ^ (dir[n] < 0 ? -1 : 0); j >= 0; j--)
+                    if (j == 0 || fold[j - 1] <= v) {
+                        fold[j] = v;
+                        break;
+                    } else {
+                        fold[j] = fold[j - 1];
+                    }
+            if (s->l >= BLOB_Q8_EST_LEVELS)
+                blob_q8_level_estimate(fold, s->l, tk + blob_q8_est_at(N, s->l) + n * BLOB_Q8_EST_WORDS);
+        }
     }
     size_t words = s->epi == 1 ? (size_t)(M * N) : (size_t)(s->yb * M * ldy);
     int64_t ldy8 = (N + 63) / 64 * 64; /* PL_YFMT 1: bytes a row */
@@ -165,7 +233,7 @@ static void check_spec(const Spec *s, int M) {
                             s->l, s->yb, want);
     }
     memset(got, 0xa5, words * 4);
-    emu_launch(s->fn, (unsigned)(s->n + 31) / 32, (unsigned)(M + 15) / 16, A, W, M, t, dir, got);
+    emu_launch(s->fn, (unsigned)(s->n + 31) / 32, (unsigned)(M + 15) / 16, A, W, M, tk, dir, got);
     size_t bad = 0;
     for (size_t i = 0; i < words; i++)
         bad += got[i] != want[i];
@@ -175,6 +243,8 @@ static void check_spec(const Spec *s, int M) {
     free(A);
     free(W);
     free(acc);
+    if (tk != t)
+        free(tk);
     free(t);
     free(dir);
     free(want);

@@ -4,7 +4,7 @@
  * the multi-level threshold epilogues, odd shapes, pad codes, several specializations in one
  * program; for int8 7- and 8-bit codes and every epilogue (int32, counts as bit-planes or
  * bytes, counts as int32), one and many K stages, and a bit-plane layer writing bytes
- * (PL_YFMT 1), three int8 convolutions (Q8_CONV: image planes and int32 out; 4 warps of 64 x 64) and the converter
+ * (PL_YFMT 1) and one counting 255 folded levels (PL_LFOLD), three int8 convolutions (Q8_CONV: image planes and int32 out; 4 warps of 64 x 64) and the converter
  * of image planes to bytes (Q8_U_NAME). The PTX must hold the AND-popc m16n8k256 mma.sync and
  * no XOR-popc, the m16n8k32 .s8.s8 and .u8.s8 mma.sync, ldmatrix and cp.async. Exit 77 (skipped) when
  * libnvrtc is not installed, unless BNN_REQUIRE_NVRTC=1. */
@@ -133,6 +133,10 @@ int main(void) {
     buf_puts(&b, "\n#define PL_NAME planes_y8\n#define PL_N 300\n#define PL_K 784\n#define PL_XB 2\n#define PL_WB 2\n"
                  "#define PL_EPI 2\n#define PL_L 3\n#define PL_YB 2\n#define PL_YFMT 1\n");
     buf_puts(&b, bnn_bgemm_planes_cu);
+    /* past 15 levels, folded and sorted (PL_LFOLD: q8_levels.cu's searches, pasted above) */
+    buf_puts(&b, "\n#define PL_NAME planes_fold\n#define PL_N 257\n#define PL_K 1000\n#define PL_XB 8\n#define PL_WB 8\n"
+                 "#define PL_EPI 2\n#define PL_L 255\n#define PL_YB 8\n#define PL_LFOLD 1\n");
+    buf_puts(&b, bnn_bgemm_planes_cu);
     static const char *const archs[] = {"sm_90a", "sm_80"};
     for (int a = 0; a < 2; a++) {
         NvrtcOutput out;
@@ -151,11 +155,11 @@ int main(void) {
         CHECK_MSG(strstr(out.ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), "%s: no ldmatrix in the PTX", archs[a]);
         CHECK_MSG(count_str(out.ptx, ".entry q8c_") == 3 && count_str(out.ptx, ".entry q8u_") == 1,
                   "%s: not the 3 int8 convolutions and the converter", archs[a]);
-        CHECK_MSG(count_str(out.ptx, ".entry planes_") == nk + 1 && count_str(out.ptx, ".entry qconv_") == nc &&
+        CHECK_MSG(count_str(out.ptx, ".entry planes_") == nk + 2 && count_str(out.ptx, ".entry qconv_") == nc &&
                       count_str(out.ptx, ".entry q8_") == nq,
                   "%s: %d entries", archs[a], count_str(out.ptx, ".entry"));
         printf("%s: %d kernels, CUBIN %zu bytes, %d AND-popc and %d int8 MMAs in the PTX\n", archs[a],
-               nk + nc + nq + 5, out.cubin_size, count_str(out.ptx, ".and.popc"),
+               nk + nc + nq + 6, out.cubin_size, count_str(out.ptx, ".and.popc"),
                count_str(out.ptx, "m16n8k32.row.col.s32"));
         nvrtc_output_free(&out);
     }

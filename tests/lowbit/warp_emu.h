@@ -32,7 +32,7 @@ static unsigned emu_dsmem_size; /* the launch's dynamic shared memory */
 
 #define __global__
 #define __device__
-#define __forceinline__ inline
+#define __forceinline__ static inline
 #define __launch_bounds__(...)
 #define __restrict__ restrict
 #define __shared__ static

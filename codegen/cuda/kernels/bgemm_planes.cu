@@ -18,6 +18,10 @@
 //   Y: [M][PL_YB][PL_LDY] words, bit n of plane r = bit r of count, PL_LDY = N rounded up to
 //      256 bits with zero words: exactly the next layer's A operand; or, with PL_YFMT 1, the
 //      counts as bytes Y[M][round64(N)] (zero bytes past N: qgemm_s8.cu's A operand).
+//   PL_LFOLD 1 (bnncc sets it where the codes have more than 15 levels): T holds the levels
+//   folded and sorted as the int8 form's (the qgemm step's x0: u = sorted(t ^ m), m = -1 where
+//   dir < 0; from BNN_Q8_EST levels on the estimates after them), each count a binary search
+//   (q8_levels.cu bnn_q8_count) instead of PL_L loads and compares.
 // One warp computes a 16 x 32 tile (four n8 MMA tiles); grid = (ceil(N/32), ceil(M/16)).
 // Each inclusion defines one kernel PL_NAME and #undefs its PL_* macros at the end.
 #ifndef BNN_PDL_ENTER // compiled without common.cu (a test's own program): launched plainly
@@ -73,6 +77,15 @@ __device__ __forceinline__ void bnn_pl_mma(int *d, unsigned a0, unsigned a1, uns
 #endif
 #ifndef PL_YFMT
 #define PL_YFMT 0
+#endif
+#ifndef PL_LFOLD
+#define PL_LFOLD 0
+#endif
+#if PL_LFOLD && PL_EPI != 2
+#error "bgemm_planes.cu: PL_LFOLD (folded levels) is for codes out (PL_EPI 2)"
+#endif
+#if PL_LFOLD && !defined(BNN_Q8_COUNT_ONCE) // pasted before this file by bnncc (NVRTC has no include files)
+#include "q8_levels.cu"
 #endif
 #define PL_LD ((PL_K + 255) / 256 * 8)
 #define PL_LDY ((PL_N + 255) / 256 * 8)
@@ -185,6 +198,10 @@ PL_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, int M,
             ((int *)Y)[(size_t)m * PL_N + n] = v;
 #else
         int count = 0;
+#if PL_LFOLD
+        if (n < PL_N)
+            count = bnn_q8_count(v ^ (dir[n] < 0 ? -1 : 0), T + n * PL_L, PL_L, T + BNN_Q8_EST_AT(PL_N, PL_L) + 4 * n);
+#else
         if (n < PL_N) {
             const bool up = dir[n] >= 0;
             for (int l = 0; l < PL_L; l++) {
@@ -192,6 +209,7 @@ PL_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, int M,
                 count += up ? v >= th : v <= th;
             }
         }
+#endif
 #if PL_YFMT == 1
         // The next layer reads int8 codes (qgemm_s8.cu): a byte a channel, zero bytes past N
         // up to the row's PL_LDY8 (the last column block writes the ones past its 32).
@@ -228,6 +246,7 @@ PL_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, int M,
 #undef PL_EPI
 #undef PL_L
 #undef PL_YB
+#undef PL_LFOLD
 #undef PL_LD
 #undef PL_LDY
 #undef PL_LDY8

@@ -23,7 +23,11 @@
 // Epilogues (PT_EPI), as bgemm_planes.cu: 1 = int32 Y[M][PT_N]; 2 = the next layer's codes
 // as bit-planes, count = sum_l (dir[n] >= 0 ? acc >= T[n][l] : acc <= T[n][l]) over PT_L
 // levels, Y[M][PT_YB][LDY] words, bit n of plane b = bit b of count, LDY = N rounded up to
-// 256 bits (padding words zero), exactly bgemm_planes.cu's A operand.
+// 256 bits (padding words zero), exactly bgemm_planes.cu's A operand. PT_LFOLD 1 (bnncc sets
+// it where a layer's codes have more than 15 levels, more than a staged tile holds): T holds
+// the levels folded and sorted as the int8 form's (the qgemm step's x0: u = sorted(t ^ m), m =
+// -1 where dir < 0; from BNN_Q8_EST levels on the estimates after them), each count a binary
+// search (q8_levels.cu bnn_q8_count) instead of L loads and compares.
 // sm_90+: cp.async.bulk on mbarriers, a lane of each warp in turn refilling (bgemm_tiled.cu's
 // scheme). sm_80: the same main loop fed by 16-byte cp.async copies of the same image (a
 // program for sm_80 leaves out tiled_common.cu, which is sm_90+ only). PT_WGMMA 1 (sm_90a): the
@@ -144,7 +148,7 @@ __device__ __forceinline__ void bnn_pt_code_sorted(int x, const int *t, const in
 // (v ^ flip) >= (t ^ flip): ~ reverses the order of two's-complement integers.
 // A row's 32-column output word is spread over the 4 lanes t of the row (8 columns each):
 // bnn_quad_or_scatter gives each lane a quarter of the words, whole, to store.
-// Q8LEV (PT_S8's codes): column c's levels as qgemm_s8.cu reads them, folded and sorted at
+// Q8LEV (PT_S8's codes, PT_LFOLD's): column c's levels as qgemm_s8.cu reads them, folded and sorted at
 // T[(c - cbase) * L] (lower.c put_q8_dense_levels), its direction at dir[c - cbase], a code the
 // binary search of q8_levels.cu (from BNN_Q8_EST levels on, its check of the estimate after the
 // levels); with YFMT 1 the codes as bytes, Y[M][N rounded up to 64]
@@ -259,12 +263,8 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                         const int v = BIPOLAR ? (int)(2u * (unsigned)a - (unsigned)fix[mi][h]) : a;
                         const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e, slot = (mi * 2 + h) * YB * NQ + q;
                         if (Q8LEV) { // the int8 form's levels: a binary search
-                            const int x = v ^ flip[u][e], *uc = T + (c - cbase) * L;
-                            const int count = BNN_Q8_FULL(L) ? bnn_q8_count_full(x, uc, BNN_Q8_POW2(L))
-                                              : BNN_Q8_EST(L)
-                                                  ? bnn_q8_count_near(x, uc, L, BNN_Q8_POW2(L),
-                                                                      T + BNN_Q8_EST_AT(N, L) + 4 * (c - cbase))
-                                                  : bnn_q8_count_sorted(x, uc, L, BNN_Q8_POW2(L));
+                            const int count = bnn_q8_count(v ^ flip[u][e], T + (c - cbase) * L, L,
+                                                           T + BNN_Q8_EST_AT(N, L) + 4 * (c - cbase));
                             if (YFMT == 1) {
                                 pair[mi][h][u] |= (unsigned)count << 8 * e;
                             } else {
@@ -472,6 +472,12 @@ extern "C" __global__ void __launch_bounds__(256) bnn_planes_row_pop(const uint4
 #ifndef PT_S8
 #define PT_S8 0
 #endif
+#ifndef PT_LFOLD
+#define PT_LFOLD 0
+#endif
+#if PT_LFOLD && (PT_S8 || PT_EPI != 2)
+#error "bgemm_planes_tiled.cu: PT_LFOLD (folded levels) is for bit-plane codes out (PT_EPI 2)"
+#endif
 #ifndef PT_YFMT
 #define PT_YFMT 0
 #endif
@@ -540,7 +546,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     // |acc| <= K * (2^XB - 1) * the largest weight magnitude (+-1 weights: 2a - apop).
     constexpr long long XMAX =
         (long long)K * ((1 << XB) - 1) * (PT_WBIPOLAR ? 1 : PT_WSIGNED ? 1 << (PT_WB - 1) : (1 << PT_WB) - 1);
-    constexpr bool STAGE_T = PT_EPI == 2 && !PT_S8 && L <= BNN_PT_STAGE_T_MAX_L && !PT_NOSTORE && XMAX < 0x7fffffffLL;
+    constexpr bool STAGE_T =
+        PT_EPI == 2 && !PT_S8 && !PT_LFOLD && L <= BNN_PT_STAGE_T_MAX_L && !PT_NOSTORE && XMAX < 0x7fffffffLL;
     // STAGE_T buffer: BN columns of 2^S levels (bnn_pt_stage_params), then BN / 32 flip words
     constexpr int TBUF = BN * (1 << bnn_pt_search_steps(L)) + BN / 32;
     constexpr unsigned SMEM = S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0) + ALIGN + (STAGE_T ? 2 * TBUF * 4 + 32 : 0);
@@ -708,10 +715,10 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 tT = tsh + (tiles_done & 1) * TBUF, tdir = tT + TBUF - BN / 32;
             }
             // Warp w holds rows 16w .. 16w+15 of the tile: the m16n8 layout, MI = 1, NI = 32.
-            bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR, STAGE_T, PT_S8 && PT_EPI == 2, PT_YFMT>(
-                acc, mt * BM, nt * BN, warp * 16, 0, M,
-                                                                           SELF_POP ? tpop : apop, SELF_POP ? mt * BM : 0,
-                                                                           tT, tdir, STAGE_T ? nt * BN : 0, Y);
+            // (the levels folded, sorted and searched: PT_S8's, PT_LFOLD's)
+            bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR, STAGE_T, PT_EPI == 2 && (PT_S8 || PT_LFOLD),
+                            PT_YFMT>(acc, mt * BM, nt * BN, warp * 16, 0, M, SELF_POP ? tpop : apop,
+                                     SELF_POP ? mt * BM : 0, tT, tdir, STAGE_T ? nt * BN : 0, Y);
             if (STAGE_T) // every lane read the buffer (and tpop)
                 bnn_handoff_release(tbars, tiles_done++, lane);
             else if (SELF_POP)
@@ -915,9 +922,8 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
                     }
             __syncthreads(); // (the next tile's stages sync before tpop is written again)
         }
-        bnn_pt_epilogue<MI, NI, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR, false>(acc, mt * BM, nt * BN, wm * WTM, wn * WTN, M,
-                                                                        SELF_POP ? tpop : apop, SELF_POP ? mt * BM : 0,
-                                                                        T, dir, 0, Y);
+        bnn_pt_epilogue<MI, NI, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR, false, PT_EPI == 2 && PT_LFOLD>(
+            acc, mt * BM, nt * BN, wm * WTM, wn * WTN, M, SELF_POP ? tpop : apop, SELF_POP ? mt * BM : 0, T, dir, 0, Y);
         if (PT_EPI == 2) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
     }
 #if __CUDA_ARCH__ < 900 || PT_APLAIN
@@ -930,6 +936,7 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
 #undef PT_NAME
 #undef PT_WGMMA
 #undef PT_S8
+#undef PT_LFOLD
 #undef PT_YFMT
 #undef BNN_PT_WGMMA_HERE
 #undef PT_M

@@ -1,7 +1,9 @@
 // q8_levels.cu: the count of a channel's folded, sorted levels that an int32 accumulator
 // reaches: the epilogue of the int8 kernels (qgemm_s8.cu on mma.sync, bgemm_planes_tiled.cu's
-// PT_S8 on wgmma) that writes the next layer's codes. A program for NVRTC has it once, before
-// either file (bnncc's emit.c); a compiler with include files gets it from their #include.
+// PT_S8 on wgmma) that writes the next layer's codes, and of the bit-plane dense kernels where
+// a layer's codes have more than 15 levels (bgemm_planes.cu PL_LFOLD, bgemm_planes_tiled.cu
+// PT_LFOLD). A program for NVRTC has it once, before those files (bnncc's emit.c); a compiler
+// with include files gets it from their #include.
 #ifndef BNN_Q8_COUNT_ONCE
 #define BNN_Q8_COUNT_ONCE
 // The searches' constants for l levels (macros: test_q8_emu compiles qgemm_s8.cu as C): the
@@ -71,5 +73,13 @@ __device__ __forceinline__ int bnn_q8_count_full(int v, const int *u, int pow2) 
     for (int step = pow2; step > 0; step >>= 1)
         count += u[count + step - 1] <= v ? step : 0;
     return count;
+}
+// The count by the search that serves `levels` (a constant in every caller, so the choice
+// folds away): bgemm_planes_tiled.cu's and bgemm_planes.cu's epilogues over x0's levels (est:
+// the channel's estimate, read from BNN_Q8_EST levels on).
+__device__ __forceinline__ int bnn_q8_count(int v, const int *u, int levels, const int *est) {
+    return BNN_Q8_FULL(levels) ? bnn_q8_count_full(v, u, BNN_Q8_POW2(levels))
+           : BNN_Q8_EST(levels) ? bnn_q8_count_near(v, u, levels, BNN_Q8_POW2(levels), est)
+                                : bnn_q8_count_sorted(v, u, levels, BNN_Q8_POW2(levels));
 }
 #endif
