@@ -200,7 +200,8 @@ PL_NAME(const unsigned *__restrict__ A, const unsigned *__restrict__ W, int M,
         int count = 0;
 #if PL_LFOLD
         if (n < PL_N)
-            count = bnn_q8_count(v ^ (dir[n] < 0 ? -1 : 0), T + n * PL_L, PL_L, T + BNN_Q8_EST_AT(PL_N, PL_L) + 4 * n);
+            count = bnn_q8_count(v ^ (dir[n] < 0 ? -1 : 0), T + n * PL_L, PL_L, BNN_Q8_EST(PL_L),
+                                 T + BNN_Q8_EST_AT(PL_N, PL_L) + 4 * n);
 #else
         if (n < PL_N) {
             const bool up = dir[n] >= 0;

@@ -263,7 +263,7 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                         const int v = BIPOLAR ? (int)(2u * (unsigned)a - (unsigned)fix[mi][h]) : a;
                         const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e, slot = (mi * 2 + h) * YB * NQ + q;
                         if (Q8LEV) { // the int8 form's levels: a binary search
-                            const int count = bnn_q8_count(v ^ flip[u][e], T + (c - cbase) * L, L,
+                            const int count = bnn_q8_count(v ^ flip[u][e], T + (c - cbase) * L, L, BNN_Q8_EST(L),
                                                            T + BNN_Q8_EST_AT(N, L) + 4 * (c - cbase));
                             if (YFMT == 1) {
                                 pair[mi][h][u] |= (unsigned)count << 8 * e;

@@ -74,12 +74,13 @@ __device__ __forceinline__ int bnn_q8_count_full(int v, const int *u, int pow2) 
         count += u[count + step - 1] <= v ? step : 0;
     return count;
 }
-// The count by the search that serves `levels` (a constant in every caller, so the choice
-// folds away): bgemm_planes_tiled.cu's and bgemm_planes.cu's epilogues over x0's levels (est:
-// the channel's estimate, read from BNN_Q8_EST levels on).
-__device__ __forceinline__ int bnn_q8_count(int v, const int *u, int levels, const int *est) {
+// The count by the search that serves `levels` (levels and near constants in every caller, so
+// the choice folds away): every epilogue over folded levels. near: the channel's estimate est
+// follows the levels (a dense layer's x0 from BNN_Q8_EST levels on; a convolution's levels have
+// none).
+__device__ __forceinline__ int bnn_q8_count(int v, const int *u, int levels, bool near, const int *est) {
     return BNN_Q8_FULL(levels) ? bnn_q8_count_full(v, u, BNN_Q8_POW2(levels))
-           : BNN_Q8_EST(levels) ? bnn_q8_count_near(v, u, levels, BNN_Q8_POW2(levels), est)
-                                : bnn_q8_count_sorted(v, u, levels, BNN_Q8_POW2(levels));
+           : near              ? bnn_q8_count_near(v, u, levels, BNN_Q8_POW2(levels), est)
+                               : bnn_q8_count_sorted(v, u, levels, BNN_Q8_POW2(levels));
 }
 #endif

@@ -213,7 +213,6 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #if Q8_LD % Q8_BK != 0 || (Q8_BK != 64 && Q8_BK != 128)
 #error "qgemm_s8.cu: Q8_BK is 64 or 128 bytes and Q8_LD a multiple of it"
 #endif
-#define Q8_POW2 BNN_Q8_POW2(Q8_L)
 // Where the block's channels' levels and directions fit in shared memory past the accumulator
 // tile (Q8_SLEV), the epilogue copies them there first: a search's loads are then LDS with
 // 32-bit addresses instead of LDG through L1 with 64-bit ones (the int8 conv's epilogue took 47
@@ -227,20 +226,14 @@ Q8_U_NAME(const unsigned *__restrict__ X, int M, unsigned *__restrict__ Y) {
 #define Q8_FLIP(n) (dir[n] < 0 ? -1 : 0)
 #define Q8_LEVELS(n) (T + (n) * Q8_L)
 #endif
-// The count of channel n for accumulator v over its folded levels: without clamps where there
-// are 2^k - 1 of them, up to 15 (q8_levels.cu BNN_Q8_FULL).
+// The count of channel n for accumulator v over its folded levels (q8_levels.cu bnn_q8_count):
+// without clamps where there are 2^k - 1 of them, up to 15 (BNN_Q8_FULL).
 // A dense layer's x0 holds each channel's estimate of its count after the levels from
 // BNN_Q8_EST_LEVELS on (blob.h blob_q8_level_estimate): four loads round it, not a binary search.
 #define Q8_FULL BNN_Q8_FULL(Q8_L)
 #define Q8_EST (!Q8_CONV && Q8_EPI != 1 && BNN_Q8_EST(Q8_L))
-#if Q8_FULL
-#define Q8_COUNT(v, n) bnn_q8_count_full((v) ^ Q8_FLIP(n), Q8_LEVELS(n), Q8_POW2)
-#elif Q8_EST
 #define Q8_COUNT(v, n) \
-    bnn_q8_count_near((v) ^ Q8_FLIP(n), Q8_LEVELS(n), Q8_L, Q8_POW2, T + BNN_Q8_EST_AT(Q8_N, Q8_L) + 4 * (n))
-#else
-#define Q8_COUNT(v, n) bnn_q8_count_sorted((v) ^ Q8_FLIP(n), Q8_LEVELS(n), Q8_L, Q8_POW2)
-#endif
+    bnn_q8_count((v) ^ Q8_FLIP(n), Q8_LEVELS(n), Q8_L, Q8_EST, T + BNN_Q8_EST_AT(Q8_N, Q8_L) + 4 * (n))
 // The Q8_YB plane words (bit i: channel n0 + 32 wq + i) of row r's counts: the 32 searches
 // unrolled, a channel past N searching the last one's levels and dropped, so that their loads
 // overlap (a loop with a break at N chained 32 searches' dependent loads: the int8 convs'
@@ -552,7 +545,6 @@ Q8_NAME(const unsigned char *__restrict__ A, const signed char *__restrict__ W, 
 #undef Q8_MINB
 #undef Q8_ROW
 #undef Q8_CPR
-#undef Q8_POW2
 #undef Q8_COUNT
 #undef Q8_FLIP
 #undef Q8_LEVELS
