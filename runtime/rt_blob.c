@@ -772,12 +772,12 @@ static bnn_status check_qgemm(const StepCheck *c) {
     TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
     /* int8, and bit-planes past 15 levels (bnncc from stop 62): the GPU kernels' levels, folded
      * and sorted, and from BLOB_Q8_EST_LEVELS on their estimates (blob.h blob_q8_level_estimate;
-     * bnncc before 2026-12-03 stop 61 wrote the levels alone, for kernels that read only them);
-     * the CPU path reads p0 */
+     * for int8 bnncc before 2026-12-03 stop 61 wrote the levels alone, for kernels that read only
+     * them; a bit-plane step's x0 always has them); the CPU path reads p0 */
+    const bool levels_alone = x8 && c->s->slot[BLOB_SLOT_X0].bytes == t;
     if ((x8 || p->epi == 2) && !(c->s->flags & BLOB_STEP_BATCH_ALT))
         TRY(want_slot(c, BLOB_SLOT_X0, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS,
-                      p->epi != 1 && c->s->slot[BLOB_SLOT_X0].bytes != t ? (uint64_t)blob_q8_levels_bytes(p->n, p->levels) : t,
-                      true));
+                      p->epi != 1 && !levels_alone ? (uint64_t)blob_q8_levels_bytes(p->n, p->levels) : t, true));
     return check_overlap(c, false);
 }
 

@@ -607,7 +607,7 @@ def level_estimates(tmp, model):
     ceil(37 * 255 / 4) * 4 each channel's estimate {lo, per, first, last} (blob.h
     blob_q8_level_estimate), each as this test computes it from those levels; the loader takes
     x0 without the estimates too (an older bnncc's blob, its outputs the same) and refuses any
-    other size."""
+    other size. As bit-planes the layer's x0 is the same, and only that size loads."""
     blob, b, woff, x0 = qgemm_x0(tmp, model, "int8")
     if not b:
         return
@@ -652,8 +652,12 @@ def level_estimates(tmp, model):
     bad = x0_short_loads(tmp, pb, px0[0][0], px0[0][1][3], x)
     if bad:
         return fail(f"level_estimates: a bit-plane step's x0 4 bytes short not refused: {bad}")
+    # (its kernels read the estimates: no older form of x0 without them loads)
+    bad = x0_short_loads(tmp, pb, px0[0][0], n * levels * 4 + 4, x)
+    if bad:
+        return fail(f"level_estimates: a bit-plane step's x0 of the levels alone not refused: {bad}")
     print(f"ok: w8a8's {n} channels' count estimates after their 255 levels in x0, as computed here, the same "
-          "for the bit-plane layer; x0 without them loads, other sizes are refused")
+          "for the bit-plane layer; x0 without them loads (int8 only), other sizes are refused")
 
 
 def main():

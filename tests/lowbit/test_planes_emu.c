@@ -16,6 +16,7 @@
 
 #include "../check.h"
 #include "blob.h"
+#include "folded_levels.h"
 #include "rt.h"
 
 /* ---------------------------------------------------------------- the warp emulator */
@@ -193,23 +194,7 @@ static void check_spec(const Spec *s, int M) {
         }
     }
     /* PL_LFOLD: the kernel reads them as lower.c put_q8_dense_levels writes x0 */
-    int32_t *tk = t;
-    if (s->lfold) {
-        tk = calloc((size_t)blob_q8_levels_bytes(N, s->l) / 4, 4);
-        for (int64_t n = 0; n < N; n++) {
-            int32_t *fold = tk + n * s->l;
-            for (int l = 0; l < s->l; l++) /* insertion sort of t ^ m, m = -1 where the channel falls */
-                for (int j = l, v = t[n * s->l + l] ^ (dir[n] < 0 ? -1 : 0); j >= 0; j--)
-                    if (j == 0 || fold[j - 1] <= v) {
-                        fold[j] = v;
-                        break;
-                    } else {
-                        fold[j] = fold[j - 1];
-                    }
-            if (s->l >= BLOB_Q8_EST_LEVELS)
-                blob_q8_level_estimate(fold, s->l, tk + blob_q8_est_at(N, s->l) + n * BLOB_Q8_EST_WORDS);
-        }
-    }
+    int32_t *tk = s->lfold ? folded_levels(t, dir, N, s->l) : t;
     size_t words = s->epi == 1 ? (size_t)(M * N) : (size_t)(s->yb * M * ldy);
     int64_t ldy8 = (N + 63) / 64 * 64; /* PL_YFMT 1: bytes a row */
     if (s->yfmt)

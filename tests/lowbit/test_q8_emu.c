@@ -20,6 +20,7 @@
 #include "../check.h"
 #include "blob.h"
 #include "emu_fiber.h"
+#include "folded_levels.h"
 #include "rt.h"
 
 /* ---------------------------------------------------------------- the block emulator */
@@ -481,9 +482,6 @@ static void launch(Q8Kernel fn, unsigned threads, unsigned gx, unsigned gy, cons
     emu_fiber_barrier_init(&block_bar, 256);
 }
 
-/* The kernel's levels (lower.c put_q8_dense_levels): folded (t ^ -1 for a falling channel) and
- * sorted ascending, each channel's l of them, then from BLOB_Q8_EST_LEVELS on their estimates
- * (the convolutions read the levels alone). */
 /* The kernels (q8_levels.cu, compiled by NVRTC without blob.h) hold their own copy of where the
  * estimates start and from how many levels; a kernel reading estimates bnncc did not write would
  * read past x0. */
@@ -494,21 +492,6 @@ static void check_estimate_layout(void) {
         for (int64_t l = BLOB_Q8_EST_LEVELS; l <= 255; l += 41)
             CHECK_MSG(BNN_Q8_EST_AT(n, l) == blob_q8_est_at(n, l), "q8_levels.cu BNN_Q8_EST_AT(%lld, %lld) = %lld, blob.h %lld",
                       (long long)n, (long long)l, (long long)BNN_Q8_EST_AT(n, l), (long long)blob_q8_est_at(n, l));
-}
-
-static int32_t *folded_levels(const int32_t *t, const int32_t *dir, int64_t n, int l) {
-    int32_t *ts = calloc((size_t)blob_q8_levels_bytes(n, l) / 4 + 1, 4);
-    for (int64_t o = 0; o < n; o++) {
-        for (int i = 0; i < l; i++) {
-            int32_t v = t[o * l + i] ^ (dir[o] < 0 ? -1 : 0), j = i;
-            for (; j > 0 && ts[o * l + j - 1] > v; j--) /* insertion */
-                ts[o * l + j] = ts[o * l + j - 1];
-            ts[o * l + j] = v;
-        }
-        if (l >= BLOB_Q8_EST_LEVELS)
-            blob_q8_level_estimate(ts + o * l, l, ts + blob_q8_est_at(n, l) + o * BLOB_Q8_EST_WORDS);
-    }
-    return ts;
 }
 
 static void check_spec(const Spec *s, int M) {
