@@ -4,14 +4,14 @@ PyTorch's fp16 convolution of the same shape in the same run and against the 0.4
 quotes for the best published arbitrary-precision tensor-core convolution on this GPU.
 
     python3 bench/qconv_bench.py --bin DIR [--shapes C,O,HW,K,S/...] [--batch 256] [--wbits 1]
-                                 [--abits 2] [--lowbit auto[,planes,int8]] [--runs 20]
+                                 [--abits 2] [--out-abits A] [--lowbit auto[,planes,int8]] [--runs 20]
                                  [--device gpu|cpu] [--keep DIR]
 
 DIR holds a release bnncc and bnnrun (bench/prepare_carry.sh's .cache/bench/carry). For each
 shape (C input and O output channels, an HW x HW input, a K x K kernel, stride S, padding K // 2):
-a QONNX model x -> Quant(abits) -> Conv(wbits) -> BatchNormalization -> Relu -> Quant(abits)
-(tests/lowbit/qconv_models.py's layer; bnncc -O3 makes the conv one qconv2d step whose epilogue
-writes the next layer's codes), then a 1x1 conv to 10 channels that reads them (a float out),
+a QONNX model x -> Quant(abits) -> Conv(wbits) -> BatchNormalization -> Relu -> Quant(out-abits,
+by default abits) (tests/lowbit/qconv_models.py's layer; bnncc -O3 makes the conv one qconv2d step
+whose epilogue writes the next layer's codes: 2^out-abits - 1 levels), then a 1x1 conv to 10 channels that reads them (a float out),
 compiled by DIR/bnncc with each --lowbit mode given (a row each: bit-planes, qconv.cu, or
 the int8 tensor cores, qgemm_s8.cu, whose layer is two GPU steps: the input planes to bytes,
 then the convolution; their sum is the layer's time, the first printed apart). Its outputs on 4
@@ -47,10 +47,10 @@ def out_hw(hw, k, s):
     return (hw + 2 * (k // 2) - k) // s + 1
 
 
-def layer_model(c, o, hw, k, s, wbits, abits, seed):
+def layer_model(c, o, hw, k, s, wbits, abits, out_abits, seed):
     n = qconv_models.Net("qconv_%d_%d_%d_%d_%d" % (c, o, hw, k, s), np.random.default_rng(seed))
     x = n.quant("x", 0.25, abits, 0)
-    y = qconv_models.block(n, x, c, o, k, wbits, abits, stride=s, pad=k // 2)
+    y = qconv_models.block(n, x, c, o, k, wbits, out_abits, stride=s, pad=k // 2)
     # A small 1x1 conv to 10 channels reads the codes (a float chain, bit-planes in every
     # --lowbit mode): with the quant's float as the graph's output, bnncc would keep the conv
     # float, since nothing would read its codes.
@@ -98,6 +98,7 @@ def main():
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--wbits", type=int, default=1)
     ap.add_argument("--abits", type=int, default=2)
+    ap.add_argument("--out-abits", type=int, default=0, help="the codes the layer writes (default --abits)")
     ap.add_argument("--lowbit", default="auto", help="bnncc --lowbit modes, separated by commas: a row each")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--device", choices=("gpu", "cpu"), default="gpu")
@@ -114,10 +115,12 @@ def main():
     rows = []
     shapes = [tuple(int(v) for v in s.split(",")) for s in a.shapes.split("/") if s]
     modes = [m for m in a.lowbit.split(",") if m]
+    out_abits = a.out_abits or a.abits
     for i, (c, o, hw, k, s) in enumerate(shapes):
-        base = "w%da%d_%dx%d_%dx%d_k%ds%d" % (a.wbits, a.abits, c, o, hw, hw, k, s)
+        base = "w%da%d%s_%dx%d_%dx%d_k%ds%d" % (a.wbits, a.abits, "" if out_abits == a.abits else "o%d" % out_abits,
+                                                c, o, hw, hw, k, s)
         onnx_path = os.path.join(work, base + ".onnx")
-        onnx.save(layer_model(c, o, hw, k, s, a.wbits, a.abits, 100 + i), onnx_path)
+        onnx.save(layer_model(c, o, hw, k, s, a.wbits, a.abits, out_abits, 100 + i), onnx_path)
         x = rng.uniform(-0.5, 1.5, size=(a.batch, c, hw, hw)).astype(np.float32)
         xin = os.path.join(work, base + "_x.npy")
         np.save(xin, x)

@@ -1549,6 +1549,7 @@ typedef struct HaloLayer {
     int pool, classes;    /* bconv */
     int xb, wb, nacc;     /* qconv */
     int resw;             /* qconv: residual words a tile row in its shared memory (bnn_qhalo_smem) */
+    int lev;              /* qconv: levels a channel to stage there where they fit (QC_LSTAGE), or 0 */
 } HaloLayer;
 
 static int bconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
@@ -1560,7 +1561,7 @@ static int bconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
 static int qconv_halo_variant(int v, const void *ctx, BnnHaloCfg *cfg) {
     const HaloLayer *h = ctx;
     return bnn_qhalo_variant(v, h->c, h->oh, h->ow, h->o, h->kh, h->kw, h->sh, h->sw, h->dh, h->dw, h->xb, h->wb,
-                             h->nacc, h->resw, cfg);
+                             h->nacc, h->resw, h->lev, cfg);
 }
 
 /* A threshold halo bconv's batch alternative (new_batch_alt): bnn_halo_variants[4], 4x8 pixels
@@ -4990,8 +4991,9 @@ static int lower_qconv_chain(Lower *L, const Node *n, LStep *st, BlobQconvParams
 static void set_qconv_halo(LStep *st, const char *body, const BnnHaloCfg *hc, int64_t O) {
     free(st->k.defines);
     st->k.defines = str_printf("#define QC_NAME %s\n%s#define QC_HALO 1\n#define QC_TH %d\n#define QC_TW %d\n"
-                               "#define QC_WM %d\n#define QC_WN %d\n#define QC_MINB %d\n",
-                               st->k.name, body, hc->th, hc->tw, hc->wm, hc->wn, hc->minb);
+                               "#define QC_WM %d\n#define QC_WN %d\n#define QC_MINB %d\n%s",
+                               st->k.name, body, hc->th, hc->tw, hc->wm, hc->wn, hc->minb,
+                               hc->lev ? "#define QC_LSTAGE 1\n" : "");
     set_halo_launch(st, hc, O);
 }
 
@@ -5004,6 +5006,7 @@ static void set_qconv_halo(LStep *st, const char *body, const BnnHaloCfg *hc, in
 typedef struct QconvArgs {
     int64_t rows; /* GEMM rows a batch item: its output pixels */
     bool chain, res, f32, codes, gpu_f32, rcode;
+    bool lfold; /* T the levels folded and sorted in x0 (QC_LFOLD), not p0's */
 } QconvArgs;
 
 static void add_qconv_args(LStep *st, const QconvArgs *a) {
@@ -5020,7 +5023,7 @@ static void add_qconv_args(LStep *st, const QconvArgs *a) {
         return;
     }
     if (!a->chain) {
-        add_planes_args(st, a->rows, BLOB_SLOT_P0);
+        add_planes_args(st, a->rows, a->lfold ? BLOB_SLOT_X0 : BLOB_SLOT_P0);
         return;
     }
     blob_step_add_arg(&st->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
@@ -5519,14 +5522,20 @@ static int lower_qconv(Lower *L, const Node *n) {
     }
     name_kernel(L, st, "qconv");
     st->k.family = KERNEL_QCONV;
-    st->k.defines = qconv_defines(st->k.name, &qp, chain_defs.data);
+    /* Past 15 levels (qconv.cu holds no more in registers, and requires QC_LFOLD past them) the
+     * kernels count codes by q8_levels.cu's search over x0's levels, folded and sorted (x0
+     * written once the step is known to run on bit-planes): one by one they took a load and a
+     * compare a level for each sum (as the bit-plane dense kernels did, PLANES_FOLD_LEVELS). */
+    const bool lfold = qp.epi == 2 && qp.levels >= PLANES_FOLD_LEVELS && L->min_sm;
+    st->k.defines = qconv_defines(st->k.name, &qp, chain ? chain_defs.data : lfold ? "#define QC_LFOLD 1\n" : NULL);
     free(chain_defs.data);
     /* The halo-tile kernel (qconv.cu QC_HALO) wherever its shared memory fits, its tile the
      * rule's (bnn_qhalo_variant 0, kernels.h) or the one bnncc --tune chose (choose_halo,
      * choose_qconv_kind); else (or with --qconv=direct) the direct kernel. Same operands,
      * arguments and results either way. */
     BnnHaloCfg hc;
-    const HaloLayer hl = qconv_halo_layer(n, chain && n->nin == 4 ? 33 : 0);
+    HaloLayer hl = qconv_halo_layer(n, chain && n->nin == 4 ? 33 : 0);
+    hl.lev = lfold ? (int)qp.levels : 0;
     int ncand = 0, halo = -1;
     if (kind_tunable) {
         if (choose_qconv_kind(L, st, qconv_int8_rule(&qp), &hl, &halo, &ncand)) {
@@ -5551,7 +5560,9 @@ static int lower_qconv(Lower *L, const Node *n) {
         st->s.flags |= BLOB_STEP_ONE_WAVE; /* its blocks walk the row tiles in y: no 65,535 bound on the batch */
     }
     const QconvArgs qa = {.rows = OH * OW, .chain = chain, .res = n->nin == 4, .f32 = f32_buf >= 0,
-                          .codes = codes_buf >= 0, .gpu_f32 = f32_buf >= 0 && gpu_reads_float(L, y)};
+                          .codes = codes_buf >= 0, .gpu_f32 = f32_buf >= 0 && gpu_reads_float(L, y), .lfold = lfold};
+    if (lfold)
+        st->s.slot[BLOB_SLOT_X0] = put_code_levels(L, &ce, O, true);
     add_qconv_args(st, &qa);
     /* The tiles of larger batches (bnn_qhalo_batch_alts; heavy: past 2 activation or weight bits) */
     BnnQhaloAlt qa_alt[2];

@@ -732,6 +732,9 @@ static bnn_status check_qconv(const StepCheck *c) {
     TRY(want_slot(c, BLOB_SLOT_P0, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS, t, false));
     TRY(want_slot(c, BLOB_SLOT_P1, p->epi == 1 ? 0 : BLOB_SPACE_WEIGHTS, (uint64_t)p->o * 4,
                   false));
+    /* past 15 levels (bnncc from 2026-12-03 stop 63) the GPU kernels' levels, folded and sorted;
+     * the CPU path reads p0 */
+    TRY(want_slot(c, BLOB_SLOT_X0, p->epi == 2 ? BLOB_SPACE_WEIGHTS : 0, t, true));
     TRY(want_slot(c, BLOB_SLOT_OUT, BLOB_SPACE_ARENA, out, false));
     return check_overlap(c, false);
 }

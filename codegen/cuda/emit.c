@@ -148,9 +148,9 @@ char *emit_cuda_source(const char *file, const char *model, const KernelSpec *k,
         }
     for (int i = 0; i < n; i++)
         if (k[i].family == KERNEL_Q8 || k[i].family == KERNEL_PLANES || k[i].family == KERNEL_PLANES_TILED ||
-            k[i].family == KERNEL_PLANES_WGMMA) {
+            k[i].family == KERNEL_PLANES_WGMMA || k[i].family == KERNEL_QCONV) {
             /* the epilogues' level counts over folded levels (qgemm_s8.cu, bgemm_planes_tiled.cu's
-             * PT_S8 and PT_LFOLD, bgemm_planes.cu's PL_LFOLD) */
+             * PT_S8 and PT_LFOLD, bgemm_planes.cu's PL_LFOLD, qconv.cu's QC_LFOLD) */
             buf_put(&b, bnn_q8_levels_cu, bnn_q8_levels_cu_len);
             break;
         }

@@ -140,6 +140,7 @@ typedef struct BnnHaloCfg {
     int th, tw, bn, wm, wn, smem;
     int minb;                                    /* BC_MINB: blocks per SM the registers allow */
     int tiles;                                   /* tiles per image (TY*TX) */
+    int lev;                                     /* qconv: levels a channel staged (QC_LSTAGE), or 0 */
     unsigned grid_base, grid_per_batch, grid_div; /* grid.y as the runtime computes it */
 } BnnHaloCfg;
 
@@ -256,17 +257,18 @@ static inline int bnn_halo_choose(int c, int oh, int ow, int o, int kh, int kw, 
  * it checks on entry: the weight slice (wb planes x KH*KW taps, or with C <= 64 and KW > 1
  * KH*ceil(KW/2) pairs of taps, x ceil(C/128) 16-byte chunks x 32*wn rows), two halos of xb
  * planes (HH rows of HWS slots per chunk), a zero line, the popcount of each halo slot and of
- * each tile row, and each warp's staged residual, resw words a tile row (0 without one; 33 for
- * a chain's f32 residual; QC_RW for a residual read as codes). */
+ * each tile row, each warp's staged residual, resw words a tile row (0 without one; 33 for
+ * a chain's f32 residual; QC_RW for a residual read as codes), and the block's channels' folded
+ * levels, lev a channel (QC_LSTAGE; 0 without). */
 static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, int dw, int th, int tw, int wn,
-                                 int xb, int wb, int resw) {
+                                 int xb, int wb, int resw, int lev) {
     int she = kh == 1 ? 1 : sh, swe = kw == 1 ? 1 : sw;
     int ccr = (c + 127) / 128, hh = (th - 1) * she + (kh - 1) * dh + 1, hwd = (tw - 1) * swe + (kw - 1) * dw + 1;
     int pair = c <= 64 && kw > 1, kwi = pair ? (kw + 1) / 2 : kw; /* items a kernel row (QC_PAIR: taps in pairs) */
     int half = pair && swe == 2 && dw == 1, hwc = half ? (hwd + 1) / 2 : hwd, swc = half ? 1 : swe; /* QC_HALF */
     int hws = tw % 8 == 0 && swc == 1 ? hwc : she == 1 ? bnn_halo_ws(hwc, tw * swc) : hwc, nhp = hh * hws;
     return wb * kh * kwi * ccr * 32 * wn * 16 + 2 * xb * ccr * nhp * 16 + 16 + 4 * hh * (half ? 2 * hws : hws) +
-           4 * th * tw + wn * th * tw * resw * 4;
+           4 * th * tw + wn * th * tw * resw * 4 + 4 * lev * 32 * wn;
 }
 
 /* The halo qconv's configuration (QC_TH, QC_TW, QC_WM, QC_WN, QC_MINB in cfg->th, tw, wm, wn,
@@ -281,7 +283,9 @@ static inline int bnn_qhalo_smem(int c, int kh, int kw, int sh, int sw, int dh, 
  * tiles with bn = 128 (four warps across; only where O is a multiple of 128), which load each
  * halo once for twice the channels: a stride-2 layer's halo is about four times its tile's
  * pixels. (8x16 pixels of 128 channels, 16 warps at QC_MINB 1, won no layer of the w1a2
- * ResNet-18 under bnncc --tune=256 on an H200: docs/perf.md stop 50.) */
+ * ResNet-18 under bnncc --tune=256 on an H200: docs/perf.md stop 50.) lev > 0 (codes past 15
+ * levels, QC_LFOLD): the block stages its channels' lev levels where its memory fits them at
+ * some bn (cfg->lev = lev: QC_LSTAGE), else not (cfg->lev = 0). */
 enum { BNN_QHALO_VARIANTS = 6, BNN_QHALO_WIDE = 4 };
 /* The rule's tile (an index in bnn_halo_tiles) of an oh x ow output of o channels. */
 static inline int bnn_qhalo_rule_tile(int oh, int ow, int o) {
@@ -289,7 +293,7 @@ static inline int bnn_qhalo_rule_tile(int oh, int ow, int o) {
     return bnn_halo_pick(oh, ow, (o + bn - 1) / bn, 66);
 }
 static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh,
-                                    int dw, int xb, int wb, int nacc, int resw, BnnHaloCfg *cfg) {
+                                    int dw, int xb, int wb, int nacc, int resw, int lev, BnnHaloCfg *cfg) {
     int bn = o <= 32 ? 32 : 64, tile = bnn_qhalo_rule_tile(oh, ow, o);
     if (v < 0 || v >= BNN_QHALO_VARIANTS || (v >= BNN_QHALO_WIDE && o % 128 != 0))
         return -1;
@@ -302,11 +306,18 @@ static inline int bnn_qhalo_variant(int v, int c, int oh, int ow, int o, int kh,
     int mi = cfg->th * cfg->tw >= 32 && nacc <= 4 ? 2 : 1;
     cfg->wm = cfg->th * cfg->tw / (16 * mi);
     cfg->minb = 2;
-    for (; bn >= (v >= BNN_QHALO_WIDE ? 128 : 32); bn -= 32) {
-        cfg->bn = bn;
-        cfg->wn = bn / 32;
-        cfg->smem = bnn_qhalo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, cfg->wn, xb, wb, resw);
-        if (cfg->smem <= BNN_HALO_SMEM_MAX)
+    /* the most channels a block whose shared memory fits, with lev levels a channel staged where
+     * any does (else none: the kernel then searches them in global memory) */
+    const int bn0 = bn;
+    for (cfg->lev = lev;; cfg->lev = 0) {
+        for (bn = bn0; bn >= (v >= BNN_QHALO_WIDE ? 128 : 32); bn -= 32) {
+            cfg->bn = bn;
+            cfg->wn = bn / 32;
+            cfg->smem = bnn_qhalo_smem(c, kh, kw, sh, sw, dh, dw, cfg->th, cfg->tw, cfg->wn, xb, wb, resw, cfg->lev);
+            if (cfg->smem <= BNN_HALO_SMEM_MAX)
+                break;
+        }
+        if (cfg->smem <= BNN_HALO_SMEM_MAX || cfg->lev == 0)
             break;
     }
     if (cfg->smem > BNN_HALO_SMEM_MAX)
@@ -423,8 +434,8 @@ static inline int bnn_qhalo_batch_alts(int c, int oh, int ow, int o, int kh, int
 }
 
 static inline int bnn_qhalo_choose(int c, int oh, int ow, int o, int kh, int kw, int sh, int sw, int dh, int dw,
-                                   int xb, int wb, int nacc, int resw, BnnHaloCfg *cfg) {
-    return bnn_qhalo_variant(0, c, oh, ow, o, kh, kw, sh, sw, dh, dw, xb, wb, nacc, resw, cfg);
+                                   int xb, int wb, int nacc, int resw, int lev, BnnHaloCfg *cfg) {
+    return bnn_qhalo_variant(0, c, oh, ow, o, kh, kw, sh, sw, dh, dw, xb, wb, nacc, resw, lev, cfg);
 }
 
 /* Threads per block of a tile: one warp per (WM x WN) warp tile. */

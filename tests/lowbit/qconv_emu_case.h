@@ -42,6 +42,12 @@
 #ifndef S_GY
 #define S_GY 1
 #endif
+#ifndef S_LFOLD /* 1: QC_LFOLD, the levels folded and sorted (epi 2) */
+#define S_LFOLD 0
+#endif
+#ifndef S_LSTAGE /* 1: the halo kernel stages them in shared memory (QC_LSTAGE) */
+#define S_LSTAGE S_LFOLD
+#endif
 #ifndef S_F32_UNREAD /* 1: a kernel of S_F32's form for a layer whose f32 value nobody reads (Yf null) */
 #define S_F32_UNREAD 0
 #endif
@@ -73,11 +79,11 @@ static const Case EMU_CAT(case, S_ID) = {
     S_WSIGNED, S_BIPOLAR, S_PAD_CODE, S_EPI, S_L, S_YB, S_LDW, S_LDY, S_TH, S_TW, S_WM, S_WN, S_GY,
 #if S_EPI == 3 && S_RESD
     NULL, NULL, NULL, EMU_CAT(emu_halo, S_ID) S_CHAIN, 1, S_RESD_C, S_RESD_H, S_RESD_W, S_RESD_S, S_RESD_XB,
-    S_RESD_LDW, S_RESD_FAST
+    S_RESD_LDW, S_RESD_FAST, 0, 0
 #elif S_EPI == 3
-    NULL, NULL, EMU_CAT(emu_direct, S_ID), EMU_CAT(emu_halo, S_ID) S_CHAIN, 0, 0, 0, 0, 0, 0, 0, 0
+    NULL, NULL, EMU_CAT(emu_direct, S_ID), EMU_CAT(emu_halo, S_ID) S_CHAIN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
 #else
-    EMU_CAT(emu_direct, S_ID), EMU_CAT(emu_halo, S_ID), NULL, NULL S_CHAIN, 0, 0, 0, 0, 0, 0, 0, 0
+    EMU_CAT(emu_direct, S_ID), EMU_CAT(emu_halo, S_ID), NULL, NULL S_CHAIN, 0, 0, 0, 0, 0, 0, 0, 0, S_LFOLD, S_LSTAGE
 #endif
 };
 
@@ -126,5 +132,7 @@ static const Case EMU_CAT(case, S_ID) = {
 #undef S_RESD_XB
 #undef S_RESD_LDW
 #undef S_RESD_FAST
+#undef S_LFOLD
+#undef S_LSTAGE
 #undef S_QHI
 #undef S_CHAIN

@@ -24,6 +24,7 @@
 #define QC_YB S_YB
 #define QC_LDW S_LDW
 #define QC_LDY S_LDY
+#define QC_LFOLD S_LFOLD
 #if S_EPI == 3
 #define QC_NST 2
 #define QC_DIV 1
@@ -57,6 +58,7 @@
 #endif
 #if S_HALO
 #define QC_HALO 1
+#define QC_LSTAGE S_LSTAGE
 #define QC_TH S_TH
 #define QC_TW S_TW
 #define QC_WM S_WM

@@ -24,7 +24,8 @@ With GPU targets (sm_90a, sm_80) NVRTC builds the
 int8 kernels (CUBINs non-empty); --device gpu runs those blobs on the GPU (exit 77 without one)
 and compares them with the CPU path too. --lowbit=int8 on a CNN whose dense layer reads a
 convolution's image planes is refused with the node's name and exit 1; damaged int8 qgemm and
-quantize steps are refused by the loader. --sanitized (the ASan / UBSan build): w8a8 under
+quantize steps are refused by the loader. A bit-plane conv writing 255 levels has x0, its levels
+folded and sorted for its GPU kernels (conv_folded_levels). --sanitized (the ASan / UBSan build): w8a8 under
 --lowbit=auto only, kwsmlp_w3a3 left out."""
 import argparse
 import os
@@ -579,14 +580,14 @@ def refused_blobs(tmp, model):
     print("ok: an int8 qgemm step whose folded levels (x0) are 4 bytes short is refused by the loader")
 
 
-def x0_short_loads(tmp, b, step_at, size, x):
-    """The blob b with the x0 of its step at step_at 4 bytes short of size, run on input file x:
-    None where the loader refuses it naming slot x0, else what happened."""
+def x0_short_loads(tmp, b, step_at, size, x, kind="qgemm"):
+    """The blob b with the x0 of its step (a kind step) at step_at 4 bytes short of size, run on
+    input file x: None where the loader refuses it naming slot x0, else what happened."""
     struct.pack_into("<Q", b, step_at + BLOB_SLOTS_AT + 24 * X0 + 16, size - 4)
     bad = os.path.join(tmp, "x0_short.bin")
     open(bad, "wb").write(rechecksum(b))
     p = run([BNNRUN, bad, "--device", "cpu", "--input", x, "--output", os.path.join(tmp, "x0_short.npy")])
-    if p.returncode == 0 or "(qgemm): slot x0 has" not in p.stderr:
+    if p.returncode == 0 or f"({kind}): slot x0 has" not in p.stderr:
         return f"exit {p.returncode}, {p.stderr.strip()!r}"
     return None
 
@@ -660,6 +661,52 @@ def level_estimates(tmp, model):
           "for the bit-plane layer; x0 without them loads (int8 only), other sizes are refused")
 
 
+def conv_folded_levels(tmp):
+    """cnn_w8a8 as bit-planes: its first conv (33 channels into 8-bit codes, 255 levels) has x0,
+    its levels as p0 and p1 give them, folded (t ^ -1 where the channel falls) and sorted, which
+    its GPU kernels count by q8_levels.cu's search (qconv.cu QC_LFOLD); the conv of 7 levels and
+    the one with a float chain have none, nor the CPU target's blob; x0 4 bytes short is refused."""
+    import onnx
+    model = os.path.join(tmp, "cnn_w8a8_x0.onnx")
+    onnx.save(cnn_w8a8(np.random.default_rng(len("cnn_w8a8"))), model)
+    have = {}
+    for targets in ("sm_80", "cpu"):
+        blob = os.path.join(tmp, f"cnn_w8a8_x0.{targets}.bin")
+        p = run([BNNCC, "-O3", "--lowbit=planes", f"--target={targets}", model, "-o", blob])
+        if p.returncode:
+            return fail(f"conv_folded_levels: bnncc --target={targets}: {p.stderr.strip()}")
+        b = bytearray(open(blob, "rb").read())
+        have[targets] = (blob, b, blob_sections(b)[3][0],
+                         [at for at, kind, _ in blob_steps(b) if kind == 20 and blob_slot(b, at, X0)[3] and
+                          not struct.unpack_from("<I", b, at + 8)[0] & 4])  # (not its batch alternatives)
+    blob, b, woff, steps = have["sm_80"]
+    n, levels = 33, 255
+    if len(steps) != 1 or have["cpu"][3]:
+        return fail(f"conv_folded_levels: qconv steps with x0: {len(steps)} for sm_80 (want 1), "
+                    f"{len(have['cpu'][3])} for the CPU (want 0)")
+    at = steps[0]
+
+    def words(slot, count):
+        _, _, off, size = blob_slot(b, at, slot)
+        if size != count * 4:
+            return None
+        return np.frombuffer(bytes(b[woff + off:woff + off + size]), dtype=np.int32)
+    t, d, u = words(4, n * levels), words(5, n), words(X0, n * levels)  # p0, p1, x0
+    if t is None or d is None or u is None:
+        return fail(f"conv_folded_levels: p0 / p1 / x0 of {[blob_slot(b, at, s)[3] for s in (4, 5, X0)]} bytes, "
+                    f"want {n * levels * 4}, {n * 4}, {n * levels * 4}")
+    want = np.sort(t.reshape(n, levels) ^ np.where(d < 0, -1, 0).astype(np.int32)[:, None], axis=1)
+    if not np.array_equal(u.reshape(n, levels), want) or not (d < 0).any() or not (d > 0).any():
+        return fail("conv_folded_levels: x0 is not p0's levels folded by p1 and sorted (or no channel falls / rises)")
+    x = os.path.join(tmp, "cnn_w8a8_x0.npy")
+    np.save(x, np.random.default_rng(5).uniform(-3, 3, size=(2, 3, 11, 9)).astype(np.float32))
+    bad = x0_short_loads(tmp, b, at, n * levels * 4, x, "qconv")
+    if bad:
+        return fail(f"conv_folded_levels: a qconv step's x0 4 bytes short not refused: {bad}")
+    print(f"ok: cnn_w8a8 as bit-planes: its 255-level conv's x0 holds p0's levels folded and sorted, no other "
+          "conv's and no CPU blob's has one; x0 4 bytes short is refused")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
@@ -710,6 +757,7 @@ def main():
             tiled_from(tmp)
             wide_from(tmp)
             level_estimates(tmp, os.path.join(tmp, "w8a8.onnx"))
+            conv_folded_levels(tmp)
             tuned_kinds(tmp, device)
             rule_kinds(tmp, device)
         refused(tmp)

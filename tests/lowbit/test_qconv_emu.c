@@ -18,6 +18,7 @@
 #include "../../codegen/blob.h"
 #include "../../codegen/cuda/kernels.h"
 #include "../check.h"
+#include "folded_levels.h"
 #include "warp_emu.h"
 
 #define BNN_QC_LINKAGE static
@@ -80,6 +81,8 @@ typedef struct Case {
     /* QC_RESD: the residual is a 1x1 downsample over c1 channels of h1 x w1 pixels (xb1 planes,
      * ldw1 words a pixel), stride s1, bipolar weights, its chain 3 stages (the second divides) */
     int resd, c1, h1, w1, s1, xb1, ldw1, resd_fast;
+    int lfold; /* QC_LFOLD: T the levels folded and sorted (folded_levels.h) */
+    int lstage; /* QC_LSTAGE: the halo kernel stages them in shared memory */
 } Case;
 
 /* w1a2resnet18_tiny's qconv steps (bnncc --emit=cuda): bipolar w1, a2, pad code 0, the halo
@@ -489,7 +492,7 @@ typedef struct Case {
 #include "qconv_emu_case.h"
 
 #define S_ID o9
-#define S_NAME "bipolar w1 a2, C 64, 3x3, 31 levels (thresholds read a row at a time), 5 planes out"
+#define S_NAME "bipolar w1 a2, C 64, 3x3, 31 levels folded (QC_LFOLD: searched a row at a time), 5 planes out"
 #define S_C 64
 #define S_H 6
 #define S_W 7
@@ -513,6 +516,8 @@ typedef struct Case {
 #define S_WM 1
 #define S_WN 2
 #define S_GY 3
+#define S_LFOLD 1
+#define S_LSTAGE 0 /* (the halo kernel searches global memory; f2 stages them) */
 #include "qconv_emu_case.h"
 
 #define S_ID o3
@@ -729,10 +734,43 @@ typedef struct Case {
 #define RC_FAST 1
 #include "qconv_emu_resd_cases.h"
 
+/* 255 levels (8-bit codes), folded and sorted (QC_LFOLD), from a signed w3 a4 conv at stride 2
+ * whose second block of channels is mostly empty; the halo kernel stages them in shared memory
+ * (QC_LSTAGE). (The unfolded levels fail it, and o9.) */
+#define S_ID f2
+#define S_NAME "signed w3 a4, C 40, 3x3 stride 2, pad code 9, 255 levels folded (QC_LFOLD; halo: QC_LSTAGE), 8 planes out"
+#define S_C 40
+#define S_H 11
+#define S_W 9
+#define S_O 70
+#define S_KH 3
+#define S_KW 3
+#define S_SH 2
+#define S_SW 2
+#define S_PT 1
+#define S_PL 1
+#define S_OH 6
+#define S_OW 5
+#define S_XB 4
+#define S_WB 3
+#define S_PAD_CODE 9
+#define S_EPI 2
+#define S_L 255
+#define S_YB 8
+#define S_LDW 2
+#define S_LDY 4
+#define S_TH 4
+#define S_TW 4
+#define S_WM 1
+#define S_WN 2
+#define S_GY 2
+#define S_LFOLD 1
+#include "qconv_emu_case.h"
+
 static const Case *const cases[] = {&case_t8, &case_t9, &case_t12, &case_t13, &case_t14, &case_t23, &case_t24,
                                     &case_o1, &case_o2, &case_o3, &case_o4, &case_o5, &case_o6, &case_o7, &case_o8,
                                     &case_o9, &case_p1, &case_h1, &case_h2, &case_w1, &case_w2, &case_w3, &case_a9, &case_a28, &case_r1, &case_r2, &case_r3, &case_r4,
-                                    &case_r1f, &case_r2f, &case_r3f, &case_r4f};
+                                    &case_r1f, &case_r2f, &case_r3f, &case_r4f, &case_f2};
 
 static uint32_t rng_state = 777;
 static int rnd(int lo, int hi) {
@@ -769,14 +807,16 @@ static size_t run_one(const Case *s, bool halo, int M, const unsigned *X, const 
         gy = (unsigned)s->gy;
         threads = (unsigned)(32 * s->wm * s->wn);
         smem = (unsigned)bnn_qhalo_smem(s->c, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->th, s->tw, s->wn, s->xb,
-                                        s->wb, s->epi == 3 && s->res ? 33 : 0);
+                                        s->wb, s->epi == 3 && s->res ? 33 : 0, s->lstage ? s->l : 0);
     }
     if (s->epi == 3) {
         Launch3 l = {halo ? s->halo3 : s->direct3, X, W, M, ep, r, s->f32 ? gotf : NULL, s->yb ? got : NULL};
         emu_launch_body(call3, &l, gx, gy, threads, smem);
     } else {
-        EmuLaunch l = {halo ? s->halo : s->direct, X, W, M, t, dir, got};
+        int *tf = s->lfold ? folded_levels(t, dir, s->o, s->l) : NULL;
+        EmuLaunch l = {halo ? s->halo : s->direct, X, W, M, tf ? tf : t, dir, got};
         emu_launch_body(emu_call, &l, gx, gy, threads, smem);
+        free(tf);
     }
     size_t bad = 0;
     for (size_t i = 0; i < words; i++)
@@ -1059,7 +1099,7 @@ int main(void) {
         BnnHaloCfg hc;
         int nacc = s->xb + s->wb - 1;
         CHECK(bnn_qhalo_choose(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->xb, s->wb,
-                               nacc, s->epi == 3 && s->res ? 33 : 0, &hc) == 0);
+                               nacc, s->epi == 3 && s->res ? 33 : 0, 0, &hc) == 0);
         CHECK_MSG(hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn,
                   "%s: bnn_qhalo_choose gives %dx%d, %dx%d warps", s->name, hc.th, hc.tw, hc.wm, hc.wn);
     }
@@ -1071,7 +1111,7 @@ int main(void) {
         CHECK(bnn_qhalo_batch_alts(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, 1, 1, 0, alt) == 1 && alt[0].variant == 2 &&
               alt[0].from == BNN_QHALO_ALT_BATCH);
         CHECK(bnn_qhalo_variant(2, s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw, s->xb, s->wb,
-                                s->xb + s->wb - 1, 33, &hc) == 0 &&
+                                s->xb + s->wb - 1, 33, 0, &hc) == 0 &&
               hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn);
     }
     /* the stride-2 threshold layers' batch alternatives are cases w1's and w3's tiles */
@@ -1083,7 +1123,7 @@ int main(void) {
               alt[0].variant < BNN_QHALO_WIDE && alt[0].from == BNN_QHALO_ALT_BATCH &&
               alt[1].variant >= BNN_QHALO_WIDE && alt[1].from > alt[0].from);
         CHECK(bnn_qhalo_variant(alt[1].variant, s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, s->dh, s->dw,
-                                s->xb, s->wb, s->xb + s->wb - 1, 0, &hc) == 0 &&
+                                s->xb, s->wb, s->xb + s->wb - 1, 0, 0, &hc) == 0 &&
               hc.th == s->th && hc.tw == s->tw && hc.wm == s->wm && hc.wn == s->wn && hc.minb == 2);
         /* as a chain (not measured): none */
         const int na = bnn_qhalo_batch_alts(s->c, s->oh, s->ow, s->o, s->kh, s->kw, s->sh, s->sw, 1, 0, 0, alt);
@@ -1107,7 +1147,7 @@ int main(void) {
             const int ok = na == (h[4] >= 0) &&
                            (na == 0 || (alt[0].from == BNN_QHALO_ALT_BATCH &&
                                         bnn_qhalo_variant(alt[0].variant, h[0], h[1], h[1], h[2], 3, 3, h[3], h[3], 1, 1,
-                                                          4, 2, 8, 0, &hc) == 0 &&
+                                                          4, 2, 8, 0, 0, &hc) == 0 &&
                                         hc.th == bnn_halo_tiles[h[4]][0] && hc.tw == bnn_halo_tiles[h[4]][1]));
             CHECK_MSG(ok, "heavy %dx%d, %d -> %d channels, stride %d: %d alternatives, the first %dx%d (want tile %d)",
                       h[1], h[1], h[0], h[2], h[3], na, na ? hc.th : 0, na ? hc.tw : 0, h[4]);
@@ -1117,9 +1157,9 @@ int main(void) {
         BnnQhaloAlt alt[2];
         BnnHaloCfg hc = {0};
         const int na = bnn_qhalo_batch_alts(512, 7, 7, 512, 3, 3, 1, 1, 0, 0, 1, alt);
-        CHECK_MSG(na == 1 && bnn_qhalo_variant(alt[0].variant, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 3, 4, 8, 0, &hc) != 0 &&
+        CHECK_MSG(na == 1 && bnn_qhalo_variant(alt[0].variant, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 3, 4, 8, 0, 0, &hc) != 0 &&
                       alt[0].fallback > 0 &&
-                      bnn_qhalo_variant(alt[0].fallback, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 3, 4, 8, 0, &hc) == 0 &&
+                      bnn_qhalo_variant(alt[0].fallback, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 3, 4, 8, 0, 0, &hc) == 0 &&
                       hc.th == 4 && hc.tw == 8,
                   "w4a3 7x7, 512 channels: %d alternatives, the fallback %d (%dx%d), want 4x8", na, na ? alt[0].fallback : -1,
                   hc.th, hc.tw);

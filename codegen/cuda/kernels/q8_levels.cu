@@ -18,15 +18,20 @@
 // binary search of pow2 (the largest power of two <= levels) first: 8 loads for 255 levels,
 // where counting them one by one took 255 (a w8a8 MLP's epilogues were most of its time).
 // Without branches (a step past the last level loads the last one and keeps the count), so that
-// the searches of a word's 32 channels, unrolled, overlap their loads.
-__device__ __forceinline__ int bnn_q8_count_sorted(int v, const int *u, int levels, int pow2) {
+// the searches of a word's 32 channels, unrolled, overlap their loads. Level l at u[l * stride]:
+// stride 1, or a table in shared memory of a block's channels, [level][channel] (qconv.cu
+// QC_LSTAGE), where a warp's 32 channels lie in 32 banks whatever levels their lanes read.
+__device__ __forceinline__ int bnn_q8_count_sorted_at(int v, const int *u, int stride, int levels, int pow2) {
     int count = 0;
 #pragma unroll
     for (int step = pow2; step > 0; step >>= 1) {
         const int next = count + step;
-        count = next <= levels && u[(next < levels ? next : levels) - 1] <= v ? next : count;
+        count = next <= levels && u[((next < levels ? next : levels) - 1) * stride] <= v ? next : count;
     }
     return count;
+}
+__device__ __forceinline__ int bnn_q8_count_sorted(int v, const int *u, int levels, int pow2) {
+    return bnn_q8_count_sorted_at(v, u, 1, levels, pow2);
 }
 // From 128 levels on (8-bit codes; blob.h BLOB_Q8_EST_LEVELS, the same number): the count from
 // the channel's estimate est (blob.h blob_q8_level_estimate: {lo, per, first, last}, bnncc

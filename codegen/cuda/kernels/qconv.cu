@@ -22,7 +22,8 @@
 //   count = sum_l (dir[o] >= 0 ? acc >= T[o][l] : acc <= T[o][l]) over QC_L levels, written as
 //   QC_YB image planes of QC_YPLANE words per image, [QC_OH*QC_OW][QC_LDY] each (QC_LDY words a
 //   pixel, zero words and tail): exactly the next qconv's X (one plane with QC_LDY a multiple
-//   of 8: a b1 NHWC-packed image). 3 = the float chain of a qconv2d_chain (docs/kernels.md):
+//   of 8: a b1 NHWC-packed image); with QC_LFOLD 1 T[o] holds the levels folded (t ^ -1 where
+//   dir[o] < 0) and sorted ascending, lower.c put_code_levels. 3 = the float chain of a qconv2d_chain (docs/kernels.md):
 //   v = (float)acc through QC_NST stages of EP [NST][2][QC_O] (v*a or v/a where bit k of QC_DIV,
 //   + b, relu where bit k of QC_RELU), + R (f32 NCHW) by QC_RES (1: v + r, 2: r + v), relu with
 //   QC_ORELU, then the quantizer q = clamp(round(v / scale + zero), QC_QLO, QC_QHI) (QC_ROUND,
@@ -150,6 +151,18 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 #ifndef QC_L
 #define QC_L 1
 #endif
+#ifndef QC_LFOLD // 1 (bnncc: codes of more than 15 levels, epi 2): T holds the levels folded and sorted
+#define QC_LFOLD 0
+#endif
+#if QC_LFOLD && QC_EPI != 2
+#error "qconv.cu: QC_LFOLD (folded levels) is for codes out (QC_EPI 2)"
+#endif
+#if QC_EPI == 2 && !QC_RCODE && QC_L > 15 && !QC_LFOLD
+#error "qconv.cu: past 15 levels T holds them folded and sorted (QC_LFOLD 1)"
+#endif
+#if QC_LFOLD && !defined(BNN_Q8_COUNT_ONCE) // pasted before this file by bnncc (NVRTC has no include files)
+#include "q8_levels.cu"
+#endif
 #ifndef QC_YB
 #define QC_YB 1
 #endif
@@ -191,6 +204,12 @@ __device__ __forceinline__ void bnn_qh_ldsm4(unsigned a, unsigned *r) { bnn_ldsm
 #endif
 #ifndef QC_HALO // 1: the halo-tile kernel (tiles of QC_TH x QC_TW pixels, QC_WM x QC_WN warps)
 #define QC_HALO 0
+#endif
+#ifndef QC_LSTAGE // 1 (halo kernel, QC_LFOLD): a block stages its channels' levels in shared memory
+#define QC_LSTAGE 0
+#endif
+#if QC_LSTAGE && !(QC_LFOLD && QC_HALO)
+#error "qconv.cu: QC_LSTAGE is the halo kernel's, over folded levels (QC_LFOLD)"
 #endif
 #ifndef QC_MINB // halo kernel: blocks per SM the registers must allow
 #define QC_MINB 2
@@ -389,9 +408,13 @@ BNN_QC_FN int QC_CAT(QC_NAME, chain)(int v, float r, const float ca[QC_NSTC], co
 
 #if QC_EPI == 2
 // A lane's levels: count = sum_l (v ^ m >= t_l ^ m), m = 0 for a rising channel (v >= t), ~0
-// for a falling one (v <= t is ~v >= ~t, and ~ never overflows). With QC_TREG the QC_L folded
-// thresholds sit in registers, loaded once a kernel (the halo kernel); else each row reads them.
-#define QC_TREG (QC_L <= 15)
+// for a falling one (v <= t is ~v >= ~t, and ~ never overflows). Up to 15 levels (QC_TREG) the
+// folded thresholds sit in registers, loaded once a kernel (the halo kernel); past 15 (QC_LFOLD)
+// each row counts by q8_levels.cu's binary search over the channel's levels folded and sorted (u =
+// sorted(t ^ m): the count of u <= v ^ m), where one by one from global memory a sum took QC_L
+// loads and compares (H200, docs/perf.md stop 63: a w2a2 conv of 64 channels at 56x56, batch 256,
+// writing 63 levels 3.90 -> 0.68 ms, 255 levels 14.1 -> 0.89).
+#define QC_TREG (!QC_LFOLD)
 #define QC_NTR (QC_TREG ? QC_L : 1)
 BNN_QC_FN int QC_CAT(QC_NAME, level_mask)(const int *dir, int o, int th[QC_NTR], const int *T) {
     const int m = o < QC_O && __ldg(dir + o) < 0 ? -1 : 0;
@@ -402,12 +425,15 @@ BNN_QC_FN int QC_CAT(QC_NAME, level_mask)(const int *dir, int o, int th[QC_NTR],
 BNN_QC_FN int QC_CAT(QC_NAME, level_count)(int v, int m, const int th[QC_NTR], const int *T, int o) {
     int count = 0;
     v ^= m;
-    if (QC_TREG)
-        for (int l = 0; l < QC_NTR; l++)
-            count += v >= th[l];
-    else if (o < QC_O) // (a lane past QC_O reads nothing: T ends at channel QC_O - 1)
-        for (int l = 0; l < QC_L; l++)
-            count += v >= (__ldg(T + o * QC_L + l) ^ m);
+#if QC_LFOLD
+    (void)th;
+    if (o < QC_O) // (a lane past QC_O reads nothing: T ends at channel QC_O - 1)
+        count = bnn_q8_count(v, T + o * QC_L, QC_L, false, T);
+#else
+    (void)T, (void)o;
+    for (int l = 0; l < QC_NTR; l++)
+        count += v >= th[l];
+#endif
     return count;
 }
 #endif
@@ -532,7 +558,11 @@ BNN_QC_FN void QC_CAT(QC_NAME, row)(int v, float r, long long image, long long c
 #define QC_STAGE_RES 0
 #define QC_RSZ 0
 #endif
-#define QC_HSMEM (QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHPOP + 4 * QC_BM + QC_RSZ)
+// QC_LSTAGE: the block's channels' folded levels, [QC_L][QC_BN] words (a level's channels side by
+// side: the 32 lanes of a warp, each searching its own channel's levels, read 32 banks at every
+// step). From global memory each step of the search read 32 lines a warp, [channel][level].
+#define QC_LSZ (QC_LSTAGE ? 4 * QC_L * QC_BN : 0)
+#define QC_HSMEM (QC_BSZ + 2 * QC_ASZ + 16 + 4 * QC_NHPOP + 4 * QC_BM + QC_RSZ + QC_LSZ)
 #if QC_BM % (16 * QC_WM) != 0 || QC_MI < 1 || QC_LDW == 3
 #error "qconv.cu: QC_TH * QC_TW must be a multiple of 16 * QC_WM"
 #endif
@@ -1147,6 +1177,13 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
         if (QC_PAIR && tap % QC_KW + 1 < QC_KW) // the row's next tap (past its last: the zero half)
             bnn_qh_cp(dst + 8, src + QC_LDW, 4 * QC_LDW, o < QC_O ? 4u * QC_LDW : 0u);
     }
+#if QC_LSTAGE // (read after the first tile's barriers; a channel past QC_O: counts 0 in any case)
+    int *lev = (int *)(qc_dsmem + QC_HSMEM - QC_LSZ);
+    for (int i = tid; i < QC_L * QC_BN; i += QC_NT) {
+        const int ol = i / QC_L, l = i % QC_L, o = blockIdx.x * QC_BN + ol;
+        lev[l * QC_BN + ol] = o < QC_O ? __ldg(T + (long long)o * QC_L + l) : 0x7fffffff;
+    }
+#endif
     QC_CAT(QC_NAME, halo)(X, blockIdx.y, sA0, tid);
     bnn_qh_commit(); // with the weights
 
@@ -1332,7 +1369,11 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #endif
             for (int r = 0; r < 16; r++) {
                 const int v = tile[warp][r][lane] - (QC_WBIPOLAR ? rowpop[rl0 + r] : 0);
+#if QC_LSTAGE
+                cnt[r] = bnn_q8_count_sorted_at(v ^ tmask, lev + wn * 32 + lane, QC_BN, QC_L, BNN_Q8_POW2(QC_L));
+#else
                 cnt[r] = QC_CAT(QC_NAME, level_count)(v, tmask, th, T, n0 + lane);
+#endif
                 cnt[r] = n0 + lane < QC_O ? cnt[r] : 0;
             }
 #endif
@@ -1592,5 +1633,8 @@ QC_NAME(const unsigned *__restrict__ X, const unsigned *__restrict__ W, int M, Q
 #undef QC_TST
 #undef QC_RW
 #undef QC_TREG
+#undef QC_LFOLD
+#undef QC_LSTAGE
+#undef QC_LSZ
 #undef QC_FRAGL
 #undef QC_NTR
