@@ -412,8 +412,10 @@ BNN_QC_FN int QC_CAT(QC_NAME, chain)(int v, float r, const float ca[QC_NSTC], co
 // folded thresholds sit in registers, loaded once a kernel (the halo kernel); past 15 (QC_LFOLD)
 // each row counts by q8_levels.cu's binary search over the channel's levels folded and sorted (u =
 // sorted(t ^ m): the count of u <= v ^ m), where one by one from global memory a sum took QC_L
-// loads and compares (H200, docs/perf.md stop 63: a w2a2 conv of 64 channels at 56x56, batch 256,
-// writing 63 levels 3.90 -> 0.68 ms, 255 levels 14.1 -> 0.89).
+// loads and compares; the halo kernel searches them staged in shared memory where they fit
+// (QC_LSTAGE, below). H200, docs/perf.md stop 63: a w2a2 conv of 64 channels at 56x56, batch
+// 256, writing 63 levels 3.90 -> 0.68 ms (searched in global memory) -> 0.30 (staged), 255
+// levels 14.1 -> 0.89 -> 0.38.
 #define QC_TREG (!QC_LFOLD)
 #define QC_NTR (QC_TREG ? QC_L : 1)
 BNN_QC_FN int QC_CAT(QC_NAME, level_mask)(const int *dir, int o, int th[QC_NTR], const int *T) {
