@@ -1164,6 +1164,31 @@ int main(void) {
                   "w4a3 7x7, 512 channels: %d alternatives, the fallback %d (%dx%d), want 4x8", na, na ? alt[0].fallback : -1,
                   hc.th, hc.tw);
     }
+    /* Levels staged (QC_LSTAGE, lev): [lev][bn] words more where they fit at some bn, else none.
+     * w2a2 into 6-bit codes at 64 channels: at bn 64; cnn_w8a8's first conv (8-bit weights, 255
+     * levels): at bn 32, where bn 64 fits only without; w4a2 over 512 channels at 7x7: nowhere. */
+    {
+        static const int layers[3][8] = {/* c, hw, o, wb, xb, levels; want bn, staged */
+                                         {64, 56, 64, 2, 2, 63, 64, 1},
+                                         {3, 11, 33, 8, 8, 255, 32, 1},
+                                         {512, 7, 512, 4, 2, 255, 32, 0}};
+        for (int i = 0; i < 3; i++) {
+            const int *y = layers[i];
+            BnnHaloCfg hs = {0}, hn = {0};
+            const int rs = bnn_qhalo_variant(0, y[0], y[1], y[1], y[2], 3, 3, 1, 1, 1, 1, y[4], y[3], y[3] + y[4] - 1,
+                                             0, y[5], &hs),
+                      rn = bnn_qhalo_variant(0, y[0], y[1], y[1], y[2], 3, 3, 1, 1, 1, 1, y[4], y[3], y[3] + y[4] - 1,
+                                             0, 0, &hn);
+            /* (the table would not fit at the bn without it: the reason for a smaller bn) */
+            const int at_hn = bnn_qhalo_smem(y[0], 3, 3, 1, 1, 1, 1, hs.th, hs.tw, hn.wn, y[4], y[3], 0, y[5]);
+            CHECK_MSG(rs == 0 && rn == 0 && hs.bn == y[6] && hs.lev == (y[7] ? y[5] : 0) && hn.lev == 0 &&
+                          hs.th == hn.th && hs.tw == hn.tw &&
+                          hs.smem == bnn_qhalo_smem(y[0], 3, 3, 1, 1, 1, 1, hs.th, hs.tw, hs.wn, y[4], y[3], 0, hs.lev) &&
+                          (hs.bn == hn.bn || at_hn > BNN_HALO_SMEM_MAX) && hs.smem <= BNN_HALO_SMEM_MAX,
+                      "c %d, %dx%d, o %d, w%da%d, %d levels: bn %d, %d staged, %d bytes (without: bn %d, %d bytes)", y[0],
+                      y[1], y[1], y[2], y[3], y[4], y[5], hs.bn, hs.lev, hs.smem, hn.bn, hn.smem);
+        }
+    }
     check_fast_rows();
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int images = 1; images <= 3; images += 2)
