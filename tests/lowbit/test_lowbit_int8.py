@@ -661,14 +661,12 @@ def level_estimates(tmp, model):
           "for the bit-plane layer; x0 without them loads (int8 only), other sizes are refused")
 
 
-def conv_folded_levels(tmp):
-    """cnn_w8a8 as bit-planes: its first conv (33 channels into 8-bit codes, 255 levels) has x0,
-    its levels as p0 and p1 give them, folded (t ^ -1 where the channel falls) and sorted, which
-    its GPU kernels count by q8_levels.cu's search (qconv.cu QC_LFOLD); the conv of 7 levels and
-    the one with a float chain have none, nor the CPU target's blob; x0 4 bytes short is refused."""
-    import onnx
-    model = os.path.join(tmp, "cnn_w8a8_x0.onnx")
-    onnx.save(cnn_w8a8(np.random.default_rng(len("cnn_w8a8"))), model)
+def conv_folded_levels(tmp, model):
+    """cnn_w8a8 (model, check_cnn's) as bit-planes: its first conv (33 channels into 8-bit codes,
+    255 levels) has x0, its levels as p0 and p1 give them, folded (t ^ -1 where the channel falls)
+    and sorted, which its GPU kernels count by q8_levels.cu's search (qconv.cu QC_LFOLD); the conv
+    of 7 levels and the one with a float chain have none, nor the CPU target's blob; x0 4 bytes
+    short is refused."""
     have = {}
     for targets in ("sm_80", "cpu"):
         blob = os.path.join(tmp, f"cnn_w8a8_x0.{targets}.bin")
@@ -757,7 +755,7 @@ def main():
             tiled_from(tmp)
             wide_from(tmp)
             level_estimates(tmp, os.path.join(tmp, "w8a8.onnx"))
-            conv_folded_levels(tmp)
+            conv_folded_levels(tmp, os.path.join(tmp, "cnn_w8a8.onnx"))
             tuned_kinds(tmp, device)
             rule_kinds(tmp, device)
         refused(tmp)
