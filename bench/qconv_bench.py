@@ -67,15 +67,16 @@ def run(cmd):
 
 def qconv_step_ms(profile_out):
     """The median ms of the profile's first low-bit convolution, the layer timed: its qconv step
-    (kernel sN_qconv), or its int8 steps (sN_q8bytes then sN_qconv8); and of those the bytes
-    step's (0 for bit-planes)."""
+    (kernel sN_qconv), or its int8 steps (sN_q8bytes then sN_qconv8, or from its batch on sm_90a
+    its wgmma alternative sN_qconv8wg: a profile lists the steps that ran); and of those the
+    bytes step's (0 for bit-planes)."""
     steps, _ = profile(profile_out)
     order = sorted(steps)
     for j, i in enumerate(order):
         kernel, ms = steps[i]
         if kernel.endswith("_qconv"):
             return ms, 0.0
-        if kernel.endswith("_q8bytes") and j + 1 < len(order) and steps[order[j + 1]][0].endswith("_qconv8"):
+        if kernel.endswith("_q8bytes") and j + 1 < len(order) and steps[order[j + 1]][0].endswith(("_qconv8", "_qconv8wg")):
             return ms + steps[order[j + 1]][1], ms
     raise SystemExit("qconv_bench: no qconv step in bnnrun --profile's output:\n" + profile_out)
 

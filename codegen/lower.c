@@ -84,6 +84,7 @@ typedef struct Lower {
     int lowbit;       /* CodegenOptions.lowbit: bit-planes or int8 codes for the qgemm steps */
     int nqgemm_int8, nqgemm_planes; /* qgemm steps of each kind, for --report */
     int nqconv_int8, nqconv_planes; /* low-bit convolutions of each kind, for --report */
+    int nqconv_int8_wgmma;          /* int8 convolutions with a wgmma alternative (qconv_int8_wgmma_alt) */
     const int *tune_choice; /* CodegenOptions.tune_choice, ntune_choice */
     int ntune_choice;
     CodegenTunable *tunables; /* the layers with a choice of kernel configuration */
@@ -5297,11 +5298,71 @@ static bool qconv_int8_rule(const BlobQconvParams *qp) {
     return qp->xb > 4 || pairs > 16 || (pairs >= 15 && qp->oh * qp->ow <= 196);
 }
 
+/* The int8 convolution step si (qp: its qconv; w8: its weight bytes [O][ld]) on wgmma (sm_90a,
+ * flagged BLOB_STEP_SM90A) as a batch alternative: bgemm_planes_tiled.cu PT_CONV, the int8
+ * wgmma GEMM's block (128 x 256 tiles, persistent, two consumer warpgroups) whose producer
+ * warpgroup gathers the windows from the bytes image by cp.async, the weights pre-tiled in x1;
+ * the same results as Q8_CONV's. From the batch that gives QCONV_INT8_WGMMA_TILES tiles. */
+#define QCONV_INT8_WGMMA_TILES 128
+/* codes of at most this many levels, which a tile stages in shared memory */
+#define QCONV_INT8_WGMMA_MAX_LEVELS 63
+static void qconv_int8_wgmma_alt(Lower *L, int si, const BlobQconvParams *qp, const int8_t *w8, int64_t ld) {
+    const int64_t O = qp->o, cells = qp->oh * qp->ow, cb = 32 * qp->ldw;
+    const uint32_t ntn = (uint32_t)((O + BNN_PLANES_TILED_BN - 1) / BNN_PLANES_TILED_BN);
+    const int64_t rows = (int64_t)BNN_PLANES_TILED_BM * ((QCONV_INT8_WGMMA_TILES + ntn - 1) / ntn);
+    const uint32_t from = (uint32_t)((rows + cells - 1) / cells);
+    const BlobRef wref = put_tiled_planes(L, w8, O, 1, 8 * ld, ld / 4);
+    LStep *alt = new_batch_alt(L, si, from < 2 ? 2 : from);
+    alt->s.slot[BLOB_SLOT_X1] = wref;
+    name_kernel(L, alt, "qconv8wg");
+    alt->k.family = KERNEL_PLANES_WGMMA;
+    const bool codes = qp->epi == 2;
+    /* four stages of 128 bytes (192 KiB; 64 bytes eight deep was 5-12 % slower, docs/perf.md
+     * stop 64), three where a column tile's 32 to 63 levels fit in shared memory only beside
+     * three (tile_layout.h bnn_qconv_wgmma_smem) */
+    const int stages = codes && qp->levels > 31 ? 3 : BNN_PLANES_TILED_STAGES;
+    const int64_t kbits = 8 * ((ld + 127) / 128 * 128); /* a multiple of the weights' tiled chunks (128 bytes) */
+    alt->k.defines = str_printf(
+        "#define PT_NAME %s\n#define PT_S8 1\n#define PT_CONV 1\n#define PT_WGMMA 1\n#define PT_N %lld\n"
+        "#define PT_K %lld\n#define PT_XB 1\n#define PT_WB 1\n#define PT_WSIGNED 0\n#define PT_EPI %d\n"
+        "#define PT_L %lld\n#define PT_YB %lld\n#define PT_IH %lld\n#define PT_IW %lld\n#define PT_IC %lld\n"
+        "#define PT_CB %lld\n#define PT_KH %lld\n#define PT_KW %lld\n#define PT_SH %lld\n#define PT_SW %lld\n"
+        "#define PT_PADT %lld\n#define PT_PADL %lld\n#define PT_DH %lld\n#define PT_DW %lld\n#define PT_OH %lld\n"
+        "#define PT_OW %lld\n#define PT_PADC %lld\n#define PT_STAGES %d\n%s",
+        alt->k.name, (long long)O, (long long)kbits, codes ? 2 : 1, (long long)(codes ? qp->levels : 1),
+        (long long)(codes ? qp->yb : 1), (long long)qp->h, (long long)qp->w, (long long)qp->c, (long long)cb,
+        (long long)qp->kh, (long long)qp->kw, (long long)qp->stride_h, (long long)qp->stride_w, (long long)qp->pad_top,
+        (long long)qp->pad_left, (long long)qp->dil_h, (long long)qp->dil_w, (long long)qp->oh, (long long)qp->ow,
+        (long long)qp->pad_code, stages, "");
+    if (codes) {
+        char *d = str_printf("%s#define PT_LDYW %lld\n#define PT_YPLANE %lld\n", alt->k.defines, (long long)qp->ldy,
+                             (long long)blob_image_plane_words(cells, qp->ldy));
+        free(alt->k.defines);
+        alt->k.defines = d;
+    }
+    alt->s.flags |= BLOB_STEP_SM90A | BLOB_STEP_PERSISTENT; /* at most a block an SM */
+    BlobGridDim grid[3] = {{ntn, (uint32_t)(ntn * cells), BNN_PLANES_TILED_BM}, {1, 0, 1}, {1, 0, 1}};
+    uint32_t block[3] = {BNN_PLANES_WGMMA_THREADS, 1, 1};
+    const int smem = bnn_qconv_wgmma_smem(stages, codes ? (int)qp->levels : 0);
+    blob_step_set_kernel(&alt->s, alt->k.name, grid, block, (uint32_t)smem);
+    /* (At: the bytes image, Wt, apop: none, T: the folded levels, dir, Y, M: the batch's pixels) */
+    blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_IN, 0);
+    blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_X1, 0);
+    blob_step_add_arg(&alt->s, BLOB_ARG_I64, 0, 0);
+    add_levels_args(alt, BLOB_SLOT_P0);
+    blob_step_add_arg(&alt->s, BLOB_ARG_PTR, BLOB_SLOT_OUT, 0);
+    blob_step_add_arg(&alt->s, BLOB_ARG_BATCH, 0, cells);
+    L->nqconv_int8_wgmma++;
+}
+
 /* The GPU's steps of qconv step cs (made CPU-only) on the int8 tensor cores: the input's image
  * planes to a bytes image (qgemm_s8.cu Q8_U_NAME, [H*W][32 ldw] bytes an image), then the
  * convolution over it (Q8_CONV) into the step's own output, its thresholds ce folded and sorted
- * (p0, p1). The weights as bytes [O][ld], (o, tap, c) at tap * 32 ldw + c, zero elsewhere. */
-static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const int8_t *u, const CodeEpilogue *ce) {
+ * (p0, p1). The weights as bytes [O][ld], (o, tap, c) at tap * 32 ldw + c, zero elsewhere.
+ * alts: whether it may have batch alternatives (on sm_90a from 128 outputs,
+ * qconv_int8_wgmma_alt). */
+static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const int8_t *u, const CodeEpilogue *ce,
+                            bool alts) {
     const int64_t C = qp->c, O = qp->o, taps = qp->kh * qp->kw, cb = 32 * qp->ldw;
     /* K stages of 128 bytes where a tap holds 128 channels or more (in dynamic shared memory,
      * two blocks an SM: 4-7 % faster on the deep ResNet layers), else 64 (static, four blocks
@@ -5337,7 +5398,6 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     use_arena(L, st, BLOB_SLOT_OUT, out);
     st->s.slot[BLOB_SLOT_W] = put_weights(L, w8, (size_t)(O * ld));
     put_code_thresholds_as(L, st, ce, O, true);
-    free(w8);
     /* The block tile, on q8_warps's warps: where O <= 64 128 pixels x 64 channels, four warps of
      * 64 x 32 (at most 128 registers, four blocks an SM in 45 KiB of static shared memory each)
      * or eight of 32 x 32 (w4a4's 64-channel 56x56 layer 8 % faster on four at batch 256, the
@@ -5374,6 +5434,9 @@ static int lower_qconv_int8(Lower *L, int cs, const BlobQconvParams *qp, const i
     blob_step_set_kernel(&st->s, st->k.name, grid, qblock, dyn);
     add_planes_args(st, cells, BLOB_SLOT_P0);
     L->nqconv_int8++;
+    if (alts && L->sm90a && O >= QGEMM_TILED_MIN_N && (qp->epi != 2 || qp->levels <= QCONV_INT8_WGMMA_MAX_LEVELS))
+        qconv_int8_wgmma_alt(L, (int)(st - L->steps), qp, w8, ld);
+    free(w8);
     return 0;
 }
 
@@ -5502,7 +5565,7 @@ static int lower_qconv(Lower *L, const Node *n) {
         if (!int8_fits)
             return fail_node(L, "a qconv2d too large for the int8 kernel's 32-bit indices; use --lowbit=planes");
         make_cpu_only(st); /* the CPU runs this step, the GPU lower_qconv_int8's */
-        return lower_qconv_int8(L, (int)(st - L->steps), &qp, u, &ce);
+        return lower_qconv_int8(L, (int)(st - L->steps), &qp, u, &ce, L->batch_alts);
     }
     const bool kind_tunable = int8_ok && int8_fits;
     if (!kind_tunable)
@@ -5540,7 +5603,7 @@ static int lower_qconv(Lower *L, const Node *n) {
     if (kind_tunable) {
         if (choose_qconv_kind(L, st, qconv_int8_rule(&qp), &hl, &halo, &ncand)) {
             make_cpu_only(st); /* the CPU runs this step, the GPU lower_qconv_int8's */
-            return lower_qconv_int8(L, (int)(st - L->steps), &qp, u, &ce);
+            return lower_qconv_int8(L, (int)(st - L->steps), &qp, u, &ce, tunable_alts(L, n, ncand));
         }
         L->nqconv_planes++;
         if (halo >= 0)
@@ -6444,6 +6507,11 @@ int codegen_write_blob(const Graph *g, const CodegenOptions *o, const char *path
                                   "PT_S8, 128 x 256 tiles) from the batch that fills %d of its tiles on, %d where "
                                   "they write codes (a batch alternative)\n",
                        L.nqgemm_int8_wgmma, QGEMM_INT8_WGMMA_TILES, QGEMM_INT8_WGMMA_CODES_TILES);
+        if (L.nqconv_int8_wgmma)
+            buf_printf(o->report, "codegen: %d int8 convolutions run on wgmma on sm_90a (bgemm_planes_tiled.cu "
+                                  "PT_CONV, 128 pixels x 256 channels a tile) from the batch that fills %d of its "
+                                  "tiles on (a batch alternative)\n",
+                       L.nqconv_int8_wgmma, QCONV_INT8_WGMMA_TILES);
         if (L.ncast_affines)
             buf_printf(o->report, "codegen: %d casts to f32 run with the affine steps after them in one GPU pass "
                                   "(cast_affine)\n",

@@ -116,4 +116,15 @@ static inline int bnn_planes_tiled_smem(int bm, int bn, int kc, int stages, int 
                 : 0);
 }
 
+/* Dynamic shared memory of the int8 convolution on wgmma (bgemm_planes_tiled.cu PT_CONV, KC 8,
+ * 128 x 256 tiles) with `stages` stages: the stages, their mbarriers and, for codes of `levels`
+ * levels (0: int32 out) where they fit in the 227 KiB of a block, a column tile's levels
+ * (folded, sorted) and directions (the kernel's CSTAGE). */
+static inline int bnn_qconv_wgmma_smem(int stages, int levels) {
+    const int base = bnn_planes_tiled_smem(BNN_PLANES_TILED_BM, BNN_PLANES_TILED_BN, BNN_PLANES_TILED_KC, stages, 1, 0,
+                                           0, 0),
+              lev = levels >= 1 ? (BNN_PLANES_TILED_BN * levels + BNN_PLANES_TILED_BN) * 4 : 0;
+    return base + lev <= 232448 ? base + lev : base;
+}
+
 #endif

@@ -5,7 +5,8 @@
 // epilogue (int32, threshold bits, affine f32), the compiler's compact row tiles and
 // tile-major bit output, padded LDY; for the bit-planes signed, unsigned and +-1 weights, int32
 // and codes (the staging warp's sorted thresholds and their search on wgmma); int8 on wgmma
-// (PT_S8) with int32 out and codes as planes or bytes. Every output word
+// (PT_S8) with int32 out and codes as planes or bytes, and its convolution (PT_CONV) with int32
+// NCHW out and codes as image planes. Every output word
 // is compared with a plain reference: dot = K - 2 * popc(a XOR w) on the packed rows (not the
 // kernels' AND form), bit = dir >= 0 ? dot >= t : dot <= t, y = dot * scale + bias rounded
 // twice; the planes' integer dot of the codes and the count of the levels it passes. Outputs
@@ -385,6 +386,74 @@ int run_s8(const TiledEmuCase &s, int M, int grid_cap) {
                             smem, want);
 }
 
+// The int8 convolution on wgmma (PT_CONV) over `images` images: the bytes image random in
+// every byte (past the channels too: their weights are zero), s8 weights [N][LD] (tap t's
+// channel c at byte t * CB + c, zero past the channels and the taps) pre-tiled as run_s8's,
+// acc = the sum over the taps of code x weight, a tap outside the image reading the pad code in
+// its channels; int32 NCHW per image, or the count of the folded levels it reaches as image
+// planes: per image YB planes of yplane words, [OH OW][LDYW], bit n % 32 of word n / 32.
+int run_s8conv(const TiledEmuCase &s, int images, int grid_cap) {
+    const TiledEmuConv &g = *s.conv;
+    const int N = s.n, ld = s.ldy, L = s.levels, YB = s.yb, cells = g.oh * g.ow, M = images * cells;
+    const int nch = ld / 16, taps = g.kh * g.kw, pix = g.ih * g.iw;
+    std::vector<uint32_t> a((size_t)images * pix * g.cb / 4 + 4), w((size_t)N * ld / 4, 0);
+    for (auto &v : a) v = (uint32_t)rnd();
+    unsigned char *ab = (unsigned char *)a.data();
+    signed char *wb = (signed char *)w.data();
+    for (int n = 0; n < N; n++)
+        for (int t = 0; t < taps; t++)
+            for (int c = 0; c < g.ic; c++) wb[(size_t)n * ld + t * g.cb + c] = (signed char)rnd_int(-128, 127);
+    std::vector<int> acc((size_t)M * N);
+    for (int m = 0; m < M; m++) {
+        const int image = m / cells, oy = m % cells / g.ow, ox = m % cells % g.ow;
+        for (int n = 0; n < N; n++) {
+            int d = 0;
+            for (int t = 0; t < taps; t++) {
+                const int iy = oy * g.sh - g.padt + t / g.kw * g.dh, ix = ox * g.sw - g.padl + t % g.kw * g.dw;
+                const bool in = iy >= 0 && iy < g.ih && ix >= 0 && ix < g.iw;
+                for (int c = 0; c < g.ic; c++) {
+                    const int x = in ? ab[((size_t)image * pix + (size_t)iy * g.iw + ix) * g.cb + c] : g.padc;
+                    d += x * wb[(size_t)n * ld + t * g.cb + c];
+                }
+            }
+            acc[(size_t)m * N + n] = d;
+        }
+    }
+    const int ntn = (N + s.bn - 1) / s.bn;
+    std::vector<uint32_t> wt((size_t)ntn * nch * s.bn * 4, 0);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; c < nch; c++)
+            memcpy(&wt[(((size_t)(n / s.bn) * nch + c) * s.bn + n % s.bn) * 4], &w[(size_t)n * ld / 4 + 4 * c], 16);
+    std::vector<int> T, dir;
+    random_levels(acc, N, L, T, dir);
+    const std::vector<int> folded = folded_levels(acc, N, L, T, dir);
+    const size_t ywords = s.epi == 1 ? (size_t)M * N : (size_t)images * YB * g.yplane;
+    std::vector<uint32_t> want(ywords, 0);
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            const int v = acc[(size_t)m * N + n], image = m / cells, cell = m % cells;
+            if (s.epi == 1) {
+                want[((size_t)image * N + n) * cells + cell] = (uint32_t)v;
+                continue;
+            }
+            int count = 0;
+            for (int l = 0; l < L; l++) count += dir[n] >= 0 ? v >= T[(size_t)n * L + l] : v <= T[(size_t)n * L + l];
+            for (int b = 0; b < YB; b++)
+                if ((count >> b) & 1)
+                    want[((size_t)image * YB + b) * g.yplane + (size_t)cell * g.ldyw + n / 32] |= 1u << (n % 32);
+        }
+    EmuArgs args = {};
+    args.X = a.data();
+    args.W = wt.data();
+    args.ep0 = folded.data();
+    args.ep1 = dir.data();
+    const unsigned smem = (unsigned)bnn_qconv_wgmma_smem(s.stages, s.epi == 2 ? L : 0);
+    return launch_and_check(s, M, grid_cap, args,
+                            {{a.data(), a.size() * 4}, {wt.data(), wt.size() * 4}, {folded.data(), folded.size() * 4},
+                             {dir.data(), dir.size() * 4}},
+                            smem, want);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -394,6 +463,16 @@ int main(int argc, char **argv) {
     for (const TiledEmuCase &s : tiled_emu_cases()) {
         // M: a partial last row tile on two blocks (each walks several tiles), then one row on
         // one block more than tiles (the compact tile of one row; a block with no tile).
+        if (s.conv) { // three images on two and on three blocks (the column tiles alternate on a
+                      // block: staged levels change), then one on more blocks than tiles
+            failed += run_s8conv(s, 3, 2) + run_s8conv(s, 8, 3);
+            runs += 2;
+            if (!sanitized) {
+                failed += run_s8conv(s, 1, 0);
+                runs++;
+            }
+            continue;
+        }
         const int m0 = s.m_const ? s.m_const : 300;
         failed += s.s8 ? run_s8(s, m0, 2) : s.planes ? run_planes(s, m0, 2) : run(s, m0, 2);
         runs++;

@@ -70,6 +70,7 @@ inline void bnn_mbar_init(unsigned bar, unsigned count) {
 }
 inline void bnn_mbar_init_fence() {}
 inline void bnn_mbar_arrive(unsigned bar) { emu_mbar_arrive_on(emu_mbar_at(bar), bar); }
+inline void bnn_fence_proxy_async() {} // the emulator has one proxy
 inline void bnn_mbar_expect_tx(unsigned bar, unsigned bytes) {
     EmuMbar &m = emu_mbar_at(bar);
     m.tx += bytes;

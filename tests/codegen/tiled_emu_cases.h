@@ -3,13 +3,19 @@
 // launcher taking EmuArgs as (X = At, W = Wt, P = apop, R = wpop, ep0, ep1, Y, nb = M); the
 // bit-plane kernels (planes 1) take (At, Wt, apop, T = ep0, dir = ep1, Y, M), with aplain 1
 // At the plain planes X[M][XB][LDA] words (mma.sync) or an EmuTensorMap of them (wgmma); with
-// s8 the rows are bytes; with s8 or lfold T holds the levels in their int8 form (folded, sorted).
+// s8 the rows are bytes; with s8 or lfold T holds the levels in their int8 form (folded, sorted);
+// with conv (PT_CONV) At is the bytes image and M the images times the output pixels.
 #ifndef BNN_TILED_EMU_CASES_H
 #define BNN_TILED_EMU_CASES_H
 #include <vector>
 
 #include "bconv_emu.h"
 
+// PT_CONV's convolution (bgemm_planes_tiled.cu): the input image, its taps, the output image
+// and, with codes out, the words a pixel and a plane an image.
+struct TiledEmuConv {
+    int ih, iw, ic, cb, kh, kw, sh, sw, padt, padl, dh, dw, oh, ow, padc, ldyw, yplane;
+};
 struct TiledEmuCase {
     const char *name;
     int wgmma, epi, n, k, kc, stages, bm, bn, threads, compact, ytile, ldy, m_const;
@@ -17,6 +23,7 @@ struct TiledEmuCase {
     int s8, yfmt; // PT_S8 (k: K in bytes, ldy: the bytes of an A and W row) and its codes' format (1: bytes)
     EmuCall call;
     int lfold = 0; // bit-planes' PT_LFOLD: the levels in their int8 form (folded, sorted)
+    const TiledEmuConv *conv = nullptr; // PT_CONV (with s8): the convolution; k its K in bytes, ldy K padded
 };
 inline std::vector<TiledEmuCase> &tiled_emu_cases() {
     static std::vector<TiledEmuCase> cases;

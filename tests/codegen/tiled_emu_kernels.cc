@@ -6,7 +6,10 @@
 // bit-planes signed, unsigned and +-1 weights, codes of 3 levels (staged and searched), 5, 15,
 // and plain A (the form bnncc emits): by tensor map into the swizzled stages on wgmma, gathered
 // on mma.sync, with +-1 weights the kernels' own popc(a); int8 on wgmma (PT_S8) with int32
-// out and codes of 6, 15, 31 and 255 levels as planes or bytes.
+// out and codes of 6, 15, 31 and 255 levels as planes or bytes; the int8 convolution on wgmma
+// (PT_CONV): int32 NCHW, codes of 15 and 31 levels as image planes, stride 2, dilation 2, a
+// pad code, padding words and a plane's tail, channels that span taps within a stage, the levels
+// staged in shared memory (15, 31) or read from global memory (63 at four stages).
 #include "tiled_emu.h"
 #define BNN_TILED_PTX_EMULATED
 #include "../../codegen/cuda/kernels/tiled_common.cu"
@@ -425,3 +428,153 @@ EMU_S8(ws8_bytes255, 300, 1000, 1024, 2, 255, 8, 1)
 #define PT_STAGES 2
 #include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
 EMU_S8(ws8_bytes31, 70, 64, 64, 2, 31, 5, 1)
+
+// The int8 convolution on wgmma (PT_CONV): name, N, K (bytes: taps x CB), LD (K padded to a
+// stage's 128), EPI, L, YB, STAGES, then its geometry (TiledEmuConv, PT_* below alike)
+#define EMU_S8CONV(fn, n_, k_, ld_, epi_, l_, yb_, st_, ...)                                                            \
+    static void call_##fn(const EmuArgs &a) {                                                                          \
+        fn(a.X, a.W, a.P, (const int *)a.ep0, (const int *)a.ep1, a.Y, a.nb);                                          \
+    }                                                                                                                  \
+    static const TiledEmuConv conv_##fn = {__VA_ARGS__};                                                               \
+    static bool reg_##fn = tiled_emu_register(TiledEmuCase{#fn, 1, epi_, n_, k_, 8, st_, 128, 256, 384, 0, 0, ld_, 0,  \
+                                                           1, 1, 1, 0, 0, l_, yb_, 0, 1, 0, call_##fn, 0, &conv_##fn});
+
+// 3x3, stride 1, pad 1 around a 7 x 9 image of 40 channels (64 bytes a pixel: a stage's 128
+// bytes are two taps), int32 out, three stages
+#define PT_NAME wc8_i32
+#define PT_S8 1
+#define PT_WGMMA 1
+#define PT_CONV 1
+#define PT_N 300
+#define PT_K (8 * 640)
+#define PT_XB 1
+#define PT_WB 1
+#define PT_WSIGNED 0
+#define PT_EPI 1
+#define PT_KC 8
+#define PT_STAGES 3
+#define PT_IH 7
+#define PT_IW 9
+#define PT_IC 40
+#define PT_CB 64
+#define PT_KH 3
+#define PT_KW 3
+#define PT_SH 1
+#define PT_SW 1
+#define PT_PADT 1
+#define PT_PADL 1
+#define PT_DH 1
+#define PT_DW 1
+#define PT_OH 7
+#define PT_OW 9
+#define PT_PADC 0
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_S8CONV(wc8_i32, 300, 576, 640, 1, 1, 1, 3, 7, 9, 40, 64, 3, 3, 1, 1, 1, 1, 1, 1, 7, 9, 0, 0, 0)
+
+// 3x3, stride 2 over 9 x 6 (90 channels, 96 bytes a pixel), pad code 5, 15 levels into 20 channels: a word a
+// pixel, 15 pixels, a plane of 16 words (one of tail); two stages
+#define PT_NAME wc8_codes15_s2
+#define PT_S8 1
+#define PT_WGMMA 1
+#define PT_CONV 1
+#define PT_N 20
+#define PT_K (8 * 896)
+#define PT_XB 1
+#define PT_WB 1
+#define PT_WSIGNED 0
+#define PT_EPI 2
+#define PT_L 15
+#define PT_YB 4
+#define PT_KC 8
+#define PT_STAGES 2
+#define PT_IH 9
+#define PT_IW 6
+#define PT_IC 90
+#define PT_CB 96
+#define PT_KH 3
+#define PT_KW 3
+#define PT_SH 2
+#define PT_SW 2
+#define PT_PADT 1
+#define PT_PADL 1
+#define PT_DH 1
+#define PT_DW 1
+#define PT_OH 5
+#define PT_OW 3
+#define PT_PADC 5
+#define PT_LDYW 1
+#define PT_YPLANE 16
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_S8CONV(wc8_codes15_s2, 20, 864, 896, 2, 15, 4, 2, 9, 6, 90, 96, 3, 3, 2, 2, 1, 1, 1, 1, 5, 3, 5, 1, 16)
+
+// 3x3, dilation 2, pad 2 over 6 x 6 (32 channels), 31 levels into 300 channels (16 words a
+// pixel, 6 of them padding); four stages
+#define PT_NAME wc8_codes31_dil
+#define PT_S8 1
+#define PT_WGMMA 1
+#define PT_CONV 1
+#define PT_N 300
+#define PT_K (8 * 384)
+#define PT_XB 1
+#define PT_WB 1
+#define PT_WSIGNED 0
+#define PT_EPI 2
+#define PT_L 31
+#define PT_YB 5
+#define PT_KC 8
+#define PT_STAGES 4
+#define PT_IH 6
+#define PT_IW 6
+#define PT_IC 32
+#define PT_CB 32
+#define PT_KH 3
+#define PT_KW 3
+#define PT_SH 1
+#define PT_SW 1
+#define PT_PADT 2
+#define PT_PADL 2
+#define PT_DH 2
+#define PT_DW 2
+#define PT_OH 6
+#define PT_OW 6
+#define PT_PADC 0
+#define PT_LDYW 16
+#define PT_YPLANE 576
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_S8CONV(wc8_codes31_dil, 300, 288, 384, 2, 31, 5, 4, 6, 6, 32, 32, 3, 3, 1, 1, 2, 2, 2, 2, 6, 6, 0, 16, 576)
+
+// 3x3, stride 1, pad 1 over 5 x 4 (64 channels), 63 levels into 260 channels: four stages
+// leave no room for the levels, which the epilogue reads from global memory
+#define PT_NAME wc8_codes63_global
+#define PT_S8 1
+#define PT_WGMMA 1
+#define PT_CONV 1
+#define PT_N 260
+#define PT_K (8 * 640)
+#define PT_XB 1
+#define PT_WB 1
+#define PT_WSIGNED 0
+#define PT_EPI 2
+#define PT_L 63
+#define PT_YB 6
+#define PT_KC 8
+#define PT_STAGES 4
+#define PT_IH 5
+#define PT_IW 4
+#define PT_IC 64
+#define PT_CB 64
+#define PT_KH 3
+#define PT_KW 3
+#define PT_SH 1
+#define PT_SW 1
+#define PT_PADT 1
+#define PT_PADL 1
+#define PT_DH 1
+#define PT_DW 1
+#define PT_OH 5
+#define PT_OW 4
+#define PT_PADC 0
+#define PT_LDYW 16
+#define PT_YPLANE 320
+#include "../../codegen/cuda/kernels/bgemm_planes_tiled.cu"
+EMU_S8CONV(wc8_codes63_global, 260, 576, 640, 2, 63, 6, 4, 5, 4, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, 5, 4, 0, 16, 320)

@@ -338,6 +338,62 @@ def check_cnn(tmp, name, build, shape, counts, device, sanitized):
           f"reference at batch 1, 3, 17 ({'CPU and GPU' if device == 'gpu' else 'CPU'})")
 
 
+def cnn_wide(rng):
+    """Two int8 convolutions of 128 outputs or more (the wgmma alternative on sm_90a): 5 -> 128
+    (3x3 pad 1, into signed 4-bit codes: the next conv's padding reads pad code 8) -> 144 (3x3
+    pad 1) over 15 x 15 pixels (225 an image: a batch's last row tile partial), then a 1x1 conv
+    to 6 with a float out (bit-planes)."""
+    n = qconv_models.Net("cnn_wide", rng)
+    x = n.quant("x", 0.25, 4, 0)
+    x = qconv_models.block(n, x, 5, 128, 3, 4, 4, signed=1, relu=False)
+    x = qconv_models.block(n, x, 128, 144, 3, 4, 4)
+    return n.model((5, 15, 15), n.conv(x, 144, 6, 1, 4, stride=1, pad=0))
+
+
+def conv_wgmma(tmp, device):
+    """cnn_wide under --lowbit=int8: for sm_90a each int8 conv gets its wgmma form (PT_CONV) as a
+    batch alternative from the batch that gives 128 of its 128-pixel tiles (73 images of 225
+    pixels), sm_90a only and persistent; none without an sm_90a target. The blob equals the
+    reference on the CPU path at batch 1 and 3 and, on a GPU, at 1 (mma.sync) and at 75 (wgmma;
+    there against the CPU path: the reference is slow at that size)."""
+    import onnx
+    model = os.path.join(tmp, "cnn_wide.onnx")
+    onnx.save(cnn_wide(np.random.default_rng(11)), model)
+    blobs = {}
+    for targets in ("sm_90a,sm_80", "sm_90,sm_80"):
+        blob = os.path.join(tmp, f"cnn_wide.{targets.replace(',', '_')}.bin")
+        p = run([BNNCC, "-O3", "--lowbit=int8", f"--target={targets}", "--report", model, "-o", blob])
+        if p.returncode:
+            return fail(f"cnn_wide --target={targets}: bnncc: {p.stderr.strip()}")
+        alts = re.findall(r"plan: step (\d+) kernel \(kernel s\d+_qconv8wg, the GPU's from batch (\d+) instead of "
+                          r"step (\d+)'s on sm_90a, persistent: a block an SM\)", p.stderr)
+        want = [("73", True), ("73", True)] if targets.startswith("sm_90a") else []
+        if [(b, int(a) == int(m) + 1) for a, b, m in alts] != want or \
+                ("2 int8 convolutions run on wgmma" in p.stderr) != bool(want):
+            return fail(f"cnn_wide --target={targets}: wgmma alternatives {alts}, want {len(want)} from batch 73 "
+                        f"right after their mma.sync step")
+        blobs[targets] = blob
+    rng = np.random.default_rng(12)
+    xs = [rng.uniform(-3, 3, size=(b, 5, 15, 15)).astype(np.float32) for b in (1, 3, 75)]
+    wants = [outputs(tmp, ["--reference", model], x) for x in xs[:2]]
+    for blob in blobs.values():
+        if not same_as_reference(tmp, f"cnn_wide {os.path.basename(blob)}", blob, ["cpu"], xs[:2], wants):
+            return
+    if device == "gpu":
+        blob = blobs["sm_90a,sm_80"]
+        if not same_as_reference(tmp, "cnn_wide on the GPU", blob, ["gpu"], xs[:1], wants[:1]):
+            return
+        want, have = outputs(tmp, [blob, "--device", "cpu"], xs[2]), outputs(tmp, [blob, "--device", "gpu"], xs[2])
+        if want is None or have is None:
+            return
+        if mismatch(want, have):
+            return fail(f"cnn_wide batch 75 (the wgmma convolutions): the GPU differs from the CPU path in "
+                        f"{mismatch(want, have)} of {want.size} outputs")
+    print(f"ok: cnn_wide: two int8 convolutions with a wgmma alternative from batch 73 (sm_90a only), identical to "
+          f"the reference at batch 1, 3 (CPU{' and GPU' if device == 'gpu' else ''})"
+          f"{' and to the CPU path at 75 on the GPU' if device == 'gpu' else ''}")
+
+
 def cnn_kinds(rng):
     """w4a4 (int8 by the rule) -> w2a2 -> w2a2 (bit-planes by the rule) -> a 1x1 conv with a
     float out (a chain: bit-planes, no choice)."""
@@ -756,6 +812,7 @@ def main():
             wide_from(tmp)
             level_estimates(tmp, os.path.join(tmp, "w8a8.onnx"))
             conv_folded_levels(tmp, os.path.join(tmp, "cnn_w8a8.onnx"))
+            conv_wgmma(tmp, device)
             tuned_kinds(tmp, device)
             rule_kinds(tmp, device)
         refused(tmp)

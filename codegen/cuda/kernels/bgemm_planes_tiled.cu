@@ -37,8 +37,11 @@
 // qgemm's output as it is), loaded into shared memory by the kernel (mma.sync: gathered into
 // the same stage image with 16-byte cp.async by every thread, the sm_80 pipeline on every
 // architecture; wgmma: one TMA copy a stage from a tensor map, 128-byte swizzled rows), and
-// with PT_WBIPOLAR the kernel counts apop itself (apop unused). Each inclusion defines one
-// kernel PT_NAME and #undefs its PT_* macros at the end; docs/kernels.md has the contract.
+// with PT_WBIPOLAR the kernel counts apop itself (apop unused). PT_CONV 1 (wgmma with PT_S8):
+// the int8 convolution of qgemm_s8.cu Q8_CONV as an implicit GEMM on the same pipeline, A its
+// bytes image gathered window by window by the producer warpgroup (see the kernel). Each
+// inclusion defines one kernel PT_NAME and #undefs its PT_* macros at the end; docs/kernels.md
+// has the contract.
 #ifndef BNN_COMMON_CU
 #include "common.cu"
 #endif
@@ -154,8 +157,11 @@ __device__ __forceinline__ void bnn_pt_code_sorted(int x, const int *t, const in
 // levels); with YFMT 1 the codes as bytes, Y[M][N rounded up to 64]
 // (zero past N: qgemm_s8.cu's A), a row's 8 columns of an n8 tile gathered into one lane by a
 // transpose within the quad (each lane holds 2 of each tile), one 8-byte store.
+// CELLS > 0 (PT_CONV): row m is pixel m % CELLS of image m / CELLS, and Y is qgemm_s8.cu
+// Q8_CONV's: int32 NCHW per image, or YB image planes of YPLANE words per image, [CELLS][LDYW]
+// each (words past LDYW not stored); its levels have no estimates.
 template <int MI, int NI, int EPI, int N, int L, int YB, int LDY, bool BIPOLAR, bool STAGED, bool Q8LEV = false,
-          int YFMT = 0>
+          int YFMT = 0, int CELLS = 0, int LDYW = 0, int YPLANE = 0>
 __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int m0, int n0, int rw0, int cw0, int M,
                                                 const int *__restrict__ apop, int abase, const int *__restrict__ T,
                                                 const int *__restrict__ dir, int cbase, void *__restrict__ Y) {
@@ -190,6 +196,12 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                         const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t, *a = acc[mi][4 * q + u] + 2 * h;
                         const int v0 = BIPOLAR ? (int)(2u * (unsigned)a[0] - (unsigned)fix[mi][h]) : a[0];
                         const int v1 = BIPOLAR ? (int)(2u * (unsigned)a[1] - (unsigned)fix[mi][h]) : a[1];
+                        if (CELLS) { // NCHW per image
+                            int *y = (int *)Y + ((long long)(row / CELLS) * N + c) * CELLS + row % CELLS;
+                            if (c < N) y[0] = v0;
+                            if (c + 1 < N) y[CELLS] = v1;
+                            continue;
+                        }
                         int *y = (int *)Y + (long long)row * N + c;
                         if (N % 2 == 0 && c + 1 < N) {
                             *(int2 *)y = make_int2(v0, v1);
@@ -263,7 +275,7 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
                         const int v = BIPOLAR ? (int)(2u * (unsigned)a - (unsigned)fix[mi][h]) : a;
                         const int c = n0 + cw0 + (4 * q + u) * 8 + 2 * t + e, slot = (mi * 2 + h) * YB * NQ + q;
                         if (Q8LEV) { // the int8 form's levels: a binary search
-                            const int count = bnn_q8_count(v ^ flip[u][e], T + (c - cbase) * L, L, BNN_Q8_EST(L),
+                            const int count = bnn_q8_count(v ^ flip[u][e], T + (c - cbase) * L, L, !CELLS && BNN_Q8_EST(L),
                                                            T + BNN_Q8_EST_AT(N, L) + 4 * (c - cbase));
                             if (YFMT == 1) {
                                 pair[mi][h][u] |= (unsigned)count << 8 * e;
@@ -333,7 +345,12 @@ __device__ __forceinline__ void bnn_pt_epilogue(const int (&acc)[MI][NI][4], int
         unsigned word = r[i];
         if (STAGED && b < SS) // a negative direction's code: 2^S - 1 minus the staged levels' count
             word ^= ((const unsigned *)dir)[(n0 + cw0 - cbase) / 32 + q];
-        if (row < M && wcol < LDY) ((unsigned *)Y)[((long long)row * YB + b) * LDY + wcol] = word;
+        if (CELLS) {
+            if (row < M && wcol < LDYW)
+                ((unsigned *)Y)[((long long)(row / CELLS) * YB + b) * YPLANE + (long long)(row % CELLS) * LDYW + wcol] = word;
+        } else if (row < M && wcol < LDY) {
+            ((unsigned *)Y)[((long long)row * YB + b) * LDY + wcol] = word;
+        }
     }
 }
 
@@ -481,6 +498,31 @@ extern "C" __global__ void __launch_bounds__(256) bnn_planes_row_pop(const uint4
 #ifndef PT_YFMT
 #define PT_YFMT 0
 #endif
+#ifndef PT_CONV
+#define PT_CONV 0
+#endif
+#if PT_CONV && (!PT_WGMMA || !PT_S8 || PT_APLAIN || PT_YFMT != 0 || PT_STAGES < 2)
+#error "bgemm_planes_tiled.cu: PT_CONV (the int8 convolution) is a wgmma form of PT_S8 over its bytes image, codes as planes"
+#endif
+#if PT_CONV && !(defined(PT_IH) && defined(PT_IW) && defined(PT_IC) && defined(PT_CB) && defined(PT_KH) && \
+                 defined(PT_KW) && defined(PT_SH) && defined(PT_SW) && defined(PT_PADT) && defined(PT_PADL) && \
+                 defined(PT_DH) && defined(PT_DW) && defined(PT_OH) && defined(PT_OW) && defined(PT_PADC))
+#error "bgemm_planes_tiled.cu: PT_CONV needs the convolution's PT_IH ... PT_PADC (see the kernel)"
+#endif
+#if PT_CONV && PT_EPI == 2 && !(defined(PT_LDYW) && defined(PT_YPLANE))
+#error "bgemm_planes_tiled.cu: PT_CONV with codes out needs PT_LDYW and PT_YPLANE"
+#endif
+#if PT_CONV
+#define PT_CELLS (PT_OH * PT_OW) // output pixels an image
+#else
+#define PT_CELLS 0
+#endif
+#if !PT_CONV || PT_EPI != 2
+#undef PT_LDYW
+#undef PT_YPLANE
+#define PT_LDYW 0
+#define PT_YPLANE 0
+#endif
 #if PT_S8 && (!PT_WGMMA || PT_XB != 1 || PT_WB != 1 || PT_WBIPOLAR)
 #error "bgemm_planes_tiled.cu: PT_S8 (one byte a K element) is a wgmma form of one plane each (PT_XB = PT_WB = 1)"
 #endif
@@ -521,6 +563,23 @@ extern "C" __global__ void __launch_bounds__(256) bnn_planes_row_pop(const uint4
 // 20-35 % slower at 8192^3.)
 // With PT_WBIPOLAR the consumers count apop themselves from the stages in shared memory (each
 // warp its 16 rows) while their wgmmas run.
+// PT_CONV 1 (with PT_S8): qgemm_s8.cu Q8_CONV's convolution, the same implicit GEMM: row m an
+// output pixel (image m / (PT_OH PT_OW), oy, ox), K byte tap * PT_CB + c (PT_KH x PT_KW taps
+// row-major, stride PT_SH x PT_SW, padding PT_PADT / PT_PADL, dilation PT_DH x PT_DW), PT_K
+// = 8 x that K padded to a multiple of KC 16 bytes (the pre-tiled weights' K). At: the bytes image, per image [PT_IH PT_IW][PT_CB]
+// u8 (channel c < PT_IC at byte c); a tap outside the image reads the pad code PT_PADC in
+// channels below PT_IC, zero above; K past the taps zero. Wt: the weights [N][K bytes]
+// pre-tiled as PT_S8's. Y: Q8_CONV's (bnn_pt_epilogue CELLS): int32 NCHW, or PT_YB image
+// planes of PT_YPLANE words per image, [PT_OH PT_OW][PT_LDYW] each, padding words and the
+// plane's tail zero. The producer warpgroup's 128 threads gather a stage's A into the
+// chunk-major image, 16-byte cp.async a chunk (a warp 16 rows x 2 neighbouring chunks: whole
+// 32-byte sectors read, 8 rows of one chunk a store phase, no bank conflicts), the pad code by
+// a plain store; thread 0 also bulk-copies W. cp.async and st.shared write through the
+// generic proxy and wgmma reads through the async one, so a thread announces a stage only
+// after its copies landed (cp.async.wait_group), then a proxy fence, then its arrival on the
+// stage's "full" barrier (128 arrivals + thread 0's expect_tx); LAG = S - 2 stages late at
+// most: the consumers release stage g once stage g + 1 is full, and the producer needs that
+// release to refill g's slot for stage g + S.
 #if PT_APLAIN
 #define BNN_PT_A_PARAM const __grid_constant__ BnnTensorMap tmA
 #else
@@ -550,7 +609,13 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         PT_EPI == 2 && !PT_S8 && !PT_LFOLD && L <= BNN_PT_STAGE_T_MAX_L && !PT_NOSTORE && XMAX < 0x7fffffffLL;
     // STAGE_T buffer: BN columns of 2^S levels (bnn_pt_stage_params), then BN / 32 flip words
     constexpr int TBUF = BN * (1 << bnn_pt_search_steps(L)) + BN / 32;
-    constexpr unsigned SMEM = S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0) + ALIGN + (STAGE_T ? 2 * TBUF * 4 + 32 : 0);
+    constexpr unsigned SMEM0 = S * STAGE + 16 * S + (SELF_POP ? BM * 4 : 0) + ALIGN + (STAGE_T ? 2 * TBUF * 4 + 32 : 0);
+    // CSTAGE (PT_CONV's codes, where they fit: tile_layout.h bnn_qconv_wgmma_smem): a column
+    // tile's folded levels [BN][L] and directions [BN] in shared memory after the barriers,
+    // staged by the consumers when the tile's columns change (a search step an LDS instead of a
+    // load from L2: 255-level codes took 1.6x the mma.sync kernel's time from global memory)
+    constexpr bool CSTAGE = PT_CONV && PT_EPI == 2 && SMEM0 + (BN * L + BN) * 4 <= 232448;
+    constexpr unsigned SMEM = SMEM0 + (CSTAGE ? (BN * L + BN) * 4 : 0);
     static_assert(!PT_APLAIN || KC == 8, "PT_APLAIN: PT_KC 8 (a stage's A rows are the 128 bytes of the swizzle)");
     static_assert(N >= 1 && K >= 1 && XB >= 1 && PT_WB >= 1, "empty GEMM");
     static_assert(!PT_WBIPOLAR || PT_WB == 1, "bipolar weights are one plane (PT_WB 1)");
@@ -575,7 +640,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     const unsigned tbars = bnn_smem(tsh + 2 * TBUF); // STAGE_T: the buffers' hand-off (bnn_handoff_init)
     if (tid == 0) {
         for (int s = 0; s < S; ++s) {
-            bnn_mbar_init(full + 8 * s, 1);   // the expect_tx arrival (+ the bytes)
+            bnn_mbar_init(full + 8 * s, PT_CONV ? 129 : 1); // the expect_tx arrival (+ the bytes), PT_CONV: + 128 gatherers
             bnn_mbar_init(empty + 8 * s, NW); // one arrival per consumer warp
         }
         if (STAGE_T)
@@ -584,6 +649,72 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     }
     __syncthreads();
 
+#if PT_CONV
+    if (warp >= NW) { // producer warpgroup: 128 threads gather A's windows, thread 0 also copies W
+        bnn_setmaxnreg_dec<40>();
+        constexpr int CELLS = PT_CELLS, TAPS = PT_KH * PT_KW, LAG = S - 2;
+        // this thread's rows ra and ra + 64 of a tile, its chunks hc, hc + 2, ... of a stage
+        const int ptid = tid - NT, hc = (ptid >> 4) & 1, ra = (ptid >> 5) * 16 + (ptid & 15);
+        unsigned it = 0, shown = 0; // stages issued; stages announced on their "full" barrier
+        for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
+            const int mt = tile / ntn, nt = tile % ntn;
+            const char *gb = (const char *)Wt + (size_t)nt * NCH * BN * 16;
+            long long org[2]; // the rows' window origins in At (bytes), their top left tap
+            int iy0[2], ix0[2];
+            bool live[2];
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const int m = mt * BM + ra + 64 * j, image = m / CELLS, cell = m - image * CELLS, oy = cell / PT_OW;
+                live[j] = m < M;
+                iy0[j] = oy * PT_SH - PT_PADT, ix0[j] = (cell - oy * PT_OW) * PT_SW - PT_PADL;
+                org[j] = ((long long)image * (PT_IH * PT_IW) + (long long)iy0[j] * PT_IW + ix0[j]) * PT_CB;
+            }
+            for (int kt = 0; kt < NKT; ++kt, ++it) {
+                const unsigned slot = it % S, bar = full + 8 * slot, dst = s0 + slot * STAGE;
+                if (it >= S) bnn_mbar_wait(empty + 8 * slot, (it / S - 1) & 1);
+                if (ptid == 0) {
+                    bnn_mbar_expect_tx(bar, BBYTES);
+                    bnn_bulk_g2s(dst + ABYTES, gb + (size_t)kt * BBYTES, BBYTES, bar);
+                }
+#pragma unroll
+                for (int cc = 0; cc < KC / 2; ++cc) {
+                    const int c = 2 * cc + hc, kb = (kt * KC + c) * 16, tap = kb / PT_CB, cb = kb - tap * PT_CB;
+                    const int ky = tap / PT_KW, kx = tap - ky * PT_KW;
+                    const long long toff = (long long)(ky * PT_DH * PT_IW + kx * PT_DW) * PT_CB + cb;
+#pragma unroll
+                    for (int j = 0; j < 2; ++j) {
+                        const int iy = iy0[j] + ky * PT_DH, ix = ix0[j] + kx * PT_DW;
+                        const unsigned d = dst + (c * BM + ra + 64 * j) * 16;
+                        if (live[j] && tap < TAPS && (unsigned)iy < (unsigned)PT_IH && (unsigned)ix < (unsigned)PT_IW) {
+                            bnn_cp16(d, (const char *)At + org[j] + toff, 16);
+                        } else if (PT_PADC == 0 || !live[j] || tap >= TAPS) {
+                            bnn_cp16(d, At, 0);
+                        } else { // the pad code in the real channels
+                            unsigned pw[4];
+#pragma unroll
+                            for (int q = 0; q < 4; ++q) {
+                                pw[q] = 0u;
+#pragma unroll
+                                for (int i = 0; i < 4; ++i)
+                                    pw[q] |= (cb + 4 * q + i < PT_IC ? (unsigned)PT_PADC : 0u) << (8 * i);
+                            }
+                            bnn_st16(d, pw[0], pw[1], pw[2], pw[3]);
+                        }
+                    }
+                }
+                bnn_cp_commit();
+                if (it >= (unsigned)LAG) { // stage it - LAG landed: announce it
+                    bnn_cp_wait<LAG>();
+                    bnn_fence_proxy_async();
+                    bnn_mbar_arrive(full + 8 * (shown++ % S));
+                }
+            }
+        }
+        bnn_cp_wait<0>();
+        bnn_fence_proxy_async();
+        while (shown < it) bnn_mbar_arrive(full + 8 * (shown++ % S));
+    } else
+#endif
     if (warp >= NW) { // producer warpgroup: one thread issues every copy, and it gives its registers away
         bnn_setmaxnreg_dec<40>();
         if (warp == NW && lane == 0) {
@@ -640,6 +771,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             if (lane == 0) bnn_mbar_arrive(empty + 8 * slot);
         };
         unsigned tiles_done = 0; // STAGE_T: the staging warp's buffer (tiles_done & 1) and phase
+        int staged_nt = -1;      // CSTAGE: the column tile whose levels are in shared memory
+        int *const csT = (int *)(bnn_dsmem + S * STAGE + 16 * S), *const csdir = csT + BN * L; // CSTAGE
         for (int tile = blockIdx.x; tile < ntiles; tile += gridDim.x) {
             const int mt = tile / ntn, nt = tile % ntn;
             int acc[1][32][4];
@@ -714,16 +847,37 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                 bnn_handoff_wait_full(tbars, tiles_done);
                 tT = tsh + (tiles_done & 1) * TBUF, tdir = tT + TBUF - BN / 32;
             }
+            if (CSTAGE) { // every consumer walks the same tiles: the barriers are uniform
+                if (nt != staged_nt) {
+                    if (staged_nt >= 0) bnn_bar_sync(1, NT); // the last tile's searches are done
+                    for (int i = tid; i < BN * L; i += NT)
+                        csT[i] = nt * BN + i / L < N ? T[(size_t)nt * BN * L + i] : 0;
+                    for (int i = tid; i < BN; i += NT) csdir[i] = nt * BN + i < N ? dir[nt * BN + i] : 0;
+                    bnn_bar_sync(1, NT);
+                    staged_nt = nt;
+                }
+                tT = csT, tdir = csdir;
+            }
             // Warp w holds rows 16w .. 16w+15 of the tile: the m16n8 layout, MI = 1, NI = 32.
             // (the levels folded, sorted and searched: PT_S8's, PT_LFOLD's)
             bnn_pt_epilogue<1, 32, PT_EPI, N, L, YB, LDY, (bool)PT_WBIPOLAR, STAGE_T, PT_EPI == 2 && (PT_S8 || PT_LFOLD),
-                            PT_YFMT>(acc, mt * BM, nt * BN, warp * 16, 0, M, SELF_POP ? tpop : apop,
-                                     SELF_POP ? mt * BM : 0, tT, tdir, STAGE_T ? nt * BN : 0, Y);
+                            PT_YFMT, PT_CELLS, PT_LDYW, PT_YPLANE>(
+                acc, mt * BM, nt * BN, warp * 16, 0, M, SELF_POP ? tpop : apop, SELF_POP ? mt * BM : 0, tT, tdir,
+                STAGE_T || CSTAGE ? nt * BN : 0, Y);
             if (STAGE_T) // every lane read the buffer (and tpop)
                 bnn_handoff_release(tbars, tiles_done++, lane);
             else if (SELF_POP)
                 __syncwarp(); // every lane read tpop
-            if (PT_EPI == 2 && PT_YFMT == 0) bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
+            if (PT_CONV && PT_EPI == 2) { // the last column tile zeroes an image's plane tails past its last pixel
+                constexpr int CELLS = PT_CONV ? PT_CELLS : 1, TAIL = PT_YPLANE - CELLS * PT_LDYW;
+                for (int i = tid; TAIL > 0 && nt == ntn - 1 && i < BM * YB * TAIL; i += NT) {
+                    const int row = mt * BM + i / (YB * TAIL), b = i / TAIL % YB;
+                    if (row < M && row % CELLS == CELLS - 1)
+                        ((unsigned *)Y)[((long long)(row / CELLS) * YB + b) * PT_YPLANE + CELLS * PT_LDYW + i % TAIL] = 0u;
+                }
+            } else if (PT_EPI == 2 && PT_YFMT == 0) {
+                bnn_pt_zero_pad<N, BN, BM, YB, LDY>(Y, mt * BM, M, tid, NT, nt);
+            }
         }
     }
 }
@@ -938,6 +1092,25 @@ extern "C" __global__ void __launch_bounds__(PT_WM *PT_WN * 32, 1)
 #undef PT_S8
 #undef PT_LFOLD
 #undef PT_YFMT
+#undef PT_CONV
+#undef PT_CELLS
+#undef PT_IH
+#undef PT_IW
+#undef PT_IC
+#undef PT_CB
+#undef PT_KH
+#undef PT_KW
+#undef PT_SH
+#undef PT_SW
+#undef PT_PADT
+#undef PT_PADL
+#undef PT_DH
+#undef PT_DW
+#undef PT_OH
+#undef PT_OW
+#undef PT_PADC
+#undef PT_LDYW
+#undef PT_YPLANE
 #undef BNN_PT_WGMMA_HERE
 #undef PT_M
 #undef PT_N

@@ -49,6 +49,10 @@ __device__ __forceinline__ void bnn_mbar_expect_tx(unsigned bar, unsigned bytes)
 __device__ __forceinline__ void bnn_mbar_arrive(unsigned bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// Orders this thread's generic-proxy shared-memory writes (cp.async, st.shared) before later
+// async-proxy reads of them (wgmma's operands): after the copies landed, before the arrival
+// that announces them.
+__device__ __forceinline__ void bnn_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Box (c0, c1, c2) of tensor map *tm into shared memory at dst, completing on bar (the
 // box's bytes, out-of-range elements zero).
 __device__ __forceinline__ void bnn_tma_load_3d(unsigned dst, const BnnTensorMap *tm, int c0, int c1, int c2,
