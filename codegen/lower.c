@@ -5328,12 +5328,12 @@ static void qconv_int8_wgmma_alt(Lower *L, int si, const BlobQconvParams *qp, co
         "#define PT_L %lld\n#define PT_YB %lld\n#define PT_IH %lld\n#define PT_IW %lld\n#define PT_IC %lld\n"
         "#define PT_CB %lld\n#define PT_KH %lld\n#define PT_KW %lld\n#define PT_SH %lld\n#define PT_SW %lld\n"
         "#define PT_PADT %lld\n#define PT_PADL %lld\n#define PT_DH %lld\n#define PT_DW %lld\n#define PT_OH %lld\n"
-        "#define PT_OW %lld\n#define PT_PADC %lld\n#define PT_STAGES %d\n%s",
+        "#define PT_OW %lld\n#define PT_PADC %lld\n#define PT_STAGES %d\n",
         alt->k.name, (long long)O, (long long)kbits, codes ? 2 : 1, (long long)(codes ? qp->levels : 1),
         (long long)(codes ? qp->yb : 1), (long long)qp->h, (long long)qp->w, (long long)qp->c, (long long)cb,
         (long long)qp->kh, (long long)qp->kw, (long long)qp->stride_h, (long long)qp->stride_w, (long long)qp->pad_top,
         (long long)qp->pad_left, (long long)qp->dil_h, (long long)qp->dil_w, (long long)qp->oh, (long long)qp->ow,
-        (long long)qp->pad_code, stages, "");
+        (long long)qp->pad_code, stages);
     if (codes) {
         char *d = str_printf("%s#define PT_LDYW %lld\n#define PT_YPLANE %lld\n", alt->k.defines, (long long)qp->ldy,
                              (long long)blob_image_plane_words(cells, qp->ldy));
